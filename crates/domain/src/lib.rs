@@ -1,0 +1,29 @@
+//! Mailroom's domain: the entities, value types and rules of an email delivery and
+//! audience service, with no I/O.
+//!
+//! Everything here is pure and synchronous. Values are parsed once at the edge into the
+//! types of this crate (`EmailAddress`, `AccountName`, `TemplateSlug`, …) so the rest of
+//! the service never handles an unchecked string. Other Rust services may reuse this crate
+//! for slug normalisation, token recognition and (later) webhook signature verification.
+#![warn(missing_docs)]
+
+pub mod account;
+pub mod automation;
+pub mod email;
+pub mod error;
+pub mod id;
+pub mod paging;
+pub mod secret;
+pub mod slug;
+pub mod starter;
+pub mod template;
+pub mod timestamp;
+pub mod token;
+pub mod topic;
+pub mod webhook;
+
+pub use error::{FieldError, ValidationErrors};
+pub use id::{AccountId, AutomationId, TemplateId, TokenId, TopicId, UserId};
+pub use timestamp::Timestamp;
+/// The UUID type behind every identifier, re-exported so ports can mint ids.
+pub use uuid::Uuid;

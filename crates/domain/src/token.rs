@@ -1,0 +1,194 @@
+//! Personal access tokens: the raw format, its offline checksum, and the stored hash.
+//!
+//! A raw token is `mailroom_pat_` followed by 64 lowercase hex digits: 56 of randomness and
+//! 8 of CRC32 over everything before them. The checksum lets a secret scanner recognise a
+//! leaked token offline and lets the service refuse garbage without a database look-up.
+//! Only the SHA-256 of the raw value is ever stored.
+
+use std::fmt;
+
+use sha2::{Digest, Sha256};
+
+/// The fixed prefix of every raw token.
+pub const TOKEN_PREFIX: &str = "mailroom_pat_";
+/// How many random bytes a token carries (56 hex digits).
+pub const TOKEN_RANDOM_BYTES: usize = 28;
+const RANDOM_HEX: usize = TOKEN_RANDOM_BYTES * 2;
+const CHECK_HEX: usize = 8;
+
+/// A raw token value. It is shown to its owner once and never logged.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RawToken(String);
+
+/// Why a presented token is not one of ours.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidToken {
+    /// It does not start with [`TOKEN_PREFIX`].
+    #[error("token prefix is missing")]
+    Prefix,
+    /// The part after the prefix is not 64 lowercase hex digits.
+    #[error("token is not 64 lowercase hex digits after the prefix")]
+    Shape,
+    /// The check digits do not match.
+    #[error("token checksum does not match")]
+    Checksum,
+}
+
+impl RawToken {
+    /// Builds a token from fresh randomness, appending the CRC32 check digits.
+    pub fn from_random(random: [u8; TOKEN_RANDOM_BYTES]) -> Self {
+        let body = format!("{TOKEN_PREFIX}{}", hex::encode(random));
+        let check = crc32fast::hash(body.as_bytes());
+        Self(format!("{body}{check:08x}"))
+    }
+
+    /// Checks prefix, shape and check digits of a presented value.
+    ///
+    /// # Errors
+    /// [`InvalidToken`] naming the first check that failed.
+    pub fn parse(text: &str) -> Result<Self, InvalidToken> {
+        let rest = text.strip_prefix(TOKEN_PREFIX).ok_or(InvalidToken::Prefix)?;
+        if rest.len() != RANDOM_HEX + CHECK_HEX
+            || !rest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
+            return Err(InvalidToken::Shape);
+        }
+        let (body, check) = text.split_at(TOKEN_PREFIX.len() + RANDOM_HEX);
+        let expected = format!("{:08x}", crc32fast::hash(body.as_bytes()));
+        if check != expected {
+            return Err(InvalidToken::Checksum);
+        }
+        Ok(Self(text.to_owned()))
+    }
+
+    /// The raw value, for the one response that returns it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// The SHA-256 that is stored and looked up instead of the value.
+    pub fn hash(&self) -> TokenHash {
+        TokenHash(Sha256::digest(self.0.as_bytes()).into())
+    }
+}
+
+impl fmt::Debug for RawToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("RawToken([redacted])")
+    }
+}
+
+/// SHA-256 of a raw token.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TokenHash(pub [u8; 32]);
+
+impl fmt::Debug for TokenHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TokenHash({})", hex::encode(&self.0[..4]))
+    }
+}
+
+/// The lifetimes a token may be issued with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenLifetime {
+    /// Expires 30 days after issue.
+    Days30,
+    /// Expires 60 days after issue.
+    Days60,
+    /// Expires 90 days after issue.
+    Days90,
+    /// Never expires.
+    Unlimited,
+}
+
+/// `expiresInDays` was not 30, 60, 90 or null.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("must be 30, 60, 90 or null")]
+pub struct InvalidLifetime;
+
+impl TokenLifetime {
+    /// Reads `expiresInDays`: absent or null never expires.
+    ///
+    /// # Errors
+    /// [`InvalidLifetime`] for any other number.
+    pub fn from_days(days: Option<i64>) -> Result<Self, InvalidLifetime> {
+        match days {
+            None => Ok(Self::Unlimited),
+            Some(30) => Ok(Self::Days30),
+            Some(60) => Ok(Self::Days60),
+            Some(90) => Ok(Self::Days90),
+            Some(_) => Err(InvalidLifetime),
+        }
+    }
+
+    /// Whole days until expiry, or `None` for a token that never expires.
+    pub fn days(&self) -> Option<i64> {
+        match self {
+            Self::Days30 => Some(30),
+            Self::Days60 => Some(60),
+            Self::Days90 => Some(90),
+            Self::Unlimited => None,
+        }
+    }
+}
+
+/// The longest token name accepted.
+pub const MAX_TOKEN_NAME: usize = 100;
+
+/// A token's label: 1 to 100 characters after trimming.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenName(String);
+
+impl TokenName {
+    /// Trims and checks the length.
+    ///
+    /// # Errors
+    /// A message for the `name` field.
+    pub fn parse(text: &str) -> Result<Self, crate::account::InvalidName> {
+        crate::account::bounded_name(text, MAX_TOKEN_NAME).map(Self)
+    }
+
+    /// The label.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_tokens_have_prefix_hex_run_and_valid_check_digits() {
+        let token = RawToken::from_random([7u8; TOKEN_RANDOM_BYTES]);
+        let text = token.expose();
+        assert!(text.starts_with("mailroom_pat_"));
+        assert_eq!(text.len(), TOKEN_PREFIX.len() + 64);
+        assert_eq!(RawToken::parse(text), Ok(token.clone()));
+        let crc = crc32fast::hash(text[..text.len() - 8].as_bytes());
+        assert_eq!(&text[text.len() - 8..], format!("{crc:08x}"));
+    }
+
+    #[test]
+    fn rejects_foreign_and_tampered_values() {
+        let token = RawToken::from_random([1u8; TOKEN_RANDOM_BYTES]);
+        let text = token.expose().to_owned();
+        assert_eq!(RawToken::parse("ghp_abc"), Err(InvalidToken::Prefix));
+        assert_eq!(RawToken::parse("mailroom_pat_xyz"), Err(InvalidToken::Shape));
+        assert_eq!(RawToken::parse(&text.to_uppercase().replace("MAILROOM_PAT_", "mailroom_pat_")), Err(InvalidToken::Shape));
+        let mut tampered = text.into_bytes();
+        let i = TOKEN_PREFIX.len();
+        tampered[i] = if tampered[i] == b'0' { b'1' } else { b'0' };
+        let tampered = String::from_utf8(tampered).expect("ascii");
+        assert_eq!(RawToken::parse(&tampered), Err(InvalidToken::Checksum));
+    }
+
+    #[test]
+    fn lifetimes() {
+        assert_eq!(TokenLifetime::from_days(None), Ok(TokenLifetime::Unlimited));
+        assert_eq!(TokenLifetime::from_days(Some(60)).map(|l| l.days()), Ok(Some(60)));
+        for bad in [0, 1, 29, 31, 365, -30] {
+            assert_eq!(TokenLifetime::from_days(Some(bad)), Err(InvalidLifetime));
+        }
+    }
+}
