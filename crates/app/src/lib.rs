@@ -1,1 +1,19 @@
-//! placeholder
+//! Mailroom's use cases and the ports they need.
+//!
+//! One module per resource, one file per use case. A use case is a plain function over
+//! [`Services`]; it runs in exactly one database transaction through the
+//! [`ports::Database`] port and never performs network I/O inside it (mail and webhook
+//! deliveries are written as outbox rows for async workers).
+
+pub mod accounts;
+pub mod auth;
+pub mod error;
+pub mod ports;
+pub mod services;
+pub mod templates;
+pub mod tokens;
+pub mod users;
+
+pub use auth::Actor;
+pub use error::{AppError, StoreError};
+pub use services::Services;

@@ -115,19 +115,6 @@ impl AccountPatch {
     pub fn is_empty(&self) -> bool {
         self.name.is_none() && self.click_tracking.is_none() && self.open_tracking.is_none()
     }
-
-    /// Applies the patch to an account.
-    pub fn apply_to(self, account: &mut Account) {
-        if let Some(name) = self.name {
-            account.name = name;
-        }
-        if let Some(click) = self.click_tracking {
-            account.click_tracking = click;
-        }
-        if let Some(open) = self.open_tracking {
-            account.open_tracking = open;
-        }
-    }
 }
 
 /// A user's membership of an account, as the members list shows it.

@@ -82,6 +82,10 @@ define_id!(
     /// Identifies an announcement topic.
     TopicId
 );
+define_id!(
+    /// Identifies a mail server (an SMTP connection of an account).
+    MailServerId
+);
 
 #[cfg(test)]
 mod tests {

@@ -23,7 +23,7 @@ pub mod topic;
 pub mod webhook;
 
 pub use error::{FieldError, ValidationErrors};
-pub use id::{AccountId, AutomationId, TemplateId, TokenId, TopicId, UserId};
+pub use id::{AccountId, AutomationId, MailServerId, TemplateId, TokenId, TopicId, UserId};
 pub use timestamp::Timestamp;
 /// The UUID type behind every identifier, re-exported so ports can mint ids.
 pub use uuid::Uuid;

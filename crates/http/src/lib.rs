@@ -1,1 +1,198 @@
-//! placeholder
+//! The HTTP driving adapter: actix-web routes under `/v2` onto the app crate's use cases.
+//!
+//! This crate holds no business rules. It parses requests into the app's inputs, runs the
+//! use case on the blocking pool ([`blocking::run_blocking`]), and shapes the result as
+//! JSON or as an `application/problem+json` error ([`problem::ApiError`]).
+
+pub mod blocking;
+pub mod dto;
+pub mod extract;
+pub mod metrics;
+pub mod problem;
+pub mod routes;
+
+use std::{net::TcpListener, sync::Arc, time::Instant};
+
+use actix_web::{
+    dev::{Server, Service, ServiceFactory, ServiceRequest, ServiceResponse},
+    guard::GuardContext,
+    http::{header, Method},
+    middleware::ErrorHandlers,
+    web, App, HttpMessage, HttpRequest, HttpResponse, HttpServer, ResponseError,
+};
+use mailroom_app::Services;
+use tracing_actix_web::{RequestId, TracingLogger};
+use utoipa::{
+    openapi::security::{Http, HttpAuthScheme, SecurityScheme},
+    Modify, OpenApi,
+};
+use utoipa_actix_web::{scope, AppExt, UtoipaApp};
+
+pub use metrics::Metrics;
+use problem::ApiError;
+use routes::system::OpenApiDocument;
+
+/// The largest request body accepted (413 beyond).
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Mailroom API", version = "2", description = "Email delivery and audience service."),
+    modifiers(&BearerAuth),
+    components(schemas(problem::Problem))
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme("bearer", SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)));
+    }
+}
+
+fn routed_app() -> UtoipaApp<
+    impl ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    App::new()
+        .into_utoipa_app()
+        .openapi(ApiDoc::openapi())
+        .service(scope("/v2").configure(routes::v2))
+        .configure(routes::operations)
+}
+
+/// The OpenAPI document of every route this adapter serves.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    routed_app().split_for_parts().1
+}
+
+/// Paths and methods from the OpenAPI document, so an unmatched request can be told
+/// apart: a known path with another method is 405 (with `Allow`), anything else 404.
+struct RouteTable(Vec<(actix_web::dev::ResourceDef, String)>);
+
+impl RouteTable {
+    fn from_openapi(api: &utoipa::openapi::OpenApi) -> Self {
+        let routes = api
+            .paths
+            .paths
+            .iter()
+            .map(|(path, item)| {
+                let methods: Vec<&str> = [
+                    ("GET", item.get.is_some()),
+                    ("POST", item.post.is_some()),
+                    ("PUT", item.put.is_some()),
+                    ("PATCH", item.patch.is_some()),
+                    ("DELETE", item.delete.is_some()),
+                ]
+                .into_iter()
+                .filter_map(|(name, present)| present.then_some(name))
+                .collect();
+                (actix_web::dev::ResourceDef::new(path.as_str()), methods.join(", "))
+            })
+            .collect();
+        Self(routes)
+    }
+
+    fn allowed(&self, path: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(resource, _)| resource.is_match(path))
+            .map(|(_, allow)| allow.as_str())
+    }
+}
+
+async fn unmatched(req: HttpRequest, table: web::Data<RouteTable>) -> HttpResponse {
+    let error = match table.allowed(req.path()) {
+        Some(allow) => ApiError::method_not_allowed(allow.to_owned()),
+        None => ApiError::not_found(),
+    };
+    error.error_response()
+}
+
+fn any_method(_: &GuardContext<'_>) -> bool {
+    true
+}
+
+/// How the HTTP server runs.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Worker threads (actix workers; use cases run on the blocking pool).
+    pub workers: usize,
+    /// Seconds in-flight requests get to finish after SIGTERM.
+    pub shutdown_timeout_secs: u64,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        Self {
+            workers: 2,
+            shutdown_timeout_secs: 30,
+        }
+    }
+}
+
+/// Starts the HTTP server on `listener`. The returned server stops gracefully on SIGTERM
+/// or SIGINT: it stops accepting, lets in-flight requests finish, then resolves.
+///
+/// # Errors
+/// An I/O error when the listener cannot be used.
+pub fn serve(listener: TcpListener, services: Services, metrics: Arc<Metrics>, options: &HttpOptions) -> std::io::Result<Server> {
+    let api = openapi();
+    let document = web::Data::new(OpenApiDocument(
+        api.to_json().map_err(std::io::Error::other)?,
+    ));
+    let table = web::Data::new(RouteTable::from_openapi(&api));
+    let services = web::Data::new(services);
+    let metrics = web::Data::from(metrics);
+    let server = HttpServer::new(move || {
+        let metrics_for_requests = metrics.clone();
+        let (app, _) = routed_app().split_for_parts();
+        app.app_data(services.clone())
+            .app_data(metrics.clone())
+            .app_data(document.clone())
+            .app_data(table.clone())
+            .app_data(web::JsonConfig::default().limit(MAX_BODY_BYTES).error_handler(problem::json_error))
+            .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
+            .app_data(web::QueryConfig::default().error_handler(problem::query_error))
+            .app_data(web::PathConfig::default().error_handler(problem::path_error))
+            .default_service(web::route().guard(actix_web::guard::fn_guard(any_method)).to(unmatched))
+            .wrap(ErrorHandlers::new().default_handler(problem::ensure_problem_body))
+            .wrap_fn(move |req, srv| {
+                let started = Instant::now();
+                let method = req.method().clone();
+                let metrics = metrics_for_requests.clone();
+                let response = srv.call(req);
+                async move {
+                    let mut response = response.await?;
+                    let route = response
+                        .request()
+                        .match_pattern()
+                        .unwrap_or_else(|| "unmatched".to_owned());
+                    metrics.observe_request(method.as_str(), &route, response.status().as_u16(), started.elapsed());
+                    let request_id = response.request().extensions().get::<RequestId>().copied();
+                    if let Some(id) = request_id {
+                        if let Ok(value) = header::HeaderValue::from_str(&id.to_string()) {
+                            response.headers_mut().insert(header::HeaderName::from_static("x-request-id"), value);
+                        }
+                    }
+                    Ok(response)
+                }
+            })
+            .wrap(TracingLogger::default())
+    })
+    .listen(listener)?
+    .workers(options.workers)
+    .shutdown_timeout(options.shutdown_timeout_secs)
+    .run();
+    Ok(server)
+}
+
+/// Methods the API serves, for documentation of the 405 rule.
+pub const SERVED_METHODS: [Method; 5] = [Method::GET, Method::POST, Method::PUT, Method::PATCH, Method::DELETE];

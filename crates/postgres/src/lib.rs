@@ -1,1 +1,13 @@
-//! placeholder
+//! PostgreSQL adapter: implements the app crate's `Database` port and every repository with
+//! diesel over an r2d2 pool, and embeds the migrations from `migrations/` at the repo root.
+//!
+//! SQL lives only in this crate. Driver errors are translated here: a unique violation
+//! becomes `StoreError::UniqueViolation`, an unreachable server `StoreError::Unavailable`.
+
+mod database;
+mod error;
+mod repositories;
+pub mod schema;
+
+pub use database::{ensure_database_exists, run_migrations, PgDatabase, PoolSettings};
+pub use error::store_error;

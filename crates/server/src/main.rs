@@ -1,1 +1,117 @@
-fn main() {}
+//! `mailroom`: the command-line entry point.
+
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use mailroom_app::users::{bootstrap_user, BootstrapRequest};
+use mailroom_server::{
+    application::{build_services, prepare_database},
+    system::SystemClock,
+    telemetry, workers, Application, Config,
+};
+use serde::Serialize;
+
+#[derive(Parser)]
+#[command(name = "mailroom", version, about = "Self-hosted email delivery and audience service")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the HTTP API, and run the workers unless MAILROOM_WORKERS=false.
+    Serve,
+    /// Run the background workers only.
+    Worker,
+    /// Apply pending database migrations and exit.
+    Migrate,
+    /// Manage users.
+    User {
+        #[command(subcommand)]
+        command: UserCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum UserCommand {
+    /// Create the user if absent and issue a personal access token; prints one JSON object.
+    Create {
+        /// The user's email address.
+        #[arg(long)]
+        email: String,
+        /// Label of the token.
+        #[arg(long, default_value = "bootstrap")]
+        token_name: String,
+        /// Token lifetime in days: 30, 60 or 90 (default: never expires).
+        #[arg(long, value_parser = ["30", "60", "90"])]
+        expires_in_days: Option<String>,
+    },
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CreatedUser {
+    user_id: String,
+    token_id: String,
+    token: String,
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    telemetry::init();
+    let config = Config::from_env()?;
+    match cli.command {
+        Command::Migrate => prepare_database(&config.database_url),
+        Command::User {
+            command: UserCommand::Create { email, token_name, expires_in_days },
+        } => create_user(&config, email, token_name, expires_in_days),
+        Command::Serve => serve(config),
+        Command::Worker => {
+            prepare_database(&config.database_url)?;
+            runtime()?.block_on(workers::run_until_shutdown())?;
+            Ok(())
+        }
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+fn serve(config: Config) -> Result<()> {
+    let run_workers = config.run_workers;
+    // actix-web's server runs on actix's system runtime; workers join it as tasks.
+    actix_web::rt::System::new().block_on(async move {
+        let application = Application::build(&config)?;
+        tracing::info!(listen = %config.listen, port = application.port(), "mailroom serving");
+        if run_workers {
+            actix_web::rt::spawn(workers::run_until_shutdown());
+        }
+        application.run_until_stopped().await?;
+        tracing::info!("mailroom stopped");
+        Ok(())
+    })
+}
+
+fn create_user(config: &Config, email: String, token_name: String, expires_in_days: Option<String>) -> Result<()> {
+    prepare_database(&config.database_url)?;
+    let (services, _) = build_services(config, Arc::new(SystemClock))?;
+    let expires_in_days = expires_in_days.map(|days| days.parse::<i64>()).transpose()?;
+    let created = bootstrap_user(&services, BootstrapRequest { email, token_name, expires_in_days })
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let output = CreatedUser {
+        user_id: created.user_id.to_string(),
+        token_id: created.token.record.id.to_string(),
+        token: created.token.raw.expose().to_owned(),
+    };
+    #[allow(clippy::print_stdout)] // The one JSON object on stdout is this command's contract.
+    {
+        println!("{}", serde_json::to_string(&output)?);
+    }
+    Ok(())
+}

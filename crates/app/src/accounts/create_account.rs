@@ -1,0 +1,69 @@
+use mailroom_domain::{
+    account::{Account, AccountName},
+    starter::{starter_data, WELCOME_TEMPLATE_SLUG},
+    AccountId, AutomationId, TemplateId, TopicId,
+};
+
+use crate::{
+    ports::{in_transaction, AccountRecord},
+    Actor, AppError, Services,
+};
+
+/// The raw body of an account creation.
+#[derive(Debug, Clone, Default)]
+pub struct CreateAccountRequest {
+    /// `name`, required.
+    pub name: Option<String>,
+    /// `clickTracking`, default off.
+    pub click_tracking: Option<bool>,
+    /// `openTracking`, default off.
+    pub open_tracking: Option<bool>,
+}
+
+/// Creates an account owned by the caller and loads the starter data (sample templates,
+/// a disabled sample automation, default topics) in the same transaction: a new account
+/// is either complete or absent.
+///
+/// # Errors
+/// [`AppError::Invalid`] for a missing or bad name.
+pub fn create_account(services: &Services, actor: &Actor, request: CreateAccountRequest) -> Result<Account, AppError> {
+    let name = match request.name.as_deref() {
+        None => return Err(AppError::invalid("name", "is required")),
+        Some(name) => AccountName::parse(name).map_err(|e| AppError::invalid("name", e.to_string()))?,
+    };
+    let now = services.clock.now();
+    let record = AccountRecord {
+        id: AccountId::from_uuid(services.ids.next_uuid()),
+        name,
+        click_tracking: request.click_tracking.unwrap_or(false),
+        open_tracking: request.open_tracking.unwrap_or(false),
+        created_at: now,
+    };
+    let starter = starter_data();
+    let ids = services.ids.as_ref();
+    in_transaction(services.db.as_ref(), |tx| {
+        tx.insert_account(&record, actor.user_id)?;
+        let mut welcome = None;
+        for template in &starter.templates {
+            let id = TemplateId::from_uuid(ids.next_uuid());
+            tx.insert_template(record.id, id, template, now)?;
+            if template.slug.as_str() == WELCOME_TEMPLATE_SLUG {
+                welcome = Some(id);
+            }
+        }
+        let welcome = welcome.ok_or_else(|| AppError::Internal("starter data lacks the welcome template".into()))?;
+        tx.insert_automation(record.id, AutomationId::from_uuid(ids.next_uuid()), welcome, &starter.automation, now)?;
+        for topic in &starter.topics {
+            tx.insert_topic(record.id, TopicId::from_uuid(ids.next_uuid()), topic, now)?;
+        }
+        Ok(())
+    })?;
+    Ok(Account {
+        id: record.id,
+        name: record.name,
+        click_tracking: record.click_tracking,
+        open_tracking: record.open_tracking,
+        webhooks: None,
+        created_at: record.created_at,
+    })
+}

@@ -1,0 +1,73 @@
+//! The error every use case returns, and the error every repository returns.
+//!
+//! Policy: a client mistake is `Invalid`/`BadRequest` (400), `Unauthorized` (401) or
+//! `NotFound` (404); a database that cannot be reached is `Unavailable` (503, the client
+//! may retry); anything else is `Internal` (500) and is a bug to fix, never an answer to
+//! bad input.
+
+use mailroom_domain::ValidationErrors;
+
+/// Why a use case did not succeed.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// The input failed validation; each field error is reported.
+    #[error("{0}")]
+    Invalid(ValidationErrors),
+    /// The request is not acceptable for a reason that belongs to no single field.
+    #[error("{0}")]
+    BadRequest(String),
+    /// Missing, invalid, expired or revoked credentials, or no access to the account.
+    #[error("unauthorized")]
+    Unauthorized,
+    /// The record does not exist (or belongs to another account).
+    #[error("not found")]
+    NotFound,
+    /// A dependency (the database) is unreachable; retrying later may succeed.
+    #[error("service unavailable: {0}")]
+    Unavailable(String),
+    /// An unexpected failure: a bug or a broken invariant.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl From<ValidationErrors> for AppError {
+    fn from(errors: ValidationErrors) -> Self {
+        Self::Invalid(errors)
+    }
+}
+
+impl AppError {
+    /// A 400 for one field.
+    pub fn invalid(field: &str, message: impl Into<String>) -> Self {
+        Self::Invalid(ValidationErrors::single(field, message))
+    }
+}
+
+/// Why a repository call failed. Adapters translate their driver's errors into these.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The store cannot be reached (pool timeout, connection refused, server restarting).
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// A unique constraint refused the write; carries the constraint name.
+    #[error("unique constraint {0} violated")]
+    UniqueViolation(String),
+    /// A foreign key refused the write or delete; carries the constraint name.
+    #[error("foreign key {0} violated")]
+    ForeignKeyViolation(String),
+    /// Stored data could not be read back into domain types.
+    #[error("corrupt stored data: {0}")]
+    Corrupt(String),
+    /// Anything else.
+    #[error("store failure: {0}")]
+    Other(String),
+}
+
+impl From<StoreError> for AppError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Unavailable(reason) => Self::Unavailable(reason),
+            other => Self::Internal(other.to_string()),
+        }
+    }
+}

@@ -1,0 +1,17 @@
+//! Port traits: what the use cases need from the outside world, as documented contracts.
+//!
+//! Repositories are synchronous and live on one [`UnitOfWork`] (one database transaction);
+//! adapters translate driver errors into [`StoreError`](crate::StoreError) variants,
+//! a unique violation into `UniqueViolation`, never a bare failure.
+
+mod database;
+mod records;
+mod repositories;
+mod system;
+mod templates;
+
+pub use database::{in_transaction, Database, UnitOfWork};
+pub use records::*;
+pub use repositories::*;
+pub use system::*;
+pub use templates::TemplateRepository;

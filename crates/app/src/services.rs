@@ -1,0 +1,18 @@
+//! The ports a use case may use, bundled so the driving adapters hand over one value.
+
+use std::sync::Arc;
+
+use crate::ports::{Clock, Database, Ids, Secrets};
+
+/// Everything use cases depend on. Cheap to clone.
+#[derive(Clone)]
+pub struct Services {
+    /// Transactions over the repositories.
+    pub db: Arc<dyn Database>,
+    /// The current time.
+    pub clock: Arc<dyn Clock>,
+    /// New record ids.
+    pub ids: Arc<dyn Ids>,
+    /// Randomness for credentials and encryption of stored secrets.
+    pub secrets: Arc<dyn Secrets>,
+}

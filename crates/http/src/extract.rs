@@ -1,0 +1,159 @@
+//! Request extractors shared by every route: the bearer-token caller, path ids, paging,
+//! and the absent/null/value distinction of PATCH bodies.
+
+use std::{future::Future, pin::Pin};
+
+use actix_web::{dev::Payload, http::header, web, FromRequest, HttpRequest};
+use mailroom_app::{tokens::authenticate, Actor, Services};
+use mailroom_domain::{paging::PageRequest, token::RawToken, AccountId};
+use serde::{Deserialize, Deserializer};
+
+use crate::{blocking::run_blocking, problem::ApiError};
+
+/// The authenticated caller. Extraction fails with 401 for a missing header, another
+/// scheme, a value that is not a Mailroom token (refused without touching the database
+/// thanks to its check digits), or an unknown, revoked or expired token.
+#[derive(Debug, Clone, Copy)]
+pub struct Caller(pub Actor);
+
+impl FromRequest for Caller {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, _payload: &mut Payload) -> Self::Future {
+        let raw = bearer_token(req);
+        let services = req.app_data::<web::Data<Services>>().cloned();
+        Box::pin(async move {
+            let raw = raw.ok_or_else(ApiError::unauthorized)?;
+            let services = services.ok_or_else(|| ApiError::bad_request("services missing"))?;
+            let actor = run_blocking(move || authenticate(&services, &raw)).await?;
+            Ok(Self(actor))
+        })
+    }
+}
+
+fn bearer_token(req: &HttpRequest) -> Option<RawToken> {
+    let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    RawToken::parse(token.trim()).ok()
+}
+
+/// Parses the `{accountId}` path segment. A malformed id cannot name an account the caller
+/// belongs to, so it is a 401 like an unknown account.
+///
+/// # Errors
+/// 401 for a malformed id.
+pub fn account_id(text: &str) -> Result<AccountId, ApiError> {
+    AccountId::parse(text).map_err(|_| ApiError::unauthorized())
+}
+
+/// Parses a record id from the path; a malformed id names no record: 404.
+///
+/// # Errors
+/// 404 for a malformed id.
+pub fn record_id<T: std::str::FromStr>(text: &str) -> Result<T, ApiError> {
+    text.parse().map_err(|_| ApiError::not_found())
+}
+
+/// `start` and `limit` of a paged list, with defaults and the clamp applied. Other query
+/// parameters are left to the route's own extractor.
+#[derive(Debug, Clone, Copy)]
+pub struct Paging(pub PageRequest);
+
+impl FromRequest for Paging {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _payload: &mut Payload) -> Self::Future {
+        std::future::ready(paging_from_query(req.query_string()))
+    }
+}
+
+fn paging_from_query(query: &str) -> Result<Paging, ApiError> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query)
+        .map_err(|e| ApiError::bad_request(format!("bad query string: {e}")))?;
+    let value = |name: &str| {
+        let mut values = pairs.iter().filter(|(key, _)| key == name);
+        match (values.next(), values.next()) {
+            (_, Some(_)) => Err(ApiError::invalid_field(name, "must be given at most once")),
+            (first, None) => Ok(first.map(|(_, v)| v.as_str())),
+        }
+    };
+    let (start, limit) = (value("start")?, value("limit")?);
+    PageRequest::parse(start, limit)
+        .map(Paging)
+        .map_err(|e| match e {
+            mailroom_domain::paging::InvalidPaging::Start => ApiError::invalid_field("start", e.to_string()),
+            mailroom_domain::paging::InvalidPaging::Limit => ApiError::invalid_field("limit", e.to_string()),
+        })
+}
+
+/// A PATCH field: absent (leave alone), `null` (clear, where allowed) or a value.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Maybe<T> {
+    /// The key was not sent.
+    #[default]
+    Absent,
+    /// The key was sent as `null`.
+    Null,
+    /// The key was sent with a value.
+    Value(T),
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Maybe<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Option::<T>::deserialize(deserializer).map(|value| value.map_or(Self::Null, Self::Value))
+    }
+}
+
+impl<T> Maybe<T> {
+    /// The value of a field that may not be cleared: absent is `None`, null is a 400.
+    ///
+    /// # Errors
+    /// 400 naming `field` when it was sent as null.
+    pub fn not_null(self, field: &str) -> Result<Option<T>, ApiError> {
+        match self {
+            Self::Absent => Ok(None),
+            Self::Null => Err(ApiError::invalid_field(field, "must not be null")),
+            Self::Value(value) => Ok(Some(value)),
+        }
+    }
+
+    /// True when the key was sent at all.
+    pub fn is_present(&self) -> bool {
+        !matches!(self, Self::Absent)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paging_from_query_string() {
+        let page = |q: &str| paging_from_query(q).map(|p| (p.0.start, p.0.limit)).map_err(|e| e.status().as_u16());
+        assert_eq!(page(""), Ok((0, 25)));
+        assert_eq!(page("start=10&limit=1000"), Ok((10, 100)));
+        assert_eq!(page("limit=-1"), Err(400));
+        assert_eq!(page("start=abc"), Err(400));
+        assert_eq!(page("start=1&start=2"), Err(400));
+        assert_eq!(page("other=x"), Ok((0, 25)));
+    }
+
+    #[derive(Deserialize)]
+    struct Body {
+        #[serde(default)]
+        name: Maybe<String>,
+    }
+
+    #[test]
+    fn maybe_tells_absent_null_and_value_apart() {
+        let parse = |s: &str| serde_json::from_str::<Body>(s).map(|b| b.name).ok();
+        assert_eq!(parse("{}"), Some(Maybe::Absent));
+        assert_eq!(parse(r#"{"name":null}"#), Some(Maybe::Null));
+        assert_eq!(parse(r#"{"name":"x"}"#), Some(Maybe::Value("x".into())));
+    }
+}

@@ -1,0 +1,131 @@
+//! `/v2/accounts`, members and the webhook configuration.
+
+use actix_web::{get, patch, post, put, web};
+use mailroom_app::{accounts, Services};
+use mailroom_domain::webhook::WebhookSettingsInput;
+
+use crate::{
+    blocking::run_blocking,
+    dto::{
+        AccountDto, CreateAccountBody, MemberDto, PageEnvelope, SecretView, UpdateAccountBody,
+        WebhookBody, WebhookDto,
+    },
+    extract::{account_id, Caller},
+    problem::{ApiError, Problem},
+};
+
+/// Create an account owned by the caller, with starter data.
+#[utoipa::path(
+    tag = "accounts", request_body = CreateAccountBody, security(("bearer" = [])),
+    responses((status = 200, body = AccountDto), (status = 400, body = Problem), (status = 401, body = Problem))
+)]
+#[post("/accounts")]
+pub(crate) async fn create_account(
+    services: web::Data<Services>,
+    caller: Caller,
+    body: web::Json<CreateAccountBody>,
+) -> Result<web::Json<AccountDto>, ApiError> {
+    let body = body.into_inner();
+    let request = accounts::CreateAccountRequest {
+        name: body.name,
+        click_tracking: body.click_tracking,
+        open_tracking: body.open_tracking,
+    };
+    let account = run_blocking(move || accounts::create_account(&services, &caller.0, request)).await?;
+    Ok(web::Json(account.into()))
+}
+
+/// The caller's accounts, all in one envelope.
+#[utoipa::path(
+    tag = "accounts", security(("bearer" = [])),
+    responses((status = 200, body = PageEnvelope<AccountDto>), (status = 401, body = Problem))
+)]
+#[get("/accounts")]
+pub(crate) async fn list_accounts(services: web::Data<Services>, caller: Caller) -> Result<web::Json<PageEnvelope<AccountDto>>, ApiError> {
+    let list = run_blocking(move || accounts::list_accounts(&services, &caller.0)).await?;
+    Ok(web::Json(PageEnvelope::whole(list.into_iter().map(AccountDto::from).collect())))
+}
+
+/// An account, with its webhook secrets masked.
+#[utoipa::path(
+    tag = "accounts", security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id")),
+    responses((status = 200, body = AccountDto), (status = 401, body = Problem), (status = 404, body = Problem))
+)]
+#[get("/accounts/{accountId}")]
+pub(crate) async fn get_account(services: web::Data<Services>, caller: Caller, path: web::Path<String>) -> Result<web::Json<AccountDto>, ApiError> {
+    let account = account_id(&path)?;
+    let found = run_blocking(move || accounts::get_account(&services, &caller.0, account)).await?;
+    Ok(web::Json(found.into()))
+}
+
+/// Partially update an account; `{}` is refused.
+#[utoipa::path(
+    tag = "accounts", request_body = UpdateAccountBody, security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id")),
+    responses((status = 200, body = AccountDto), (status = 400, body = Problem), (status = 401, body = Problem))
+)]
+#[patch("/accounts/{accountId}")]
+pub(crate) async fn update_account(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<String>,
+    body: web::Json<UpdateAccountBody>,
+) -> Result<web::Json<AccountDto>, ApiError> {
+    let account = account_id(&path)?;
+    let body = body.into_inner();
+    let request = accounts::UpdateAccountRequest {
+        name: body.name.not_null("name")?,
+        click_tracking: body.click_tracking.not_null("clickTracking")?,
+        open_tracking: body.open_tracking.not_null("openTracking")?,
+    };
+    let updated = run_blocking(move || accounts::update_account(&services, &caller.0, account, request)).await?;
+    Ok(web::Json(updated.into()))
+}
+
+/// The account's members, all in one envelope.
+#[utoipa::path(
+    tag = "accounts", security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id")),
+    responses((status = 200, body = PageEnvelope<MemberDto>), (status = 401, body = Problem))
+)]
+#[get("/accounts/{accountId}/members")]
+pub(crate) async fn list_members(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<String>,
+) -> Result<web::Json<PageEnvelope<MemberDto>>, ApiError> {
+    let account = account_id(&path)?;
+    let members = run_blocking(move || accounts::list_members(&services, &caller.0, account)).await?;
+    Ok(web::Json(PageEnvelope::whole(members.into_iter().map(MemberDto::from).collect())))
+}
+
+/// Replace the webhook configuration; the response carries the signing secret whole.
+#[utoipa::path(
+    tag = "accounts", request_body = WebhookBody, security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id")),
+    responses((status = 200, body = WebhookDto), (status = 400, body = Problem), (status = 401, body = Problem))
+)]
+#[put("/accounts/{accountId}/webhooks")]
+pub(crate) async fn set_webhooks(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<String>,
+    body: web::Json<WebhookBody>,
+) -> Result<web::Json<WebhookDto>, ApiError> {
+    let account = account_id(&path)?;
+    let body = body.into_inner();
+    let config = run_blocking(move || {
+        let input = WebhookSettingsInput {
+            url: body.url.as_deref(),
+            auth_type: body.auth_type.as_deref(),
+            events: body.events.as_ref().map(|list| list.iter().map(String::as_str).collect()),
+            username: body.username.as_deref(),
+            password_or_token: body.password_or_token.as_deref(),
+            signing_secret: body.signing_secret.as_deref(),
+        };
+        accounts::set_webhooks(&services, &caller.0, account, input)
+    })
+    .await?;
+    Ok(web::Json(WebhookDto::from_config(config, SecretView::SigningSecretRevealed)))
+}

@@ -1,0 +1,32 @@
+//! Route wiring, apart from the handlers: which handler answers which path.
+
+mod accounts;
+pub mod system;
+mod templates;
+mod tokens;
+
+use utoipa_actix_web::service_config::ServiceConfig;
+
+/// Everything under `/v2`. A `/count` route is registered before its `/{id}` sibling.
+pub fn v2(cfg: &mut ServiceConfig) {
+    cfg.service(tokens::create_token)
+        .service(tokens::list_tokens)
+        .service(tokens::revoke_token)
+        .service(accounts::create_account)
+        .service(accounts::list_accounts)
+        .service(accounts::get_account)
+        .service(accounts::update_account)
+        .service(accounts::list_members)
+        .service(accounts::set_webhooks)
+        .service(templates::list_templates)
+        .service(templates::count_templates)
+        .service(templates::get_template)
+        .service(system::openapi_json);
+}
+
+/// Operational routes at the root.
+pub fn operations(cfg: &mut ServiceConfig) {
+    cfg.service(system::healthz)
+        .service(system::readyz)
+        .service(system::metrics);
+}

@@ -1,0 +1,50 @@
+//! Unauthenticated operational routes and the OpenAPI document.
+
+use actix_web::{get, http::header, web, HttpResponse};
+use mailroom_app::Services;
+use serde::Serialize;
+
+use crate::{blocking::run_blocking, metrics::Metrics, problem::ApiError};
+
+/// The generated OpenAPI document, serialised once at start-up.
+pub struct OpenApiDocument(pub String);
+
+/// Liveness and readiness answer.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct HealthDto {
+    /// `ok` or `ready`.
+    pub status: &'static str,
+}
+
+/// Liveness: the process serves HTTP.
+#[utoipa::path(tag = "operations", responses((status = 200, body = HealthDto)))]
+#[get("/healthz")]
+pub(crate) async fn healthz() -> web::Json<HealthDto> {
+    web::Json(HealthDto { status: "ok" })
+}
+
+/// Readiness: the database answers. 503 while it does not.
+#[utoipa::path(tag = "operations", responses((status = 200, body = HealthDto), (status = 503, body = crate::problem::Problem)))]
+#[get("/readyz")]
+pub(crate) async fn readyz(services: web::Data<Services>) -> Result<web::Json<HealthDto>, ApiError> {
+    run_blocking(move || services.db.check_health().map_err(Into::into)).await?;
+    Ok(web::Json(HealthDto { status: "ready" }))
+}
+
+/// Prometheus metrics in the text exposition format.
+#[utoipa::path(tag = "operations", responses((status = 200, content_type = "text/plain", body = String)))]
+#[get("/metrics")]
+pub(crate) async fn metrics(metrics: web::Data<Metrics>) -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, "text/plain; version=0.0.4"))
+        .body(metrics.render())
+}
+
+/// This API's OpenAPI 3.1 document.
+#[utoipa::path(tag = "operations", responses((status = 200, content_type = "application/json", body = Object)))]
+#[get("/openapi.json")]
+pub(crate) async fn openapi_json(document: web::Data<OpenApiDocument>) -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, "application/json"))
+        .body(document.0.clone())
+}

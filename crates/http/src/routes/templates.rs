@@ -1,0 +1,66 @@
+//! `/v2/accounts/{accountId}/templates` (read side).
+
+use actix_web::{get, web};
+use mailroom_app::{templates, Services};
+use mailroom_domain::TemplateId;
+
+use crate::{
+    blocking::run_blocking,
+    dto::{CountDto, PageEnvelope, TemplateDto},
+    extract::{account_id, record_id, Caller, Paging},
+    problem::{ApiError, Problem},
+};
+
+/// One page of the account's templates.
+#[utoipa::path(
+    tag = "templates", security(("bearer" = [])),
+    params(
+        ("accountId" = String, Path, description = "Account id"),
+        ("start" = Option<u64>, Query, description = "Zero-based offset (default 0)"),
+        ("limit" = Option<u32>, Query, description = "Page size (default 25, clamped to 100)"),
+    ),
+    responses((status = 200, body = PageEnvelope<TemplateDto>), (status = 400, body = Problem), (status = 401, body = Problem))
+)]
+#[get("/accounts/{accountId}/templates")]
+pub(crate) async fn list_templates(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<String>,
+    paging: Paging,
+) -> Result<web::Json<PageEnvelope<TemplateDto>>, ApiError> {
+    let account = account_id(&path)?;
+    let page = paging.0;
+    let list = run_blocking(move || templates::list_templates(&services, &caller.0, account, page)).await?;
+    Ok(web::Json(PageEnvelope::page(list.into_iter().map(TemplateDto::from).collect(), page)))
+}
+
+/// How many templates the account holds.
+#[utoipa::path(
+    tag = "templates", security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id")),
+    responses((status = 200, body = CountDto), (status = 401, body = Problem))
+)]
+#[get("/accounts/{accountId}/templates/count")]
+pub(crate) async fn count_templates(services: web::Data<Services>, caller: Caller, path: web::Path<String>) -> Result<web::Json<CountDto>, ApiError> {
+    let account = account_id(&path)?;
+    let count = run_blocking(move || templates::count_templates(&services, &caller.0, account)).await?;
+    Ok(web::Json(CountDto { count }))
+}
+
+/// One template.
+#[utoipa::path(
+    tag = "templates", security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id"), ("templateId" = String, Path, description = "Template id")),
+    responses((status = 200, body = TemplateDto), (status = 401, body = Problem), (status = 404, body = Problem))
+)]
+#[get("/accounts/{accountId}/templates/{templateId}")]
+pub(crate) async fn get_template(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<(String, String)>,
+) -> Result<web::Json<TemplateDto>, ApiError> {
+    let account = account_id(&path.0)?;
+    let template: TemplateId = record_id(&path.1)?;
+    let found = run_blocking(move || templates::get_template(&services, &caller.0, account, template)).await?;
+    Ok(web::Json(found.into()))
+}

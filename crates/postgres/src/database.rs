@@ -1,0 +1,187 @@
+use std::time::Duration;
+
+use diesel::{
+    connection::SimpleConnection,
+    pg::PgConnection,
+    r2d2::{ConnectionManager, Pool},
+    Connection,
+};
+use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
+use mailroom_app::{
+    ports::{Database, UnitOfWork},
+    AppError, StoreError,
+};
+
+use crate::{error::store_error, repositories::PgUnitOfWork};
+
+const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations");
+
+/// Serialises concurrent migrators (several replicas starting at once) on one lock.
+const MIGRATION_LOCK_KEY: i64 = 0x6d61_696c_726f_6f6d; // "mailroom"
+
+/// Pool sizing.
+#[derive(Debug, Clone)]
+pub struct PoolSettings {
+    /// Most connections held open.
+    pub max_size: u32,
+    /// How long a request waits for a connection before the store counts as unavailable.
+    pub connection_timeout: Duration,
+}
+
+impl Default for PoolSettings {
+    fn default() -> Self {
+        Self {
+            max_size: 16,
+            connection_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// The `Database` port over a pool of PostgreSQL connections.
+#[derive(Clone)]
+pub struct PgDatabase {
+    pool: Pool<ConnectionManager<PgConnection>>,
+}
+
+impl PgDatabase {
+    /// A pool on `url`. Connections open lazily, so this succeeds while the server is down;
+    /// requests then answer 503 until it is back.
+    ///
+    /// # Errors
+    /// [`StoreError::Other`] when the pool cannot be built.
+    pub fn connect(url: &str, settings: &PoolSettings) -> Result<Self, StoreError> {
+        let manager = ConnectionManager::<PgConnection>::new(url);
+        let pool = Pool::builder()
+            .max_size(settings.max_size)
+            .min_idle(Some(1))
+            .connection_timeout(settings.connection_timeout)
+            // Diesel marks a connection broken after a failed command, so r2d2's check on
+            // return suffices; a `SELECT 1` on every checkout would double round trips.
+            .test_on_check_out(false)
+            .build_unchecked(manager);
+        Ok(Self { pool })
+    }
+
+    /// How many connections the pool holds and how many are idle.
+    pub fn pool_state(&self) -> (u32, u32) {
+        let state = self.pool.state();
+        (state.connections, state.idle_connections)
+    }
+}
+
+enum TxError {
+    App(AppError),
+    Db(diesel::result::Error),
+}
+
+impl From<diesel::result::Error> for TxError {
+    fn from(error: diesel::result::Error) -> Self {
+        Self::Db(error)
+    }
+}
+
+impl Database for PgDatabase {
+    fn run_in_transaction(
+        &self,
+        work: &mut dyn FnMut(&mut dyn UnitOfWork) -> Result<(), AppError>,
+    ) -> Result<(), AppError> {
+        let mut conn = self
+            .pool
+            .get()
+            .map_err(|e| AppError::Unavailable(format!("no database connection: {e}")))?;
+        conn.transaction::<(), TxError, _>(|conn| {
+            let mut unit = PgUnitOfWork::new(conn);
+            work(&mut unit).map_err(TxError::App)
+        })
+        .map_err(|error| match error {
+            TxError::App(error) => error,
+            TxError::Db(error) => store_error(error).into(),
+        })
+    }
+
+    fn check_health(&self) -> Result<(), StoreError> {
+        let mut conn = self
+            .pool
+            .get()
+            .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        conn.batch_execute("SELECT 1").map_err(|e| match store_error(e) {
+            StoreError::Other(message) => StoreError::Unavailable(message),
+            other => other,
+        })
+    }
+}
+
+/// Applies pending migrations, holding an advisory lock so concurrent starters take turns.
+/// Returns the versions applied.
+///
+/// # Errors
+/// [`StoreError::Unavailable`] when the server cannot be reached, [`StoreError::Other`]
+/// when a migration fails.
+pub fn run_migrations(url: &str) -> Result<Vec<String>, StoreError> {
+    let mut conn = PgConnection::establish(url).map_err(|e| StoreError::Unavailable(e.to_string()))?;
+    conn.batch_execute(&format!("SELECT pg_advisory_lock({MIGRATION_LOCK_KEY})"))
+        .map_err(store_error)?;
+    let applied = conn
+        .run_pending_migrations(MIGRATIONS)
+        .map(|versions| versions.iter().map(ToString::to_string).collect())
+        .map_err(|e| StoreError::Other(format!("migration failed: {e}")));
+    conn.batch_execute(&format!("SELECT pg_advisory_unlock({MIGRATION_LOCK_KEY})"))
+        .map_err(store_error)?;
+    applied
+}
+
+/// Creates the database named in `url` when the server says it does not exist, by
+/// connecting to the server's `postgres` maintenance database. Returns whether it created.
+///
+/// # Errors
+/// [`StoreError::Unavailable`] when the server cannot be reached at all.
+pub fn ensure_database_exists(url: &str) -> Result<bool, StoreError> {
+    match PgConnection::establish(url) {
+        Ok(_) => Ok(false),
+        Err(error) if error.to_string().contains("does not exist") => {
+            let (maintenance_url, name) = split_database(url)
+                .ok_or_else(|| StoreError::Other(format!("cannot find the database name in {url}")))?;
+            let mut conn = PgConnection::establish(&maintenance_url)
+                .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+            let quoted = name.replace('"', "\"\"");
+            match conn.batch_execute(&format!("CREATE DATABASE \"{quoted}\"")) {
+                Ok(()) => Ok(true),
+                // Another process created it between our two connections.
+                Err(e) if e.to_string().contains("already exists") => Ok(false),
+                Err(e) => Err(store_error(e)),
+            }
+        }
+        Err(error) => Err(StoreError::Unavailable(error.to_string())),
+    }
+}
+
+/// Splits `postgres://host/dbname?x` into (`postgres://host/postgres?x`, `dbname`).
+fn split_database(url: &str) -> Option<(String, String)> {
+    let scheme_end = url.find("://")? + 3;
+    let (head, rest) = url.split_at(scheme_end);
+    let slash = rest.find('/')?;
+    let (authority, path) = rest.split_at(slash);
+    let (name, query) = match path[1..].split_once('?') {
+        Some((name, query)) => (name, format!("?{query}")),
+        None => (&path[1..], String::new()),
+    };
+    if name.is_empty() {
+        return None;
+    }
+    Some((format!("{head}{authority}/postgres{query}"), name.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_database;
+
+    #[test]
+    fn splits_database_name_from_url() {
+        assert_eq!(
+            split_database("postgres://u@127.0.0.1:5432/mailroom?sslmode=disable"),
+            Some(("postgres://u@127.0.0.1:5432/postgres?sslmode=disable".into(), "mailroom".into()))
+        );
+        assert_eq!(split_database("postgres://h"), None);
+        assert_eq!(split_database("postgres://h/"), None);
+    }
+}

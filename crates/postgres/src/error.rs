@@ -1,0 +1,21 @@
+use diesel::result::{DatabaseErrorKind, Error as DieselError};
+use mailroom_app::StoreError;
+
+/// Translates a diesel error into the port's error vocabulary.
+pub fn store_error(error: DieselError) -> StoreError {
+    match error {
+        DieselError::DatabaseError(kind, info) => {
+            let constraint = info.constraint_name().unwrap_or("unknown").to_owned();
+            match kind {
+                DatabaseErrorKind::UniqueViolation => StoreError::UniqueViolation(constraint),
+                DatabaseErrorKind::ForeignKeyViolation => StoreError::ForeignKeyViolation(constraint),
+                DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand => {
+                    StoreError::Unavailable(info.message().to_owned())
+                }
+                _ => StoreError::Other(info.message().to_owned()),
+            }
+        }
+        DieselError::BrokenTransactionManager => StoreError::Unavailable("connection lost mid-transaction".into()),
+        other => StoreError::Other(other.to_string()),
+    }
+}

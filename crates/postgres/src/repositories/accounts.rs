@@ -1,0 +1,211 @@
+use diesel::{prelude::*, upsert::excluded};
+use mailroom_app::{
+    ports::{AccountRecord, AccountRepository, SealedSecret, StoredWebhookConfig},
+    StoreError,
+};
+use mailroom_domain::{
+    account::{AccountName, Member, Role},
+    webhook::{WebhookAuthType, WebhookEventType, WebhookUrl},
+    AccountId, Timestamp, UserId,
+};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::{corrupt, timestamp, PgUnitOfWork};
+use crate::{
+    error::store_error,
+    schema::{accounts, memberships, users, webhook_configs},
+};
+
+#[derive(Queryable, Selectable, Insertable, AsChangeset)]
+#[diesel(table_name = accounts, check_for_backend(diesel::pg::Pg))]
+struct AccountRow {
+    id: Uuid,
+    name: String,
+    click_tracking: bool,
+    open_tracking: bool,
+    created_at: OffsetDateTime,
+}
+
+impl TryFrom<AccountRow> for AccountRecord {
+    type Error = StoreError;
+
+    fn try_from(row: AccountRow) -> Result<Self, StoreError> {
+        Ok(Self {
+            id: AccountId::from_uuid(row.id),
+            name: AccountName::parse(&row.name).map_err(|e| corrupt("accounts.name", e))?,
+            click_tracking: row.click_tracking,
+            open_tracking: row.open_tracking,
+            created_at: timestamp(row.created_at),
+        })
+    }
+}
+
+fn account_row(account: &AccountRecord) -> AccountRow {
+    AccountRow {
+        id: account.id.as_uuid(),
+        name: account.name.as_str().to_owned(),
+        click_tracking: account.click_tracking,
+        open_tracking: account.open_tracking,
+        created_at: account.created_at.as_datetime(),
+    }
+}
+
+#[derive(Queryable, Selectable, Insertable)]
+#[diesel(table_name = webhook_configs, check_for_backend(diesel::pg::Pg))]
+struct WebhookConfigRow {
+    account_id: Uuid,
+    url: String,
+    auth_type: String,
+    events: Vec<String>,
+    username: Option<String>,
+    password_or_token: Option<Vec<u8>>,
+    signing_secret: Vec<u8>,
+    updated_at: OffsetDateTime,
+}
+
+impl TryFrom<WebhookConfigRow> for StoredWebhookConfig {
+    type Error = StoreError;
+
+    fn try_from(row: WebhookConfigRow) -> Result<Self, StoreError> {
+        let events = row
+            .events
+            .iter()
+            .map(|name| WebhookEventType::parse(name).ok_or_else(|| corrupt("webhook_configs.events", name)))
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            url: WebhookUrl::parse(&row.url).map_err(|e| corrupt("webhook_configs.url", e))?,
+            auth_type: WebhookAuthType::parse(&row.auth_type)
+                .ok_or_else(|| corrupt("webhook_configs.auth_type", &row.auth_type))?,
+            events,
+            username: row.username,
+            password_or_token: row.password_or_token.map(SealedSecret),
+            signing_secret: SealedSecret(row.signing_secret),
+        })
+    }
+}
+
+impl AccountRepository for PgUnitOfWork<'_> {
+    fn insert_account(&mut self, account: &AccountRecord, owner: UserId) -> Result<(), StoreError> {
+        diesel::insert_into(accounts::table)
+            .values(account_row(account))
+            .execute(self.conn)
+            .map_err(store_error)?;
+        diesel::insert_into(memberships::table)
+            .values((
+                memberships::account_id.eq(account.id.as_uuid()),
+                memberships::user_id.eq(owner.as_uuid()),
+                memberships::role.eq(Role::Owner.as_str()),
+                memberships::created_at.eq(account.created_at.as_datetime()),
+            ))
+            .execute(self.conn)
+            .map(drop)
+            .map_err(store_error)
+    }
+
+    fn find_account(&mut self, id: AccountId) -> Result<Option<AccountRecord>, StoreError> {
+        accounts::table
+            .find(id.as_uuid())
+            .select(AccountRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(store_error)?
+            .map(AccountRecord::try_from)
+            .transpose()
+    }
+
+    fn list_accounts_of(&mut self, user: UserId) -> Result<Vec<AccountRecord>, StoreError> {
+        accounts::table
+            .inner_join(memberships::table)
+            .filter(memberships::user_id.eq(user.as_uuid()))
+            .order((accounts::created_at.asc(), accounts::id.asc()))
+            .select(AccountRow::as_select())
+            .load(self.conn)
+            .map_err(store_error)?
+            .into_iter()
+            .map(AccountRecord::try_from)
+            .collect()
+    }
+
+    fn update_account(&mut self, account: &AccountRecord) -> Result<(), StoreError> {
+        diesel::update(accounts::table.find(account.id.as_uuid()))
+            .set((
+                accounts::name.eq(account.name.as_str()),
+                accounts::click_tracking.eq(account.click_tracking),
+                accounts::open_tracking.eq(account.open_tracking),
+            ))
+            .execute(self.conn)
+            .map(drop)
+            .map_err(store_error)
+    }
+
+    fn member_role(&mut self, account: AccountId, user: UserId) -> Result<Option<Role>, StoreError> {
+        memberships::table
+            .find((account.as_uuid(), user.as_uuid()))
+            .select(memberships::role)
+            .first::<String>(self.conn)
+            .optional()
+            .map(|role| role.map(|role| Role::from_stored(&role)))
+            .map_err(store_error)
+    }
+
+    fn list_members(&mut self, account: AccountId) -> Result<Vec<Member>, StoreError> {
+        memberships::table
+            .inner_join(users::table)
+            .filter(memberships::account_id.eq(account.as_uuid()))
+            .order((memberships::created_at.asc(), users::id.asc()))
+            .select((users::id, users::email, memberships::role, memberships::created_at))
+            .load::<(Uuid, String, String, OffsetDateTime)>(self.conn)
+            .map(|rows| {
+                rows.into_iter()
+                    .map(|(id, email, role, created_at)| Member {
+                        user_id: UserId::from_uuid(id),
+                        email,
+                        role: Role::from_stored(&role),
+                        created_at: timestamp(created_at),
+                    })
+                    .collect()
+            })
+            .map_err(store_error)
+    }
+
+    fn find_webhook_config(&mut self, account: AccountId) -> Result<Option<StoredWebhookConfig>, StoreError> {
+        webhook_configs::table
+            .find(account.as_uuid())
+            .select(WebhookConfigRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(store_error)?
+            .map(StoredWebhookConfig::try_from)
+            .transpose()
+    }
+
+    fn save_webhook_config(&mut self, account: AccountId, config: &StoredWebhookConfig, now: Timestamp) -> Result<(), StoreError> {
+        let row = WebhookConfigRow {
+            account_id: account.as_uuid(),
+            url: config.url.as_str().to_owned(),
+            auth_type: config.auth_type.as_str().to_owned(),
+            events: config.events.iter().map(|e| e.as_str().to_owned()).collect(),
+            username: config.username.clone(),
+            password_or_token: config.password_or_token.as_ref().map(|s| s.0.clone()),
+            signing_secret: config.signing_secret.0.clone(),
+            updated_at: now.as_datetime(),
+        };
+        diesel::insert_into(webhook_configs::table)
+            .values(&row)
+            .on_conflict(webhook_configs::account_id)
+            .do_update()
+            .set((
+                webhook_configs::url.eq(excluded(webhook_configs::url)),
+                webhook_configs::auth_type.eq(excluded(webhook_configs::auth_type)),
+                webhook_configs::events.eq(excluded(webhook_configs::events)),
+                webhook_configs::username.eq(excluded(webhook_configs::username)),
+                webhook_configs::password_or_token.eq(excluded(webhook_configs::password_or_token)),
+                webhook_configs::signing_secret.eq(excluded(webhook_configs::signing_secret)),
+                webhook_configs::updated_at.eq(excluded(webhook_configs::updated_at)),
+            ))
+            .execute(self.conn)
+            .map(drop)
+            .map_err(store_error)
+    }
+}

@@ -1,0 +1,119 @@
+//! Diesel's view of the tables in `migrations/`. Written by hand and kept honest by the
+//! `schema_matches_migrations` test, which compares it with a migrated database.
+
+diesel::table! {
+    users (id) {
+        id -> Uuid,
+        email -> Text,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    tokens (id) {
+        id -> Uuid,
+        user_id -> Uuid,
+        name -> Text,
+        token_hash -> Bytea,
+        created_at -> Timestamptz,
+        expires_at -> Nullable<Timestamptz>,
+        last_used_at -> Nullable<Timestamptz>,
+        revoked_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    accounts (id) {
+        id -> Uuid,
+        name -> Text,
+        click_tracking -> Bool,
+        open_tracking -> Bool,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    memberships (account_id, user_id) {
+        account_id -> Uuid,
+        user_id -> Uuid,
+        role -> Text,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    webhook_configs (account_id) {
+        account_id -> Uuid,
+        url -> Text,
+        auth_type -> Text,
+        events -> Array<Text>,
+        username -> Nullable<Text>,
+        password_or_token -> Nullable<Bytea>,
+        signing_secret -> Bytea,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    templates (account_id, id) {
+        account_id -> Uuid,
+        id -> Uuid,
+        name -> Text,
+        slug -> Text,
+        subject -> Text,
+        content -> Text,
+        text_content -> Nullable<Text>,
+        content_type -> Text,
+        from_name -> Nullable<Text>,
+        from_email -> Nullable<Text>,
+        cc -> Nullable<Text>,
+        bcc -> Nullable<Text>,
+        rcpt_name -> Nullable<Text>,
+        reply_to -> Nullable<Text>,
+        preferred_mail_server_id -> Nullable<Uuid>,
+        click_tracking -> Nullable<Bool>,
+        open_tracking -> Nullable<Bool>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    automations (account_id, id) {
+        account_id -> Uuid,
+        id -> Uuid,
+        name -> Text,
+        template_id -> Uuid,
+        trigger_event_slug -> Text,
+        trigger_condition -> Text,
+        timing_condition -> Text,
+        timing_value -> Nullable<Int4>,
+        is_enabled -> Bool,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    topics (account_id, id) {
+        account_id -> Uuid,
+        id -> Uuid,
+        name -> Text,
+        description -> Nullable<Text>,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::joinable!(tokens -> users (user_id));
+diesel::joinable!(memberships -> accounts (account_id));
+diesel::joinable!(memberships -> users (user_id));
+
+diesel::allow_tables_to_appear_in_same_query!(
+    users,
+    tokens,
+    accounts,
+    memberships,
+    webhook_configs,
+    templates,
+    automations,
+    topics,
+);

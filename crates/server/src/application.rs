@@ -1,0 +1,102 @@
+//! Wiring: adapters into ports, ports into use cases, use cases behind HTTP.
+
+use std::{net::TcpListener, sync::Arc, time::Duration};
+
+use anyhow::{Context, Result};
+use mailroom_app::{ports::Clock, Services};
+use mailroom_http::{HttpOptions, Metrics};
+use mailroom_postgres::{ensure_database_exists, run_migrations, PgDatabase, PoolSettings};
+
+use crate::{
+    config::{redact_url, Config},
+    system::{SealingSecrets, SystemClock, UuidV7Ids},
+};
+
+/// Creates the database when missing and applies pending migrations.
+///
+/// # Errors
+/// When PostgreSQL cannot be reached or a migration fails.
+pub fn prepare_database(url: &str) -> Result<()> {
+    if ensure_database_exists(url).with_context(|| format!("connecting to {}", redact_url(url)))? {
+        tracing::info!(url = %redact_url(url), "created the database");
+    }
+    let applied = run_migrations(url).context("running migrations")?;
+    if !applied.is_empty() {
+        tracing::info!(?applied, "applied migrations");
+    }
+    Ok(())
+}
+
+/// The use-case dependencies for `config`, with the given clock.
+///
+/// # Errors
+/// When the pool cannot be built.
+pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Services, PgDatabase)> {
+    let database = PgDatabase::connect(
+        &config.database_url,
+        &PoolSettings {
+            max_size: config.db_pool_size,
+            connection_timeout: Duration::from_secs(5),
+        },
+    )?;
+    let services = Services {
+        db: Arc::new(database.clone()),
+        clock,
+        ids: Arc::new(UuidV7Ids),
+        secrets: Arc::new(SealingSecrets::new(&config.secret_key)),
+    };
+    Ok((services, database))
+}
+
+/// A running HTTP API bound to its port.
+pub struct Application {
+    port: u16,
+    services: Services,
+    server: actix_web::dev::Server,
+}
+
+impl Application {
+    /// Migrates, wires and binds, with the system clock.
+    ///
+    /// # Errors
+    /// When the database or the listen address cannot be used.
+    pub fn build(config: &Config) -> Result<Self> {
+        Self::build_with_clock(config, Arc::new(SystemClock))
+    }
+
+    /// As [`Application::build`] with a substitute clock (tests move time with it).
+    ///
+    /// # Errors
+    /// When the database or the listen address cannot be used.
+    pub fn build_with_clock(config: &Config, clock: Arc<dyn Clock>) -> Result<Self> {
+        prepare_database(&config.database_url)?;
+        let (services, database) = build_services(config, clock)?;
+        let listener = TcpListener::bind(config.listen).with_context(|| format!("binding {}", config.listen))?;
+        let port = listener.local_addr()?.port();
+        let metrics = Arc::new(Metrics::new(Arc::new(move || database.pool_state())));
+        let options = HttpOptions {
+            workers: config.http_workers,
+            ..HttpOptions::default()
+        };
+        let server = mailroom_http::serve(listener, services.clone(), metrics, &options)?;
+        Ok(Self { port, services, server })
+    }
+
+    /// The bound port (useful when the configuration asked for port 0).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The wired use-case dependencies.
+    pub fn services(&self) -> Services {
+        self.services.clone()
+    }
+
+    /// Serves until SIGTERM/SIGINT, then finishes in-flight requests.
+    ///
+    /// # Errors
+    /// An I/O error of the server.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        self.server.await
+    }
+}

@@ -1,0 +1,11 @@
+//! The `mailroom` binary's library half: configuration, wiring of adapters into the app's
+//! ports, the background workers and logging. `main.rs` is only the CLI.
+
+pub mod application;
+pub mod config;
+pub mod system;
+pub mod telemetry;
+pub mod workers;
+
+pub use application::Application;
+pub use config::Config;
