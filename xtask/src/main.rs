@@ -1,1 +1,117 @@
-fn main() {}
+//! `cargo xtask`: the developer commands of the Mailroom workspace.
+//!
+//! This is a plain binary behind the `xtask` alias in `.cargo/config.toml` (the
+//! matklad/rust-analyzer pattern). It uses only `std` so that it builds in seconds on a
+//! fresh machine; everything else it needs (cargo, PostgreSQL tools, apt-get) it runs as
+//! child processes.
+
+mod commands;
+mod postgres;
+mod system;
+
+use std::process::ExitCode;
+
+/// Errors are human-readable messages; `main` prints them and exits with status 1.
+pub type Result<T> = std::result::Result<T, String>;
+
+const USAGE: &str = "\
+Usage: cargo xtask <command> [args...]
+
+Commands:
+  up                  Run the Mailroom server (`mailroom serve`) against a PostgreSQL
+                      found by discovery; Ctrl-C stops it.
+  test [args...]      Run every test: `cargo nextest run --workspace --no-fail-fast`,
+                      then the doc tests (`cargo test --workspace --doc`).
+                      Extra args go to nextest. Package and feature selections
+                      (-p/--package, --exclude, -F/--features, --all-features,
+                      --no-default-features, --release) also apply to the doc tests,
+                      and -p/--package replaces --workspace.
+  ci                  `cargo fmt --check`, the domain-purity check, `cargo clippy
+                      -D warnings`, then the same as `test`.
+  db start            Create (if needed) and start the private cluster in
+                      target/pgdata on 127.0.0.1:55432. It keeps running.
+  db stop             Stop the private cluster.
+  db psql [args...]   Open psql on the private cluster (args go to psql).
+  db url              Print the DATABASE_URL that discovery picks for `up`.
+  help                Show this text.
+
+PostgreSQL discovery, in order:
+  1. DATABASE_URL, if set, used as is;
+  2. a server accepting TCP on 127.0.0.1:5432 (skipped when
+     MAILROOM_XTASK_PRIVATE_PG=1);
+  3. a private cluster under target/pgdata, created with the system's initdb
+     (installed with apt-get when running as root and none is found). A cluster
+     started by `up`, `test` or `ci` is stopped when the command ends.
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match dispatch(&args) {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("xtask: error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn dispatch(args: &[String]) -> Result<ExitCode> {
+    let (command, rest) = match args.split_first() {
+        Some((command, rest)) => (command.as_str(), rest),
+        None => {
+            eprint!("{USAGE}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    match command {
+        "up" => {
+            no_extra_args("up", rest)?;
+            commands::up().map(|()| ExitCode::SUCCESS)
+        }
+        "test" => commands::test(rest).map(|()| ExitCode::SUCCESS),
+        "ci" => {
+            no_extra_args("ci", rest)?;
+            commands::ci().map(|()| ExitCode::SUCCESS)
+        }
+        "db" => match rest.split_first() {
+            Some((sub, sub_rest)) => match sub.as_str() {
+                "start" => no_extra_args("db start", sub_rest)
+                    .and_then(|()| commands::db_start())
+                    .map(|()| ExitCode::SUCCESS),
+                "stop" => no_extra_args("db stop", sub_rest)
+                    .and_then(|()| commands::db_stop())
+                    .map(|()| ExitCode::SUCCESS),
+                "psql" => commands::db_psql(sub_rest),
+                "url" => no_extra_args("db url", sub_rest)
+                    .and_then(|()| commands::db_url())
+                    .map(|()| ExitCode::SUCCESS),
+                other => Err(format!(
+                    "unknown `db` subcommand `{other}` (expected start, stop, psql or url)"
+                )),
+            },
+            None => Err("`db` needs a subcommand: start, stop, psql or url".to_owned()),
+        },
+        // Internal: the watchdog that stops a private cluster when xtask exits, however
+        // it exits. Spawned by `postgres::ClusterGuard`, not meant to be typed by hand.
+        postgres::GUARD_COMMAND => postgres::run_guard(rest).map(|()| ExitCode::SUCCESS),
+        "help" | "-h" | "--help" => {
+            print!("{USAGE}");
+            Ok(ExitCode::SUCCESS)
+        }
+        other => {
+            eprint!("{USAGE}");
+            Err(format!("unknown command `{other}`"))
+        }
+    }
+}
+
+fn no_extra_args(command: &str, rest: &[String]) -> Result<()> {
+    if rest.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`cargo xtask {command}` takes no arguments (got `{}`)",
+            rest.join(" ")
+        ))
+    }
+}

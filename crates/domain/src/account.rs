@@ -136,8 +136,14 @@ mod tests {
 
     #[test]
     fn names_are_trimmed_and_bounded() {
-        assert_eq!(AccountName::parse("  Acme ").expect("valid").as_str(), "Acme");
+        assert_eq!(
+            AccountName::parse("  Acme ").expect("valid").as_str(),
+            "Acme"
+        );
         assert_eq!(AccountName::parse("   "), Err(InvalidName::Empty));
-        assert_eq!(AccountName::parse(&"x".repeat(201)), Err(InvalidName::TooLong(200)));
+        assert_eq!(
+            AccountName::parse(&"x".repeat(201)),
+            Err(InvalidName::TooLong(200))
+        );
     }
 }

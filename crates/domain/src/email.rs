@@ -82,12 +82,20 @@ mod tests {
     fn accepts_addresses_and_rejects_the_rest() {
         assert!(EmailAddress::parse("ada@example.com").is_ok());
         assert_eq!(
-            EmailAddress::parse("Ada@Example.COM").expect("valid").normalized(),
+            EmailAddress::parse("Ada@Example.COM")
+                .expect("valid")
+                .normalized(),
             "ada@example.com"
         );
         assert_eq!(EmailAddress::parse(""), Err(InvalidEmail::Empty));
-        assert_eq!(EmailAddress::parse("not-an-email"), Err(InvalidEmail::Syntax));
-        assert_eq!(EmailAddress::parse(" ada@example.com"), Err(InvalidEmail::Syntax));
+        assert_eq!(
+            EmailAddress::parse("not-an-email"),
+            Err(InvalidEmail::Syntax)
+        );
+        assert_eq!(
+            EmailAddress::parse(" ada@example.com"),
+            Err(InvalidEmail::Syntax)
+        );
         let long = format!("{}@example.com", "a".repeat(250));
         assert_eq!(EmailAddress::parse(&long), Err(InvalidEmail::TooLong));
     }

@@ -102,7 +102,12 @@ mod tests {
                 .to_string(),
             text
         );
-        for bad in ["", "nope", "01936c5e7b2a7cde8f000123456789ab", "{01936c5e-7b2a-7cde-8f00-0123456789ab}"] {
+        for bad in [
+            "",
+            "nope",
+            "01936c5e7b2a7cde8f000123456789ab",
+            "{01936c5e-7b2a-7cde-8f00-0123456789ab}",
+        ] {
             assert_eq!(AccountId::parse(bad), Err(InvalidId), "{bad}");
         }
     }

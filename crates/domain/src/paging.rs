@@ -69,14 +69,47 @@ mod tests {
 
     #[test]
     fn defaults_clamps_and_refusals() {
-        assert_eq!(PageRequest::parse(None, None), Ok(PageRequest { start: 0, limit: 25 }));
-        assert_eq!(PageRequest::parse(Some("50"), Some("1000")), Ok(PageRequest { start: 50, limit: 100 }));
-        assert_eq!(PageRequest::parse(None, Some("99999999999999999999999")).map(|p| p.limit), Ok(100));
-        assert_eq!(PageRequest::parse(Some("-1"), None), Err(InvalidPaging::Start));
-        assert_eq!(PageRequest::parse(Some("1.5"), None), Err(InvalidPaging::Start));
-        assert_eq!(PageRequest::parse(None, Some("0")), Err(InvalidPaging::Limit));
-        assert_eq!(PageRequest::parse(None, Some("-5")), Err(InvalidPaging::Limit));
-        assert_eq!(PageRequest::parse(None, Some("ten")), Err(InvalidPaging::Limit));
-        assert_eq!(PageRequest::parse(None, Some("")), Err(InvalidPaging::Limit));
+        assert_eq!(
+            PageRequest::parse(None, None),
+            Ok(PageRequest {
+                start: 0,
+                limit: 25
+            })
+        );
+        assert_eq!(
+            PageRequest::parse(Some("50"), Some("1000")),
+            Ok(PageRequest {
+                start: 50,
+                limit: 100
+            })
+        );
+        assert_eq!(
+            PageRequest::parse(None, Some("99999999999999999999999")).map(|p| p.limit),
+            Ok(100)
+        );
+        assert_eq!(
+            PageRequest::parse(Some("-1"), None),
+            Err(InvalidPaging::Start)
+        );
+        assert_eq!(
+            PageRequest::parse(Some("1.5"), None),
+            Err(InvalidPaging::Start)
+        );
+        assert_eq!(
+            PageRequest::parse(None, Some("0")),
+            Err(InvalidPaging::Limit)
+        );
+        assert_eq!(
+            PageRequest::parse(None, Some("-5")),
+            Err(InvalidPaging::Limit)
+        );
+        assert_eq!(
+            PageRequest::parse(None, Some("ten")),
+            Err(InvalidPaging::Limit)
+        );
+        assert_eq!(
+            PageRequest::parse(None, Some("")),
+            Err(InvalidPaging::Limit)
+        );
     }
 }

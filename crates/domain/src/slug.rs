@@ -132,7 +132,10 @@ mod tests {
     use super::*;
 
     fn norm(text: &str) -> String {
-        EventSlug::normalize(text).expect("normalises").as_str().to_owned()
+        EventSlug::normalize(text)
+            .expect("normalises")
+            .as_str()
+            .to_owned()
     }
 
     #[test]
@@ -146,7 +149,10 @@ mod tests {
         assert_eq!(norm("step2Done"), "step2_done");
         assert_eq!(norm("SIGNED_UP"), "signed_up");
         assert_eq!(EventSlug::normalize(" -_ "), Err(InvalidSlug::Empty));
-        assert_eq!(EventSlug::normalize(&"a".repeat(101)), Err(InvalidSlug::TooLong));
+        assert_eq!(
+            EventSlug::normalize(&"a".repeat(101)),
+            Err(InvalidSlug::TooLong)
+        );
     }
 
     #[test]

@@ -47,9 +47,13 @@ impl RawToken {
     /// # Errors
     /// [`InvalidToken`] naming the first check that failed.
     pub fn parse(text: &str) -> Result<Self, InvalidToken> {
-        let rest = text.strip_prefix(TOKEN_PREFIX).ok_or(InvalidToken::Prefix)?;
+        let rest = text
+            .strip_prefix(TOKEN_PREFIX)
+            .ok_or(InvalidToken::Prefix)?;
         if rest.len() != RANDOM_HEX + CHECK_HEX
-            || !rest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            || !rest
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
         {
             return Err(InvalidToken::Shape);
         }
@@ -165,7 +169,7 @@ mod tests {
         assert!(text.starts_with("mailroom_pat_"));
         assert_eq!(text.len(), TOKEN_PREFIX.len() + 64);
         assert_eq!(RawToken::parse(text), Ok(token.clone()));
-        let crc = crc32fast::hash(text[..text.len() - 8].as_bytes());
+        let crc = crc32fast::hash(&text.as_bytes()[..text.len() - 8]);
         assert_eq!(&text[text.len() - 8..], format!("{crc:08x}"));
     }
 
@@ -174,8 +178,18 @@ mod tests {
         let token = RawToken::from_random([1u8; TOKEN_RANDOM_BYTES]);
         let text = token.expose().to_owned();
         assert_eq!(RawToken::parse("ghp_abc"), Err(InvalidToken::Prefix));
-        assert_eq!(RawToken::parse("mailroom_pat_xyz"), Err(InvalidToken::Shape));
-        assert_eq!(RawToken::parse(&text.to_uppercase().replace("MAILROOM_PAT_", "mailroom_pat_")), Err(InvalidToken::Shape));
+        assert_eq!(
+            RawToken::parse("mailroom_pat_xyz"),
+            Err(InvalidToken::Shape)
+        );
+        assert_eq!(
+            RawToken::parse(
+                &text
+                    .to_uppercase()
+                    .replace("MAILROOM_PAT_", "mailroom_pat_")
+            ),
+            Err(InvalidToken::Shape)
+        );
         let mut tampered = text.into_bytes();
         let i = TOKEN_PREFIX.len();
         tampered[i] = if tampered[i] == b'0' { b'1' } else { b'0' };
@@ -186,7 +200,10 @@ mod tests {
     #[test]
     fn lifetimes() {
         assert_eq!(TokenLifetime::from_days(None), Ok(TokenLifetime::Unlimited));
-        assert_eq!(TokenLifetime::from_days(Some(60)).map(|l| l.days()), Ok(Some(60)));
+        assert_eq!(
+            TokenLifetime::from_days(Some(60)).map(|l| l.days()),
+            Ok(Some(60))
+        );
         for bad in [0, 1, 29, 31, 365, -30] {
             assert_eq!(TokenLifetime::from_days(Some(bad)), Err(InvalidLifetime));
         }

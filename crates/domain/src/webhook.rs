@@ -100,7 +100,9 @@ impl SigningSecret {
     /// A new secret from fresh randomness.
     pub fn from_random(random: [u8; SIGNING_SECRET_BYTES]) -> Self {
         let encoded = base64::engine::general_purpose::STANDARD.encode(random);
-        Self(SecretString::new(format!("{SIGNING_SECRET_PREFIX}{encoded}")))
+        Self(SecretString::new(format!(
+            "{SIGNING_SECRET_PREFIX}{encoded}"
+        )))
     }
 
     /// Checks a secret supplied by the client for rotation.
@@ -117,7 +119,9 @@ impl SigningSecret {
 
     fn decode(text: &str) -> Option<Vec<u8>> {
         let encoded = text.strip_prefix(SIGNING_SECRET_PREFIX)?;
-        base64::engine::general_purpose::STANDARD.decode(encoded).ok()
+        base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .ok()
     }
 
     /// The key bytes the HMAC uses.
@@ -273,7 +277,9 @@ impl WebhookSettings {
         let mut events = Vec::new();
         match input.events {
             None => errors.push("events", "is required"),
-            Some(list) if list.is_empty() => errors.push("events", "must name at least one event type"),
+            Some(list) if list.is_empty() => {
+                errors.push("events", "must name at least one event type")
+            }
             Some(list) => {
                 for name in list {
                     match WebhookEventType::parse(name) {
@@ -290,7 +296,10 @@ impl WebhookSettings {
             }
         }
         let username = input.username.filter(|u| !u.is_empty()).map(str::to_owned);
-        let password = input.password_or_token.filter(|p| !p.is_empty()).map(SecretString::new);
+        let password = input
+            .password_or_token
+            .filter(|p| !p.is_empty())
+            .map(SecretString::new);
         let (username, password) = match auth_type {
             Some(WebhookAuthType::Basic) => {
                 if username.is_none() {
@@ -309,8 +318,14 @@ impl WebhookSettings {
             }
             _ => (None, None),
         };
-        if username.as_ref().is_some_and(|u| u.chars().count() > 200 || u.contains(':')) {
-            errors.push("username", "must be at most 200 characters and contain no ':'");
+        if username
+            .as_ref()
+            .is_some_and(|u| u.chars().count() > 200 || u.contains(':'))
+        {
+            errors.push(
+                "username",
+                "must be at most 200 characters and contain no ':'",
+            );
         }
         if password.as_ref().is_some_and(|p| p.expose().len() > 1024) {
             errors.push("passwordOrToken", "must be at most 1024 characters");
@@ -369,7 +384,10 @@ mod tests {
     fn generated_secrets_parse_back() {
         let secret = SigningSecret::from_random([9u8; 32]);
         assert!(secret.secret().expose().starts_with("whsec_"));
-        assert_eq!(SigningSecret::parse(secret.secret().expose()), Ok(secret.clone()));
+        assert_eq!(
+            SigningSecret::parse(secret.secret().expose()),
+            Ok(secret.clone())
+        );
         assert_eq!(secret.key_bytes(), vec![9u8; 32]);
         assert!(SigningSecret::parse("whsec_short").is_err());
         assert!(SigningSecret::parse("secret").is_err());
@@ -381,15 +399,33 @@ mod tests {
         let errors = WebhookSettings::parse(WebhookSettingsInput::default()).expect_err("empty");
         let fields: Vec<_> = errors.0.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(fields, ["url", "authType", "events"]);
-        let bad = WebhookSettingsInput { events: Some(vec![]), ..input() };
+        let bad = WebhookSettingsInput {
+            events: Some(vec![]),
+            ..input()
+        };
         assert!(WebhookSettings::parse(bad).is_err());
-        let bad = WebhookSettingsInput { events: Some(vec!["contact.created"]), ..input() };
+        let bad = WebhookSettingsInput {
+            events: Some(vec!["contact.created"]),
+            ..input()
+        };
         assert!(WebhookSettings::parse(bad).is_err());
-        let bad = WebhookSettingsInput { auth_type: Some("digest"), ..input() };
+        let bad = WebhookSettingsInput {
+            auth_type: Some("digest"),
+            ..input()
+        };
         assert!(WebhookSettings::parse(bad).is_err());
-        let bad = WebhookSettingsInput { auth_type: Some("basic"), ..input() };
-        assert_eq!(WebhookSettings::parse(bad).expect_err("no creds").0.len(), 2);
-        let bad = WebhookSettingsInput { url: Some("ftp://x"), ..input() };
+        let bad = WebhookSettingsInput {
+            auth_type: Some("basic"),
+            ..input()
+        };
+        assert_eq!(
+            WebhookSettings::parse(bad).expect_err("no creds").0.len(),
+            2
+        );
+        let bad = WebhookSettingsInput {
+            url: Some("ftp://x"),
+            ..input()
+        };
         assert!(WebhookSettings::parse(bad).is_err());
     }
 
@@ -397,16 +433,22 @@ mod tests {
     fn secret_is_rotated_kept_or_generated() {
         let stored = SigningSecret::from_random([1u8; 32]);
         let fresh = || SigningSecret::from_random([2u8; 32]);
-        let kept = WebhookSettings::parse(input()).expect("valid").into_config(Some(stored.clone()), fresh);
+        let kept = WebhookSettings::parse(input())
+            .expect("valid")
+            .into_config(Some(stored.clone()), fresh);
         assert_eq!(kept.signing_secret, stored);
-        let first = WebhookSettings::parse(input()).expect("valid").into_config(None, fresh);
+        let first = WebhookSettings::parse(input())
+            .expect("valid")
+            .into_config(None, fresh);
         assert_eq!(first.signing_secret, fresh());
         let rotated_text = SigningSecret::from_random([3u8; 32]);
         let with_secret = WebhookSettingsInput {
             signing_secret: Some(rotated_text.secret().expose()),
             ..input()
         };
-        let rotated = WebhookSettings::parse(with_secret).expect("valid").into_config(Some(stored), fresh);
+        let rotated = WebhookSettings::parse(with_secret)
+            .expect("valid")
+            .into_config(Some(stored), fresh);
         assert_eq!(rotated.signing_secret, rotated_text);
     }
 }

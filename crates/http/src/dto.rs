@@ -28,12 +28,20 @@ impl<T: ToSchema> PageEnvelope<T> {
     /// A whole, unpaged list in one envelope (tokens, accounts, members).
     pub fn whole(items: Vec<T>) -> Self {
         let limit = u32::try_from(items.len()).unwrap_or(u32::MAX);
-        Self { items, start: 0, limit }
+        Self {
+            items,
+            start: 0,
+            limit,
+        }
     }
 
     /// One page, echoing the request after clamping.
     pub fn page(items: Vec<T>, page: mailroom_domain::paging::PageRequest) -> Self {
-        Self { items, start: page.start, limit: page.limit }
+        Self {
+            items,
+            start: page.start,
+            limit: page.limit,
+        }
     }
 }
 
@@ -156,7 +164,9 @@ impl From<Account> for AccountDto {
             name: account.name.as_str().to_owned(),
             click_tracking: account.click_tracking,
             open_tracking: account.open_tracking,
-            webhooks: account.webhooks.map(|config| WebhookDto::from_config(config, SecretView::Masked)),
+            webhooks: account
+                .webhooks
+                .map(|config| WebhookDto::from_config(config, SecretView::Masked)),
             create_date: account.created_at,
         }
     }
@@ -215,7 +225,11 @@ impl WebhookDto {
         let secret = config.signing_secret.secret();
         Self {
             auth_type: config.auth_type.as_str().to_owned(),
-            events: config.events.iter().map(|e| e.as_str().to_owned()).collect(),
+            events: config
+                .events
+                .iter()
+                .map(|e| e.as_str().to_owned())
+                .collect(),
             password_or_token: config.password_or_token.as_ref().map(|p| p.masked_suffix()),
             signing_secret: match view {
                 SecretView::Masked => secret.masked_suffix(),

@@ -86,8 +86,12 @@ fn paging_from_query(query: &str) -> Result<Paging, ApiError> {
     PageRequest::parse(start, limit)
         .map(Paging)
         .map_err(|e| match e {
-            mailroom_domain::paging::InvalidPaging::Start => ApiError::invalid_field("start", e.to_string()),
-            mailroom_domain::paging::InvalidPaging::Limit => ApiError::invalid_field("limit", e.to_string()),
+            mailroom_domain::paging::InvalidPaging::Start => {
+                ApiError::invalid_field("start", e.to_string())
+            }
+            mailroom_domain::paging::InvalidPaging::Limit => {
+                ApiError::invalid_field("limit", e.to_string())
+            }
         })
 }
 
@@ -134,7 +138,11 @@ mod tests {
 
     #[test]
     fn paging_from_query_string() {
-        let page = |q: &str| paging_from_query(q).map(|p| (p.0.start, p.0.limit)).map_err(|e| e.status().as_u16());
+        let page = |q: &str| {
+            paging_from_query(q)
+                .map(|p| (p.0.start, p.0.limit))
+                .map_err(|e| e.status().as_u16())
+        };
         assert_eq!(page(""), Ok((0, 25)));
         assert_eq!(page("start=10&limit=1000"), Ok((10, 100)));
         assert_eq!(page("limit=-1"), Err(400));
@@ -156,4 +164,66 @@ mod tests {
         assert_eq!(parse(r#"{"name":null}"#), Some(Maybe::Null));
         assert_eq!(parse(r#"{"name":"x"}"#), Some(Maybe::Value("x".into())));
     }
+}
+
+/// A JSON request body. Unlike actix's `Json`, a type error names the field it occurred
+/// in (`expiresInDays: invalid type: string "30", expected i64`), so clients can fix it.
+/// Requires `Content-Type: application/json` (or `+json`) and at most 1 MiB.
+#[derive(Debug)]
+pub struct JsonBody<T>(pub T);
+
+impl<T: serde::de::DeserializeOwned + 'static> FromRequest for JsonBody<T> {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let is_json = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.split(';').next())
+            .map(|essence| essence.trim().to_ascii_lowercase())
+            .is_some_and(|essence| {
+                essence == "application/json"
+                    || (essence.starts_with("application/") && essence.ends_with("+json"))
+            });
+        let body = web::Bytes::from_request(req, payload);
+        Box::pin(async move {
+            if !is_json {
+                return Err(ApiError::bad_request(
+                    "the body must be JSON sent with Content-Type: application/json",
+                ));
+            }
+            let bytes = body.await.map_err(|error| {
+                if error.as_response_error().status_code()
+                    == actix_web::http::StatusCode::PAYLOAD_TOO_LARGE
+                {
+                    ApiError::new(
+                        actix_web::http::StatusCode::PAYLOAD_TOO_LARGE,
+                        "the body is larger than 1 MiB",
+                    )
+                } else {
+                    ApiError::bad_request(format!("the body could not be read: {error}"))
+                }
+            })?;
+            parse_json(&bytes).map(JsonBody)
+        })
+    }
+}
+
+fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        let message = error.into_inner().to_string();
+        if path == "." {
+            ApiError::bad_request(format!("the body is not acceptable JSON: {message}"))
+        } else {
+            ApiError::invalid_field(&path, message)
+        }
+    })?;
+    deserializer.end().map_err(|error| {
+        ApiError::bad_request(format!("the body is not acceptable JSON: {error}"))
+    })?;
+    Ok(value)
 }

@@ -48,7 +48,10 @@ struct BearerAuth;
 impl Modify for BearerAuth {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme("bearer", SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)));
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
+        );
     }
 }
 
@@ -94,7 +97,10 @@ impl RouteTable {
                 .into_iter()
                 .filter_map(|(name, present)| present.then_some(name))
                 .collect();
-                (actix_web::dev::ResourceDef::new(path.as_str()), methods.join(", "))
+                (
+                    actix_web::dev::ResourceDef::new(path.as_str()),
+                    methods.join(", "),
+                )
             })
             .collect();
         Self(routes)
@@ -143,7 +149,12 @@ impl Default for HttpOptions {
 ///
 /// # Errors
 /// An I/O error when the listener cannot be used.
-pub fn serve(listener: TcpListener, services: Services, metrics: Arc<Metrics>, options: &HttpOptions) -> std::io::Result<Server> {
+pub fn serve(
+    listener: TcpListener,
+    services: Services,
+    metrics: Arc<Metrics>,
+    options: &HttpOptions,
+) -> std::io::Result<Server> {
     let api = openapi();
     let document = web::Data::new(OpenApiDocument(
         api.to_json().map_err(std::io::Error::other)?,
@@ -158,11 +169,14 @@ pub fn serve(listener: TcpListener, services: Services, metrics: Arc<Metrics>, o
             .app_data(metrics.clone())
             .app_data(document.clone())
             .app_data(table.clone())
-            .app_data(web::JsonConfig::default().limit(MAX_BODY_BYTES).error_handler(problem::json_error))
             .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
             .app_data(web::QueryConfig::default().error_handler(problem::query_error))
             .app_data(web::PathConfig::default().error_handler(problem::path_error))
-            .default_service(web::route().guard(actix_web::guard::fn_guard(any_method)).to(unmatched))
+            .default_service(
+                web::route()
+                    .guard(actix_web::guard::fn_guard(any_method))
+                    .to(unmatched),
+            )
             .wrap(ErrorHandlers::new().default_handler(problem::ensure_problem_body))
             .wrap_fn(move |req, srv| {
                 let started = Instant::now();
@@ -175,11 +189,18 @@ pub fn serve(listener: TcpListener, services: Services, metrics: Arc<Metrics>, o
                         .request()
                         .match_pattern()
                         .unwrap_or_else(|| "unmatched".to_owned());
-                    metrics.observe_request(method.as_str(), &route, response.status().as_u16(), started.elapsed());
+                    metrics.observe_request(
+                        method.as_str(),
+                        &route,
+                        response.status().as_u16(),
+                        started.elapsed(),
+                    );
                     let request_id = response.request().extensions().get::<RequestId>().copied();
                     if let Some(id) = request_id {
                         if let Ok(value) = header::HeaderValue::from_str(&id.to_string()) {
-                            response.headers_mut().insert(header::HeaderName::from_static("x-request-id"), value);
+                            response
+                                .headers_mut()
+                                .insert(header::HeaderName::from_static("x-request-id"), value);
                         }
                     }
                     Ok(response)
@@ -195,4 +216,10 @@ pub fn serve(listener: TcpListener, services: Services, metrics: Arc<Metrics>, o
 }
 
 /// Methods the API serves, for documentation of the 405 rule.
-pub const SERVED_METHODS: [Method; 5] = [Method::GET, Method::POST, Method::PUT, Method::PATCH, Method::DELETE];
+pub const SERVED_METHODS: [Method; 5] = [
+    Method::GET,
+    Method::POST,
+    Method::PUT,
+    Method::PATCH,
+    Method::DELETE,
+];

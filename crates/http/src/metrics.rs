@@ -2,7 +2,9 @@
 
 use std::{sync::Arc, time::Duration};
 
-use prometheus::{Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder};
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+};
 
 /// Reports (connections open, connections idle) of the database pool.
 pub type PoolStateFn = Arc<dyn Fn() -> (u32, u32) + Send + Sync>;
@@ -25,18 +27,28 @@ impl Metrics {
     pub fn new(pool_state: PoolStateFn) -> Self {
         let registry = Registry::new_custom(Some("mailroom".into()), None).expect("valid prefix");
         let requests = IntCounterVec::new(
-            Opts::new("http_requests_total", "HTTP requests by method, route and status."),
+            Opts::new(
+                "http_requests_total",
+                "HTTP requests by method, route and status.",
+            ),
             &["method", "route", "status"],
         )
         .expect("valid metric");
         let latency = HistogramVec::new(
-            HistogramOpts::new("http_request_duration_seconds", "HTTP request latency by method and route.")
-                .buckets(vec![0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0]),
+            HistogramOpts::new(
+                "http_request_duration_seconds",
+                "HTTP request latency by method and route.",
+            )
+            .buckets(vec![
+                0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+            ]),
             &["method", "route"],
         )
         .expect("valid metric");
-        let pool_connections = IntGauge::new("db_pool_connections", "Open database connections.").expect("valid metric");
-        let pool_idle = IntGauge::new("db_pool_idle_connections", "Idle database connections.").expect("valid metric");
+        let pool_connections = IntGauge::new("db_pool_connections", "Open database connections.")
+            .expect("valid metric");
+        let pool_idle = IntGauge::new("db_pool_idle_connections", "Idle database connections.")
+            .expect("valid metric");
         for collector in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(latency.clone()),

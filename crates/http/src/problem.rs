@@ -8,7 +8,7 @@
 use actix_web::{
     body::{BoxBody, MessageBody},
     dev::ServiceResponse,
-    error::{JsonPayloadError, PathError, QueryPayloadError},
+    error::{PathError, QueryPayloadError},
     http::{
         header::{self, HeaderValue},
         StatusCode,
@@ -171,30 +171,13 @@ impl From<AppError> for ApiError {
             }
             AppError::Internal(cause) => {
                 tracing::error!(%cause, "internal error");
-                Self::new(StatusCode::INTERNAL_SERVER_ERROR, "an unexpected error occurred")
+                Self::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "an unexpected error occurred",
+                )
             }
         }
     }
-}
-
-/// Turns actix-web's JSON body errors into problems.
-pub fn json_error(error: JsonPayloadError, _req: &HttpRequest) -> actix_web::Error {
-    let api = match &error {
-        JsonPayloadError::ContentType => {
-            ApiError::bad_request("the body must be JSON sent with Content-Type: application/json")
-        }
-        JsonPayloadError::OverflowKnownLength { .. } | JsonPayloadError::Overflow { .. } => {
-            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "the body is larger than 1 MiB")
-        }
-        JsonPayloadError::Deserialize(inner) => {
-            ApiError::bad_request(format!("the body is not acceptable JSON: {inner}"))
-        }
-        JsonPayloadError::Payload(actix_web::error::PayloadError::Overflow) => {
-            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "the body is larger than 1 MiB")
-        }
-        other => ApiError::bad_request(format!("the body could not be read: {other}")),
-    };
-    api.into()
 }
 
 /// Turns query-string errors into 400 problems.

@@ -104,10 +104,11 @@ impl Database for PgDatabase {
             .pool
             .get()
             .map_err(|e| StoreError::Unavailable(e.to_string()))?;
-        conn.batch_execute("SELECT 1").map_err(|e| match store_error(e) {
-            StoreError::Other(message) => StoreError::Unavailable(message),
-            other => other,
-        })
+        conn.batch_execute("SELECT 1")
+            .map_err(|e| match store_error(e) {
+                StoreError::Other(message) => StoreError::Unavailable(message),
+                other => other,
+            })
     }
 }
 
@@ -118,7 +119,8 @@ impl Database for PgDatabase {
 /// [`StoreError::Unavailable`] when the server cannot be reached, [`StoreError::Other`]
 /// when a migration fails.
 pub fn run_migrations(url: &str) -> Result<Vec<String>, StoreError> {
-    let mut conn = PgConnection::establish(url).map_err(|e| StoreError::Unavailable(e.to_string()))?;
+    let mut conn =
+        PgConnection::establish(url).map_err(|e| StoreError::Unavailable(e.to_string()))?;
     conn.batch_execute(&format!("SELECT pg_advisory_lock({MIGRATION_LOCK_KEY})"))
         .map_err(store_error)?;
     let applied = conn
@@ -139,8 +141,9 @@ pub fn ensure_database_exists(url: &str) -> Result<bool, StoreError> {
     match PgConnection::establish(url) {
         Ok(_) => Ok(false),
         Err(error) if error.to_string().contains("does not exist") => {
-            let (maintenance_url, name) = split_database(url)
-                .ok_or_else(|| StoreError::Other(format!("cannot find the database name in {url}")))?;
+            let (maintenance_url, name) = split_database(url).ok_or_else(|| {
+                StoreError::Other(format!("cannot find the database name in {url}"))
+            })?;
             let mut conn = PgConnection::establish(&maintenance_url)
                 .map_err(|e| StoreError::Unavailable(e.to_string()))?;
             let quoted = name.replace('"', "\"\"");
@@ -155,20 +158,30 @@ pub fn ensure_database_exists(url: &str) -> Result<bool, StoreError> {
     }
 }
 
+/// The same server URL naming database `name` instead (query parameters kept).
+pub fn url_with_database(url: &str, name: &str) -> Option<String> {
+    let (head, _, query) = url_parts(url)?;
+    Some(format!("{head}/{name}{query}"))
+}
+
 /// Splits `postgres://host/dbname?x` into (`postgres://host/postgres?x`, `dbname`).
 fn split_database(url: &str) -> Option<(String, String)> {
+    let (head, name, query) = url_parts(url)?;
+    Some((format!("{head}/postgres{query}"), name))
+}
+
+/// Splits a URL into (scheme and authority, database name, `?query` or empty).
+fn url_parts(url: &str) -> Option<(String, String, String)> {
     let scheme_end = url.find("://")? + 3;
-    let (head, rest) = url.split_at(scheme_end);
-    let slash = rest.find('/')?;
-    let (authority, path) = rest.split_at(slash);
-    let (name, query) = match path[1..].split_once('?') {
+    let slash = scheme_end + url[scheme_end..].find('/')?;
+    let (name, query) = match url[slash + 1..].split_once('?') {
         Some((name, query)) => (name, format!("?{query}")),
-        None => (&path[1..], String::new()),
+        None => (&url[slash + 1..], String::new()),
     };
     if name.is_empty() {
         return None;
     }
-    Some((format!("{head}{authority}/postgres{query}"), name.to_owned()))
+    Some((url[..slash].to_owned(), name.to_owned(), query))
 }
 
 #[cfg(test)]
@@ -179,9 +192,20 @@ mod tests {
     fn splits_database_name_from_url() {
         assert_eq!(
             split_database("postgres://u@127.0.0.1:5432/mailroom?sslmode=disable"),
-            Some(("postgres://u@127.0.0.1:5432/postgres?sslmode=disable".into(), "mailroom".into()))
+            Some((
+                "postgres://u@127.0.0.1:5432/postgres?sslmode=disable".into(),
+                "mailroom".into()
+            ))
         );
         assert_eq!(split_database("postgres://h"), None);
+        assert_eq!(
+            super::url_with_database("postgres://u@h:1/a?x=1", "b").as_deref(),
+            Some("postgres://u@h:1/b?x=1")
+        );
+        assert_eq!(
+            super::url_with_database("postgres://postgres@h/postgres", "b").as_deref(),
+            Some("postgres://postgres@h/b")
+        );
         assert_eq!(split_database("postgres://h/"), None);
     }
 }

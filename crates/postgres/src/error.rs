@@ -8,14 +8,18 @@ pub fn store_error(error: DieselError) -> StoreError {
             let constraint = info.constraint_name().unwrap_or("unknown").to_owned();
             match kind {
                 DatabaseErrorKind::UniqueViolation => StoreError::UniqueViolation(constraint),
-                DatabaseErrorKind::ForeignKeyViolation => StoreError::ForeignKeyViolation(constraint),
+                DatabaseErrorKind::ForeignKeyViolation => {
+                    StoreError::ForeignKeyViolation(constraint)
+                }
                 DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand => {
                     StoreError::Unavailable(info.message().to_owned())
                 }
                 _ => StoreError::Other(info.message().to_owned()),
             }
         }
-        DieselError::BrokenTransactionManager => StoreError::Unavailable("connection lost mid-transaction".into()),
+        DieselError::BrokenTransactionManager => {
+            StoreError::Unavailable("connection lost mid-transaction".into())
+        }
         other => StoreError::Other(other.to_string()),
     }
 }

@@ -9,5 +9,7 @@ mod error;
 mod repositories;
 pub mod schema;
 
-pub use database::{ensure_database_exists, run_migrations, PgDatabase, PoolSettings};
+pub use database::{
+    ensure_database_exists, run_migrations, url_with_database, PgDatabase, PoolSettings,
+};
 pub use error::store_error;

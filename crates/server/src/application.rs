@@ -71,7 +71,8 @@ impl Application {
     pub fn build_with_clock(config: &Config, clock: Arc<dyn Clock>) -> Result<Self> {
         prepare_database(&config.database_url)?;
         let (services, database) = build_services(config, clock)?;
-        let listener = TcpListener::bind(config.listen).with_context(|| format!("binding {}", config.listen))?;
+        let listener = TcpListener::bind(config.listen)
+            .with_context(|| format!("binding {}", config.listen))?;
         let port = listener.local_addr()?.port();
         let metrics = Arc::new(Metrics::new(Arc::new(move || database.pool_state())));
         let options = HttpOptions {
@@ -79,7 +80,11 @@ impl Application {
             ..HttpOptions::default()
         };
         let server = mailroom_http::serve(listener, services.clone(), metrics, &options)?;
-        Ok(Self { port, services, server })
+        Ok(Self {
+            port,
+            services,
+            server,
+        })
     }
 
     /// The bound port (useful when the configuration asked for port 0).

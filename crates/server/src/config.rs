@@ -90,8 +90,9 @@ impl Config {
     /// # Errors
     /// When `DATABASE_URL` is missing or any variable holds an invalid value.
     pub fn from_env() -> Result<Self> {
-        let database_url = std::env::var("DATABASE_URL")
-            .map_err(|_| anyhow!("DATABASE_URL is not set (run `cargo xtask up`, or export a PostgreSQL URL)"))?;
+        let database_url = std::env::var("DATABASE_URL").map_err(|_| {
+            anyhow!("DATABASE_URL is not set (run `cargo xtask up`, or export a PostgreSQL URL)")
+        })?;
         let secret_key = match std::env::var("MAILROOM_SECRET_KEY") {
             Ok(text) => parse_key(&text).context("MAILROOM_SECRET_KEY")?,
             Err(_) => load_or_create_key_file(Path::new(".mailroom/secret.key"))?,
@@ -109,14 +110,13 @@ impl Config {
         config.allow_private_egress = env_bool("MAILROOM_ALLOW_PRIVATE_EGRESS", false)?;
         config.run_workers = env_bool("MAILROOM_WORKERS", true)?;
         if let Ok(schedule) = std::env::var("MAILROOM_WEBHOOK_RETRY_SCHEDULE") {
-            config.webhook_retry_schedule = parse_schedule(&schedule).context("MAILROOM_WEBHOOK_RETRY_SCHEDULE")?;
+            config.webhook_retry_schedule =
+                parse_schedule(&schedule).context("MAILROOM_WEBHOOK_RETRY_SCHEDULE")?;
         }
         if let Ok(size) = std::env::var("MAILROOM_DB_POOL_SIZE") {
-            config.db_pool_size = size
-                .parse()
-                .ok()
-                .filter(|n| *n >= 1)
-                .ok_or_else(|| anyhow!("MAILROOM_DB_POOL_SIZE must be a whole number of at least 1"))?;
+            config.db_pool_size = size.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                anyhow!("MAILROOM_DB_POOL_SIZE must be a whole number of at least 1")
+            })?;
         }
         Ok(config)
     }
@@ -161,7 +161,8 @@ pub fn parse_key(text: &str) -> Result<[u8; 32]> {
 /// Reads the development key file, creating it (mode 0600) with a warning when absent.
 fn load_or_create_key_file(path: &Path) -> Result<[u8; 32]> {
     if path.exists() {
-        let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let text =
+            fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         return parse_key(&text).with_context(|| format!("the key in {}", path.display()));
     }
     let mut key = [0u8; 32];
@@ -172,8 +173,14 @@ fn load_or_create_key_file(path: &Path) -> Result<[u8; 32]> {
     options.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(path).with_context(|| format!("creating {}", path.display()))?;
-    writeln!(file, "{}", base64::engine::general_purpose::STANDARD.encode(key))?;
+    let mut file = options
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    writeln!(
+        file,
+        "{}",
+        base64::engine::general_purpose::STANDARD.encode(key)
+    )?;
     tracing::warn!(
         path = %path.display(),
         "MAILROOM_SECRET_KEY is not set: generated a development key; set the variable in production and keep the key safe, stored secrets cannot be read without it"

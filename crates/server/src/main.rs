@@ -13,7 +13,11 @@ use mailroom_server::{
 use serde::Serialize;
 
 #[derive(Parser)]
-#[command(name = "mailroom", version, about = "Self-hosted email delivery and audience service")]
+#[command(
+    name = "mailroom",
+    version,
+    about = "Self-hosted email delivery and audience service"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -65,7 +69,12 @@ fn main() -> Result<()> {
     match cli.command {
         Command::Migrate => prepare_database(&config.database_url),
         Command::User {
-            command: UserCommand::Create { email, token_name, expires_in_days },
+            command:
+                UserCommand::Create {
+                    email,
+                    token_name,
+                    expires_in_days,
+                },
         } => create_user(&config, email, token_name, expires_in_days),
         Command::Serve => serve(config),
         Command::Worker => {
@@ -98,12 +107,26 @@ fn serve(config: Config) -> Result<()> {
     })
 }
 
-fn create_user(config: &Config, email: String, token_name: String, expires_in_days: Option<String>) -> Result<()> {
+fn create_user(
+    config: &Config,
+    email: String,
+    token_name: String,
+    expires_in_days: Option<String>,
+) -> Result<()> {
     prepare_database(&config.database_url)?;
     let (services, _) = build_services(config, Arc::new(SystemClock))?;
-    let expires_in_days = expires_in_days.map(|days| days.parse::<i64>()).transpose()?;
-    let created = bootstrap_user(&services, BootstrapRequest { email, token_name, expires_in_days })
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let expires_in_days = expires_in_days
+        .map(|days| days.parse::<i64>())
+        .transpose()?;
+    let created = bootstrap_user(
+        &services,
+        BootstrapRequest {
+            email,
+            token_name,
+            expires_in_days,
+        },
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
     let output = CreatedUser {
         user_id: created.user_id.to_string(),
         token_id: created.token.record.id.to_string(),

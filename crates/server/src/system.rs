@@ -70,7 +70,13 @@ impl Secrets for SealingSecrets {
         let aad = Self::associated_data(slot);
         let ciphertext = self
             .cipher
-            .encrypt(&nonce, Payload { msg: plaintext.expose().as_bytes(), aad: &aad })
+            .encrypt(
+                &nonce,
+                Payload {
+                    msg: plaintext.expose().as_bytes(),
+                    aad: &aad,
+                },
+            )
             .expect("XChaCha20-Poly1305 encryption of an in-memory buffer cannot fail");
         let mut sealed = Vec::with_capacity(HEADER_LEN + ciphertext.len());
         sealed.push(FORMAT_VERSION);
@@ -86,14 +92,24 @@ impl Secrets for SealingSecrets {
             return Err(UnsealError("unknown format".into()));
         }
         if bytes[1..=KEY_ID_LEN] != self.key_id {
-            return Err(UnsealError("sealed under another MAILROOM_SECRET_KEY".into()));
+            return Err(UnsealError(
+                "sealed under another MAILROOM_SECRET_KEY".into(),
+            ));
         }
         let nonce = XNonce::from_slice(&bytes[1 + KEY_ID_LEN..HEADER_LEN]);
         let aad = Self::associated_data(slot);
         let plaintext = self
             .cipher
-            .decrypt(nonce, Payload { msg: &bytes[HEADER_LEN..], aad: &aad })
-            .map_err(|_| UnsealError("authentication failed (tampered, or moved to another slot)".into()))?;
+            .decrypt(
+                nonce,
+                Payload {
+                    msg: &bytes[HEADER_LEN..],
+                    aad: &aad,
+                },
+            )
+            .map_err(|_| {
+                UnsealError("authentication failed (tampered, or moved to another slot)".into())
+            })?;
         String::from_utf8(plaintext)
             .map(SecretString::new)
             .map_err(|_| UnsealError("not UTF-8".into()))
@@ -105,7 +121,11 @@ mod tests {
     use super::*;
 
     fn slot(row: &str) -> SecretSlot {
-        SecretSlot { table: "webhook_configs", column: "signing_secret", row: row.into() }
+        SecretSlot {
+            table: "webhook_configs",
+            column: "signing_secret",
+            row: row.into(),
+        }
     }
 
     #[test]
@@ -113,9 +133,14 @@ mod tests {
         let secrets = SealingSecrets::new(&[7u8; 32]);
         let sealed = secrets.seal(&SecretString::new("whsec_abc"), &slot("a"));
         assert!(!sealed.0.windows(9).any(|w| w == b"whsec_abc"));
-        assert_eq!(secrets.open(&sealed, &slot("a")).expect("opens").expose(), "whsec_abc");
+        assert_eq!(
+            secrets.open(&sealed, &slot("a")).expect("opens").expose(),
+            "whsec_abc"
+        );
         assert!(secrets.open(&sealed, &slot("b")).is_err());
-        assert!(SealingSecrets::new(&[8u8; 32]).open(&sealed, &slot("a")).is_err());
+        assert!(SealingSecrets::new(&[8u8; 32])
+            .open(&sealed, &slot("a"))
+            .is_err());
         let again = secrets.seal(&SecretString::new("whsec_abc"), &slot("a"));
         assert_ne!(sealed, again, "nonces are random");
     }

@@ -26,10 +26,16 @@ pub struct CreateAccountRequest {
 ///
 /// # Errors
 /// [`AppError::Invalid`] for a missing or bad name.
-pub fn create_account(services: &Services, actor: &Actor, request: CreateAccountRequest) -> Result<Account, AppError> {
+pub fn create_account(
+    services: &Services,
+    actor: &Actor,
+    request: CreateAccountRequest,
+) -> Result<Account, AppError> {
     let name = match request.name.as_deref() {
         None => return Err(AppError::invalid("name", "is required")),
-        Some(name) => AccountName::parse(name).map_err(|e| AppError::invalid("name", e.to_string()))?,
+        Some(name) => {
+            AccountName::parse(name).map_err(|e| AppError::invalid("name", e.to_string()))?
+        }
     };
     let now = services.clock.now();
     let record = AccountRecord {
@@ -51,8 +57,15 @@ pub fn create_account(services: &Services, actor: &Actor, request: CreateAccount
                 welcome = Some(id);
             }
         }
-        let welcome = welcome.ok_or_else(|| AppError::Internal("starter data lacks the welcome template".into()))?;
-        tx.insert_automation(record.id, AutomationId::from_uuid(ids.next_uuid()), welcome, &starter.automation, now)?;
+        let welcome = welcome
+            .ok_or_else(|| AppError::Internal("starter data lacks the welcome template".into()))?;
+        tx.insert_automation(
+            record.id,
+            AutomationId::from_uuid(ids.next_uuid()),
+            welcome,
+            &starter.automation,
+            now,
+        )?;
         for topic in &starter.topics {
             tx.insert_topic(record.id, TopicId::from_uuid(ids.next_uuid()), topic, now)?;
         }

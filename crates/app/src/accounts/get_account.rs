@@ -7,7 +7,11 @@ use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Servic
 ///
 /// # Errors
 /// [`AppError::Unauthorized`] when the caller is not a member or the account is unknown.
-pub fn get_account(services: &Services, actor: &Actor, account: AccountId) -> Result<Account, AppError> {
+pub fn get_account(
+    services: &Services,
+    actor: &Actor,
+    account: AccountId,
+) -> Result<Account, AppError> {
     in_transaction(services.db.as_ref(), |tx| {
         require_member(tx, actor, account)?;
         let record = tx.find_account(account)?.ok_or(AppError::Unauthorized)?;

@@ -6,7 +6,11 @@ use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Servic
 ///
 /// # Errors
 /// [`AppError::Unauthorized`] when the caller is not a member.
-pub fn list_members(services: &Services, actor: &Actor, account: AccountId) -> Result<Vec<Member>, AppError> {
+pub fn list_members(
+    services: &Services,
+    actor: &Actor,
+    account: AccountId,
+) -> Result<Vec<Member>, AppError> {
     in_transaction(services.db.as_ref(), |tx| {
         require_member(tx, actor, account)?;
         Ok(tx.list_members(account)?)

@@ -37,7 +37,11 @@ fn webhook_slot(account: AccountId, column: &'static str) -> SecretSlot {
     }
 }
 
-fn seal_webhook_config(secrets: &dyn Secrets, account: AccountId, config: &WebhookConfig) -> StoredWebhookConfig {
+fn seal_webhook_config(
+    secrets: &dyn Secrets,
+    account: AccountId,
+    config: &WebhookConfig,
+) -> StoredWebhookConfig {
     StoredWebhookConfig {
         url: config.url.clone(),
         auth_type: config.auth_type,
@@ -61,7 +65,10 @@ fn open_webhook_config(
 ) -> Result<WebhookConfig, AppError> {
     let unseal = |e: crate::ports::UnsealError| AppError::Internal(e.to_string());
     let signing: SecretString = secrets
-        .open(&stored.signing_secret, &webhook_slot(account, "signing_secret"))
+        .open(
+            &stored.signing_secret,
+            &webhook_slot(account, "signing_secret"),
+        )
         .map_err(unseal)?;
     let signing_secret = SigningSecret::parse(signing.expose())
         .map_err(|e| AppError::Internal(format!("stored signing secret: {e}")))?;
@@ -81,7 +88,11 @@ fn open_webhook_config(
 }
 
 /// Reads an account with its webhook configuration decrypted.
-fn load_account(tx: &mut dyn UnitOfWork, secrets: &dyn Secrets, record: AccountRecord) -> Result<Account, AppError> {
+fn load_account(
+    tx: &mut dyn UnitOfWork,
+    secrets: &dyn Secrets,
+    record: AccountRecord,
+) -> Result<Account, AppError> {
     let webhooks = tx
         .find_webhook_config(record.id)?
         .map(|stored| open_webhook_config(secrets, record.id, stored))

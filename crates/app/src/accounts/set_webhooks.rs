@@ -1,5 +1,7 @@
 use mailroom_domain::{
-    webhook::{SigningSecret, WebhookConfig, WebhookSettings, WebhookSettingsInput, SIGNING_SECRET_BYTES},
+    webhook::{
+        SigningSecret, WebhookConfig, WebhookSettings, WebhookSettingsInput, SIGNING_SECRET_BYTES,
+    },
     AccountId,
 };
 

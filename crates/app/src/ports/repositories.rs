@@ -4,7 +4,7 @@ use mailroom_domain::{
     template::NewTemplate,
     token::TokenHash,
     topic::NewTopic,
-    AccountId, TemplateId, Timestamp, TokenId, TopicId, UserId, AutomationId,
+    AccountId, AutomationId, TemplateId, Timestamp, TokenId, TopicId, UserId,
 };
 
 use super::{AccountRecord, NewTokenRecord, StoredWebhookConfig, TokenRecord, UserRecord};
@@ -49,14 +49,24 @@ pub trait TokenRepository {
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
-    fn touch_token(&mut self, id: TokenId, now: Timestamp, not_after: Timestamp) -> Result<(), StoreError>;
+    fn touch_token(
+        &mut self,
+        id: TokenId,
+        now: Timestamp,
+        not_after: Timestamp,
+    ) -> Result<(), StoreError>;
 
     /// Revokes the user's token and returns it; `None` when the user has no such
     /// unrevoked token.
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
-    fn revoke_token(&mut self, user: UserId, id: TokenId, now: Timestamp) -> Result<Option<TokenRecord>, StoreError>;
+    fn revoke_token(
+        &mut self,
+        user: UserId,
+        id: TokenId,
+        now: Timestamp,
+    ) -> Result<Option<TokenRecord>, StoreError>;
 }
 
 /// Accounts, memberships and webhook configurations.
@@ -89,7 +99,8 @@ pub trait AccountRepository {
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
-    fn member_role(&mut self, account: AccountId, user: UserId) -> Result<Option<Role>, StoreError>;
+    fn member_role(&mut self, account: AccountId, user: UserId)
+        -> Result<Option<Role>, StoreError>;
 
     /// Every member of the account, oldest membership first.
     ///
@@ -101,13 +112,21 @@ pub trait AccountRepository {
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
-    fn find_webhook_config(&mut self, account: AccountId) -> Result<Option<StoredWebhookConfig>, StoreError>;
+    fn find_webhook_config(
+        &mut self,
+        account: AccountId,
+    ) -> Result<Option<StoredWebhookConfig>, StoreError>;
 
     /// Inserts or replaces the account's webhook configuration.
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
-    fn save_webhook_config(&mut self, account: AccountId, config: &StoredWebhookConfig, now: Timestamp) -> Result<(), StoreError>;
+    fn save_webhook_config(
+        &mut self,
+        account: AccountId,
+        config: &StoredWebhookConfig,
+        now: Timestamp,
+    ) -> Result<(), StoreError>;
 }
 
 /// The writes account creation needs to load starter data. The templates, automations and
@@ -117,19 +136,38 @@ pub trait StarterDataRepository {
     ///
     /// # Errors
     /// [`StoreError::UniqueViolation`] when the slug is taken in the account.
-    fn insert_template(&mut self, account: AccountId, id: TemplateId, template: &NewTemplate, now: Timestamp) -> Result<(), StoreError>;
+    fn insert_template(
+        &mut self,
+        account: AccountId,
+        id: TemplateId,
+        template: &NewTemplate,
+        now: Timestamp,
+    ) -> Result<(), StoreError>;
 
     /// Stores an automation that sends `template`.
     ///
     /// # Errors
     /// [`StoreError::ForeignKeyViolation`] when the template is not in the account.
-    fn insert_automation(&mut self, account: AccountId, id: AutomationId, template: TemplateId, automation: &NewAutomation, now: Timestamp) -> Result<(), StoreError>;
+    fn insert_automation(
+        &mut self,
+        account: AccountId,
+        id: AutomationId,
+        template: TemplateId,
+        automation: &NewAutomation,
+        now: Timestamp,
+    ) -> Result<(), StoreError>;
 
     /// Stores a topic.
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
-    fn insert_topic(&mut self, account: AccountId, id: TopicId, topic: &NewTopic, now: Timestamp) -> Result<(), StoreError>;
+    fn insert_topic(
+        &mut self,
+        account: AccountId,
+        id: TopicId,
+        topic: &NewTopic,
+        now: Timestamp,
+    ) -> Result<(), StoreError>;
 
     /// How many templates, automations and topics the account holds.
     ///

@@ -8,7 +8,11 @@ pub trait TemplateRepository {
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
-    fn list_templates(&mut self, account: AccountId, page: PageRequest) -> Result<Vec<Template>, StoreError>;
+    fn list_templates(
+        &mut self,
+        account: AccountId,
+        page: PageRequest,
+    ) -> Result<Vec<Template>, StoreError>;
 
     /// How many templates the account holds.
     ///
@@ -20,5 +24,9 @@ pub trait TemplateRepository {
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
-    fn find_template(&mut self, account: AccountId, id: TemplateId) -> Result<Option<Template>, StoreError>;
+    fn find_template(
+        &mut self,
+        account: AccountId,
+        id: TemplateId,
+    ) -> Result<Option<Template>, StoreError>;
 }

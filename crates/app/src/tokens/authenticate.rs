@@ -14,7 +14,9 @@ pub fn authenticate(services: &Services, raw: &RawToken) -> Result<Actor, AppErr
     let hash = raw.hash();
     let now = services.clock.now();
     in_transaction(services.db.as_ref(), |tx| {
-        let token = tx.find_token_by_hash(&hash)?.ok_or(AppError::Unauthorized)?;
+        let token = tx
+            .find_token_by_hash(&hash)?
+            .ok_or(AppError::Unauthorized)?;
         if token.revoked_at.is_some() || token.expires_at.is_some_and(|at| at <= now) {
             return Err(AppError::Unauthorized);
         }

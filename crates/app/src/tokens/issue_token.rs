@@ -44,10 +44,15 @@ pub fn issue_token(
         }
         Some(name) => errors.collect("name", TokenName::parse(name)),
     };
-    let lifetime = errors.collect("expiresInDays", TokenLifetime::from_days(request.expires_in_days));
+    let lifetime = errors.collect(
+        "expiresInDays",
+        TokenLifetime::from_days(request.expires_in_days),
+    );
     errors.into_result()?;
     let (Some(name), Some(lifetime)) = (name, lifetime) else {
-        return Err(AppError::Internal("validated token request lost a field".into()));
+        return Err(AppError::Internal(
+            "validated token request lost a field".into(),
+        ));
     };
 
     let mut random = [0u8; TOKEN_RANDOM_BYTES];

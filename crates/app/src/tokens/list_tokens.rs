@@ -9,5 +9,7 @@ use crate::{
 /// # Errors
 /// [`AppError::Unavailable`] when the store is down.
 pub fn list_tokens(services: &Services, actor: &Actor) -> Result<Vec<TokenRecord>, AppError> {
-    in_transaction(services.db.as_ref(), |tx| Ok(tx.list_active_tokens(actor.user_id)?))
+    in_transaction(services.db.as_ref(), |tx| {
+        Ok(tx.list_active_tokens(actor.user_id)?)
+    })
 }

@@ -9,7 +9,11 @@ use crate::{
 ///
 /// # Errors
 /// [`AppError::NotFound`] when the caller has no such unrevoked token.
-pub fn revoke_token(services: &Services, actor: &Actor, token: TokenId) -> Result<TokenRecord, AppError> {
+pub fn revoke_token(
+    services: &Services,
+    actor: &Actor,
+    token: TokenId,
+) -> Result<TokenRecord, AppError> {
     let now = services.clock.now();
     in_transaction(services.db.as_ref(), |tx| {
         tx.revoke_token(actor.user_id, token, now)?

@@ -36,10 +36,15 @@ pub struct Bootstrapped {
 ///
 /// # Errors
 /// [`AppError::Invalid`] for a bad email, name or lifetime.
-pub fn bootstrap_user(services: &Services, request: BootstrapRequest) -> Result<Bootstrapped, AppError> {
-    let email = EmailAddress::parse(&request.email).map_err(|e| AppError::invalid("email", e.to_string()))?;
+pub fn bootstrap_user(
+    services: &Services,
+    request: BootstrapRequest,
+) -> Result<Bootstrapped, AppError> {
+    let email = EmailAddress::parse(&request.email)
+        .map_err(|e| AppError::invalid("email", e.to_string()))?;
     // Check the token fields before creating the user, so a bad name leaves nothing behind.
-    TokenName::parse(&request.token_name).map_err(|e| AppError::invalid("tokenName", e.to_string()))?;
+    TokenName::parse(&request.token_name)
+        .map_err(|e| AppError::invalid("tokenName", e.to_string()))?;
     TokenLifetime::from_days(request.expires_in_days)
         .map_err(|e| AppError::invalid("expiresInDays", e.to_string()))?;
     let now = services.clock.now();
@@ -69,5 +74,9 @@ pub fn bootstrap_user(services: &Services, request: BootstrapRequest) -> Result<
             expires_in_days: request.expires_in_days,
         },
     )?;
-    Ok(Bootstrapped { user_id, created, token })
+    Ok(Bootstrapped {
+        user_id,
+        created,
+        token,
+    })
 }

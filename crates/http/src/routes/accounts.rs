@@ -10,7 +10,7 @@ use crate::{
         AccountDto, CreateAccountBody, MemberDto, PageEnvelope, SecretView, UpdateAccountBody,
         WebhookBody, WebhookDto,
     },
-    extract::{account_id, Caller},
+    extract::{account_id, Caller, JsonBody},
     problem::{ApiError, Problem},
 };
 
@@ -23,15 +23,16 @@ use crate::{
 pub(crate) async fn create_account(
     services: web::Data<Services>,
     caller: Caller,
-    body: web::Json<CreateAccountBody>,
+    body: JsonBody<CreateAccountBody>,
 ) -> Result<web::Json<AccountDto>, ApiError> {
-    let body = body.into_inner();
+    let body = body.0;
     let request = accounts::CreateAccountRequest {
         name: body.name,
         click_tracking: body.click_tracking,
         open_tracking: body.open_tracking,
     };
-    let account = run_blocking(move || accounts::create_account(&services, &caller.0, request)).await?;
+    let account =
+        run_blocking(move || accounts::create_account(&services, &caller.0, request)).await?;
     Ok(web::Json(account.into()))
 }
 
@@ -41,9 +42,14 @@ pub(crate) async fn create_account(
     responses((status = 200, body = PageEnvelope<AccountDto>), (status = 401, body = Problem))
 )]
 #[get("/accounts")]
-pub(crate) async fn list_accounts(services: web::Data<Services>, caller: Caller) -> Result<web::Json<PageEnvelope<AccountDto>>, ApiError> {
+pub(crate) async fn list_accounts(
+    services: web::Data<Services>,
+    caller: Caller,
+) -> Result<web::Json<PageEnvelope<AccountDto>>, ApiError> {
     let list = run_blocking(move || accounts::list_accounts(&services, &caller.0)).await?;
-    Ok(web::Json(PageEnvelope::whole(list.into_iter().map(AccountDto::from).collect())))
+    Ok(web::Json(PageEnvelope::whole(
+        list.into_iter().map(AccountDto::from).collect(),
+    )))
 }
 
 /// An account, with its webhook secrets masked.
@@ -53,7 +59,11 @@ pub(crate) async fn list_accounts(services: web::Data<Services>, caller: Caller)
     responses((status = 200, body = AccountDto), (status = 401, body = Problem), (status = 404, body = Problem))
 )]
 #[get("/accounts/{accountId}")]
-pub(crate) async fn get_account(services: web::Data<Services>, caller: Caller, path: web::Path<String>) -> Result<web::Json<AccountDto>, ApiError> {
+pub(crate) async fn get_account(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<String>,
+) -> Result<web::Json<AccountDto>, ApiError> {
     let account = account_id(&path)?;
     let found = run_blocking(move || accounts::get_account(&services, &caller.0, account)).await?;
     Ok(web::Json(found.into()))
@@ -70,16 +80,18 @@ pub(crate) async fn update_account(
     services: web::Data<Services>,
     caller: Caller,
     path: web::Path<String>,
-    body: web::Json<UpdateAccountBody>,
+    body: JsonBody<UpdateAccountBody>,
 ) -> Result<web::Json<AccountDto>, ApiError> {
     let account = account_id(&path)?;
-    let body = body.into_inner();
+    let body = body.0;
     let request = accounts::UpdateAccountRequest {
         name: body.name.not_null("name")?,
         click_tracking: body.click_tracking.not_null("clickTracking")?,
         open_tracking: body.open_tracking.not_null("openTracking")?,
     };
-    let updated = run_blocking(move || accounts::update_account(&services, &caller.0, account, request)).await?;
+    let updated =
+        run_blocking(move || accounts::update_account(&services, &caller.0, account, request))
+            .await?;
     Ok(web::Json(updated.into()))
 }
 
@@ -96,8 +108,11 @@ pub(crate) async fn list_members(
     path: web::Path<String>,
 ) -> Result<web::Json<PageEnvelope<MemberDto>>, ApiError> {
     let account = account_id(&path)?;
-    let members = run_blocking(move || accounts::list_members(&services, &caller.0, account)).await?;
-    Ok(web::Json(PageEnvelope::whole(members.into_iter().map(MemberDto::from).collect())))
+    let members =
+        run_blocking(move || accounts::list_members(&services, &caller.0, account)).await?;
+    Ok(web::Json(PageEnvelope::whole(
+        members.into_iter().map(MemberDto::from).collect(),
+    )))
 }
 
 /// Replace the webhook configuration; the response carries the signing secret whole.
@@ -111,15 +126,18 @@ pub(crate) async fn set_webhooks(
     services: web::Data<Services>,
     caller: Caller,
     path: web::Path<String>,
-    body: web::Json<WebhookBody>,
+    body: JsonBody<WebhookBody>,
 ) -> Result<web::Json<WebhookDto>, ApiError> {
     let account = account_id(&path)?;
-    let body = body.into_inner();
+    let body = body.0;
     let config = run_blocking(move || {
         let input = WebhookSettingsInput {
             url: body.url.as_deref(),
             auth_type: body.auth_type.as_deref(),
-            events: body.events.as_ref().map(|list| list.iter().map(String::as_str).collect()),
+            events: body
+                .events
+                .as_ref()
+                .map(|list| list.iter().map(String::as_str).collect()),
             username: body.username.as_deref(),
             password_or_token: body.password_or_token.as_deref(),
             signing_secret: body.signing_secret.as_deref(),
@@ -127,5 +145,8 @@ pub(crate) async fn set_webhooks(
         accounts::set_webhooks(&services, &caller.0, account, input)
     })
     .await?;
-    Ok(web::Json(WebhookDto::from_config(config, SecretView::SigningSecretRevealed)))
+    Ok(web::Json(WebhookDto::from_config(
+        config,
+        SecretView::SigningSecretRevealed,
+    )))
 }

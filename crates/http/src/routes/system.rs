@@ -26,7 +26,9 @@ pub(crate) async fn healthz() -> web::Json<HealthDto> {
 /// Readiness: the database answers. 503 while it does not.
 #[utoipa::path(tag = "operations", responses((status = 200, body = HealthDto), (status = 503, body = crate::problem::Problem)))]
 #[get("/readyz")]
-pub(crate) async fn readyz(services: web::Data<Services>) -> Result<web::Json<HealthDto>, ApiError> {
+pub(crate) async fn readyz(
+    services: web::Data<Services>,
+) -> Result<web::Json<HealthDto>, ApiError> {
     run_blocking(move || services.db.check_health().map_err(Into::into)).await?;
     Ok(web::Json(HealthDto { status: "ready" }))
 }

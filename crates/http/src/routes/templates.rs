@@ -30,8 +30,12 @@ pub(crate) async fn list_templates(
 ) -> Result<web::Json<PageEnvelope<TemplateDto>>, ApiError> {
     let account = account_id(&path)?;
     let page = paging.0;
-    let list = run_blocking(move || templates::list_templates(&services, &caller.0, account, page)).await?;
-    Ok(web::Json(PageEnvelope::page(list.into_iter().map(TemplateDto::from).collect(), page)))
+    let list = run_blocking(move || templates::list_templates(&services, &caller.0, account, page))
+        .await?;
+    Ok(web::Json(PageEnvelope::page(
+        list.into_iter().map(TemplateDto::from).collect(),
+        page,
+    )))
 }
 
 /// How many templates the account holds.
@@ -41,9 +45,14 @@ pub(crate) async fn list_templates(
     responses((status = 200, body = CountDto), (status = 401, body = Problem))
 )]
 #[get("/accounts/{accountId}/templates/count")]
-pub(crate) async fn count_templates(services: web::Data<Services>, caller: Caller, path: web::Path<String>) -> Result<web::Json<CountDto>, ApiError> {
+pub(crate) async fn count_templates(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<String>,
+) -> Result<web::Json<CountDto>, ApiError> {
     let account = account_id(&path)?;
-    let count = run_blocking(move || templates::count_templates(&services, &caller.0, account)).await?;
+    let count =
+        run_blocking(move || templates::count_templates(&services, &caller.0, account)).await?;
     Ok(web::Json(CountDto { count }))
 }
 
@@ -61,6 +70,8 @@ pub(crate) async fn get_template(
 ) -> Result<web::Json<TemplateDto>, ApiError> {
     let account = account_id(&path.0)?;
     let template: TemplateId = record_id(&path.1)?;
-    let found = run_blocking(move || templates::get_template(&services, &caller.0, account, template)).await?;
+    let found =
+        run_blocking(move || templates::get_template(&services, &caller.0, account, template))
+            .await?;
     Ok(web::Json(found.into()))
 }

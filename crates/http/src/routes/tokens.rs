@@ -7,7 +7,7 @@ use mailroom_domain::TokenId;
 use crate::{
     blocking::run_blocking,
     dto::{CreateTokenBody, PageEnvelope, TokenDto},
-    extract::{record_id, Caller},
+    extract::{record_id, Caller, JsonBody},
     problem::{ApiError, Problem},
 };
 
@@ -20,14 +20,15 @@ use crate::{
 pub(crate) async fn create_token(
     services: web::Data<Services>,
     caller: Caller,
-    body: web::Json<CreateTokenBody>,
+    body: JsonBody<CreateTokenBody>,
 ) -> Result<web::Json<TokenDto>, ApiError> {
-    let body = body.into_inner();
+    let body = body.0;
     let request = tokens::IssueTokenRequest {
         name: body.name,
         expires_in_days: body.expires_in_days,
     };
-    let issued = run_blocking(move || tokens::issue_token(&services, caller.0.user_id, request)).await?;
+    let issued =
+        run_blocking(move || tokens::issue_token(&services, caller.0.user_id, request)).await?;
     Ok(web::Json(issued.into()))
 }
 
@@ -37,9 +38,14 @@ pub(crate) async fn create_token(
     responses((status = 200, body = PageEnvelope<TokenDto>), (status = 401, body = Problem))
 )]
 #[get("/users/me/tokens")]
-pub(crate) async fn list_tokens(services: web::Data<Services>, caller: Caller) -> Result<web::Json<PageEnvelope<TokenDto>>, ApiError> {
+pub(crate) async fn list_tokens(
+    services: web::Data<Services>,
+    caller: Caller,
+) -> Result<web::Json<PageEnvelope<TokenDto>>, ApiError> {
     let records = run_blocking(move || tokens::list_tokens(&services, &caller.0)).await?;
-    Ok(web::Json(PageEnvelope::whole(records.into_iter().map(TokenDto::from).collect())))
+    Ok(web::Json(PageEnvelope::whole(
+        records.into_iter().map(TokenDto::from).collect(),
+    )))
 }
 
 /// Revoke one of the caller's tokens.

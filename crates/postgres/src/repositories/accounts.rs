@@ -71,7 +71,9 @@ impl TryFrom<WebhookConfigRow> for StoredWebhookConfig {
         let events = row
             .events
             .iter()
-            .map(|name| WebhookEventType::parse(name).ok_or_else(|| corrupt("webhook_configs.events", name)))
+            .map(|name| {
+                WebhookEventType::parse(name).ok_or_else(|| corrupt("webhook_configs.events", name))
+            })
             .collect::<Result<_, _>>()?;
         Ok(Self {
             url: WebhookUrl::parse(&row.url).map_err(|e| corrupt("webhook_configs.url", e))?,
@@ -139,7 +141,11 @@ impl AccountRepository for PgUnitOfWork<'_> {
             .map_err(store_error)
     }
 
-    fn member_role(&mut self, account: AccountId, user: UserId) -> Result<Option<Role>, StoreError> {
+    fn member_role(
+        &mut self,
+        account: AccountId,
+        user: UserId,
+    ) -> Result<Option<Role>, StoreError> {
         memberships::table
             .find((account.as_uuid(), user.as_uuid()))
             .select(memberships::role)
@@ -154,7 +160,12 @@ impl AccountRepository for PgUnitOfWork<'_> {
             .inner_join(users::table)
             .filter(memberships::account_id.eq(account.as_uuid()))
             .order((memberships::created_at.asc(), users::id.asc()))
-            .select((users::id, users::email, memberships::role, memberships::created_at))
+            .select((
+                users::id,
+                users::email,
+                memberships::role,
+                memberships::created_at,
+            ))
             .load::<(Uuid, String, String, OffsetDateTime)>(self.conn)
             .map(|rows| {
                 rows.into_iter()
@@ -169,7 +180,10 @@ impl AccountRepository for PgUnitOfWork<'_> {
             .map_err(store_error)
     }
 
-    fn find_webhook_config(&mut self, account: AccountId) -> Result<Option<StoredWebhookConfig>, StoreError> {
+    fn find_webhook_config(
+        &mut self,
+        account: AccountId,
+    ) -> Result<Option<StoredWebhookConfig>, StoreError> {
         webhook_configs::table
             .find(account.as_uuid())
             .select(WebhookConfigRow::as_select())
@@ -180,12 +194,21 @@ impl AccountRepository for PgUnitOfWork<'_> {
             .transpose()
     }
 
-    fn save_webhook_config(&mut self, account: AccountId, config: &StoredWebhookConfig, now: Timestamp) -> Result<(), StoreError> {
+    fn save_webhook_config(
+        &mut self,
+        account: AccountId,
+        config: &StoredWebhookConfig,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
         let row = WebhookConfigRow {
             account_id: account.as_uuid(),
             url: config.url.as_str().to_owned(),
             auth_type: config.auth_type.as_str().to_owned(),
-            events: config.events.iter().map(|e| e.as_str().to_owned()).collect(),
+            events: config
+                .events
+                .iter()
+                .map(|e| e.as_str().to_owned())
+                .collect(),
             username: config.username.clone(),
             password_or_token: config.password_or_token.as_ref().map(|s| s.0.clone()),
             signing_secret: config.signing_secret.0.clone(),

@@ -12,7 +12,13 @@ use crate::{
 };
 
 impl StarterDataRepository for PgUnitOfWork<'_> {
-    fn insert_template(&mut self, account: AccountId, id: TemplateId, template: &NewTemplate, now: Timestamp) -> Result<(), StoreError> {
+    fn insert_template(
+        &mut self,
+        account: AccountId,
+        id: TemplateId,
+        template: &NewTemplate,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
         diesel::insert_into(templates::table)
             .values((
                 templates::account_id.eq(account.as_uuid()),
@@ -31,7 +37,14 @@ impl StarterDataRepository for PgUnitOfWork<'_> {
             .map_err(store_error)
     }
 
-    fn insert_automation(&mut self, account: AccountId, id: AutomationId, template: TemplateId, automation: &NewAutomation, now: Timestamp) -> Result<(), StoreError> {
+    fn insert_automation(
+        &mut self,
+        account: AccountId,
+        id: AutomationId,
+        template: TemplateId,
+        automation: &NewAutomation,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
         diesel::insert_into(automations::table)
             .values((
                 automations::account_id.eq(account.as_uuid()),
@@ -50,7 +63,13 @@ impl StarterDataRepository for PgUnitOfWork<'_> {
             .map_err(store_error)
     }
 
-    fn insert_topic(&mut self, account: AccountId, id: TopicId, topic: &NewTopic, now: Timestamp) -> Result<(), StoreError> {
+    fn insert_topic(
+        &mut self,
+        account: AccountId,
+        id: TopicId,
+        topic: &NewTopic,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
         diesel::insert_into(topics::table)
             .values((
                 topics::account_id.eq(account.as_uuid()),

@@ -65,11 +65,18 @@ impl TryFrom<TemplateRow> for Template {
 
 /// A page offset as SQL wants it; offsets were clamped to `i64::MAX` when parsed.
 pub(crate) fn page_bounds(page: PageRequest) -> (i64, i64) {
-    (i64::try_from(page.start).unwrap_or(i64::MAX), i64::from(page.limit))
+    (
+        i64::try_from(page.start).unwrap_or(i64::MAX),
+        i64::from(page.limit),
+    )
 }
 
 impl TemplateRepository for PgUnitOfWork<'_> {
-    fn list_templates(&mut self, account: AccountId, page: PageRequest) -> Result<Vec<Template>, StoreError> {
+    fn list_templates(
+        &mut self,
+        account: AccountId,
+        page: PageRequest,
+    ) -> Result<Vec<Template>, StoreError> {
         let (offset, limit) = page_bounds(page);
         templates::table
             .filter(templates::account_id.eq(account.as_uuid()))
@@ -93,7 +100,11 @@ impl TemplateRepository for PgUnitOfWork<'_> {
             .map_err(store_error)
     }
 
-    fn find_template(&mut self, account: AccountId, id: TemplateId) -> Result<Option<Template>, StoreError> {
+    fn find_template(
+        &mut self,
+        account: AccountId,
+        id: TemplateId,
+    ) -> Result<Option<Template>, StoreError> {
         templates::table
             .find((account.as_uuid(), id.as_uuid()))
             .select(TemplateRow::as_select())

@@ -77,7 +77,12 @@ impl TokenRepository for PgUnitOfWork<'_> {
             .map_err(store_error)
     }
 
-    fn touch_token(&mut self, id: TokenId, now: Timestamp, not_after: Timestamp) -> Result<(), StoreError> {
+    fn touch_token(
+        &mut self,
+        id: TokenId,
+        now: Timestamp,
+        not_after: Timestamp,
+    ) -> Result<(), StoreError> {
         diesel::update(tokens::table)
             .filter(tokens::id.eq(id.as_uuid()))
             .filter(
@@ -91,7 +96,12 @@ impl TokenRepository for PgUnitOfWork<'_> {
             .map_err(store_error)
     }
 
-    fn revoke_token(&mut self, user: UserId, id: TokenId, now: Timestamp) -> Result<Option<TokenRecord>, StoreError> {
+    fn revoke_token(
+        &mut self,
+        user: UserId,
+        id: TokenId,
+        now: Timestamp,
+    ) -> Result<Option<TokenRecord>, StoreError> {
         diesel::update(tokens::table)
             .filter(tokens::id.eq(id.as_uuid()))
             .filter(tokens::user_id.eq(user.as_uuid()))

@@ -1,0 +1,171 @@
+use std::{fs, path::Path, thread, time::Duration};
+
+use diesel::{connection::SimpleConnection, pg::PgConnection, Connection};
+use mailroom_postgres::{run_migrations, url_with_database};
+use sha2::{Digest, Sha256};
+
+/// Prefix of every per-test database; `cargo xtask test` drops leftovers by it.
+pub const TEST_DATABASE_PREFIX: &str = "mailroom_test_";
+const TEMPLATE_PREFIX: &str = "mailroom_template_";
+/// Serialises template creation across test processes (nextest runs one per test).
+const TEMPLATE_LOCK_KEY: i64 = 0x6d72_7465_6d70_6c74;
+
+/// The maintenance URL tests create databases through: `DATABASE_URL`, or the local
+/// server on 127.0.0.1:5432.
+pub fn admin_url() -> String {
+    std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+/// A database of its own for one test, dropped (forcibly) when the value is dropped.
+pub struct TestDatabase {
+    url: String,
+    name: String,
+    admin_url: String,
+}
+
+impl TestDatabase {
+    /// Clones a fresh database from the migrated template, creating the template first if
+    /// this migration set has none yet.
+    ///
+    /// # Panics
+    /// When PostgreSQL is unreachable or a migration fails: the test cannot run.
+    pub fn create() -> Self {
+        let admin_url = admin_url();
+        let template = ensure_template(&admin_url);
+        let name = format!("{TEST_DATABASE_PREFIX}{}", uuid::Uuid::now_v7().simple());
+        let mut admin = connect(&admin_url);
+        // CREATE DATABASE … TEMPLATE fails while another session is connected to the
+        // template; that happens only during the brief template build, so retry.
+        let mut attempt = 0;
+        loop {
+            match admin.batch_execute(&format!(
+                "CREATE DATABASE \"{name}\" TEMPLATE \"{template}\""
+            )) {
+                Ok(()) => break,
+                Err(error) if attempt < 50 && error.to_string().contains("being accessed") => {
+                    attempt += 1;
+                    thread::sleep(Duration::from_millis(100));
+                }
+                Err(error) => panic!("creating test database {name}: {error}"),
+            }
+        }
+        let url = url_with_database(&admin_url, &name).expect("DATABASE_URL names a database");
+        Self {
+            url,
+            name,
+            admin_url,
+        }
+    }
+
+    /// The connection URL of this test's database.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// A direct connection, for assertions on stored rows.
+    ///
+    /// # Panics
+    /// When the database cannot be reached.
+    pub fn connection(&self) -> PgConnection {
+        connect(&self.url)
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        if let Ok(mut admin) = PgConnection::establish(&self.admin_url) {
+            // Leftovers from a failed drop are removed by `cargo xtask test` at the next run.
+            let _ = admin.batch_execute(&format!(
+                "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
+                self.name
+            ));
+        }
+    }
+}
+
+fn connect(url: &str) -> PgConnection {
+    PgConnection::establish(url).unwrap_or_else(|e| panic!("connecting to PostgreSQL ({url}): {e}"))
+}
+
+/// The template's name carries a hash of the migrations, so a changed migration gets a
+/// new template instead of a stale one.
+fn ensure_template(admin_url: &str) -> String {
+    let name = format!("{TEMPLATE_PREFIX}{}", migrations_fingerprint());
+    let mut admin = connect(admin_url);
+    admin
+        .batch_execute(&format!("SELECT pg_advisory_lock({TEMPLATE_LOCK_KEY})"))
+        .expect("template lock");
+    let exists = template_exists(&mut admin, &name);
+    if !exists {
+        let building = format!("{name}_building");
+        // Two statements: DROP/CREATE DATABASE refuse to run inside one implicit transaction.
+        admin
+            .batch_execute(&format!(
+                "DROP DATABASE IF EXISTS \"{building}\" WITH (FORCE)"
+            ))
+            .expect("dropping a half-built template");
+        admin
+            .batch_execute(&format!("CREATE DATABASE \"{building}\""))
+            .expect("creating the template database");
+        let building_url =
+            url_with_database(admin_url, &building).expect("DATABASE_URL names a database");
+        run_migrations(&building_url).unwrap_or_else(|e| panic!("migrating the template: {e}"));
+        admin
+            .batch_execute(&format!(
+                "ALTER DATABASE \"{building}\" RENAME TO \"{name}\""
+            ))
+            .expect("renaming the template");
+    }
+    admin
+        .batch_execute(&format!("SELECT pg_advisory_unlock({TEMPLATE_LOCK_KEY})"))
+        .expect("template unlock");
+    name
+}
+
+fn template_exists(admin: &mut PgConnection, name: &str) -> bool {
+    use diesel::{sql_types::Text, QueryableByName, RunQueryDsl};
+    #[derive(QueryableByName)]
+    struct Found {
+        #[diesel(sql_type = Text)]
+        #[allow(dead_code)]
+        datname: String,
+    }
+    diesel::sql_query("SELECT datname FROM pg_database WHERE datname = $1")
+        .bind::<Text, _>(name)
+        .load::<Found>(admin)
+        .map(|rows| !rows.is_empty())
+        .expect("listing databases")
+}
+
+fn migrations_fingerprint() -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations");
+    let mut files = Vec::new();
+    collect_files(&root, &mut files);
+    files.sort();
+    let mut hasher = Sha256::new();
+    for file in files {
+        hasher.update(
+            file.strip_prefix(&root)
+                .unwrap_or(&file)
+                .to_string_lossy()
+                .as_bytes(),
+        );
+        hasher.update(fs::read(&file).unwrap_or_default());
+    }
+    hex::encode(&hasher.finalize()[..6])
+}
+
+fn collect_files(dir: &Path, files: &mut Vec<std::path::PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect_files(&path, files);
+        } else {
+            files.push(path);
+        }
+    }
+}

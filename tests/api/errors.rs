@@ -1,0 +1,180 @@
+use mailroom_tests::{expect_problem, spawn_app};
+use reqwest::Method;
+use serde_json::json;
+
+#[tokio::test]
+async fn problem_shape_is_pinned() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let response = app
+        .send_json(
+            Method::POST,
+            "/v2/users/me/tokens",
+            &token,
+            &json!({"name": "x", "expiresInDays": 7}),
+        )
+        .await;
+    let problem = expect_problem(response, 400).await;
+    assert_eq!(
+        problem,
+        json!({
+            "status": 400,
+            "title": "Bad Request",
+            "detail": "expiresInDays: must be 30, 60, 90 or null",
+            "errors": [{"field": "expiresInDays", "message": "must be 30, 60, 90 or null"}]
+        })
+    );
+}
+
+#[tokio::test]
+async fn malformed_bodies_are_400_problems() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let send = |body: &'static str, content_type: Option<&'static str>| {
+        let mut request = app
+            .request(Method::POST, "/v2/accounts", Some(&token))
+            .body(body);
+        if let Some(content_type) = content_type {
+            request = request.header("content-type", content_type);
+        }
+        request.send()
+    };
+    for (body, content_type) in [
+        ("{", Some("application/json")),
+        ("", Some("application/json")),
+        ("[]", Some("application/json")),
+        ("null", Some("application/json")),
+        (r#"{"name": "A", "bogus": 1}"#, Some("application/json")),
+        (r#"{"name": ["A"]}"#, Some("application/json")),
+        (r#"{"name": "A"}"#, Some("text/plain")),
+        (r#"{"name": "A"}"#, None),
+        ("\u{feff}{}", Some("application/json")),
+    ] {
+        let problem = expect_problem(send(body, content_type).await.expect("sent"), 400).await;
+        assert!(
+            !problem["detail"].as_str().unwrap_or_default().is_empty(),
+            "{body}"
+        );
+    }
+    let problem = expect_problem(
+        send(r#"{"name": "A", "bogus": 1}"#, Some("application/json"))
+            .await
+            .expect("sent"),
+        400,
+    )
+    .await;
+    assert!(
+        problem["detail"]
+            .as_str()
+            .expect("detail")
+            .contains("bogus"),
+        "names the unknown field: {problem}"
+    );
+    let invalid_utf8 = app
+        .request(Method::POST, "/v2/accounts", Some(&token))
+        .header("content-type", "application/json")
+        .body(vec![
+            b'{', b'"', b'n', b'"', b':', b'"', 0xff, 0xfe, b'"', b'}',
+        ])
+        .send()
+        .await
+        .expect("sent");
+    expect_problem(invalid_utf8, 400).await;
+}
+
+#[tokio::test]
+async fn oversized_bodies_are_413() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let huge = format!(r#"{{"name": "{}"}}"#, "a".repeat(1024 * 1024 + 10));
+    let response = app
+        .request(Method::POST, "/v2/accounts", Some(&token))
+        .header("content-type", "application/json")
+        .body(huge)
+        .send()
+        .await
+        .expect("sent");
+    expect_problem(response, 413).await;
+}
+
+#[tokio::test]
+async fn unknown_routes_are_404_and_wrong_methods_405() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    expect_problem(app.get("/v2/nothing-here", &token).await, 404).await;
+    expect_problem(app.get("/", &token).await, 404).await;
+    let response = app
+        .request(Method::DELETE, "/v2/accounts", Some(&token))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(
+        response
+            .headers()
+            .get("allow")
+            .and_then(|v| v.to_str().ok()),
+        Some("GET, POST")
+    );
+    expect_problem(response, 405).await;
+    let id = app.create_account(&token, "Acme").await;
+    let response = app
+        .request(Method::POST, &format!("/v2/accounts/{id}"), Some(&token))
+        .send()
+        .await
+        .expect("sent");
+    expect_problem(response, 405).await;
+    let response = app
+        .request(
+            Method::GET,
+            &format!("/v2/accounts/{id}/webhooks"),
+            Some(&token),
+        )
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(
+        response
+            .headers()
+            .get("allow")
+            .and_then(|v| v.to_str().ok()),
+        Some("PUT")
+    );
+    expect_problem(response, 405).await;
+}
+
+#[tokio::test]
+async fn paging_parameters_are_checked_and_clamped() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let id = app.create_account(&token, "Acme").await;
+    let page = |query: &'static str| {
+        let path = format!("/v2/accounts/{id}/templates?{query}");
+        let app = &app;
+        let token = token.clone();
+        async move { app.get(&path, &token).await }
+    };
+    let clamped = mailroom_tests::expect_json(page("limit=1000").await, 200).await;
+    assert_eq!(clamped["limit"], 100);
+    assert_eq!(clamped["start"], 0);
+    let second = mailroom_tests::expect_json(page("start=1&limit=1").await, 200).await;
+    assert_eq!(
+        (second["start"].clone(), second["limit"].clone()),
+        (json!(1), json!(1))
+    );
+    assert_eq!(second["items"].as_array().expect("items").len(), 1);
+    let defaults = mailroom_tests::expect_json(page("").await, 200).await;
+    assert_eq!(defaults["limit"], 25);
+    let past_end = mailroom_tests::expect_json(page("start=1000").await, 200).await;
+    assert_eq!(past_end["items"], json!([]));
+    for query in [
+        "start=-1",
+        "limit=-1",
+        "limit=0",
+        "start=abc",
+        "limit=2.5",
+        "limit=",
+        "start=1e3",
+    ] {
+        expect_problem(page(query).await, 400).await;
+    }
+}

@@ -1,0 +1,96 @@
+use mailroom_tests::{expect_json, spawn_app};
+
+/// Every route of the API, as DESIGN.md §6 and the specification name them for this stage.
+pub const ROUTES: [(&str, &str); 16] = [
+    ("post", "/v2/users/me/tokens"),
+    ("get", "/v2/users/me/tokens"),
+    ("delete", "/v2/users/me/tokens/{tokenId}"),
+    ("post", "/v2/accounts"),
+    ("get", "/v2/accounts"),
+    ("get", "/v2/accounts/{accountId}"),
+    ("patch", "/v2/accounts/{accountId}"),
+    ("get", "/v2/accounts/{accountId}/members"),
+    ("put", "/v2/accounts/{accountId}/webhooks"),
+    ("get", "/v2/accounts/{accountId}/templates"),
+    ("get", "/v2/accounts/{accountId}/templates/count"),
+    ("get", "/v2/accounts/{accountId}/templates/{templateId}"),
+    ("get", "/v2/openapi.json"),
+    ("get", "/healthz"),
+    ("get", "/readyz"),
+    ("get", "/metrics"),
+];
+
+#[tokio::test]
+async fn the_document_is_openapi_3_1_and_lists_every_route() {
+    let app = spawn_app().await;
+    let response = app
+        .client
+        .get(format!("{}/v2/openapi.json", app.address))
+        .send()
+        .await
+        .expect("sent");
+    let document = expect_json(response, 200).await;
+    assert!(
+        document["openapi"]
+            .as_str()
+            .expect("version")
+            .starts_with("3.1"),
+        "{}",
+        document["openapi"]
+    );
+    let paths = document["paths"].as_object().expect("paths");
+    for (method, path) in ROUTES {
+        assert!(
+            paths.get(path).and_then(|item| item.get(method)).is_some(),
+            "{method} {path} missing from the document"
+        );
+    }
+    let documented: usize = paths
+        .values()
+        .map(|item| {
+            item.as_object().map_or(0, |o| {
+                o.keys()
+                    .filter(|k| ["get", "post", "put", "patch", "delete"].contains(&k.as_str()))
+                    .count()
+            })
+        })
+        .sum();
+    assert_eq!(
+        documented,
+        ROUTES.len(),
+        "the document lists exactly the served routes"
+    );
+    assert!(document["components"]["securitySchemes"]["bearer"].is_object());
+    assert!(document["components"]["schemas"]["Problem"].is_object());
+}
+
+#[tokio::test]
+async fn every_documented_route_is_served() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Acme").await;
+    for (method, path) in ROUTES {
+        let concrete = path
+            .replace("{accountId}", &account)
+            .replace("{tokenId}", "01936c5e-7b2a-7cde-8f00-0123456789ab")
+            .replace("{templateId}", "01936c5e-7b2a-7cde-8f00-0123456789ab");
+        let method = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).expect("method");
+        let response = app
+            .request(method.clone(), &concrete, Some(&token))
+            .send()
+            .await
+            .expect("sent");
+        let status = response.status().as_u16();
+        assert!(
+            status != 405 && status < 500,
+            "{method} {concrete} answered {status}"
+        );
+        if status == 404 {
+            let body = response.text().await.unwrap_or_default();
+            assert!(
+                body.contains("no such resource"),
+                "{method} {concrete}: route exists, record does not: {body}"
+            );
+        }
+    }
+}

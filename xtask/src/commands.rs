@@ -1,0 +1,537 @@
+//! The `cargo xtask` commands: `up`, `test`, `ci` and `db …`.
+
+use std::env;
+use std::fs;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Instant;
+
+use crate::postgres::{self, InstallIfMissing, Postgres, PrivateCluster};
+use crate::system::{self, note};
+use crate::Result;
+
+/// Crates the domain must never depend on: it does no I/O (DESIGN.md, STYLE.md §9).
+const FORBIDDEN_IN_DOMAIN: [&str; 7] = [
+    "diesel",
+    "actix-web",
+    "tokio",
+    "anyhow",
+    "lettre",
+    "hyper",
+    "r2d2",
+];
+const DOMAIN_PACKAGE: &str = "mailroom-domain";
+
+/// `cargo xtask up`: runs `mailroom serve` against the discovered PostgreSQL.
+pub fn up() -> Result<()> {
+    postgres::ensure_libpq()?;
+    let mut postgres = Postgres::provide()?;
+    let url = postgres.app_url();
+
+    note("to create the first user, run this in another terminal:");
+    eprintln!(
+        "\n    DATABASE_URL={} cargo run -q -p mailroom-server --bin mailroom -- user create --email you@example.com\n",
+        system::shell_quote(&url)
+    );
+
+    let mut server = cargo();
+    server
+        .args(["run", "--package", "mailroom-server", "--bin", "mailroom"])
+        .args(["--", "serve"])
+        .env("DATABASE_URL", &url);
+    eprintln!("$ {}", system::describe(&server));
+    // Become the server instead of waiting on it: xtask cannot catch signals without
+    // `unsafe`, so a waiting xtask would die on Ctrl-C before the server had shut down.
+    // After exec, Ctrl-C and SIGTERM reach the server itself (cargo run execs too), the
+    // shell waits for the server, and the cluster watchdog stops a private cluster
+    // once this pid has exited.
+    postgres.hand_over_to_exec();
+    let error = server.exec();
+    Err(format!(
+        "could not run `{}`: {error}",
+        system::describe(&server)
+    ))
+}
+
+/// `cargo xtask test [args…]`: every test, against the discovered PostgreSQL.
+pub fn test(args: &[String]) -> Result<()> {
+    timed("test", || run_tests(args))
+}
+
+/// `cargo xtask ci`: the checks CI runs, cheapest first, then the tests.
+pub fn ci() -> Result<()> {
+    timed("ci", || {
+        postgres::ensure_libpq()?;
+        system::run(cargo().args(["fmt", "--all", "--", "--check"]))?;
+        check_domain_purity()?;
+        system::run(cargo().args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]))?;
+        run_tests(&[])
+    })
+}
+
+/// `cargo xtask db start`: create if needed and start the private cluster, and leave
+/// it running (for `up` in another terminal, or a debugging session).
+pub fn db_start() -> Result<()> {
+    let cluster = PrivateCluster::new();
+    let binaries = cluster.binaries(InstallIfMissing::Yes)?;
+    if cluster.is_running(&binaries) {
+        note("the private cluster is already running");
+    } else {
+        cluster.start(&binaries)?;
+    }
+    note(&format!(
+        "private cluster running: DATABASE_URL={}",
+        cluster.url("mailroom")
+    ));
+    Ok(())
+}
+
+/// `cargo xtask db stop`.
+pub fn db_stop() -> Result<()> {
+    let cluster = PrivateCluster::new();
+    let binaries = cluster.binaries(InstallIfMissing::No)?;
+    if cluster.is_running(&binaries) {
+        cluster.stop(&binaries)
+    } else {
+        note("the private cluster is not running");
+        Ok(())
+    }
+}
+
+/// `cargo xtask db psql [args…]`: psql on the private cluster. xtask becomes psql
+/// (exec), so Ctrl-C cancels a query as usual instead of killing xtask under psql.
+pub fn db_psql(args: &[String]) -> Result<ExitCode> {
+    let mut psql = postgres::private_cluster_psql()?;
+    psql.args(args);
+    let error = psql.exec();
+    Err(format!(
+        "could not run `{}`: {error}",
+        system::describe(&psql)
+    ))
+}
+
+/// `cargo xtask db url`: the URL on stdout (for `$(cargo xtask db url)`), which
+/// PostgreSQL it is on stderr.
+pub fn db_url() -> Result<()> {
+    let (url, description) = postgres::discovered_app_url();
+    note(&format!("PostgreSQL: {description}"));
+    println!("{url}");
+    Ok(())
+}
+
+/// Runs a command body and reports its wall time, whether it passed or failed.
+fn timed(name: &str, body: impl FnOnce() -> Result<()>) -> Result<()> {
+    let started = Instant::now();
+    let outcome = body();
+    let verdict = if outcome.is_ok() { "passed" } else { "failed" };
+    note(&format!(
+        "{name} {verdict} in {}",
+        system::format_duration(started.elapsed())
+    ));
+    outcome
+}
+
+/// A `cargo` command; without colours under CI, whose logs show escape codes raw.
+fn cargo() -> Command {
+    let mut command = Command::new("cargo");
+    if env::var_os("CI").is_some() {
+        command.env("CARGO_TERM_COLOR", "never");
+    }
+    command
+}
+
+fn run_tests(args: &[String]) -> Result<()> {
+    postgres::ensure_libpq()?;
+    let mut postgres = Postgres::provide()?;
+    let url = postgres.maintenance_url();
+    postgres::drop_leftover_test_databases(&url);
+    let plan = TestPlan::from_args(args);
+
+    let mut unit_tests = if nextest_available() {
+        plan.nextest()
+    } else {
+        note("cargo-nextest not found; using `cargo test` (install it: `cargo install cargo-nextest`)");
+        plan.cargo_test()
+    };
+    let unit_tests_passed = run_watched(&mut postgres, unit_tests.env("DATABASE_URL", &url))?;
+    // nextest does not run doc tests, so they are a step of their own. `cargo test --doc`
+    // fails outright when no selected package has a library (`-p xtask`), hence the check.
+    let doc_tests_passed = if plan.selects_a_library() {
+        run_watched(&mut postgres, plan.doc_tests().env("DATABASE_URL", &url))?
+    } else {
+        note("no selected package has a library, so there are no doc tests to run");
+        true
+    };
+
+    postgres.finish()?;
+    match (unit_tests_passed, doc_tests_passed) {
+        (true, true) => Ok(()),
+        (false, true) => Err("tests failed (doc tests passed)".to_owned()),
+        (true, false) => Err("doc tests failed (other tests passed)".to_owned()),
+        (false, false) => Err("tests and doc tests failed".to_owned()),
+    }
+}
+
+/// Runs a long child step, telling the cluster watchdog about it, and returns whether
+/// it succeeded (a failing step is not an error: later steps still run).
+fn run_watched(postgres: &mut Postgres, command: &mut Command) -> Result<bool> {
+    eprintln!("$ {}", system::describe(command));
+    let mut child = command
+        .spawn()
+        .map_err(|error| format!("could not run `{}`: {error}", system::describe(command)))?;
+    postgres.watch_child(child.id());
+    let status = child.wait().map_err(|error| {
+        format!(
+            "could not wait for `{}`: {error}",
+            system::describe(command)
+        )
+    });
+    postgres.child_finished();
+    Ok(status?.success())
+}
+
+fn nextest_available() -> bool {
+    cargo()
+        .args(["nextest", "--version"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+/// How the extra arguments of `cargo xtask test` become the two test commands.
+///
+/// All of them go to nextest (or to the `cargo test` fallback), in order. The ones that
+/// choose what is built (packages, features, release mode) also go to the doc-test
+/// step, so `cargo xtask test -p mailroom-domain` narrows both. Test-name filters and
+/// nextest options (`-E`, `--retries`, …) do not: `cargo test --doc` would not accept
+/// them. Only arguments before a `--` are examined; the rest belongs to the test
+/// binaries.
+#[derive(Debug, PartialEq, Eq)]
+struct TestPlan {
+    args: Vec<String>,
+    build_selection: Vec<String>,
+    /// The package names given with `-p`/`--package`.
+    packages: Vec<String>,
+    /// `--workspace` is added unless the arguments already say which packages to test:
+    /// with cargo, `--workspace` would override `-p`.
+    add_workspace: bool,
+    /// `--no-fail-fast` is added unless the arguments choose a fail-fast mode, because
+    /// clap rejects a flag given twice.
+    add_no_fail_fast: bool,
+}
+
+impl TestPlan {
+    fn from_args(args: &[String]) -> Self {
+        let mut build_selection = Vec::new();
+        let mut packages = Vec::new();
+        let mut names_packages = false;
+        let mut names_fail_fast = false;
+        let mut remaining = args.iter().take_while(|arg| *arg != "--");
+        while let Some(arg) = remaining.next() {
+            let arg = arg.as_str();
+            match arg {
+                "-p" | "--package" => {
+                    names_packages = true;
+                    build_selection.push(arg.to_owned());
+                    if let Some(package) = remaining.next() {
+                        build_selection.push(package.clone());
+                        packages.push(package.clone());
+                    }
+                }
+                "--exclude" | "-F" | "--features" => {
+                    build_selection.push(arg.to_owned());
+                    build_selection.extend(remaining.next().cloned());
+                }
+                "--workspace" | "--all" => {
+                    names_packages = true;
+                    build_selection.push(arg.to_owned());
+                }
+                "--all-features" | "--no-default-features" | "--release" => {
+                    build_selection.push(arg.to_owned());
+                }
+                "--no-fail-fast" | "--fail-fast" => names_fail_fast = true,
+                _ if arg.starts_with("--package=") || is_attached_short(arg, 'p') => {
+                    names_packages = true;
+                    build_selection.push(arg.to_owned());
+                    let package = arg.trim_start_matches("--package=");
+                    packages.push(package.trim_start_matches("-p").to_owned());
+                }
+                _ if arg.starts_with("--exclude=")
+                    || arg.starts_with("--features=")
+                    || is_attached_short(arg, 'F') =>
+                {
+                    build_selection.push(arg.to_owned());
+                }
+                _ => {}
+            }
+        }
+        TestPlan {
+            args: args.to_vec(),
+            build_selection,
+            packages,
+            add_workspace: !names_packages,
+            add_no_fail_fast: !names_fail_fast,
+        }
+    }
+
+    /// `cargo nextest run --workspace --no-fail-fast <args>`.
+    fn nextest(&self) -> Command {
+        let mut command = cargo();
+        command.args(["nextest", "run"]);
+        self.add_defaults(&mut command);
+        command.args(&self.args);
+        command
+    }
+
+    /// Without nextest: `cargo test --tests`, which runs what nextest would (library,
+    /// binary and integration tests) but not the doc tests, which have their own step.
+    fn cargo_test(&self) -> Command {
+        let mut command = cargo();
+        command.args(["test", "--tests"]);
+        self.add_defaults(&mut command);
+        command.args(&self.args);
+        command
+    }
+
+    /// `cargo test --doc --workspace --no-fail-fast <build selection>`.
+    fn doc_tests(&self) -> Command {
+        let mut command = cargo();
+        command.args(["test", "--doc"]);
+        if self.add_workspace {
+            command.arg("--workspace");
+        }
+        command.arg("--no-fail-fast");
+        command.args(&self.build_selection);
+        command
+    }
+
+    /// Whether the selection includes a package with a library target (doc tests live
+    /// in libraries). Packages are looked up among the workspace members; a name that is
+    /// not found there is left for cargo to judge.
+    fn selects_a_library(&self) -> bool {
+        if self.packages.is_empty() {
+            return true;
+        }
+        let members = workspace_members();
+        self.packages.iter().any(|name| {
+            members
+                .iter()
+                .find(|member| member.name == *name)
+                .is_none_or(|member| member.has_library)
+        })
+    }
+
+    fn add_defaults(&self, command: &mut Command) {
+        if self.add_workspace {
+            command.arg("--workspace");
+        }
+        if self.add_no_fail_fast {
+            command.arg("--no-fail-fast");
+        }
+    }
+}
+
+struct Member {
+    name: String,
+    has_library: bool,
+}
+
+/// The workspace's packages (`members = ["crates/*", "xtask"]` in the root manifest),
+/// read from their manifests: enough to know names and library targets without
+/// parsing `cargo metadata` JSON in a dependency-free crate.
+fn workspace_members() -> Vec<Member> {
+    let root = system::workspace_root();
+    let mut dirs: Vec<PathBuf> = fs::read_dir(root.join("crates"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .collect();
+    dirs.push(root.join("xtask"));
+    dirs.into_iter()
+        .filter_map(|dir| {
+            let manifest = fs::read_to_string(dir.join("Cargo.toml")).ok()?;
+            let name = manifest.lines().find_map(|line| {
+                let value = line.trim().strip_prefix("name")?.trim_start();
+                Some(value.strip_prefix('=')?.trim().trim_matches('"').to_owned())
+            })?;
+            let has_library = dir.join("src/lib.rs").exists()
+                || manifest.lines().any(|line| line.trim() == "[lib]");
+            Some(Member { name, has_library })
+        })
+        .collect()
+}
+
+/// `-pNAME` or `-FNAME`: a short option with its value attached.
+fn is_attached_short(arg: &str, option: char) -> bool {
+    let mut chars = arg.chars();
+    chars.next() == Some('-') && chars.next() == Some(option) && chars.next().is_some()
+}
+
+/// Fails if `mailroom-domain` depends, directly or not, on a crate that does I/O or
+/// belongs to an adapter. `cargo tree -i X` prints the paths to X; when X is not in the
+/// domain's graph it prints nothing or fails with "did not match any packages".
+fn check_domain_purity() -> Result<()> {
+    note(&format!(
+        "checking that {DOMAIN_PACKAGE} depends on none of: {}",
+        FORBIDDEN_IN_DOMAIN.join(", ")
+    ));
+    let mut offenders = Vec::new();
+    for krate in FORBIDDEN_IN_DOMAIN {
+        let mut tree = cargo();
+        tree.args(["tree", "-p", DOMAIN_PACKAGE, "-e", "normal", "-i", krate]);
+        let output = tree
+            .output()
+            .map_err(|error| format!("could not run `{}`: {error}", system::describe(&tree)))?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let shows_crate = stdout
+            .lines()
+            .any(|line| line.starts_with(&format!("{krate} v")));
+        if output.status.success() {
+            if shows_crate {
+                eprintln!("{stdout}");
+                offenders.push(krate);
+            }
+        } else if stderr.contains("did not match any packages") {
+            // Not in the domain's dependency graph at all.
+        } else if stderr.contains("is ambiguous") {
+            // Several versions of it in the domain's graph.
+            eprintln!("{stderr}");
+            offenders.push(krate);
+        } else {
+            return Err(format!(
+                "`{}` failed ({}):\n{stderr}",
+                system::describe(&tree),
+                output.status
+            ));
+        }
+    }
+    if offenders.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{DOMAIN_PACKAGE} must not depend on {} (paths printed above)",
+            offenders.join(", ")
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(args: &[&str]) -> TestPlan {
+        TestPlan::from_args(&args.iter().map(|arg| arg.to_string()).collect::<Vec<_>>())
+    }
+
+    fn words(command: &Command) -> Vec<String> {
+        command
+            .get_args()
+            .map(|arg| arg.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn without_arguments_both_steps_cover_the_workspace() {
+        let plan = plan(&[]);
+        assert_eq!(
+            words(&plan.nextest()),
+            ["nextest", "run", "--workspace", "--no-fail-fast"]
+        );
+        assert_eq!(
+            words(&plan.doc_tests()),
+            ["test", "--doc", "--workspace", "--no-fail-fast"]
+        );
+    }
+
+    #[test]
+    fn packages_narrow_both_steps_and_replace_workspace() {
+        let plan = plan(&["-p", "mailroom-domain", "--package=mailroom-app", "-pxtask"]);
+        assert_eq!(
+            words(&plan.nextest()),
+            [
+                "nextest",
+                "run",
+                "--no-fail-fast",
+                "-p",
+                "mailroom-domain",
+                "--package=mailroom-app",
+                "-pxtask"
+            ]
+        );
+        assert_eq!(
+            words(&plan.doc_tests()),
+            [
+                "test",
+                "--doc",
+                "--no-fail-fast",
+                "-p",
+                "mailroom-domain",
+                "--package=mailroom-app",
+                "-pxtask"
+            ]
+        );
+    }
+
+    #[test]
+    fn nextest_options_and_filters_stay_with_nextest() {
+        let plan = plan(&[
+            "--exclude",
+            "mailroom-server",
+            "-E",
+            "test(slug)",
+            "--features",
+            "x",
+            "slug",
+            "--",
+            "-p",
+            "not-a-package",
+        ]);
+        assert!(plan.add_workspace);
+        assert_eq!(
+            plan.build_selection,
+            ["--exclude", "mailroom-server", "--features", "x"]
+        );
+        assert_eq!(
+            words(&plan.doc_tests()),
+            [
+                "test",
+                "--doc",
+                "--workspace",
+                "--no-fail-fast",
+                "--exclude",
+                "mailroom-server",
+                "--features",
+                "x"
+            ]
+        );
+    }
+
+    #[test]
+    fn doc_tests_are_skipped_only_for_packages_without_a_library() {
+        assert!(plan(&[]).selects_a_library());
+        assert!(plan(&["-p", "mailroom-domain"]).selects_a_library());
+        assert!(!plan(&["-p", "xtask"]).selects_a_library());
+        assert!(plan(&["-pxtask", "--package=mailroom-domain"]).selects_a_library());
+        assert!(plan(&["-p", "some-dependency"]).selects_a_library());
+    }
+
+    #[test]
+    fn an_explicit_fail_fast_choice_is_respected() {
+        let plan = plan(&["--fail-fast"]);
+        assert_eq!(
+            words(&plan.nextest()),
+            ["nextest", "run", "--workspace", "--fail-fast"]
+        );
+    }
+}

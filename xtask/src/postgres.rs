@@ -1,0 +1,816 @@
+//! Finding a PostgreSQL for `up`, `test` and `ci`, and managing the private cluster.
+//!
+//! Discovery order (also in the usage text, and DESIGN.md §2):
+//! 1. `DATABASE_URL` from the environment, used as is;
+//! 2. a server accepting TCP on 127.0.0.1:5432 (trusted local `postgres` role);
+//! 3. a private cluster under `target/pgdata` on port 55432, created with the system's
+//!    `initdb` and started with `pg_ctl`; as root, the server package is installed with
+//!    apt-get when no `initdb` exists.
+//!
+//! A private cluster that xtask starts is stopped when the command ends, on success,
+//! on failure and when xtask is interrupted. The last case needs care: xtask cannot
+//! catch Ctrl-C without `unsafe`/libc, so the stopping is done by a small watchdog
+//! process (`ClusterGuard`) that outlives xtask and acts when xtask's end of a pipe
+//! closes, which the kernel does however xtask exits.
+
+use std::env;
+use std::fs;
+use std::io::{BufRead, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::system::{self, note};
+use crate::Result;
+
+/// Name of the hidden subcommand that runs the watchdog (see [`ClusterGuard`]).
+pub const GUARD_COMMAND: &str = "__pg-guard";
+
+/// The database `mailroom serve` uses; the server creates it when missing.
+const APP_DATABASE: &str = "mailroom";
+/// The maintenance database tests connect to in order to create their own databases.
+const MAINTENANCE_DATABASE: &str = "postgres";
+
+const SYSTEM_SERVER_PORT: u16 = 5432;
+/// Not 5432, so a private cluster can run next to a system server.
+const PRIVATE_CLUSTER_PORT: u16 = 55432;
+/// The superuser that `initdb -U` creates and that Debian's server runs as.
+const SUPERUSER: &str = "postgres";
+/// Setting this to `1` skips the 127.0.0.1:5432 probe, to exercise the private cluster
+/// on a machine that has a system server.
+const FORCE_PRIVATE_ENV: &str = "MAILROOM_XTASK_PRIVATE_PG";
+
+/// Which PostgreSQL discovery picked.
+enum Source {
+    Environment(String),
+    SystemServer,
+    PrivateCluster { reason: &'static str },
+}
+
+impl Source {
+    /// Discovery without side effects: nothing is started or installed here.
+    fn discover() -> Self {
+        if let Some(url) = env::var("DATABASE_URL").ok().filter(|url| !url.is_empty()) {
+            return Source::Environment(url);
+        }
+        if env::var(FORCE_PRIVATE_ENV).is_ok_and(|value| value == "1") {
+            return Source::PrivateCluster {
+                reason: "MAILROOM_XTASK_PRIVATE_PG=1",
+            };
+        }
+        if accepts_tcp(SYSTEM_SERVER_PORT) {
+            Source::SystemServer
+        } else {
+            Source::PrivateCluster {
+                reason: "nothing listens on 127.0.0.1:5432",
+            }
+        }
+    }
+
+    /// The URL for `database`, except that a URL from the environment is always used
+    /// unchanged: whoever set it chose the database too.
+    fn url(&self, database: &str) -> String {
+        match self {
+            Source::Environment(url) => url.clone(),
+            Source::SystemServer => local_url(SYSTEM_SERVER_PORT, database),
+            Source::PrivateCluster { .. } => local_url(PRIVATE_CLUSTER_PORT, database),
+        }
+    }
+}
+
+fn local_url(port: u16, database: &str) -> String {
+    format!("postgres://{SUPERUSER}@127.0.0.1:{port}/{database}")
+}
+
+fn accepts_tcp(port: u16) -> bool {
+    let address = SocketAddr::from(([127, 0, 0, 1], port));
+    TcpStream::connect_timeout(&address, Duration::from_secs(1)).is_ok()
+}
+
+/// A running PostgreSQL chosen by discovery. If xtask started it, dropping this (or
+/// calling [`Postgres::finish`]) stops it again.
+pub struct Postgres {
+    source: Source,
+    guard: Option<ClusterGuard>,
+}
+
+impl Postgres {
+    /// Discovers a PostgreSQL, starts (and if needed creates) the private cluster when
+    /// that is the choice, and prints one line saying which one is used.
+    pub fn provide() -> Result<Self> {
+        let source = Source::discover();
+        let guard = match &source {
+            Source::Environment(url) => {
+                note(&format!(
+                    "PostgreSQL: DATABASE_URL from the environment ({})",
+                    system::redact_password(url)
+                ));
+                None
+            }
+            Source::SystemServer => {
+                note("PostgreSQL: the server on 127.0.0.1:5432");
+                None
+            }
+            Source::PrivateCluster { reason } => {
+                let cluster = PrivateCluster::new();
+                let binaries = cluster.binaries(InstallIfMissing::Yes)?;
+                if cluster.is_running(&binaries) {
+                    note(&format!(
+                        "PostgreSQL: the private cluster in {} on 127.0.0.1:{PRIVATE_CLUSTER_PORT} \
+                         ({reason}; it was already running and is left running)",
+                        cluster.data_dir.display()
+                    ));
+                    None
+                } else {
+                    // The guard goes first so that even an interrupted start is undone.
+                    let guard = ClusterGuard::spawn(&binaries, &cluster)?;
+                    cluster.start(&binaries)?;
+                    note(&format!(
+                        "PostgreSQL: a private cluster in {} on 127.0.0.1:{PRIVATE_CLUSTER_PORT} \
+                         ({reason}; started now, stopped when xtask ends)",
+                        cluster.data_dir.display()
+                    ));
+                    Some(guard)
+                }
+            }
+        };
+        Ok(Postgres { source, guard })
+    }
+
+    /// The URL `mailroom serve` should use.
+    pub fn app_url(&self) -> String {
+        self.source.url(APP_DATABASE)
+    }
+
+    /// The URL tests get: the maintenance database, from which each test creates and
+    /// drops its own database.
+    pub fn maintenance_url(&self) -> String {
+        self.source.url(MAINTENANCE_DATABASE)
+    }
+
+    /// Tells the watchdog which long-running child to wait for (and to send SIGTERM to)
+    /// before stopping the cluster if xtask itself is killed while the child runs.
+    pub fn watch_child(&mut self, pid: u32) {
+        if let Some(guard) = &mut self.guard {
+            guard.send(&format!("watch {pid}"));
+        }
+    }
+
+    /// Tells the watchdog that this process is about to `exec` into a long-running
+    /// program: the pipe will close at once, and the cluster must be stopped only when
+    /// the program (same pid) exits, however long that takes.
+    pub fn hand_over_to_exec(&mut self) {
+        if let Some(guard) = &mut self.guard {
+            guard.send(&format!("follow {}", std::process::id()));
+        }
+    }
+
+    pub fn child_finished(&mut self) {
+        if let Some(guard) = &mut self.guard {
+            guard.send("unwatch");
+        }
+    }
+
+    /// Stops the private cluster if xtask started it, reporting failure to stop.
+    pub fn finish(mut self) -> Result<()> {
+        match self.guard.take() {
+            Some(mut guard) => guard.stop(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `db url`: the URL discovery would give `up`, without starting anything.
+pub fn discovered_app_url() -> (String, String) {
+    let source = Source::discover();
+    let description = match &source {
+        Source::Environment(_) => "DATABASE_URL from the environment".to_owned(),
+        Source::SystemServer => "the server on 127.0.0.1:5432".to_owned(),
+        Source::PrivateCluster { reason } => {
+            let state = if accepts_tcp(PRIVATE_CLUSTER_PORT) {
+                "running"
+            } else {
+                "not running; `cargo xtask db start` starts it"
+            };
+            format!("the private cluster ({reason}; {state})")
+        }
+    };
+    (source.url(APP_DATABASE), description)
+}
+
+// ---------------------------------------------------------------------------------------
+// The private cluster
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum InstallIfMissing {
+    Yes,
+    No,
+}
+
+/// The cluster under `target/`: data in `target/pgdata`, its log in
+/// `target/pgdata.log`, its unix socket in `target/pgsocket` (not `/var/run/postgresql`,
+/// which may not exist or belong to the system server).
+pub struct PrivateCluster {
+    target_dir: PathBuf,
+    data_dir: PathBuf,
+    socket_dir: PathBuf,
+    log_file: PathBuf,
+}
+
+impl PrivateCluster {
+    pub fn new() -> Self {
+        let target_dir = system::workspace_root().join("target");
+        PrivateCluster {
+            data_dir: target_dir.join("pgdata"),
+            socket_dir: target_dir.join("pgsocket"),
+            log_file: target_dir.join("pgdata.log"),
+            target_dir,
+        }
+    }
+
+    pub fn url(&self, database: &str) -> String {
+        local_url(PRIVATE_CLUSTER_PORT, database)
+    }
+
+    /// The PostgreSQL server binaries to run this cluster with: the version that
+    /// created the data directory if it exists, else the newest installed.
+    pub fn binaries(&self, install: InstallIfMissing) -> Result<Binaries> {
+        let wanted_major = fs::read_to_string(self.data_dir.join("PG_VERSION"))
+            .ok()
+            .and_then(|version| version.trim().parse::<u32>().ok());
+        let mut candidates = server_binary_dirs();
+        if candidates.is_empty() && install == InstallIfMissing::Yes {
+            if !system::is_root() {
+                return Err(
+                    "no PostgreSQL server binaries (initdb) found: install the PostgreSQL \
+                     server package (e.g. `sudo apt-get install postgresql`), start a server \
+                     on 127.0.0.1:5432 or set DATABASE_URL"
+                        .to_owned(),
+                );
+            }
+            note("no initdb found; installing PostgreSQL with apt-get");
+            system::apt_install(&["postgresql"])?;
+            candidates = server_binary_dirs();
+        }
+        if candidates.is_empty() {
+            return Err("no PostgreSQL server binaries (initdb, pg_ctl) found".to_owned());
+        }
+        let chosen = match wanted_major {
+            None => candidates.swap_remove(0),
+            Some(major) => match candidates.iter().position(|dir| dir.major == Some(major)) {
+                Some(index) => candidates.swap_remove(index),
+                None => {
+                    return Err(format!(
+                        "{} was created by PostgreSQL {major}, whose binaries are not installed \
+                         (found {}); delete that directory to recreate the cluster",
+                        self.data_dir.display(),
+                        candidates[0].dir.display()
+                    ))
+                }
+            },
+        };
+        Ok(Binaries::from_dir(chosen.dir))
+    }
+
+    pub fn is_running(&self, binaries: &Binaries) -> bool {
+        self.data_dir.join("PG_VERSION").exists()
+            && binaries
+                .command("pg_ctl", &self.target_dir)
+                .arg("status")
+                .arg("-D")
+                .arg(&self.data_dir)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|status| status.success())
+    }
+
+    /// Creates the cluster if needed and starts it; waits until it accepts connections.
+    pub fn start(&self, binaries: &Binaries) -> Result<()> {
+        if !self.data_dir.join("PG_VERSION").exists() {
+            self.initialise(binaries)?;
+        }
+        if accepts_tcp(PRIVATE_CLUSTER_PORT) {
+            return Err(format!(
+                "port {PRIVATE_CLUSTER_PORT} is taken by another process, so the private \
+                 cluster in {} cannot start",
+                self.data_dir.display()
+            ));
+        }
+        fs::create_dir_all(&self.socket_dir)
+            .map_err(|error| format!("cannot create {}: {error}", self.socket_dir.display()))?;
+        if !self.log_file.exists() {
+            fs::write(&self.log_file, "")
+                .map_err(|error| format!("cannot create {}: {error}", self.log_file.display()))?;
+        }
+        if binaries.run_as_postgres {
+            // The server runs as `postgres` and must write its socket and its log.
+            chown_to_postgres(&self.socket_dir)?;
+            chown_to_postgres(&self.log_file)?;
+        }
+        // Unix socket paths are limited to about 100 bytes; in a deeply nested checkout
+        // go without the socket (an empty -k), since every URL here uses TCP anyway.
+        let socket_path = self
+            .socket_dir
+            .join(format!(".s.PGSQL.{PRIVATE_CLUSTER_PORT}"));
+        let socket_dir = if socket_path.as_os_str().len() < 100 {
+            self.socket_dir.to_string_lossy().into_owned()
+        } else {
+            String::new()
+        };
+        // fsync and friends are off: this is a throwaway development and test cluster
+        // under target/, and per-test CREATE DATABASE is much faster without them.
+        let server_options = format!(
+            "-p {PRIVATE_CLUSTER_PORT} -k {} -c listen_addresses=127.0.0.1 \
+             -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+            system::shell_quote(&socket_dir)
+        );
+        let started = system::run(
+            binaries
+                .command("pg_ctl", &self.target_dir)
+                .arg("start")
+                .arg("-D")
+                .arg(&self.data_dir)
+                .arg("-l")
+                .arg(&self.log_file)
+                .args(["-w", "-t", "120", "-o", &server_options]),
+        );
+        started.map_err(|error| format!("{error}\n{}", self.log_tail()))
+    }
+
+    pub fn stop(&self, binaries: &Binaries) -> Result<()> {
+        // `fast` disconnects clients instead of waiting for them: a leftover test
+        // connection must not keep the cluster alive.
+        system::run(
+            binaries
+                .command("pg_ctl", &self.target_dir)
+                .arg("stop")
+                .arg("-D")
+                .arg(&self.data_dir)
+                .args(["-m", "fast", "-w"]),
+        )
+    }
+
+    fn initialise(&self, binaries: &Binaries) -> Result<()> {
+        if self.data_dir.exists() {
+            // No PG_VERSION: the remains of an interrupted initdb, which would refuse a
+            // non-empty directory.
+            fs::remove_dir_all(&self.data_dir)
+                .map_err(|error| format!("cannot remove {}: {error}", self.data_dir.display()))?;
+        }
+        fs::create_dir_all(&self.data_dir)
+            .map_err(|error| format!("cannot create {}: {error}", self.data_dir.display()))?;
+        if binaries.run_as_postgres {
+            // initdb refuses to run as root, so it runs as `postgres`, which must own
+            // the data directory.
+            if !system::user_exists(SUPERUSER) {
+                return Err(format!(
+                    "running as root, initdb must run as the `{SUPERUSER}` system user, \
+                     which does not exist (installing the `postgresql` package creates it)"
+                ));
+            }
+            chown_to_postgres(&self.data_dir)?;
+        }
+        note(&format!(
+            "creating the private cluster in {}",
+            self.data_dir.display()
+        ));
+        // --no-locale: UTF8 with the C locale works whatever locales the machine has
+        // generated, and makes ordering the same everywhere. --no-sync: a throwaway cluster.
+        system::run(
+            binaries
+                .command("initdb", &self.target_dir)
+                .arg("-D")
+                .arg(&self.data_dir)
+                .args(["-U", SUPERUSER, "--auth=trust", "-E", "UTF8"])
+                .args(["--no-locale", "--no-sync"]),
+        )
+        .map_err(|error| {
+            format!(
+                "{error}\n(as root, the `{SUPERUSER}` user must be able to enter every \
+                 directory above {})",
+                self.data_dir.display()
+            )
+        })
+    }
+
+    /// The end of the server log, to put in an error message when start-up fails.
+    fn log_tail(&self) -> String {
+        let log = fs::read_to_string(&self.log_file).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        let tail = lines[lines.len().saturating_sub(15)..].join("\n");
+        format!("last lines of {}:\n{tail}", self.log_file.display())
+    }
+}
+
+fn chown_to_postgres(path: &Path) -> Result<()> {
+    let status = Command::new("chown")
+        .arg("-R")
+        .arg(format!("{SUPERUSER}:"))
+        .arg(path)
+        .status()
+        .map_err(|error| format!("could not run chown: {error}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`chown -R {SUPERUSER}: {}` failed ({status})",
+            path.display()
+        ))
+    }
+}
+
+/// A directory of PostgreSQL server binaries (initdb, pg_ctl, postgres, psql).
+pub struct Binaries {
+    dir: PathBuf,
+    /// PostgreSQL refuses to run as root; when we are root, run it as `postgres`.
+    run_as_postgres: bool,
+}
+
+impl Binaries {
+    fn from_dir(dir: PathBuf) -> Self {
+        Binaries {
+            dir,
+            run_as_postgres: system::is_root(),
+        }
+    }
+
+    /// A command running `tool` from this directory, as `postgres` when we are root.
+    /// `working_dir` must be enterable by `postgres`, which root's may not be.
+    fn command(&self, tool: &str, working_dir: &Path) -> Command {
+        let program = self.dir.join(tool);
+        let mut command = if self.run_as_postgres {
+            let mut command = Command::new("runuser");
+            command.args(["-u", SUPERUSER, "--"]).arg(program);
+            command
+        } else {
+            Command::new(program)
+        };
+        command.current_dir(working_dir);
+        command
+    }
+}
+
+struct BinaryDir {
+    dir: PathBuf,
+    major: Option<u32>,
+}
+
+/// Directories holding `initdb` and `pg_ctl`, best first: the one `initdb` in PATH
+/// belongs to, then Debian's `/usr/lib/postgresql/<version>/bin`, newest first.
+fn server_binary_dirs() -> Vec<BinaryDir> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(initdb) = system::find_in_path("initdb") {
+        // Resolve symlinks (e.g. /usr/local/bin/initdb) so pg_ctl comes from the
+        // same installation as initdb.
+        let real = fs::canonicalize(&initdb).unwrap_or(initdb);
+        if let Some(dir) = real.parent() {
+            dirs.push(dir.to_path_buf());
+        }
+    }
+    let mut versioned: Vec<(u32, PathBuf)> = fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let version = entry.file_name().to_str()?.parse::<u32>().ok()?;
+            Some((version, entry.path().join("bin")))
+        })
+        .collect();
+    versioned.sort_by_key(|(version, _)| std::cmp::Reverse(*version));
+    dirs.extend(versioned.into_iter().map(|(_, dir)| dir));
+
+    let mut unique: Vec<BinaryDir> = Vec::new();
+    for dir in dirs {
+        let usable = system::is_executable(&dir.join("initdb"))
+            && system::is_executable(&dir.join("pg_ctl"));
+        if usable && !unique.iter().any(|known| known.dir == dir) {
+            let major = major_version(&dir.join("initdb"));
+            unique.push(BinaryDir { dir, major });
+        }
+    }
+    unique
+}
+
+/// `initdb (PostgreSQL) 15.8 (Debian 15.8-0+deb12u1)` → 15.
+fn major_version(initdb: &Path) -> Option<u32> {
+    let output = Command::new(initdb).arg("--version").output().ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let version = text.split_whitespace().nth(2)?;
+    version.split('.').next()?.parse().ok()
+}
+
+/// `psql` from PATH, else from a server installation.
+pub fn find_psql() -> Option<PathBuf> {
+    system::find_in_path("psql").or_else(|| {
+        server_binary_dirs()
+            .into_iter()
+            .map(|binaries| binaries.dir.join("psql"))
+            .find(|psql| system::is_executable(psql))
+    })
+}
+
+/// `db psql`: a psql command connected to the private cluster as `postgres`.
+pub fn private_cluster_psql() -> Result<Command> {
+    if !accepts_tcp(PRIVATE_CLUSTER_PORT) {
+        return Err(format!(
+            "the private cluster is not running on 127.0.0.1:{PRIVATE_CLUSTER_PORT}; \
+             start it with `cargo xtask db start`"
+        ));
+    }
+    let psql = find_psql().ok_or("psql not found; install postgresql-client")?;
+    let mut command = Command::new(psql);
+    command
+        .args(["-h", "127.0.0.1", "-p"])
+        .arg(PRIVATE_CLUSTER_PORT.to_string())
+        .args(["-U", SUPERUSER]);
+    Ok(command)
+}
+
+// ---------------------------------------------------------------------------------------
+// The watchdog
+
+/// A watchdog process that stops the private cluster once xtask is gone.
+///
+/// It runs `cargo xtask __pg-guard` in its own process group, so Ctrl-C in the terminal
+/// does not reach it, and reads commands from a pipe (whose write end is close-on-exec,
+/// so only xtask holds it):
+/// - `stop`: xtask is done; stop the cluster quietly (xtask reports).
+/// - `watch <pid>`: a child is running. If the pipe then closes without `stop`, xtask
+///   was killed: wait for the child (which got the same Ctrl-C) to exit, send it SIGTERM
+///   if it outlives a grace period (xtask was killed alone, so forward the signal), then
+///   stop the cluster.
+/// - `follow <pid>`: xtask is about to exec into the server under its own pid (`up`), so
+///   Ctrl-C and SIGTERM reach the server directly. On EOF wait for that pid to exit,
+///   however long, then stop the cluster.
+/// - `unwatch`: the child has been waited for.
+struct ClusterGuard {
+    process: Child,
+    control: Option<ChildStdin>,
+}
+
+impl ClusterGuard {
+    fn spawn(binaries: &Binaries, cluster: &PrivateCluster) -> Result<Self> {
+        let xtask = env::current_exe()
+            .map_err(|error| format!("cannot find xtask's own executable: {error}"))?;
+        let mut process = Command::new(xtask)
+            .arg(GUARD_COMMAND)
+            .arg(&binaries.dir)
+            .arg(&cluster.data_dir)
+            .stdin(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .map_err(|error| format!("cannot start the cluster watchdog: {error}"))?;
+        let control = process.stdin.take();
+        Ok(ClusterGuard { process, control })
+    }
+
+    fn send(&mut self, line: &str) {
+        if let Some(control) = &mut self.control {
+            if writeln!(control, "{line}").is_err() {
+                note("warning: the cluster watchdog has exited early");
+            }
+        }
+    }
+
+    fn stop(&mut self) -> Result<()> {
+        if self.control.is_none() {
+            return Ok(());
+        }
+        note("stopping the private PostgreSQL cluster");
+        self.send("stop");
+        drop(self.control.take());
+        let status = self
+            .process
+            .wait()
+            .map_err(|error| format!("cannot wait for the cluster watchdog: {error}"))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err("stopping the private PostgreSQL cluster failed".to_owned())
+        }
+    }
+}
+
+impl Drop for ClusterGuard {
+    // Error paths (`?`) and panics unwind through here: stop the cluster then too.
+    fn drop(&mut self) {
+        if let Err(error) = self.stop() {
+            note(&format!("error: {error}"));
+        }
+    }
+}
+
+/// The watchdog's main: `__pg-guard <binaries dir> <data dir>`.
+pub fn run_guard(args: &[String]) -> Result<()> {
+    let [binaries_dir, data_dir] = args else {
+        return Err(format!("usage: {GUARD_COMMAND} <binaries dir> <data dir>"));
+    };
+    let binaries = Binaries::from_dir(PathBuf::from(binaries_dir));
+    let data_dir = PathBuf::from(data_dir);
+
+    let mut watched: Option<u32> = None;
+    let mut followed: Option<u32> = None;
+    let mut orderly = false;
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        let mut words = line.split_whitespace();
+        match (words.next(), words.next()) {
+            (Some("watch"), Some(pid)) => watched = pid.parse().ok(),
+            (Some("follow"), Some(pid)) => followed = pid.parse().ok(),
+            (Some("unwatch"), None) => watched = None,
+            (Some("stop"), None) => {
+                orderly = true;
+                break;
+            }
+            _ => {}
+        }
+    }
+
+    if let (false, Some(pid)) = (orderly, followed) {
+        while is_alive(pid) {
+            thread::sleep(Duration::from_millis(200));
+        }
+        note("the server has exited; stopping the private PostgreSQL cluster");
+    } else if !orderly {
+        note("interrupted; stopping the private PostgreSQL cluster xtask started");
+        if let Some(pid) = watched {
+            if !wait_for_exit(pid, Duration::from_secs(10)) {
+                let _ = Command::new("kill")
+                    .args(["-TERM", &pid.to_string()])
+                    .status();
+                wait_for_exit(pid, Duration::from_secs(30));
+            }
+        }
+    }
+
+    let working_dir = data_dir.parent().unwrap_or(Path::new("/"));
+    let running = binaries
+        .command("pg_ctl", working_dir)
+        .arg("status")
+        .arg("-D")
+        .arg(&data_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if !running {
+        return Ok(());
+    }
+    let status = binaries
+        .command("pg_ctl", working_dir)
+        .arg("stop")
+        .arg("-D")
+        .arg(&data_dir)
+        .args(["-m", "fast", "-w", "-s"])
+        .status()
+        .map_err(|error| format!("could not run pg_ctl: {error}"))?;
+    if status.success() {
+        if !orderly {
+            note("the private PostgreSQL cluster is stopped");
+        }
+        Ok(())
+    } else {
+        Err(format!("pg_ctl stop failed ({status})"))
+    }
+}
+
+/// Waits until process `pid` has exited (or is a zombie nobody reaped yet); returns
+/// whether it did within `timeout`.
+fn wait_for_exit(pid: u32, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if !is_alive(pid) {
+            return true;
+        }
+        thread::sleep(Duration::from_millis(200));
+    }
+    !is_alive(pid)
+}
+
+fn is_alive(pid: u32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state letter follows the parenthesised command name, which may contain
+        // spaces and parentheses itself.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) if Path::new("/proc/self/stat").exists() => false,
+        // No procfs: ask kill(1), which cannot tell zombies apart.
+        Err(_) => Command::new("kill")
+            .args(["-0", &pid.to_string()])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success()),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Housekeeping shared by `up`, `test` and `ci`
+
+/// Makes sure libpq can be linked: diesel's `postgres` feature links it through pq-sys,
+/// and a missing library shows up only as a confusing linker error minutes into a build.
+pub fn ensure_libpq() -> Result<()> {
+    let pg_config = system::find_in_path("pg_config");
+    let header_found = Path::new("/usr/include/postgresql/libpq-fe.h").exists()
+        || pg_config.as_ref().is_some_and(|pg_config| {
+            Command::new(pg_config)
+                .arg("--includedir")
+                .output()
+                .is_ok_and(|output| {
+                    let dir = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+                    !dir.is_empty() && Path::new(&dir).join("libpq-fe.h").exists()
+                })
+        });
+    if pg_config.is_some() && header_found {
+        return Ok(());
+    }
+    if !system::is_root() {
+        note(
+            "warning: libpq development files not found (pg_config, libpq-fe.h); the build \
+             will likely fail to link. Install them, e.g. `sudo apt-get install libpq-dev \
+             pkg-config`",
+        );
+        return Ok(());
+    }
+    note("libpq development files not found; installing libpq-dev with apt-get");
+    system::apt_install(&["libpq-dev", "pkg-config"])
+}
+
+/// Drops databases named `mailroom_test_*` left by earlier test runs that crashed
+/// before cleaning up. Databases with open connections are skipped: they may belong to
+/// a test run happening right now. Without psql this is skipped, as it is only tidying.
+pub fn drop_leftover_test_databases(url: &str) {
+    let Some(psql) = find_psql() else {
+        note("psql not found; not looking for leftover test databases");
+        return;
+    };
+    let list = Command::new(&psql)
+        .args([
+            "-X",
+            "-q",
+            "-A",
+            "-t",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-d",
+            url,
+            "-c",
+        ])
+        .arg(
+            r"SELECT datname FROM pg_database AS d
+              WHERE datname LIKE 'mailroom\_test\_%'
+                AND NOT EXISTS (SELECT 1 FROM pg_stat_activity AS a WHERE a.datid = d.oid)
+              ORDER BY datname",
+        )
+        .output();
+    let names = match list {
+        Ok(output) if output.status.success() => String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+            .map(str::to_owned)
+            .collect::<Vec<_>>(),
+        Ok(output) => {
+            note(&format!(
+                "warning: could not list leftover test databases: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            ));
+            return;
+        }
+        Err(error) => {
+            note(&format!("warning: could not run psql: {error}"));
+            return;
+        }
+    };
+    let mut dropped = 0;
+    for name in &names {
+        let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+        // Separate -c options run as separate transactions, which DROP DATABASE needs.
+        // A template database cannot be dropped until it stops being one.
+        let result = Command::new(&psql)
+            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url])
+            .arg("-c")
+            .arg(format!("ALTER DATABASE {quoted} IS_TEMPLATE false"))
+            .arg("-c")
+            .arg(format!("DROP DATABASE IF EXISTS {quoted}"))
+            .output();
+        match result {
+            Ok(output) if output.status.success() => dropped += 1,
+            Ok(output) => note(&format!(
+                "warning: could not drop leftover test database {name}: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            )),
+            Err(error) => note(&format!("warning: could not run psql: {error}")),
+        }
+    }
+    if dropped > 0 {
+        note(&format!(
+            "dropped {dropped} leftover test database(s) from earlier runs"
+        ));
+    }
+}
