@@ -25,7 +25,11 @@ impl FromRequest for Caller {
         let services = req.app_data::<web::Data<Services>>().cloned();
         Box::pin(async move {
             let raw = raw.ok_or_else(ApiError::unauthorized)?;
-            let services = services.ok_or_else(|| ApiError::bad_request("services missing"))?;
+            let services = services.ok_or_else(|| {
+                ApiError::from(mailroom_app::AppError::Internal(
+                    "Services not registered as app data".into(),
+                ))
+            })?;
             let actor = run_blocking(move || authenticate(&services, &raw)).await?;
             Ok(Self(actor))
         })
