@@ -1,0 +1,308 @@
+//! The real `mailroom` binary, run as a separate process against a database of its own:
+//! the CLI's output contract (DESIGN.md §4), serving, and a graceful stop on SIGTERM.
+
+use std::{
+    fs,
+    net::TcpListener,
+    os::unix::process::ExitStatusExt,
+    path::PathBuf,
+    process::{Child, Command, ExitStatus, Output, Stdio},
+    time::{Duration, Instant},
+};
+
+use base64::Engine as _;
+use diesel::connection::SimpleConnection;
+use mailroom_test_support::TestDatabase;
+use serde_json::Value;
+
+const MAILROOM: &str = env!("CARGO_BIN_EXE_mailroom");
+
+#[test]
+fn user_create_prints_exactly_one_json_object() {
+    let database = TestDatabase::create();
+    let dir = ScratchDir::new("user_create");
+
+    let first = created_user(&run(
+        &dir,
+        &database,
+        &["user", "create", "--email", "ada@example.com"],
+    ));
+    let token = first["token"].as_str().expect("token is a string");
+    assert!(
+        token.starts_with("mailroom_pat_") && token.len() == 77,
+        "token {token:?} is not `mailroom_pat_` + 64 characters"
+    );
+
+    let again = created_user(&run(
+        &dir,
+        &database,
+        &["user", "create", "--email", "ADA@example.com"],
+    ));
+    assert_eq!(
+        again["userId"], first["userId"],
+        "the same email in another case is the same user"
+    );
+    assert_ne!(
+        again["token"], first["token"],
+        "each run issues a new token"
+    );
+    assert_ne!(
+        again["tokenId"], first["tokenId"],
+        "each run issues a new token"
+    );
+
+    for (args, why) in [
+        (
+            &[
+                "user",
+                "create",
+                "--email",
+                "ada@example.com",
+                "--expires-in-days",
+                "45",
+            ][..],
+            "--expires-in-days 45 (only 30, 60, 90 are allowed)",
+        ),
+        (
+            &["user", "create", "--email", "not-an-email"][..],
+            "--email not-an-email",
+        ),
+    ] {
+        let output = run(&dir, &database, args);
+        assert!(
+            !output.status.success(),
+            "{why} must fail, but it exited with {}; stdout: {}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout)
+        );
+        assert!(
+            output.stdout.is_empty(),
+            "{why} failed but printed on stdout: {:?}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+        assert!(!output.stderr.is_empty(), "{why} failed without saying why");
+    }
+}
+
+#[tokio::test]
+async fn serve_answers_and_stops_gracefully_on_sigterm() {
+    let database = TestDatabase::create();
+    let dir = ScratchDir::new("serve");
+
+    // `migrate` from an empty database, then again: the second run has nothing to do.
+    database
+        .connection()
+        .batch_execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public;")
+        .expect("emptying the test database");
+    for attempt in ["first", "second"] {
+        let output = run(&dir, &database, &["migrate"]);
+        assert!(
+            output.status.success(),
+            "the {attempt} `mailroom migrate` exited with {}; stderr:\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    let port = free_port();
+    let stderr_path = dir.path.join("serve.stderr");
+    let stderr = fs::File::create(&stderr_path).expect("creating the server's stderr file");
+    let mut server = ServerProcess(
+        mailroom(&dir, &database)
+            .arg("serve")
+            .env("MAILROOM_LISTEN", format!("127.0.0.1:{port}"))
+            .env("MAILROOM_WORKERS", "false")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("starting `mailroom serve`"),
+    );
+    let server_stderr = || fs::read_to_string(&stderr_path).unwrap_or_default();
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .expect("HTTP client");
+
+    let started = Instant::now();
+    loop {
+        if let Some(status) = server.0.try_wait().expect("polling the server") {
+            panic!(
+                "`mailroom serve` exited early ({}); stderr:\n{}",
+                describe(status),
+                server_stderr()
+            );
+        }
+        match client.get(format!("{base}/healthz")).send().await {
+            Ok(response) if response.status() == 200 => break,
+            _ if started.elapsed() > Duration::from_secs(30) => panic!(
+                "`mailroom serve` did not answer 200 on /healthz within 30 s; stderr:\n{}",
+                server_stderr()
+            ),
+            _ => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+
+    let created = created_user(&run(
+        &dir,
+        &database,
+        &["user", "create", "--email", "grace@example.com"],
+    ));
+    let token = created["token"].as_str().expect("token is a string");
+    let response = client
+        .get(format!("{base}/v2/users/me/tokens"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .expect("GET /v2/users/me/tokens");
+    let status = response.status();
+    let body: Value = response.json().await.expect("a JSON body");
+    assert_eq!(status, 200, "GET /v2/users/me/tokens answered {body}");
+    assert!(
+        body["items"]
+            .as_array()
+            .is_some_and(|items| items.iter().any(|item| item["_id"] == created["tokenId"])),
+        "the CLI's token is not among the user's tokens: {body}"
+    );
+
+    let pid = server.0.id().to_string();
+    let kill = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("running kill");
+    assert!(kill.success(), "`kill -TERM {pid}` failed: {kill}");
+    let stopping = Instant::now();
+    let status = loop {
+        if let Some(status) = server.0.try_wait().expect("polling the server") {
+            break status;
+        }
+        assert!(
+            stopping.elapsed() < Duration::from_secs(15),
+            "`mailroom serve` still running 15 s after SIGTERM; stderr:\n{}",
+            server_stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "`mailroom serve` stopped on SIGTERM with {}; stderr:\n{}",
+        describe(status),
+        server_stderr()
+    );
+}
+
+/// `mailroom` with a clean environment of its own: the test database, a fixed key, quiet
+/// logs, and a scratch working directory (so no `.mailroom/` appears in the repository).
+fn mailroom(dir: &ScratchDir, database: &TestDatabase) -> Command {
+    let mut command = Command::new(MAILROOM);
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("MAILROOM_") {
+            command.env_remove(name);
+        }
+    }
+    command
+        .current_dir(&dir.path)
+        .env("DATABASE_URL", database.url())
+        .env(
+            "MAILROOM_SECRET_KEY",
+            base64::engine::general_purpose::STANDARD.encode([7u8; 32]),
+        )
+        .env("MAILROOM_LOG", "warn");
+    command
+}
+
+fn run(dir: &ScratchDir, database: &TestDatabase, args: &[&str]) -> Output {
+    mailroom(dir, database)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("running mailroom {args:?}: {e}"))
+}
+
+/// The one JSON object a successful `mailroom user create` prints, checked for shape.
+fn created_user(output: &Output) -> Value {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "`mailroom user create` exited with {}; stdout: {stdout:?}; stderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.ends_with('\n') && stdout.lines().count() == 1,
+        "stdout must be exactly one line, got {stdout:?}"
+    );
+    let value: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON value ({e}): {stdout:?}"));
+    let keys: Vec<&str> = value
+        .as_object()
+        .unwrap_or_else(|| panic!("stdout is not a JSON object: {stdout:?}"))
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut sorted = keys.clone();
+    sorted.sort_unstable();
+    assert_eq!(
+        sorted,
+        ["token", "tokenId", "userId"],
+        "unexpected keys in {stdout:?}"
+    );
+    assert!(
+        value
+            .as_object()
+            .is_some_and(|object| object.values().all(Value::is_string)),
+        "every value must be a string: {stdout:?}"
+    );
+    value
+}
+
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("binding a free port");
+    listener.local_addr().expect("local address").port()
+}
+
+fn describe(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit code {code}"),
+        (None, Some(signal)) => format!("killed by signal {signal}"),
+        _ => status.to_string(),
+    }
+}
+
+/// The server process, killed and reaped when the test ends, however it ends.
+struct ServerProcess(Child);
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = self.0.kill();
+        }
+        let _ = self.0.wait();
+    }
+}
+
+/// A working directory of the test's own under Cargo's target tmp dir, removed at the end.
+struct ScratchDir {
+    path: PathBuf,
+}
+
+impl ScratchDir {
+    fn new(test: &str) -> Self {
+        let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "cli-{test}-{}-{}",
+            std::process::id(),
+            uuid::Uuid::now_v7().simple()
+        ));
+        fs::create_dir_all(&path).expect("creating a scratch directory");
+        Self { path }
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.path);
+    }
+}
