@@ -5,12 +5,14 @@
 //! a unique violation into `UniqueViolation`, never a bare failure.
 
 mod database;
+mod mail_servers;
 mod records;
 mod repositories;
 mod system;
 mod templates;
 
 pub use database::{in_transaction, Database, UnitOfWork};
+pub use mail_servers::{CredentialCheck, MailServerProbe, ProbeError, SmtpEndpoint, SmtpSecurity};
 pub use records::*;
 pub use repositories::*;
 pub use system::*;
