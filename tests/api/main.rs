@@ -2,9 +2,11 @@
 
 mod accounts;
 mod errors;
+mod mail_servers;
 mod openapi;
 mod operations;
 mod templates;
 mod tenancy;
 mod tokens;
+mod topics;
 mod webhooks;

@@ -1,7 +1,7 @@
 use mailroom_tests::{expect_json, spawn_app};
 
 /// Every route of the API, as DESIGN.md §6 and the specification name them for this stage.
-pub const ROUTES: [(&str, &str); 16] = [
+pub const ROUTES: [(&str, &str); 31] = [
     ("post", "/v2/users/me/tokens"),
     ("get", "/v2/users/me/tokens"),
     ("delete", "/v2/users/me/tokens/{tokenId}"),
@@ -14,6 +14,30 @@ pub const ROUTES: [(&str, &str); 16] = [
     ("get", "/v2/accounts/{accountId}/templates"),
     ("get", "/v2/accounts/{accountId}/templates/count"),
     ("get", "/v2/accounts/{accountId}/templates/{templateId}"),
+    ("post", "/v2/accounts/{accountId}/templates"),
+    ("patch", "/v2/accounts/{accountId}/templates/{templateId}"),
+    ("delete", "/v2/accounts/{accountId}/templates/{templateId}"),
+    ("get", "/v2/accounts/{accountId}/mail-servers"),
+    ("get", "/v2/accounts/{accountId}/mail-servers/count"),
+    (
+        "get",
+        "/v2/accounts/{accountId}/mail-servers/{mailServerId}",
+    ),
+    ("post", "/v2/accounts/{accountId}/mail-servers"),
+    (
+        "patch",
+        "/v2/accounts/{accountId}/mail-servers/{mailServerId}",
+    ),
+    (
+        "delete",
+        "/v2/accounts/{accountId}/mail-servers/{mailServerId}",
+    ),
+    ("get", "/v2/accounts/{accountId}/topics"),
+    ("get", "/v2/accounts/{accountId}/topics/count"),
+    ("get", "/v2/accounts/{accountId}/topics/{topicId}"),
+    ("post", "/v2/accounts/{accountId}/topics"),
+    ("patch", "/v2/accounts/{accountId}/topics/{topicId}"),
+    ("delete", "/v2/accounts/{accountId}/topics/{topicId}"),
     ("get", "/v2/openapi.json"),
     ("get", "/healthz"),
     ("get", "/readyz"),
@@ -73,7 +97,9 @@ async fn every_documented_route_is_served() {
         let concrete = path
             .replace("{accountId}", &account)
             .replace("{tokenId}", "01936c5e-7b2a-7cde-8f00-0123456789ab")
-            .replace("{templateId}", "01936c5e-7b2a-7cde-8f00-0123456789ab");
+            .replace("{templateId}", "01936c5e-7b2a-7cde-8f00-0123456789ab")
+            .replace("{mailServerId}", "01936c5e-7b2a-7cde-8f00-0123456789ab")
+            .replace("{topicId}", "01936c5e-7b2a-7cde-8f00-0123456789ab");
         let method = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).expect("method");
         let response = app
             .request(method.clone(), &concrete, Some(&token))

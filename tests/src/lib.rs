@@ -26,11 +26,21 @@ pub struct TestApp {
     pub database: TestDatabase,
 }
 
-/// Starts the API on a random loopback port over a fresh database.
+/// Starts the API on a random loopback port over a fresh database, with production
+/// defaults (the egress guard refuses private addresses).
 ///
 /// # Panics
 /// When the server cannot start: the test cannot run.
 pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+/// As [`spawn_app`], after `configure` adjusts the configuration (for example
+/// `allow_private_egress` for tests against SMTP servers on loopback).
+///
+/// # Panics
+/// When the server cannot start: the test cannot run.
+pub async fn spawn_app_with(configure: impl FnOnce(&mut Config)) -> TestApp {
     let database = tokio::task::spawn_blocking(TestDatabase::create)
         .await
         .expect("database setup");
@@ -39,6 +49,7 @@ pub async fn spawn_app() -> TestApp {
     config.db_pool_size = 4;
     config.http_workers = 1;
     config.run_workers = false;
+    configure(&mut config);
     let clock = Arc::new(TestClock::new());
     let build_config = config.clone();
     let build_clock = clock.clone();

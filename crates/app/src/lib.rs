@@ -8,10 +8,13 @@
 pub mod accounts;
 pub mod auth;
 pub mod error;
+pub mod mail_servers;
 pub mod ports;
+pub mod rendering;
 pub mod services;
 pub mod templates;
 pub mod tokens;
+pub mod topics;
 pub mod users;
 
 pub use auth::Actor;

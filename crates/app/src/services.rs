@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::ports::{Clock, Database, Ids, Secrets};
+use crate::ports::{Clock, Database, Ids, MailServerProbe, Secrets};
 
 /// Everything use cases depend on. Cheap to clone.
 #[derive(Clone)]
@@ -15,4 +15,7 @@ pub struct Services {
     pub ids: Arc<dyn Ids>,
     /// Randomness for credentials and encryption of stored secrets.
     pub secrets: Arc<dyn Secrets>,
+    /// Checks mail server settings against the live server (blocking network I/O, used
+    /// only between transactions).
+    pub mail_server_probe: Arc<dyn MailServerProbe>,
 }

@@ -9,10 +9,13 @@
 
 pub mod account;
 pub mod automation;
+pub mod egress;
 pub mod email;
 pub mod error;
 pub mod id;
+pub mod mail_server;
 pub mod paging;
+pub mod patch;
 pub mod secret;
 pub mod slug;
 pub mod starter;

@@ -4,7 +4,7 @@
 use crate::{
     automation::{NewAutomation, Timing, TriggerCondition},
     slug::{EventSlug, TemplateSlug},
-    template::{ContentType, NewTemplate},
+    template::NewTemplate,
     topic::NewTopic,
 };
 
@@ -30,41 +30,33 @@ fn slug(text: &str) -> TemplateSlug {
 pub fn starter_data() -> StarterData {
     StarterData {
         templates: vec![
-            NewTemplate {
-                name: "Welcome".into(),
-                slug: slug(WELCOME_TEMPLATE_SLUG),
-                subject: "Welcome aboard, {{ first_name }}!".into(),
-                content: concat!(
+            NewTemplate::basic(
+                "Welcome",
+                slug(WELCOME_TEMPLATE_SLUG),
+                "Welcome aboard, {{ first_name }}!",
+                concat!(
                     "<!doctype html><html><body>",
                     "<h1>Welcome, {{ first_name }}!</h1>",
                     "<p>Thanks for signing up. We are glad to have you.</p>",
                     "<p><a href=\"{{ unsubscribe_url }}\">Unsubscribe</a></p>",
                     "</body></html>"
-                )
-                .into(),
-                text_content: Some(
-                    "Welcome, {{ first_name }}!\n\nThanks for signing up. We are glad to have you.\n\nUnsubscribe: {{ unsubscribe_url }}\n".into(),
                 ),
-                content_type: ContentType::Html,
-            },
-            NewTemplate {
-                name: "Newsletter".into(),
-                slug: slug("newsletter"),
-                subject: "What's new this month".into(),
-                content: concat!(
+                Some("Welcome, {{ first_name }}!\n\nThanks for signing up. We are glad to have you.\n\nUnsubscribe: {{ unsubscribe_url }}\n"),
+            ),
+            NewTemplate::basic(
+                "Newsletter",
+                slug("newsletter"),
+                "What's new this month",
+                concat!(
                     "<!doctype html><html><body>",
                     "<h1>What's new</h1>",
                     "<p>Hello {{ first_name }}, here is what happened this month.</p>",
                     "<p><a href=\"{{ preferences_url }}\">Email preferences</a> · ",
                     "<a href=\"{{ unsubscribe_url }}\">Unsubscribe</a></p>",
                     "</body></html>"
-                )
-                .into(),
-                text_content: Some(
-                    "What's new\n\nHello {{ first_name }}, here is what happened this month.\n\nPreferences: {{ preferences_url }}\nUnsubscribe: {{ unsubscribe_url }}\n".into(),
                 ),
-                content_type: ContentType::Html,
-            },
+                Some("What's new\n\nHello {{ first_name }}, here is what happened this month.\n\nPreferences: {{ preferences_url }}\nUnsubscribe: {{ unsubscribe_url }}\n"),
+            ),
         ],
         automation: NewAutomation {
             name: "Welcome new sign-ups".into(),

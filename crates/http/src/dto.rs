@@ -11,7 +11,7 @@ use mailroom_domain::{
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::extract::Maybe;
+use mailroom_domain::patch::Field;
 
 /// A page of results.
 #[derive(Debug, Serialize, ToSchema)]
@@ -126,15 +126,15 @@ pub struct UpdateAccountBody {
     /// New name.
     #[serde(default)]
     #[schema(value_type = Option<String>)]
-    pub name: Maybe<String>,
+    pub name: Field<String>,
     /// New click-tracking default.
     #[serde(default)]
     #[schema(value_type = Option<bool>)]
-    pub click_tracking: Maybe<bool>,
+    pub click_tracking: Field<bool>,
     /// New open-tracking default.
     #[serde(default)]
     #[schema(value_type = Option<bool>)]
-    pub open_tracking: Maybe<bool>,
+    pub open_tracking: Field<bool>,
 }
 
 /// An account with its webhook configuration (secrets masked).
@@ -344,6 +344,283 @@ impl From<Template> for TemplateDto {
             open_tracking: t.open_tracking,
             create_date: t.created_at,
             update_date: t.updated_at,
+        }
+    }
+}
+
+/// Body of template create and PATCH: every key in its three states (absent, null, value).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TemplateBody {
+    /// Dashboard name (required on create).
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub name: Field<String>,
+    /// Unique slug, `[a-z0-9-_]` (required on create).
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub slug: Field<String>,
+    /// Subject (required on create).
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub subject: Field<String>,
+    /// HTML body (required on create; not nullable).
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub content: Field<String>,
+    /// Plain-text body (not nullable).
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub text_content: Field<String>,
+    /// `html` (default) or `wysiwyg`.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub content_type: Field<String>,
+    /// Sender name; null clears.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub from_name: Field<String>,
+    /// Sender address; null clears.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub from_email: Field<String>,
+    /// Copy address (may hold variables); null clears.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub cc: Field<String>,
+    /// Blind-copy address (may hold variables); null clears.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub bcc: Field<String>,
+    /// Recipient display name; null clears.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub rcpt_name: Field<String>,
+    /// Mail server id; null clears.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub preferred_email_server: Field<String>,
+    /// Reply-To (may hold variables); null clears.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub reply_to: Field<String>,
+    /// Click tracking; null inherits the account default.
+    #[serde(default)]
+    #[schema(value_type = Option<bool>)]
+    pub click_tracking: Field<bool>,
+    /// Open tracking; null inherits the account default.
+    #[serde(default)]
+    #[schema(value_type = Option<bool>)]
+    pub open_tracking: Field<bool>,
+}
+
+impl From<TemplateBody> for mailroom_domain::template::TemplateInput {
+    fn from(body: TemplateBody) -> Self {
+        Self {
+            name: body.name,
+            slug: body.slug,
+            subject: body.subject,
+            content: body.content,
+            text_content: body.text_content,
+            content_type: body.content_type,
+            from_name: body.from_name,
+            from_email: body.from_email,
+            cc: body.cc,
+            bcc: body.bcc,
+            rcpt_name: body.rcpt_name,
+            reply_to: body.reply_to,
+            preferred_email_server: body.preferred_email_server,
+            click_tracking: body.click_tracking,
+            open_tracking: body.open_tracking,
+        }
+    }
+}
+
+/// Body of mail server create and PATCH: the complete object, password included.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct MailServerBody {
+    /// Provider preset.
+    #[serde(default)]
+    #[schema(value_type = String)]
+    pub service_type: Field<String>,
+    /// SMTP host.
+    #[serde(default)]
+    #[schema(value_type = String)]
+    pub host: Field<String>,
+    /// SMTP port.
+    #[serde(default)]
+    #[schema(value_type = i64)]
+    pub port: Field<i64>,
+    /// Implicit TLS.
+    #[serde(default)]
+    #[schema(value_type = bool)]
+    pub secure: Field<bool>,
+    /// Require STARTTLS.
+    #[serde(default, rename = "requireTLS")]
+    #[schema(value_type = bool)]
+    pub require_tls: Field<bool>,
+    /// Skip certificate verification.
+    #[serde(default, rename = "allowInsecureTLS")]
+    #[schema(value_type = Option<bool>)]
+    pub allow_insecure_tls: Field<bool>,
+    /// SMTP username.
+    #[serde(default)]
+    #[schema(value_type = String)]
+    pub user: Field<String>,
+    /// SMTP password (write-only).
+    #[serde(default)]
+    #[schema(value_type = String)]
+    pub password: Field<String>,
+    /// Default sender address.
+    #[serde(default)]
+    #[schema(value_type = String)]
+    pub default_from_email: Field<String>,
+    /// Default sender name.
+    #[serde(default)]
+    #[schema(value_type = String)]
+    pub default_from_name: Field<String>,
+}
+
+impl From<MailServerBody> for mailroom_domain::mail_server::MailServerInput {
+    fn from(body: MailServerBody) -> Self {
+        Self {
+            service_type: body.service_type,
+            host: body.host,
+            port: body.port,
+            secure: body.secure,
+            require_tls: body.require_tls,
+            allow_insecure_tls: body.allow_insecure_tls,
+            user: body.user,
+            password: body.password,
+            default_from_email: body.default_from_email,
+            default_from_name: body.default_from_name,
+        }
+    }
+}
+
+/// Reads mask the password as `********`; create and update answer `""`.
+pub const MASKED_PASSWORD: &str = "********";
+
+/// A mail server; the password is never shown.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MailServerDto {
+    /// Id.
+    #[serde(rename = "_id")]
+    pub id: String,
+    /// Provider preset.
+    pub service_type: String,
+    /// SMTP host.
+    pub host: String,
+    /// SMTP port.
+    pub port: u16,
+    /// Implicit TLS.
+    pub secure: bool,
+    /// Require STARTTLS.
+    #[serde(rename = "requireTLS")]
+    pub require_tls: bool,
+    /// Skip certificate verification.
+    #[serde(rename = "allowInsecureTLS")]
+    pub allow_insecure_tls: bool,
+    /// SMTP username.
+    pub user: String,
+    /// `********` on reads, `""` in create and update responses.
+    pub password: String,
+    /// Default sender address.
+    pub default_from_email: String,
+    /// Default sender name.
+    pub default_from_name: String,
+    /// Creation time.
+    #[schema(value_type = String, format = DateTime)]
+    pub create_date: Timestamp,
+    /// Last change.
+    #[schema(value_type = String, format = DateTime)]
+    pub update_date: Timestamp,
+    /// On create and update: what the check could not establish (for example a relay
+    /// without AUTH).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<String>>,
+}
+
+impl MailServerDto {
+    /// The read form (password masked).
+    pub fn read(server: mailroom_domain::mail_server::MailServer) -> Self {
+        Self {
+            id: server.id.to_string(),
+            service_type: server.service_type,
+            host: server.host.as_str().to_owned(),
+            port: server.port,
+            secure: server.secure,
+            require_tls: server.require_tls,
+            allow_insecure_tls: server.allow_insecure_tls,
+            user: server.user,
+            password: MASKED_PASSWORD.to_owned(),
+            default_from_email: server.default_from_email,
+            default_from_name: server.default_from_name,
+            create_date: server.created_at,
+            update_date: server.updated_at,
+            warnings: None,
+        }
+    }
+
+    /// The create/update form: password `""`, warnings included.
+    pub fn saved(saved: mailroom_app::mail_servers::SavedMailServer) -> Self {
+        Self {
+            password: String::new(),
+            warnings: Some(saved.warnings),
+            ..Self::read(saved.server)
+        }
+    }
+}
+
+/// Body of topic create and PATCH.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TopicBody {
+    /// Name (required on create).
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub name: Field<String>,
+    /// Description; null clears.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub description: Field<String>,
+}
+
+impl From<TopicBody> for mailroom_domain::topic::TopicInput {
+    fn from(body: TopicBody) -> Self {
+        Self {
+            name: body.name,
+            description: body.description,
+        }
+    }
+}
+
+/// An announcement topic.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TopicDto {
+    /// Id.
+    #[serde(rename = "_id")]
+    pub id: String,
+    /// Name.
+    pub name: String,
+    /// Description, omitted when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Creation time.
+    #[schema(value_type = String, format = DateTime)]
+    pub create_date: Timestamp,
+}
+
+impl From<mailroom_domain::topic::Topic> for TopicDto {
+    fn from(topic: mailroom_domain::topic::Topic) -> Self {
+        Self {
+            id: topic.id.to_string(),
+            name: topic.name,
+            description: topic.description,
+            create_date: topic.created_at,
         }
     }
 }

@@ -6,7 +6,6 @@ use std::{future::Future, pin::Pin};
 use actix_web::{dev::Payload, http::header, web, FromRequest, HttpRequest};
 use mailroom_app::{tokens::authenticate, Actor, Services};
 use mailroom_domain::{paging::PageRequest, token::RawToken, AccountId};
-use serde::{Deserialize, Deserializer};
 
 use crate::{blocking::run_blocking, problem::ApiError};
 
@@ -99,43 +98,6 @@ fn paging_from_query(query: &str) -> Result<Paging, ApiError> {
         })
 }
 
-/// A PATCH field: absent (leave alone), `null` (clear, where allowed) or a value.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum Maybe<T> {
-    /// The key was not sent.
-    #[default]
-    Absent,
-    /// The key was sent as `null`.
-    Null,
-    /// The key was sent with a value.
-    Value(T),
-}
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Maybe<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Option::<T>::deserialize(deserializer).map(|value| value.map_or(Self::Null, Self::Value))
-    }
-}
-
-impl<T> Maybe<T> {
-    /// The value of a field that may not be cleared: absent is `None`, null is a 400.
-    ///
-    /// # Errors
-    /// 400 naming `field` when it was sent as null.
-    pub fn not_null(self, field: &str) -> Result<Option<T>, ApiError> {
-        match self {
-            Self::Absent => Ok(None),
-            Self::Null => Err(ApiError::invalid_field(field, "must not be null")),
-            Self::Value(value) => Ok(Some(value)),
-        }
-    }
-
-    /// True when the key was sent at all.
-    pub fn is_present(&self) -> bool {
-        !matches!(self, Self::Absent)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,20 +115,6 @@ mod tests {
         assert_eq!(page("start=abc"), Err(400));
         assert_eq!(page("start=1&start=2"), Err(400));
         assert_eq!(page("other=x"), Ok((0, 25)));
-    }
-
-    #[derive(Deserialize)]
-    struct Body {
-        #[serde(default)]
-        name: Maybe<String>,
-    }
-
-    #[test]
-    fn maybe_tells_absent_null_and_value_apart() {
-        let parse = |s: &str| serde_json::from_str::<Body>(s).map(|b| b.name).ok();
-        assert_eq!(parse("{}"), Some(Maybe::Absent));
-        assert_eq!(parse(r#"{"name":null}"#), Some(Maybe::Null));
-        assert_eq!(parse(r#"{"name":"x"}"#), Some(Maybe::Value("x".into())));
     }
 }
 

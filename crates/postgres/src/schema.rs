@@ -103,6 +103,25 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    mail_servers (account_id, id) {
+        account_id -> Uuid,
+        id -> Uuid,
+        service_type -> Text,
+        host -> Text,
+        port -> Int4,
+        secure -> Bool,
+        require_tls -> Bool,
+        allow_insecure_tls -> Bool,
+        username -> Text,
+        password -> Bytea,
+        default_from_email -> Text,
+        default_from_name -> Text,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
 diesel::joinable!(tokens -> users (user_id));
 diesel::joinable!(memberships -> accounts (account_id));
 diesel::joinable!(memberships -> users (user_id));
@@ -116,4 +135,5 @@ diesel::allow_tables_to_appear_in_same_query!(
     templates,
     automations,
     topics,
+    mail_servers,
 );

@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 use mailroom_app::{ports::Clock, Services};
 use mailroom_http::{HttpOptions, Metrics};
 use mailroom_postgres::{ensure_database_exists, run_migrations, PgDatabase, PoolSettings};
+use mailroom_smtp::{ProbeSettings, SmtpProbe};
 
 use crate::{
     config::{redact_url, Config},
@@ -44,6 +45,10 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
         clock,
         ids: Arc::new(UuidV7Ids),
         secrets: Arc::new(SealingSecrets::new(&config.secret_key)),
+        mail_server_probe: Arc::new(SmtpProbe::new(ProbeSettings {
+            allow_private_egress: config.allow_private_egress,
+            timeout: Duration::from_secs(10),
+        })),
     };
     Ok((services, database))
 }

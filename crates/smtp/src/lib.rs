@@ -1,1 +1,22 @@
-//! placeholder
+//! Mailroom's SMTP adapter (lettre over rustls with the `ring` provider).
+//!
+//! [`SmtpProbe`] implements the `MailServerProbe` port: it checks a mail server's
+//! connection settings and credentials before they are saved. [`resolve_pinned`] is the
+//! egress guard's front door for every outbound SMTP connection.
+//!
+//! # Why addresses are pinned
+//!
+//! Mail-server hosts come from API callers, so a connection must never reach loopback,
+//! the private network or a cloud metadata service (DESIGN §11). Checking the name and
+//! then letting the SMTP client resolve it again would be a time-of-check/time-of-use gap:
+//! a DNS answer with a short TTL can be public for the check and `127.0.0.1` for the
+//! connection (DNS rebinding). So the host is resolved exactly once, **every** address is
+//! checked with [`mailroom_domain::egress::check_addresses`], and the connection goes to
+//! that checked [`std::net::SocketAddr`]. TLS still verifies the certificate against the
+//! host *name* the caller gave, not the address.
+
+mod probe;
+mod resolve;
+
+pub use probe::{ProbeSettings, SmtpProbe, DEFAULT_TIMEOUT};
+pub use resolve::resolve_pinned;

@@ -1,6 +1,7 @@
 use mailroom_domain::{
     account::{Account, AccountName},
     starter::{starter_data, WELCOME_TEMPLATE_SLUG},
+    topic::Topic,
     AccountId, AutomationId, TemplateId, TopicId,
 };
 
@@ -50,12 +51,12 @@ pub fn create_account(
     in_transaction(services.db.as_ref(), |tx| {
         tx.insert_account(&record, actor.user_id)?;
         let mut welcome = None;
-        for template in &starter.templates {
+        for template in starter.templates {
             let id = TemplateId::from_uuid(ids.next_uuid());
-            tx.insert_template(record.id, id, template, now)?;
             if template.slug.as_str() == WELCOME_TEMPLATE_SLUG {
                 welcome = Some(id);
             }
+            tx.insert_template(record.id, &template.into_template(id, now))?;
         }
         let welcome = welcome
             .ok_or_else(|| AppError::Internal("starter data lacks the welcome template".into()))?;
@@ -66,8 +67,14 @@ pub fn create_account(
             &starter.automation,
             now,
         )?;
-        for topic in &starter.topics {
-            tx.insert_topic(record.id, TopicId::from_uuid(ids.next_uuid()), topic, now)?;
+        for topic in starter.topics {
+            let topic = Topic {
+                id: TopicId::from_uuid(ids.next_uuid()),
+                name: topic.name,
+                description: topic.description,
+                created_at: now,
+            };
+            tx.insert_topic(record.id, &topic)?;
         }
         Ok(())
     })?;

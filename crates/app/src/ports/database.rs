@@ -1,14 +1,20 @@
 use crate::{
     ports::{
-        AccountRepository, StarterDataRepository, TemplateRepository, TokenRepository,
-        UserRepository,
+        AccountRepository, MailServerRepository, StarterDataRepository, TemplateRepository,
+        TokenRepository, TopicRepository, UserRepository,
     },
     AppError, StoreError,
 };
 
 /// Every repository, on one transaction. Use cases receive `&mut dyn UnitOfWork`.
 pub trait UnitOfWork:
-    UserRepository + TokenRepository + AccountRepository + StarterDataRepository + TemplateRepository
+    UserRepository
+    + TokenRepository
+    + AccountRepository
+    + StarterDataRepository
+    + TemplateRepository
+    + MailServerRepository
+    + TopicRepository
 {
 }
 

@@ -5,15 +5,19 @@
 //! a unique violation into `UniqueViolation`, never a bare failure.
 
 mod database;
+mod mail_server_records;
 mod mail_servers;
 mod records;
 mod repositories;
 mod system;
 mod templates;
+mod topics;
 
 pub use database::{in_transaction, Database, UnitOfWork};
+pub use mail_server_records::{MailServerRecord, MailServerRepository};
 pub use mail_servers::{CredentialCheck, MailServerProbe, ProbeError, SmtpEndpoint, SmtpSecurity};
 pub use records::*;
 pub use repositories::*;
 pub use system::*;
 pub use templates::TemplateRepository;
+pub use topics::TopicRepository;

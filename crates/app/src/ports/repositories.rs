@@ -1,10 +1,8 @@
 use mailroom_domain::{
     account::{Member, Role},
     automation::NewAutomation,
-    template::NewTemplate,
     token::TokenHash,
-    topic::NewTopic,
-    AccountId, AutomationId, TemplateId, Timestamp, TokenId, TopicId, UserId,
+    AccountId, AutomationId, TemplateId, Timestamp, TokenId, UserId,
 };
 
 use super::{AccountRecord, NewTokenRecord, StoredWebhookConfig, TokenRecord, UserRecord};
@@ -129,21 +127,9 @@ pub trait AccountRepository {
     ) -> Result<(), StoreError>;
 }
 
-/// The writes account creation needs to load starter data. The templates, automations and
-/// topics endpoints bring their own repositories.
+/// The writes account creation needs beyond templates and topics (which have their own
+/// repositories): the sample automation. The automations issue brings the full repository.
 pub trait StarterDataRepository {
-    /// Stores a template.
-    ///
-    /// # Errors
-    /// [`StoreError::UniqueViolation`] when the slug is taken in the account.
-    fn insert_template(
-        &mut self,
-        account: AccountId,
-        id: TemplateId,
-        template: &NewTemplate,
-        now: Timestamp,
-    ) -> Result<(), StoreError>;
-
     /// Stores an automation that sends `template`.
     ///
     /// # Errors
@@ -154,18 +140,6 @@ pub trait StarterDataRepository {
         id: AutomationId,
         template: TemplateId,
         automation: &NewAutomation,
-        now: Timestamp,
-    ) -> Result<(), StoreError>;
-
-    /// Stores a topic.
-    ///
-    /// # Errors
-    /// [`StoreError`] on store failure.
-    fn insert_topic(
-        &mut self,
-        account: AccountId,
-        id: TopicId,
-        topic: &NewTopic,
         now: Timestamp,
     ) -> Result<(), StoreError>;
 

@@ -29,4 +29,42 @@ pub trait TemplateRepository {
         account: AccountId,
         id: TemplateId,
     ) -> Result<Option<Template>, StoreError>;
+
+    /// Stores a new template.
+    ///
+    /// # Errors
+    /// [`StoreError::UniqueViolation`] (`templates_account_id_slug_key`) when the slug is
+    /// taken in the account; [`StoreError::ForeignKeyViolation`] when the preferred mail
+    /// server is not the account's.
+    fn insert_template(
+        &mut self,
+        account: AccountId,
+        template: &Template,
+    ) -> Result<(), StoreError>;
+
+    /// Writes every field of an existing template back.
+    ///
+    /// # Errors
+    /// As [`TemplateRepository::insert_template`].
+    fn update_template(
+        &mut self,
+        account: AccountId,
+        template: &Template,
+    ) -> Result<(), StoreError>;
+
+    /// Deletes the template; `false` when there was none.
+    ///
+    /// # Errors
+    /// [`StoreError::ForeignKeyViolation`] while an automation sends it.
+    fn delete_template(&mut self, account: AccountId, id: TemplateId) -> Result<bool, StoreError>;
+
+    /// Names of the automations that send this template.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn automations_sending(
+        &mut self,
+        account: AccountId,
+        template: TemplateId,
+    ) -> Result<Vec<String>, StoreError>;
 }

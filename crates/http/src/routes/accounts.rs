@@ -1,8 +1,8 @@
 //! `/v2/accounts`, members and the webhook configuration.
 
 use actix_web::{get, patch, post, put, web};
-use mailroom_app::{accounts, Services};
-use mailroom_domain::webhook::WebhookSettingsInput;
+use mailroom_app::{accounts, AppError, Services};
+use mailroom_domain::{webhook::WebhookSettingsInput, ValidationErrors};
 
 use crate::{
     blocking::run_blocking,
@@ -84,11 +84,13 @@ pub(crate) async fn update_account(
 ) -> Result<web::Json<AccountDto>, ApiError> {
     let account = account_id(&path)?;
     let body = body.0;
+    let mut errors = ValidationErrors::new();
     let request = accounts::UpdateAccountRequest {
-        name: body.name.not_null("name")?,
-        click_tracking: body.click_tracking.not_null("clickTracking")?,
-        open_tracking: body.open_tracking.not_null("openTracking")?,
+        name: body.name.not_null("name", &mut errors),
+        click_tracking: body.click_tracking.not_null("clickTracking", &mut errors),
+        open_tracking: body.open_tracking.not_null("openTracking", &mut errors),
     };
+    errors.into_result().map_err(AppError::Invalid)?;
     let updated =
         run_blocking(move || accounts::update_account(&services, &caller.0, account, request))
             .await?;

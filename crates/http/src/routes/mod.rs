@@ -1,9 +1,11 @@
 //! Route wiring, apart from the handlers: which handler answers which path.
 
 mod accounts;
+mod mail_servers;
 pub mod system;
 mod templates;
 mod tokens;
+mod topics;
 
 use utoipa_actix_web::service_config::ServiceConfig;
 
@@ -21,6 +23,21 @@ pub fn v2(cfg: &mut ServiceConfig) {
         .service(templates::list_templates)
         .service(templates::count_templates)
         .service(templates::get_template)
+        .service(templates::create_template)
+        .service(templates::update_template)
+        .service(templates::delete_template)
+        .service(mail_servers::list_mail_servers)
+        .service(mail_servers::count_mail_servers)
+        .service(mail_servers::get_mail_server)
+        .service(mail_servers::create_mail_server)
+        .service(mail_servers::update_mail_server)
+        .service(mail_servers::delete_mail_server)
+        .service(topics::list_topics)
+        .service(topics::count_topics)
+        .service(topics::get_topic)
+        .service(topics::create_topic)
+        .service(topics::update_topic)
+        .service(topics::delete_topic)
         .service(system::openapi_json);
 }
 

@@ -1,13 +1,13 @@
-//! `/v2/accounts/{accountId}/templates` (read side).
+//! `/v2/accounts/{accountId}/templates`.
 
-use actix_web::{get, web};
+use actix_web::{delete, get, patch, post, web};
 use mailroom_app::{templates, Services};
 use mailroom_domain::TemplateId;
 
 use crate::{
     blocking::run_blocking,
-    dto::{CountDto, PageEnvelope, TemplateDto},
-    extract::{account_id, record_id, Caller, Paging},
+    dto::{CountDto, PageEnvelope, TemplateBody, TemplateDto},
+    extract::{account_id, record_id, Caller, JsonBody, Paging},
     problem::{ApiError, Problem},
 };
 
@@ -74,4 +74,68 @@ pub(crate) async fn get_template(
         run_blocking(move || templates::get_template(&services, &caller.0, account, template))
             .await?;
     Ok(web::Json(found.into()))
+}
+
+/// Create a template.
+#[utoipa::path(
+    tag = "templates", request_body = TemplateBody, security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id")),
+    responses((status = 200, body = TemplateDto), (status = 400, body = Problem), (status = 401, body = Problem))
+)]
+#[post("/accounts/{accountId}/templates")]
+pub(crate) async fn create_template(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<String>,
+    body: JsonBody<TemplateBody>,
+) -> Result<web::Json<TemplateDto>, ApiError> {
+    let account = account_id(&path)?;
+    let input = body.0.into();
+    let created =
+        run_blocking(move || templates::create_template(&services, &caller.0, account, input))
+            .await?;
+    Ok(web::Json(created.into()))
+}
+
+/// Partially update a template: omitted keys stay, null clears the clearable fields.
+#[utoipa::path(
+    tag = "templates", request_body = TemplateBody, security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id"), ("templateId" = String, Path, description = "Template id")),
+    responses((status = 200, body = TemplateDto), (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem))
+)]
+#[patch("/accounts/{accountId}/templates/{templateId}")]
+pub(crate) async fn update_template(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<(String, String)>,
+    body: JsonBody<TemplateBody>,
+) -> Result<web::Json<TemplateDto>, ApiError> {
+    let account = account_id(&path.0)?;
+    let template: TemplateId = record_id(&path.1)?;
+    let input = body.0.into();
+    let updated = run_blocking(move || {
+        templates::update_template(&services, &caller.0, account, template, input)
+    })
+    .await?;
+    Ok(web::Json(updated.into()))
+}
+
+/// Delete a template (refused while an automation sends it).
+#[utoipa::path(
+    tag = "templates", security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id"), ("templateId" = String, Path, description = "Template id")),
+    responses((status = 200, body = TemplateDto), (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem))
+)]
+#[delete("/accounts/{accountId}/templates/{templateId}")]
+pub(crate) async fn delete_template(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<(String, String)>,
+) -> Result<web::Json<TemplateDto>, ApiError> {
+    let account = account_id(&path.0)?;
+    let template: TemplateId = record_id(&path.1)?;
+    let deleted =
+        run_blocking(move || templates::delete_template(&services, &caller.0, account, template))
+            .await?;
+    Ok(web::Json(deleted.into()))
 }

@@ -1,9 +1,11 @@
 //! Repository implementations, one module per resource, all on [`PgUnitOfWork`].
 
 mod accounts;
+mod mail_servers;
 mod starter;
 mod templates;
 mod tokens;
+mod topics;
 mod users;
 
 use diesel::pg::PgConnection;

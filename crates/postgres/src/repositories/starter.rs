@@ -1,9 +1,6 @@
 use diesel::prelude::*;
 use mailroom_app::{ports::StarterDataRepository, StoreError};
-use mailroom_domain::{
-    automation::NewAutomation, template::NewTemplate, topic::NewTopic, AccountId, AutomationId,
-    TemplateId, Timestamp, TopicId,
-};
+use mailroom_domain::{automation::NewAutomation, AccountId, AutomationId, TemplateId, Timestamp};
 
 use super::PgUnitOfWork;
 use crate::{
@@ -12,31 +9,6 @@ use crate::{
 };
 
 impl StarterDataRepository for PgUnitOfWork<'_> {
-    fn insert_template(
-        &mut self,
-        account: AccountId,
-        id: TemplateId,
-        template: &NewTemplate,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        diesel::insert_into(templates::table)
-            .values((
-                templates::account_id.eq(account.as_uuid()),
-                templates::id.eq(id.as_uuid()),
-                templates::name.eq(&template.name),
-                templates::slug.eq(template.slug.as_str()),
-                templates::subject.eq(&template.subject),
-                templates::content.eq(&template.content),
-                templates::text_content.eq(template.text_content.as_deref()),
-                templates::content_type.eq(template.content_type.as_str()),
-                templates::created_at.eq(now.as_datetime()),
-                templates::updated_at.eq(now.as_datetime()),
-            ))
-            .execute(self.conn)
-            .map(drop)
-            .map_err(store_error)
-    }
-
     fn insert_automation(
         &mut self,
         account: AccountId,
@@ -57,26 +29,6 @@ impl StarterDataRepository for PgUnitOfWork<'_> {
                 automations::timing_value.eq(automation.timing.value().map(i32::from)),
                 automations::is_enabled.eq(automation.is_enabled),
                 automations::created_at.eq(now.as_datetime()),
-            ))
-            .execute(self.conn)
-            .map(drop)
-            .map_err(store_error)
-    }
-
-    fn insert_topic(
-        &mut self,
-        account: AccountId,
-        id: TopicId,
-        topic: &NewTopic,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        diesel::insert_into(topics::table)
-            .values((
-                topics::account_id.eq(account.as_uuid()),
-                topics::id.eq(id.as_uuid()),
-                topics::name.eq(&topic.name),
-                topics::description.eq(topic.description.as_deref()),
-                topics::created_at.eq(now.as_datetime()),
             ))
             .execute(self.conn)
             .map(drop)

@@ -10,11 +10,15 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{corrupt, timestamp, PgUnitOfWork};
-use crate::{error::store_error, schema::templates};
+use crate::{
+    error::store_error,
+    schema::{automations, templates},
+};
 
-#[derive(Queryable, Selectable)]
-#[diesel(table_name = templates, check_for_backend(diesel::pg::Pg))]
+#[derive(Queryable, Selectable, Insertable, AsChangeset)]
+#[diesel(table_name = templates, check_for_backend(diesel::pg::Pg), treat_none_as_null = true)]
 struct TemplateRow {
+    account_id: Uuid,
     id: Uuid,
     name: String,
     slug: String,
@@ -60,6 +64,30 @@ impl TryFrom<TemplateRow> for Template {
             created_at: timestamp(row.created_at),
             updated_at: timestamp(row.updated_at),
         })
+    }
+}
+
+fn template_row(account: AccountId, t: &Template) -> TemplateRow {
+    TemplateRow {
+        account_id: account.as_uuid(),
+        id: t.id.as_uuid(),
+        name: t.name.clone(),
+        slug: t.slug.as_str().to_owned(),
+        subject: t.subject.clone(),
+        content: t.content.clone(),
+        text_content: t.text_content.clone(),
+        content_type: t.content_type.as_str().to_owned(),
+        from_name: t.from_name.clone(),
+        from_email: t.from_email.clone(),
+        cc: t.cc.clone(),
+        bcc: t.bcc.clone(),
+        rcpt_name: t.rcpt_name.clone(),
+        reply_to: t.reply_to.clone(),
+        preferred_mail_server_id: t.preferred_mail_server.map(|id| id.as_uuid()),
+        click_tracking: t.click_tracking,
+        open_tracking: t.open_tracking,
+        created_at: t.created_at.as_datetime(),
+        updated_at: t.updated_at.as_datetime(),
     }
 }
 
@@ -113,5 +141,50 @@ impl TemplateRepository for PgUnitOfWork<'_> {
             .map_err(store_error)?
             .map(Template::try_from)
             .transpose()
+    }
+
+    fn insert_template(
+        &mut self,
+        account: AccountId,
+        template: &Template,
+    ) -> Result<(), StoreError> {
+        diesel::insert_into(templates::table)
+            .values(template_row(account, template))
+            .execute(self.conn)
+            .map(drop)
+            .map_err(store_error)
+    }
+
+    fn update_template(
+        &mut self,
+        account: AccountId,
+        template: &Template,
+    ) -> Result<(), StoreError> {
+        diesel::update(templates::table.find((account.as_uuid(), template.id.as_uuid())))
+            .set(template_row(account, template))
+            .execute(self.conn)
+            .map(drop)
+            .map_err(store_error)
+    }
+
+    fn delete_template(&mut self, account: AccountId, id: TemplateId) -> Result<bool, StoreError> {
+        diesel::delete(templates::table.find((account.as_uuid(), id.as_uuid())))
+            .execute(self.conn)
+            .map(|n| n > 0)
+            .map_err(store_error)
+    }
+
+    fn automations_sending(
+        &mut self,
+        account: AccountId,
+        template: TemplateId,
+    ) -> Result<Vec<String>, StoreError> {
+        automations::table
+            .filter(automations::account_id.eq(account.as_uuid()))
+            .filter(automations::template_id.eq(template.as_uuid()))
+            .order(automations::created_at.asc())
+            .select(automations::name)
+            .load(self.conn)
+            .map_err(store_error)
     }
 }

@@ -1,0 +1,32 @@
+use mailroom_domain::{mail_server::MailServer, AccountId, MailServerId};
+
+use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+
+/// Deletes a mail server and returns it. Refused while templates prefer it (naming them),
+/// so no template silently changes the server its mail goes through.
+///
+/// # Errors
+/// [`AppError::BadRequest`] while in use; [`AppError::NotFound`] for an unknown server;
+/// [`AppError::Unauthorized`] for a non-member.
+pub fn delete_mail_server(
+    services: &Services,
+    actor: &Actor,
+    account: AccountId,
+    id: MailServerId,
+) -> Result<MailServer, AppError> {
+    in_transaction(services.db.as_ref(), |tx| {
+        require_member(tx, actor, account)?;
+        let record = tx
+            .find_mail_server(account, id)?
+            .ok_or(AppError::NotFound)?;
+        let templates = tx.templates_preferring(account, id)?;
+        if !templates.is_empty() {
+            return Err(AppError::BadRequest(format!(
+                "the mail server is the preferred server of templates ({}); change them first",
+                templates.join(", ")
+            )));
+        }
+        tx.delete_mail_server(account, id)?;
+        Ok(record.server)
+    })
+}

@@ -1,0 +1,169 @@
+use mailroom_domain::{
+    mail_server::{MailServer, MailServerInput, MailServerSettings},
+    AccountId, MailServerId, ValidationErrors,
+};
+
+use super::password_slot;
+use crate::{
+    auth::require_member,
+    ports::{
+        in_transaction, CredentialCheck, MailServerRecord, ProbeError, SmtpEndpoint, SmtpSecurity,
+    },
+    Actor, AppError, Services,
+};
+
+/// A saved mail server and what the check could not establish.
+#[derive(Debug, Clone)]
+pub struct SavedMailServer {
+    /// The stored server.
+    pub server: MailServer,
+    /// Things the caller should know, such as a relay that offers no AUTH.
+    pub warnings: Vec<String>,
+}
+
+/// The warning for a relay without AUTH (DESIGN.md §8).
+pub const NO_AUTH_WARNING: &str =
+    "the server advertises no AUTH mechanism: the credentials were not checked and mail will be sent without authentication";
+
+/// Creates a mail server after checking its settings against the live server.
+///
+/// # Errors
+/// [`AppError::Invalid`] for bad fields or a failed check (the detail carries the server's
+/// reply); [`AppError::Unauthorized`] for a non-member.
+pub fn create_mail_server(
+    services: &Services,
+    actor: &Actor,
+    account: AccountId,
+    input: MailServerInput,
+) -> Result<SavedMailServer, AppError> {
+    let id = MailServerId::from_uuid(services.ids.next_uuid());
+    save(services, actor, account, id, input, Mode::Create)
+}
+
+/// Replaces every setting of a mail server (there is no partial update) after checking
+/// them against the live server.
+///
+/// # Errors
+/// As [`create_mail_server`], and [`AppError::NotFound`] for an unknown server.
+pub fn update_mail_server(
+    services: &Services,
+    actor: &Actor,
+    account: AccountId,
+    id: MailServerId,
+    input: MailServerInput,
+) -> Result<SavedMailServer, AppError> {
+    save(services, actor, account, id, input, Mode::Update)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Create,
+    Update,
+}
+
+fn save(
+    services: &Services,
+    actor: &Actor,
+    account: AccountId,
+    id: MailServerId,
+    input: MailServerInput,
+    mode: Mode,
+) -> Result<SavedMailServer, AppError> {
+    let settings = input.parse()?;
+    // Refuse non-members (and unknown servers) before touching the network, so the check
+    // cannot be used to probe hosts.
+    in_transaction(services.db.as_ref(), |tx| {
+        require_member(tx, actor, account)?;
+        if mode == Mode::Update && tx.find_mail_server(account, id)?.is_none() {
+            return Err(AppError::NotFound);
+        }
+        Ok(())
+    })?;
+    let check = services
+        .mail_server_probe
+        .verify(&endpoint(&settings))
+        .map_err(probe_error)?;
+    let now = services.clock.now();
+    let sealed = services
+        .secrets
+        .seal(&settings.password, &password_slot(account, id));
+    in_transaction(services.db.as_ref(), |tx| {
+        require_member(tx, actor, account)?;
+        let created_at = match mode {
+            Mode::Create => now,
+            Mode::Update => {
+                tx.find_mail_server(account, id)?
+                    .ok_or(AppError::NotFound)?
+                    .server
+                    .created_at
+            }
+        };
+        let record = MailServerRecord {
+            server: MailServer {
+                id,
+                service_type: settings.service_type.clone(),
+                host: settings.host.clone(),
+                port: settings.port,
+                secure: settings.secure,
+                require_tls: settings.require_tls,
+                allow_insecure_tls: settings.allow_insecure_tls,
+                user: settings.user.clone(),
+                default_from_email: settings.default_from_email.as_str().to_owned(),
+                default_from_name: settings.default_from_name.clone(),
+                created_at,
+                updated_at: now,
+            },
+            password: sealed.clone(),
+        };
+        match mode {
+            Mode::Create => tx.insert_mail_server(account, &record)?,
+            Mode::Update => {
+                if !tx.update_mail_server(account, &record)? {
+                    return Err(AppError::NotFound);
+                }
+            }
+        }
+        let warnings = match check {
+            CredentialCheck::Authenticated => Vec::new(),
+            CredentialCheck::NoAuthAdvertised => vec![NO_AUTH_WARNING.to_owned()],
+        };
+        Ok(SavedMailServer {
+            server: record.server,
+            warnings,
+        })
+    })
+}
+
+/// The connection the settings describe. `secure` wins over `requireTLS`: implicit TLS is
+/// already encrypted, so there is nothing to upgrade.
+pub(crate) fn endpoint(settings: &MailServerSettings) -> SmtpEndpoint {
+    let security = if settings.secure {
+        SmtpSecurity::ImplicitTls
+    } else if settings.require_tls {
+        SmtpSecurity::StartTlsRequired
+    } else {
+        SmtpSecurity::StartTlsOpportunistic
+    };
+    SmtpEndpoint {
+        host: settings.host.as_str().to_owned(),
+        port: settings.port,
+        security,
+        allow_insecure_tls: settings.allow_insecure_tls,
+        user: settings.user.clone(),
+        password: settings.password.clone(),
+    }
+}
+
+/// Every check failure is the client's to fix: a 400 naming the field most likely at fault.
+fn probe_error(error: ProbeError) -> AppError {
+    let field = match &error {
+        ProbeError::AuthRefused(_) => "password",
+        ProbeError::Tls(_) => "secure",
+        ProbeError::EgressRefused(_)
+        | ProbeError::Resolve(_)
+        | ProbeError::Connect(_)
+        | ProbeError::Protocol(_)
+        | ProbeError::Timeout(_) => "host",
+    };
+    AppError::Invalid(ValidationErrors::single(field, error.to_string()))
+}

@@ -1,0 +1,451 @@
+//! Rendering a stored template into one concrete message (DESIGN §8, Rendering, Sender,
+//! Tracking).
+//!
+//! Pure and synchronous: no I/O, no clock, no randomness. The delivery worker calls
+//! [`render_message`] at send time; the template use cases call [`check_syntax`] at save
+//! time so a template that does not parse is refused with 400.
+//!
+//! The template language is [minijinja](https://docs.rs/minijinja) (Jinja2 style):
+//! `{{ variable }}`, `{% if %}`, `{% for %}`, filters such as `{{ name | upper }}`.
+//! Every field is compiled in a fresh [`minijinja::Environment`] built by one private
+//! helper, so all fields share the same configuration:
+//!
+//! - undefined variables render as the empty string, and so do attribute lookups on them
+//!   (`{{ missing.deeper }}`); they are never an error;
+//! - only the HTML body (`content`) auto-escapes; every other field is plain text;
+//! - each field's render is bounded by [`RENDER_FUEL`] instructions and
+//!   [`MAX_RENDERED_BYTES`] of output, so a hostile template can neither loop forever nor
+//!   stream unbounded output;
+//! - a trailing newline in a field's source is kept (bodies are sent as written).
+//!
+//! Errors name the field by its wire name: `subject`, `content`, `textContent`,
+//! `fromName`, `rcptName`, `cc`, `bcc`, `replyTo`.
+
+use std::{fmt, io};
+
+use mailroom_domain::template::Template;
+use minijinja::{AutoEscape, Environment, ErrorKind, UndefinedBehavior, Value};
+use serde_json::{Map, Value as Json};
+
+#[cfg(test)]
+mod tests;
+
+/// How many minijinja instructions one field's render may execute before it is stopped
+/// with [`RenderError::OutOfFuel`]. Ordinary templates use a few hundred.
+pub const RENDER_FUEL: u64 = 50_000;
+
+/// The most output, in bytes, one field may render to before it is stopped with
+/// [`RenderError::TooLarge`]. Stored templates are far smaller (request bodies are capped
+/// at 1 MiB); the cap only bites on templates that multiply their input in loops.
+pub const MAX_RENDERED_BYTES: usize = 10 * 1024 * 1024;
+
+/// Wire names of the rendered fields, used in errors.
+const SUBJECT: &str = "subject";
+const CONTENT: &str = "content";
+const TEXT_CONTENT: &str = "textContent";
+const FROM_NAME: &str = "fromName";
+const RCPT_NAME: &str = "rcptName";
+const CC: &str = "cc";
+const BCC: &str = "bcc";
+const REPLY_TO: &str = "replyTo";
+
+/// The account's tracking defaults, used where the template leaves a flag unset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AccountDefaults {
+    /// Rewrite links for click tracking unless the template says otherwise.
+    pub click_tracking: bool,
+    /// Add the open-tracking pixel unless the template says otherwise.
+    pub open_tracking: bool,
+}
+
+/// The sender pair of the mail server chosen for this send. The pair applies together:
+/// see [`render_message`] for the pairing rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerDefaults {
+    /// The server's `defaultFromEmail`.
+    pub default_from_email: String,
+    /// The server's `defaultFromName`; empty means no display name.
+    pub default_from_name: String,
+}
+
+/// The contact a message goes to.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Recipient {
+    /// The contact's address; the message's `To`, and also the `email` variable.
+    pub email: String,
+    /// The contact's resolved attributes, keyed by slug exactly as stored (custom slugs
+    /// as they are). Each entry becomes a template variable of the same name.
+    pub attributes: Map<String, Json>,
+}
+
+/// The transactional send's `data` object; each entry becomes a template variable and
+/// wins over a contact attribute of the same name.
+pub type SendData = Map<String, Json>;
+
+/// Links the worker minted for this message, exposed as the `unsubscribe_url` and
+/// `preferences_url` variables.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MessageLinks {
+    /// The one-click unsubscribe page (`/u/{token}`); `None` renders as the empty string.
+    pub unsubscribe_url: Option<String>,
+    /// The subscription preferences page; `None` renders as the empty string.
+    pub preferences_url: Option<String>,
+}
+
+/// An address with an optional display name, ready for a header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mailbox {
+    /// Display name, already single-line and trimmed; `None` when there is none.
+    pub name: Option<String>,
+    /// The address.
+    pub email: String,
+}
+
+/// One rendered message, ready for MIME assembly and tracking rewrites.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderedMessage {
+    /// Subject, single-line (CR/LF runs collapsed to one space) and trimmed.
+    pub subject: String,
+    /// HTML body, variables HTML-escaped; otherwise as rendered.
+    pub html: String,
+    /// Plain-text body; `None` when the template has none or it renders to blank.
+    pub text: Option<String>,
+    /// Sender, after the sender pairing rule.
+    pub from: Mailbox,
+    /// The recipient, with the rendered `rcptName` as display name.
+    pub to: Mailbox,
+    /// Rendered `cc`, single-line and trimmed; `None` when unset or blank.
+    pub cc: Option<String>,
+    /// Rendered `bcc`, single-line and trimmed; `None` when unset or blank.
+    pub bcc: Option<String>,
+    /// Rendered `replyTo`, single-line and trimmed; `None` when unset or blank.
+    pub reply_to: Option<String>,
+    /// Effective click tracking: the template's flag, else the account default.
+    pub click_tracking: bool,
+    /// Effective open tracking: the template's flag, else the account default.
+    pub open_tracking: bool,
+}
+
+/// A template field that does not parse.
+///
+/// Displays as `content: line 3: syntax error: unexpected end of input, expected end of
+/// variable block` (without the `line N: ` part when minijinja reports no line).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateSyntaxError {
+    /// The field's name, as given to [`check_syntax`] (a wire name in [`render_message`]).
+    pub field: &'static str,
+    /// 1-based line of the error in the field's source, when known.
+    pub line: Option<usize>,
+    /// minijinja's description, e.g. `syntax error: unexpected end of input, …`.
+    pub message: String,
+}
+
+impl fmt::Display for TemplateSyntaxError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ", self.field)?;
+        if let Some(line) = self.line {
+            write!(f, "line {line}: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for TemplateSyntaxError {}
+
+/// Why a template could not be rendered for one send. Every variant is permanent for that
+/// template and input: retrying the same send gives the same error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RenderError {
+    /// A stored field does not parse (templates are checked at save time, so this only
+    /// happens for data written around the API).
+    #[error("{0}")]
+    Syntax(TemplateSyntaxError),
+    /// The field executed more than [`RENDER_FUEL`] instructions.
+    #[error("{field}: rendering stopped after {RENDER_FUEL} steps")]
+    OutOfFuel {
+        /// The field's wire name.
+        field: &'static str,
+    },
+    /// The field rendered to more than [`MAX_RENDERED_BYTES`].
+    #[error("{field}: rendered output exceeds {MAX_RENDERED_BYTES} bytes")]
+    TooLarge {
+        /// The field's wire name.
+        field: &'static str,
+    },
+    /// Evaluation failed, e.g. an unknown filter or an invalid operation on a value.
+    #[error("{field}: {}{message}", line_prefix(*.line))]
+    Failed {
+        /// The field's wire name.
+        field: &'static str,
+        /// 1-based line of the failing expression, when known.
+        line: Option<usize>,
+        /// minijinja's description of the failure.
+        message: String,
+    },
+}
+
+impl RenderError {
+    /// The wire name of the field that failed.
+    pub fn field(&self) -> &'static str {
+        match self {
+            Self::Syntax(error) => error.field,
+            Self::OutOfFuel { field } | Self::TooLarge { field } | Self::Failed { field, .. } => {
+                field
+            }
+        }
+    }
+}
+
+fn line_prefix(line: Option<usize>) -> String {
+    line.map(|line| format!("line {line}: "))
+        .unwrap_or_default()
+}
+
+/// Checks that `source` parses as a template, without rendering it.
+///
+/// `field` names the field in the error (use the wire name, e.g. `content`). Only the
+/// syntax is checked: an unknown filter or function is reported at send time as
+/// [`RenderError::Failed`].
+///
+/// # Errors
+/// [`TemplateSyntaxError`] with the field, line and minijinja's message.
+pub fn check_syntax(field: &'static str, source: &str) -> Result<(), TemplateSyntaxError> {
+    environment()
+        .template_from_named_str(template_name(field), source)
+        .map(drop)
+        .map_err(|error| syntax_error(field, &error))
+}
+
+/// Renders `template` for one recipient and send.
+///
+/// **Variables**, layered in this order, a later layer winning on a name clash:
+/// 1. the recipient's resolved attributes, keyed by slug as stored;
+/// 2. `email`, the recipient's address;
+/// 3. the transactional `data` — so `data` wins over a contact attribute (and over
+///    `email`) of the same name;
+/// 4. `unsubscribe_url` and `preferences_url`, always defined (the empty string when the
+///    link is `None`), so `data` can never spoof them.
+///
+/// Unknown variables render as the empty string.
+///
+/// **Escaping**: only `content` (the HTML body) auto-escapes (`<b>` → `&lt;b&gt;`); the
+/// subject, text body, `rcptName`, `fromName`, `cc`, `bcc` and `replyTo` do not.
+///
+/// **Sender pairing**: a template with its own `fromEmail` sends as that address with its
+/// own rendered `fromName` (possibly none) and never borrows the server's name. Only a
+/// template without `fromEmail` takes the server's `default_from_email` and
+/// `default_from_name` together; the template's `fromName` is then ignored, and an empty
+/// server name means no display name.
+///
+/// **Headers**: the subject, both display names, `cc`, `bcc` and `replyTo` have every
+/// run of CR/LF collapsed to one space and are trimmed (header injection defence); a
+/// name, `cc`, `bcc` or `replyTo` that ends up empty becomes `None`.
+///
+/// **Tracking**: each flag is the template's value when set, else the account default.
+///
+/// # Errors
+/// [`RenderError`] naming the first field (in the order subject, content, textContent,
+/// fromName, rcptName, cc, bcc, replyTo) that fails to parse, runs out of fuel, renders
+/// too much output or fails to evaluate.
+pub fn render_message(
+    template: &Template,
+    account: &AccountDefaults,
+    server: &ServerDefaults,
+    recipient: &Recipient,
+    data: &SendData,
+    links: &MessageLinks,
+) -> Result<RenderedMessage, RenderError> {
+    let renderer = Renderer {
+        env: environment(),
+        vars: Value::from_serialize(variables(recipient, data, links)),
+    };
+
+    let subject = single_line(&renderer.render(SUBJECT, &template.subject)?);
+    let html = renderer.render(CONTENT, &template.content)?;
+    let text = renderer
+        .render_optional(TEXT_CONTENT, template.text_content.as_deref())?
+        .filter(|text| !text.trim().is_empty());
+
+    let from = match &template.from_email {
+        Some(email) => Mailbox {
+            name: renderer.render_header(FROM_NAME, template.from_name.as_deref())?,
+            email: email.clone(),
+        },
+        None => Mailbox {
+            name: non_empty(single_line(&server.default_from_name)),
+            email: server.default_from_email.clone(),
+        },
+    };
+    let to = Mailbox {
+        name: renderer.render_header(RCPT_NAME, template.rcpt_name.as_deref())?,
+        email: recipient.email.clone(),
+    };
+
+    Ok(RenderedMessage {
+        subject,
+        html,
+        text,
+        from,
+        to,
+        cc: renderer.render_header(CC, template.cc.as_deref())?,
+        bcc: renderer.render_header(BCC, template.bcc.as_deref())?,
+        reply_to: renderer.render_header(REPLY_TO, template.reply_to.as_deref())?,
+        click_tracking: template.click_tracking.unwrap_or(account.click_tracking),
+        open_tracking: template.open_tracking.unwrap_or(account.open_tracking),
+    })
+}
+
+/// The one place the template environment is configured; every compile goes through it.
+fn environment<'source>() -> Environment<'source> {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Chainable);
+    env.set_auto_escape_callback(|name| {
+        if name.ends_with(".html") {
+            AutoEscape::Html
+        } else {
+            AutoEscape::None
+        }
+    });
+    env.set_keep_trailing_newline(true);
+    env.set_fuel(Some(RENDER_FUEL));
+    env
+}
+
+/// The name a field is compiled under; the `.html` suffix switches on auto-escaping.
+fn template_name(field: &'static str) -> &'static str {
+    if field == CONTENT {
+        "content.html"
+    } else {
+        field
+    }
+}
+
+fn syntax_error(field: &'static str, error: &minijinja::Error) -> TemplateSyntaxError {
+    TemplateSyntaxError {
+        field,
+        line: error.line(),
+        message: describe(error),
+    }
+}
+
+/// minijinja's message without the `(in name:line)` suffix its `Display` adds.
+fn describe(error: &minijinja::Error) -> String {
+    match error.detail() {
+        Some(detail) => format!("{}: {detail}", error.kind()),
+        None => error.kind().to_string(),
+    }
+}
+
+/// The variables of one send, layered as documented on [`render_message`].
+fn variables(recipient: &Recipient, data: &SendData, links: &MessageLinks) -> Map<String, Json> {
+    let mut vars = recipient.attributes.clone();
+    vars.insert("email".to_owned(), Json::String(recipient.email.clone()));
+    vars.extend(data.iter().map(|(key, value)| (key.clone(), value.clone())));
+    for (name, link) in [
+        ("unsubscribe_url", &links.unsubscribe_url),
+        ("preferences_url", &links.preferences_url),
+    ] {
+        vars.insert(
+            name.to_owned(),
+            Json::String(link.clone().unwrap_or_default()),
+        );
+    }
+    vars
+}
+
+/// One send's environment and variables.
+struct Renderer<'source> {
+    env: Environment<'source>,
+    vars: Value,
+}
+
+impl<'source> Renderer<'source> {
+    /// Compiles and renders one field, bounded by fuel and output size.
+    fn render(&self, field: &'static str, source: &'source str) -> Result<String, RenderError> {
+        let template = self
+            .env
+            .template_from_named_str(template_name(field), source)
+            .map_err(|error| RenderError::Syntax(syntax_error(field, &error)))?;
+        let mut out = CappedBuffer::default();
+        match template.render_captured_to(&self.vars, &mut out) {
+            Ok(_) => String::from_utf8(out.bytes).map_err(|_| RenderError::Failed {
+                field,
+                line: None,
+                message: "rendered output is not UTF-8".to_owned(),
+            }),
+            Err(_) if out.overflowed => Err(RenderError::TooLarge { field }),
+            Err(error) if error.kind() == ErrorKind::OutOfFuel => {
+                Err(RenderError::OutOfFuel { field })
+            }
+            Err(error) => Err(RenderError::Failed {
+                field,
+                line: error.line(),
+                message: describe(&error),
+            }),
+        }
+    }
+
+    fn render_optional(
+        &self,
+        field: &'static str,
+        source: Option<&'source str>,
+    ) -> Result<Option<String>, RenderError> {
+        source.map(|source| self.render(field, source)).transpose()
+    }
+
+    /// Renders a header field: single-line, trimmed, `None` when unset or blank.
+    fn render_header(
+        &self,
+        field: &'static str,
+        source: Option<&'source str>,
+    ) -> Result<Option<String>, RenderError> {
+        Ok(self
+            .render_optional(field, source)?
+            .and_then(|value| non_empty(single_line(&value))))
+    }
+}
+
+/// Collapses every run of CR/LF into one space and trims the result.
+fn single_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_break = false;
+    for c in text.chars() {
+        if c == '\r' || c == '\n' {
+            if !in_break {
+                out.push(' ');
+            }
+            in_break = true;
+        } else {
+            out.push(c);
+            in_break = false;
+        }
+    }
+    out.trim().to_owned()
+}
+
+fn non_empty(text: String) -> Option<String> {
+    (!text.is_empty()).then_some(text)
+}
+
+/// An in-memory sink that refuses to grow past [`MAX_RENDERED_BYTES`]; minijinja aborts
+/// the render when a write fails.
+#[derive(Default)]
+struct CappedBuffer {
+    bytes: Vec<u8>,
+    overflowed: bool,
+}
+
+impl io::Write for CappedBuffer {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.bytes.len() + buf.len() > MAX_RENDERED_BYTES {
+            self.overflowed = true;
+            return Err(io::Error::other("rendered output too large"));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,3 @@
+DROP INDEX templates_preferred_mail_server_idx;
+ALTER TABLE templates DROP CONSTRAINT templates_preferred_mail_server_fkey;
+DROP TABLE mail_servers;
