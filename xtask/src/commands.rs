@@ -22,6 +22,8 @@ const FORBIDDEN_IN_DOMAIN: [&str; 7] = [
     "r2d2",
 ];
 const DOMAIN_PACKAGE: &str = "mailroom-domain";
+/// Lets the server connect to loopback and private addresses; `up` turns it on.
+const ALLOW_PRIVATE_EGRESS: &str = "MAILROOM_ALLOW_PRIVATE_EGRESS";
 
 /// `cargo xtask up`: runs `mailroom serve` against the discovered PostgreSQL.
 pub fn up() -> Result<()> {
@@ -40,6 +42,15 @@ pub fn up() -> Result<()> {
         .args(["run", "--package", "mailroom-server", "--bin", "mailroom"])
         .args(["--", "serve"])
         .env("DATABASE_URL", &url);
+    // A development server should be able to save a mail server on localhost, such as
+    // `cargo xtask mail-catcher`; the server refuses private addresses by default. An
+    // explicit setting in the environment (even `false`) is left to the server.
+    if env::var_os(ALLOW_PRIVATE_EGRESS).is_none() {
+        server.env(ALLOW_PRIVATE_EGRESS, "true");
+        note(&format!(
+            "development mode: {ALLOW_PRIVATE_EGRESS}=true (mail servers and webhooks may point at localhost)"
+        ));
+    }
     eprintln!("$ {}", system::describe(&server));
     // Become the server instead of waiting on it: xtask cannot catch signals without
     // `unsafe`, so a waiting xtask would die on Ctrl-C before the server had shut down.

@@ -6,6 +6,7 @@
 //! child processes.
 
 mod commands;
+mod mail_catcher;
 mod postgres;
 mod system;
 
@@ -19,7 +20,8 @@ Usage: cargo xtask <command> [args...]
 
 Commands:
   up                  Run the Mailroom server (`mailroom serve`) against a PostgreSQL
-                      found by discovery; Ctrl-C stops it.
+                      found by discovery; Ctrl-C stops it. Sets
+                      MAILROOM_ALLOW_PRIVATE_EGRESS=true unless already set.
   test [args...]      Run every test: `cargo nextest run --workspace --no-fail-fast`,
                       then the doc tests (`cargo test --workspace --doc`).
                       Extra args go to nextest. Package and feature selections
@@ -33,6 +35,9 @@ Commands:
   db stop             Stop the private cluster.
   db psql [args...]   Open psql on the private cluster (args go to psql).
   db url              Print the DATABASE_URL that discovery picks for `up`.
+  mail-catcher [--listen 127.0.0.1:2525]
+                      A development SMTP server (no TLS, any user/password)
+                      that prints every message it receives to stdout.
   help                Show this text.
 
 PostgreSQL discovery, in order:
@@ -73,6 +78,7 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
             no_extra_args("ci", rest)?;
             commands::ci().map(|()| ExitCode::SUCCESS)
         }
+        "mail-catcher" => mail_catcher::run(rest).map(|()| ExitCode::SUCCESS),
         "db" => match rest.split_first() {
             Some((sub, sub_rest)) => match sub.as_str() {
                 "start" => no_extra_args("db start", sub_rest)
