@@ -86,6 +86,14 @@ define_id!(
     /// Identifies a mail server (an SMTP connection of an account).
     MailServerId
 );
+define_id!(
+    /// Identifies a contact (a member of an account's audience).
+    ContactId
+);
+define_id!(
+    /// Identifies a recorded contact event.
+    ContactEventId
+);
 
 #[cfg(test)]
 mod tests {

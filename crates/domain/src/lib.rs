@@ -8,7 +8,10 @@
 #![warn(missing_docs)]
 
 pub mod account;
+pub mod attribute;
 pub mod automation;
+pub mod condition;
+pub mod contact;
 pub mod egress;
 pub mod email;
 pub mod error;
@@ -26,7 +29,10 @@ pub mod topic;
 pub mod webhook;
 
 pub use error::{FieldError, ValidationErrors};
-pub use id::{AccountId, AutomationId, MailServerId, TemplateId, TokenId, TopicId, UserId};
+pub use id::{
+    AccountId, AutomationId, ContactEventId, ContactId, MailServerId, TemplateId, TokenId, TopicId,
+    UserId,
+};
 pub use timestamp::Timestamp;
 /// The UUID type behind every identifier, re-exported so ports can mint ids.
 pub use uuid::Uuid;

@@ -122,6 +122,62 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    contacts (account_id, id) {
+        account_id -> Uuid,
+        id -> Uuid,
+        email -> Text,
+        email_lower -> Text,
+        created_at -> Timestamptz,
+        hard_bounced_at -> Nullable<Timestamptz>,
+        complaint_at -> Nullable<Timestamptz>,
+        unsubscribed_at -> Nullable<Timestamptz>,
+        message_count -> Int4,
+        sort_name -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    attribute_metas (account_id, slug) {
+        account_id -> Uuid,
+        slug -> Text,
+        attribute_type -> Text,
+        source -> Text,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    contact_attributes (account_id, contact_id, slug) {
+        account_id -> Uuid,
+        contact_id -> Uuid,
+        slug -> Text,
+        string_value -> Nullable<Text>,
+        number_value -> Nullable<Float8>,
+        bool_value -> Nullable<Bool>,
+        date_value -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    contact_events (account_id, id) {
+        account_id -> Uuid,
+        id -> Uuid,
+        contact_id -> Uuid,
+        slug -> Text,
+        occurred_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    topic_unsubscriptions (account_id, contact_id, topic_id) {
+        account_id -> Uuid,
+        contact_id -> Uuid,
+        topic_id -> Uuid,
+        created_at -> Timestamptz,
+    }
+}
+
 diesel::joinable!(tokens -> users (user_id));
 diesel::joinable!(memberships -> accounts (account_id));
 diesel::joinable!(memberships -> users (user_id));
@@ -136,4 +192,9 @@ diesel::allow_tables_to_appear_in_same_query!(
     automations,
     topics,
     mail_servers,
+    contacts,
+    attribute_metas,
+    contact_attributes,
+    contact_events,
+    topic_unsubscriptions,
 );

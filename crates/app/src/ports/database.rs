@@ -1,7 +1,7 @@
 use crate::{
     ports::{
-        AccountRepository, MailServerRepository, StarterDataRepository, TemplateRepository,
-        TokenRepository, TopicRepository, UserRepository,
+        AccountRepository, MailServerRepository, SegmentRepository, StarterDataRepository,
+        TemplateRepository, TokenRepository, TopicRepository, UserRepository,
     },
     AppError, StoreError,
 };
@@ -15,6 +15,7 @@ pub trait UnitOfWork:
     + TemplateRepository
     + MailServerRepository
     + TopicRepository
+    + SegmentRepository
 {
 }
 

@@ -2,6 +2,7 @@
 
 mod accounts;
 mod mail_servers;
+mod segments;
 mod starter;
 mod templates;
 mod tokens;
