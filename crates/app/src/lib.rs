@@ -7,6 +7,7 @@
 
 pub mod accounts;
 pub mod auth;
+pub mod contacts;
 pub mod error;
 pub mod mail_servers;
 pub mod ports;

@@ -9,9 +9,14 @@
 //! The same conditions are evaluated here in memory and compiled to SQL by the PostgreSQL
 //! adapter; a property test keeps the two in agreement.
 
-use time::Date;
+use serde_json::Value;
+use time::{format_description::well_known::Rfc3339, Date, Month, OffsetDateTime, PrimitiveDateTime, UtcOffset};
 
-use crate::{attribute::AttributeType, TopicId};
+use crate::{
+    attribute::{AttributeType, AttributeValue, ResolvedAttributes, MAX_STRING_VALUE},
+    contact::Contact,
+    Timestamp, TopicId, ValidationErrors,
+};
 
 /// Comparison of a number attribute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 use crate::{
     ports::{
-        AccountRepository, MailServerRepository, SegmentRepository, StarterDataRepository,
+        AccountRepository, ContactRepository, MailServerRepository, SegmentRepository, StarterDataRepository,
         TemplateRepository, TokenRepository, TopicRepository, UserRepository,
     },
     AppError, StoreError,
@@ -16,6 +16,7 @@ pub trait UnitOfWork:
     + MailServerRepository
     + TopicRepository
     + SegmentRepository
+    + ContactRepository
 {
 }
 

@@ -4,6 +4,7 @@
 //! adapters translate driver errors into [`StoreError`](crate::StoreError) variants,
 //! a unique violation into `UniqueViolation`, never a bare failure.
 
+mod contacts;
 mod database;
 mod mail_server_records;
 mod mail_servers;
@@ -14,6 +15,7 @@ mod system;
 mod templates;
 mod topics;
 
+pub use contacts::{ContactEvent, ContactRepository, EventName};
 pub use database::{in_transaction, Database, UnitOfWork};
 pub use mail_server_records::{MailServerRecord, MailServerRepository};
 pub use mail_servers::{CredentialCheck, MailServerProbe, ProbeError, SmtpEndpoint, SmtpSecurity};

@@ -1,6 +1,7 @@
 //! Route wiring, apart from the handlers: which handler answers which path.
 
 mod accounts;
+mod contacts;
 mod mail_servers;
 pub mod system;
 mod templates;
@@ -38,6 +39,16 @@ pub fn v2(cfg: &mut ServiceConfig) {
         .service(topics::create_topic)
         .service(topics::update_topic)
         .service(topics::delete_topic)
+        .service(contacts::list_contacts)
+        .service(contacts::count_contacts)
+        .service(contacts::upsert_contact)
+        .service(contacts::get_contact)
+        .service(contacts::unbounce_contact)
+        .service(contacts::delete_contact)
+        .service(contacts::record_event)
+        .service(contacts::event_names)
+        .service(contacts::list_attributes)
+        .service(contacts::count_attributes)
         .service(system::openapi_json);
 }
 

@@ -1,6 +1,7 @@
 //! Repository implementations, one module per resource, all on [`PgUnitOfWork`].
 
 mod accounts;
+mod contacts;
 mod mail_servers;
 mod segments;
 mod starter;

@@ -1,0 +1,45 @@
+use mailroom_domain::{
+    attribute::{AttributeMeta, AttributeSource, SYSTEM_ATTRIBUTES},
+    paging::PageRequest,
+    AccountId,
+};
+
+use crate::{auth::require_member, ports::in_transaction, ports::UnitOfWork, Actor, AppError, Services};
+
+/// System attributes first, then custom and event attributes by slug.
+fn all_metas(tx: &mut dyn UnitOfWork, account: AccountId) -> Result<Vec<AttributeMeta>, AppError> {
+    let mut metas: Vec<AttributeMeta> = SYSTEM_ATTRIBUTES
+        .iter()
+        .map(|(slug, attribute_type)| AttributeMeta {
+            slug: (*slug).to_owned(),
+            attribute_type: *attribute_type,
+            source: AttributeSource::System,
+        })
+        .collect();
+    metas.extend(tx.list_attribute_metas(account)?);
+    Ok(metas)
+}
+
+/// One page of the account's attribute metas.
+///
+/// # Errors
+/// [`AppError::Unauthorized`] for a non-member.
+pub fn list_attribute_metas(services: &Services, actor: &Actor, account: AccountId, page: PageRequest) -> Result<Vec<AttributeMeta>, AppError> {
+    in_transaction(services.db.as_ref(), |tx| {
+        require_member(tx, actor, account)?;
+        let metas = all_metas(tx, account)?;
+        let start = usize::try_from(page.start).unwrap_or(usize::MAX);
+        Ok(metas.into_iter().skip(start).take(page.limit as usize).collect())
+    })
+}
+
+/// How many attribute metas the account has (system ones included).
+///
+/// # Errors
+/// [`AppError::Unauthorized`] for a non-member.
+pub fn count_attribute_metas(services: &Services, actor: &Actor, account: AccountId) -> Result<u64, AppError> {
+    in_transaction(services.db.as_ref(), |tx| {
+        require_member(tx, actor, account)?;
+        Ok(all_metas(tx, account)?.len() as u64)
+    })
+}

@@ -1,0 +1,99 @@
+//! The audience: contacts, their attributes and events, lists, search and metas.
+
+mod attribute_metas;
+mod delete_contact;
+mod event_names;
+mod get_contact;
+mod list_contacts;
+mod record_event;
+// mod search_contacts; (enabled once condition parsing lands)
+mod unbounce_contact;
+mod upsert_contact;
+
+pub use attribute_metas::{count_attribute_metas, list_attribute_metas};
+pub use delete_contact::delete_contact;
+pub use event_names::event_names;
+pub use get_contact::get_contact;
+pub use list_contacts::{count_contacts, list_contacts};
+pub use record_event::{record_event, RecordEventRequest};
+// pub use search_contacts::{count_search, search_contacts, SearchRequest};
+pub use unbounce_contact::unbounce_contact;
+pub use upsert_contact::{upsert_contact, UpsertContactRequest, UpsertedContact};
+
+use std::collections::HashMap;
+
+use mailroom_domain::{
+    attribute::{check_custom_slug, check_type, AttributeSource, AttributeType, AttributeValue, SYSTEM_ATTRIBUTES},
+    condition::AttributeTypes,
+    AccountId, ContactId, Timestamp, ValidationErrors,
+};
+
+use crate::{ports::UnitOfWork, AppError};
+
+/// Parses a custom `attributes` object: each slug checked, each value typed. Errors name
+/// `attributes.<slug>`.
+fn parse_custom_attributes(
+    attributes: Option<serde_json::Map<String, serde_json::Value>>,
+) -> Result<Vec<(String, AttributeValue)>, ValidationErrors> {
+    let mut errors = ValidationErrors::new();
+    let mut values = Vec::new();
+    for (slug, value) in attributes.unwrap_or_default() {
+        let field = format!("attributes.{slug}");
+        if let Err(error) = check_custom_slug(&slug) {
+            errors.push(&field, error.to_string());
+            continue;
+        }
+        if let Some(value) = errors.collect(&field, AttributeValue::from_json(&value)) {
+            values.push((slug, value));
+        }
+    }
+    errors.into_result()?;
+    Ok(values)
+}
+
+/// Writes custom attributes, enforcing that a slug keeps the type of its first write (also
+/// against a concurrent first write, which `ensure_attribute_metas` reports back).
+fn write_custom_attributes(
+    tx: &mut dyn UnitOfWork,
+    account: AccountId,
+    contact: ContactId,
+    values: &[(String, AttributeValue)],
+    now: Timestamp,
+) -> Result<(), AppError> {
+    if values.is_empty() {
+        return Ok(());
+    }
+    let metas: Vec<_> = values
+        .iter()
+        .map(|(slug, value)| (slug.clone(), value.attribute_type(), AttributeSource::Custom))
+        .collect();
+    let stored = tx.ensure_attribute_metas(account, &metas, now)?;
+    let mut errors = ValidationErrors::new();
+    for (slug, value) in values {
+        if let Err(error) = check_type(stored.get(slug).copied(), value) {
+            errors.push(format!("attributes.{slug}"), error.to_string());
+        }
+    }
+    errors.into_result()?;
+    tx.set_attributes(account, contact, values)?;
+    Ok(())
+}
+
+/// The account's attribute types, system ones included, for condition parsing.
+struct AccountAttributeTypes(HashMap<String, AttributeType>);
+
+impl AccountAttributeTypes {
+    fn load(tx: &mut dyn UnitOfWork, account: AccountId) -> Result<Self, AppError> {
+        let mut types = tx.attribute_types(account)?;
+        for (slug, attribute_type) in SYSTEM_ATTRIBUTES {
+            types.insert(slug.to_owned(), attribute_type);
+        }
+        Ok(Self(types))
+    }
+}
+
+impl AttributeTypes for AccountAttributeTypes {
+    fn attribute_type(&self, slug: &str) -> Option<AttributeType> {
+        self.0.get(slug).copied()
+    }
+}

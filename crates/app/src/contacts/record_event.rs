@@ -1,0 +1,79 @@
+use mailroom_domain::{
+    attribute::{AttributeSource, AttributeType, EVENT_ATTRIBUTE_PREFIX},
+    email::EmailAddress,
+    slug::EventSlug,
+    AccountId, ContactEventId, ContactId, ValidationErrors,
+};
+
+use super::{parse_custom_attributes, write_custom_attributes};
+use crate::{
+    auth::require_member,
+    ports::{in_transaction, ContactEvent},
+    Actor, AppError, Services,
+};
+
+/// The raw body of `POST …/events`.
+#[derive(Debug, Clone, Default)]
+pub struct RecordEventRequest {
+    /// `email`, required.
+    pub email: Option<String>,
+    /// `slug`, required; normalised to snake_case.
+    pub slug: Option<String>,
+    /// Optional custom attributes to merge into the contact.
+    pub attributes: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// Records a contact event: creates the contact when the email is unknown, merges the
+/// custom attributes, stores the event and moves `event.<slug>` forward, all in one
+/// transaction, so a 200 means the event is durable.
+///
+/// # Errors
+/// [`AppError::Invalid`] naming each bad field; [`AppError::Unauthorized`] for a non-member.
+pub fn record_event(services: &Services, actor: &Actor, account: AccountId, request: RecordEventRequest) -> Result<ContactEvent, AppError> {
+    let mut errors = ValidationErrors::new();
+    let email = match request.email.as_deref() {
+        None => {
+            errors.push("email", "is required");
+            None
+        }
+        Some(email) => errors.collect("email", EmailAddress::parse(email)),
+    };
+    let slug = match request.slug.as_deref() {
+        None => {
+            errors.push("slug", "is required");
+            None
+        }
+        Some(slug) => errors.collect("slug", EventSlug::normalize(slug)),
+    };
+    let attributes = match parse_custom_attributes(request.attributes) {
+        Ok(values) => values,
+        Err(more) => {
+            errors.0.extend(more.0);
+            Vec::new()
+        }
+    };
+    errors.into_result()?;
+    let (Some(email), Some(slug)) = (email, slug) else {
+        return Err(AppError::Internal("validated event lost a field".into()));
+    };
+    let now = services.clock.now();
+    let new_contact = ContactId::from_uuid(services.ids.next_uuid());
+    let event_id = ContactEventId::from_uuid(services.ids.next_uuid());
+    in_transaction(services.db.as_ref(), |tx| {
+        require_member(tx, actor, account)?;
+        let (contact, _created) = tx.upsert_contact(account, new_contact, &email, now)?;
+        write_custom_attributes(tx, account, contact.id, &attributes, now)?;
+        let event_attribute = format!("{EVENT_ATTRIBUTE_PREFIX}{}", slug.as_str());
+        tx.ensure_attribute_metas(account, &[(event_attribute, AttributeType::Date, AttributeSource::Event)], now)?;
+        let event = ContactEvent {
+            id: event_id,
+            contact_id: contact.id,
+            slug,
+            occurred_at: now,
+        };
+        tx.record_event(account, &event)?;
+        // The automations issue queues the messages this event triggers here, in this same
+        // transaction, so an event and its automation messages are durable together.
+        Ok(event)
+    })
+}

@@ -1,0 +1,81 @@
+use mailroom_domain::{
+    attribute::ResolvedAttributes,
+    condition::{parse_conditions, ConditionInput, Segment},
+    contact::Contact,
+    paging::PageRequest,
+    AccountId, TopicId,
+};
+
+use super::AccountAttributeTypes;
+use crate::{
+    auth::require_member,
+    ports::{in_transaction, UnitOfWork},
+    Actor, AppError, Services,
+};
+
+/// The raw body of `POST …/contacts/search`.
+#[derive(Debug, Clone, Default)]
+pub struct SearchRequest {
+    /// Conditions combined with AND.
+    pub attributes: Vec<ConditionInput>,
+    /// Whether unsubscribed contacts are included (required by the API).
+    pub include_unsubscribed: bool,
+    /// Exclude contacts unsubscribed from this topic.
+    pub topic: Option<TopicId>,
+}
+
+fn segment(tx: &mut dyn UnitOfWork, account: AccountId, request: &SearchRequest) -> Result<Segment, AppError> {
+    if let Some(topic) = request.topic {
+        if tx.find_topic(account, topic)?.is_none() {
+            return Err(AppError::invalid("topicId", "must be the id of a topic of this account"));
+        }
+    }
+    let types = AccountAttributeTypes::load(tx, account)?;
+    let conditions = parse_conditions(&request.attributes, &types)?;
+    Ok(Segment {
+        conditions,
+        include_unsubscribed: request.include_unsubscribed,
+        topic: request.topic,
+    })
+}
+
+/// One page of the contacts matching the audience filter, with resolved attributes, in id
+/// order.
+///
+/// # Errors
+/// [`AppError::Invalid`] for unknown slugs, operator/type mismatches and bad values;
+/// [`AppError::Unauthorized`] for a non-member.
+pub fn search_contacts(
+    services: &Services,
+    actor: &Actor,
+    account: AccountId,
+    request: &SearchRequest,
+    page: PageRequest,
+) -> Result<Vec<(Contact, ResolvedAttributes)>, AppError> {
+    in_transaction(services.db.as_ref(), |tx| {
+        require_member(tx, actor, account)?;
+        let segment = segment(tx, account, request)?;
+        let ids = tx.search_segment(account, &segment, page)?;
+        let contacts = tx.find_contacts(account, &ids)?;
+        let mut attributes = tx.resolved_attributes(account, &ids)?;
+        Ok(contacts
+            .into_iter()
+            .map(|contact| {
+                let resolved = attributes.remove(&contact.id).unwrap_or_default();
+                (contact, resolved)
+            })
+            .collect())
+    })
+}
+
+/// How many contacts match the audience filter.
+///
+/// # Errors
+/// As [`search_contacts`].
+pub fn count_search(services: &Services, actor: &Actor, account: AccountId, request: &SearchRequest) -> Result<u64, AppError> {
+    in_transaction(services.db.as_ref(), |tx| {
+        require_member(tx, actor, account)?;
+        let segment = segment(tx, account, request)?;
+        Ok(tx.count_segment(account, &segment)?)
+    })
+}

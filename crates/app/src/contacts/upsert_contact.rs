@@ -1,0 +1,61 @@
+use mailroom_domain::{
+    attribute::ResolvedAttributes, contact::Contact, email::EmailAddress, AccountId, ContactId,
+    ValidationErrors,
+};
+
+use super::{parse_custom_attributes, write_custom_attributes};
+use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+
+/// The raw body of `POST …/contacts`.
+#[derive(Debug, Clone, Default)]
+pub struct UpsertContactRequest {
+    /// `email`, required.
+    pub email: Option<String>,
+    /// Custom attributes to merge.
+    pub attributes: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// The contact after the upsert, with its resolved attributes.
+#[derive(Debug, Clone)]
+pub struct UpsertedContact {
+    /// The contact.
+    pub contact: Contact,
+    /// Its resolved attributes.
+    pub attributes: ResolvedAttributes,
+    /// Whether this call created it.
+    pub created: bool,
+}
+
+/// Creates the contact or merges attributes into the existing one (matched by email,
+/// case-insensitively).
+///
+/// # Errors
+/// [`AppError::Invalid`] naming each bad field; [`AppError::Unauthorized`] for a non-member.
+pub fn upsert_contact(services: &Services, actor: &Actor, account: AccountId, request: UpsertContactRequest) -> Result<UpsertedContact, AppError> {
+    let mut errors = ValidationErrors::new();
+    let email = match request.email.as_deref() {
+        None => {
+            errors.push("email", "is required");
+            None
+        }
+        Some(email) => errors.collect("email", EmailAddress::parse(email)),
+    };
+    let attributes = match parse_custom_attributes(request.attributes) {
+        Ok(values) => values,
+        Err(more) => {
+            errors.0.extend(more.0);
+            Vec::new()
+        }
+    };
+    errors.into_result()?;
+    let email = email.ok_or_else(|| AppError::Internal("validated contact lost its email".into()))?;
+    let now = services.clock.now();
+    let new_contact = ContactId::from_uuid(services.ids.next_uuid());
+    in_transaction(services.db.as_ref(), |tx| {
+        require_member(tx, actor, account)?;
+        let (contact, created) = tx.upsert_contact(account, new_contact, &email, now)?;
+        write_custom_attributes(tx, account, contact.id, &attributes, now)?;
+        let attributes = tx.resolved_attributes(account, &[contact.id])?.remove(&contact.id).unwrap_or_default();
+        Ok(UpsertedContact { contact, attributes, created })
+    })
+}

@@ -1,0 +1,133 @@
+use std::collections::HashMap;
+
+use mailroom_domain::{
+    attribute::{AttributeMeta, AttributeSource, AttributeType, AttributeValue, ResolvedAttributes},
+    contact::{Contact, ContactQuery},
+    email::EmailAddress,
+    paging::PageRequest,
+    slug::EventSlug,
+    AccountId, ContactEventId, ContactId, Timestamp,
+};
+
+use crate::StoreError;
+
+/// A recorded contact event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContactEvent {
+    /// Id.
+    pub id: ContactEventId,
+    /// The contact who did it.
+    pub contact_id: ContactId,
+    /// Normalised slug.
+    pub slug: EventSlug,
+    /// When it happened (when it was recorded).
+    pub occurred_at: Timestamp,
+}
+
+/// One event name of an account with how often and how recently it was recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventName {
+    /// The slug.
+    pub slug: String,
+    /// How many events carry it.
+    pub count: u64,
+    /// The latest.
+    pub last_seen: Timestamp,
+}
+
+/// Contacts, their attributes and their events.
+pub trait ContactRepository {
+    /// The types of the account's custom and event attributes, by slug.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn attribute_types(&mut self, account: AccountId) -> Result<HashMap<String, AttributeType>, StoreError>;
+
+    /// Records slugs' types on first write (existing metas are kept) and returns the types
+    /// now stored for them, so a concurrent first write of another type is detected.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn ensure_attribute_metas(
+        &mut self,
+        account: AccountId,
+        metas: &[(String, AttributeType, AttributeSource)],
+        now: Timestamp,
+    ) -> Result<HashMap<String, AttributeType>, StoreError>;
+
+    /// Every custom and event attribute meta, by slug.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn list_attribute_metas(&mut self, account: AccountId) -> Result<Vec<AttributeMeta>, StoreError>;
+
+    /// The contact with this email (case-insensitively), created with `new_id` when there
+    /// is none; `true` when it was created. One contact per email per account, also under
+    /// concurrent calls.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn upsert_contact(&mut self, account: AccountId, new_id: ContactId, email: &EmailAddress, now: Timestamp) -> Result<(Contact, bool), StoreError>;
+
+    /// Writes custom attribute values (replacing earlier values of the same slugs).
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn set_attributes(&mut self, account: AccountId, contact: ContactId, values: &[(String, AttributeValue)]) -> Result<(), StoreError>;
+
+    /// Stores an event and moves the contact's `event.<slug>` attribute to its time when
+    /// later than the stored one.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn record_event(&mut self, account: AccountId, event: &ContactEvent) -> Result<(), StoreError>;
+
+    /// The contact, if it is the account's.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn find_contact(&mut self, account: AccountId, id: ContactId) -> Result<Option<Contact>, StoreError>;
+
+    /// These contacts, in the order of `ids` (unknown ids are skipped).
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn find_contacts(&mut self, account: AccountId, ids: &[ContactId]) -> Result<Vec<Contact>, StoreError>;
+
+    /// One page of the contact list.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn list_contacts(&mut self, account: AccountId, query: &ContactQuery, page: PageRequest) -> Result<Vec<Contact>, StoreError>;
+
+    /// How many contacts the list would show over all pages.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn count_contacts(&mut self, account: AccountId, query: &ContactQuery) -> Result<u64, StoreError>;
+
+    /// The resolved attributes (system, custom, event) of these contacts.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn resolved_attributes(&mut self, account: AccountId, ids: &[ContactId]) -> Result<HashMap<ContactId, ResolvedAttributes>, StoreError>;
+
+    /// Clears the hard-bounce flag; `false` when there is no such contact.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn clear_hard_bounce(&mut self, account: AccountId, id: ContactId) -> Result<bool, StoreError>;
+
+    /// Deletes the contact with its events, attributes and unsubscriptions; `false` when
+    /// there is none.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn delete_contact(&mut self, account: AccountId, id: ContactId) -> Result<bool, StoreError>;
+
+    /// The account's event names with counts and latest times, by slug.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn event_names(&mut self, account: AccountId) -> Result<Vec<EventName>, StoreError>;
+}

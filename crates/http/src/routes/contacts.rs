@@ -1,0 +1,267 @@
+//! `/v2/accounts/{accountId}/contacts`, `/events` and `/attributes`.
+
+use actix_web::{delete, get, patch, post, web};
+use mailroom_app::{contacts, AppError, Services};
+use mailroom_domain::{
+    contact::{ContactQuery, ContactSort, StatusFilter},
+    email::EmailAddress,
+    patch::Field,
+    ContactId, ValidationErrors,
+};
+
+use crate::{
+    blocking::run_blocking,
+    dto::{
+        AttributeMetaDto, ContactDto, ContactEventDto, ContactListParams, CountDto, EventBody, EventNameDto, PageEnvelope,
+        UnbounceBody, UpsertContactBody,
+    },
+    extract::{account_id, record_id, Caller, JsonBody, Paging},
+    problem::{ApiError, Problem},
+};
+
+/// Parses the list's query parameters; a bad value is a 400 naming the parameter.
+fn contact_query(params: ContactListParams) -> Result<ContactQuery, ApiError> {
+    let mut errors = ValidationErrors::new();
+    let mut query = ContactQuery::default();
+    if let Some(sort) = params.sort_by.as_deref() {
+        match ContactSort::parse(sort) {
+            Some(sort) => query.sort = sort,
+            None => errors.push("sortBy", "must be one of createDate, email, messageCount, name, status"),
+        }
+    }
+    match params.order.as_deref() {
+        None | Some("1") => {}
+        Some("-1") => query.ascending = false,
+        Some(_) => errors.push("order", "must be 1 or -1"),
+    }
+    if let Some(status) = params.status.as_deref() {
+        match StatusFilter::parse(status) {
+            Some(status) => query.status = Some(status),
+            None => errors.push("status", "must be bounced or unsubscribed"),
+        }
+    }
+    if let Some(email) = params.email {
+        if errors.collect("email", EmailAddress::parse(&email)).is_some() {
+            query.email = Some(email);
+        }
+    }
+    query.search = params.search.filter(|search| !search.is_empty());
+    errors.into_result().map_err(AppError::Invalid)?;
+    Ok(query)
+}
+
+/// One page of contacts, filtered and sorted.
+#[utoipa::path(
+    tag = "contacts", security(("bearer" = [])),
+    params(
+        ("accountId" = String, Path, description = "Account id"),
+        ("start" = Option<u64>, Query, description = "Zero-based offset (default 0)"),
+        ("limit" = Option<u32>, Query, description = "Page size (default 25, clamped to 100)"),
+        ContactListParams,
+    ),
+    responses((status = 200, body = PageEnvelope<ContactDto>), (status = 400, body = Problem), (status = 401, body = Problem))
+)]
+#[get("/accounts/{accountId}/contacts")]
+pub(crate) async fn list_contacts(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<String>,
+    paging: Paging,
+    params: web::Query<ContactListParams>,
+) -> Result<web::Json<PageEnvelope<ContactDto>>, ApiError> {
+    let account = account_id(&path)?;
+    let query = contact_query(params.into_inner())?;
+    let page = paging.0;
+    let list = run_blocking(move || contacts::list_contacts(&services, &caller.0, account, &query, page)).await?;
+    Ok(web::Json(PageEnvelope::page(list.into_iter().map(ContactDto::plain).collect(), page)))
+}
+
+/// How many contacts the list shows under the same filters.
+#[utoipa::path(
+    tag = "contacts", security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id"), ContactListParams),
+    responses((status = 200, body = CountDto), (status = 400, body = Problem), (status = 401, body = Problem))
+)]
+#[get("/accounts/{accountId}/contacts/count")]
+pub(crate) async fn count_contacts(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<String>,
+    params: web::Query<ContactListParams>,
+) -> Result<web::Json<CountDto>, ApiError> {
+    let account = account_id(&path)?;
+    let query = contact_query(params.into_inner())?;
+    let count = run_blocking(move || contacts::count_contacts(&services, &caller.0, account, &query)).await?;
+    Ok(web::Json(CountDto { count }))
+}
+
+/// Create a contact, or merge attributes into the one with this email.
+#[utoipa::path(
+    tag = "contacts", request_body = UpsertContactBody, security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id")),
+    responses((status = 200, body = ContactDto), (status = 400, body = Problem), (status = 401, body = Problem))
+)]
+#[post("/accounts/{accountId}/contacts")]
+pub(crate) async fn upsert_contact(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<String>,
+    body: JsonBody<UpsertContactBody>,
+) -> Result<web::Json<ContactDto>, ApiError> {
+    let account = account_id(&path)?;
+    let request = contacts::UpsertContactRequest {
+        email: body.0.email,
+        attributes: body.0.attributes,
+    };
+    let saved = run_blocking(move || contacts::upsert_contact(&services, &caller.0, account, request)).await?;
+    Ok(web::Json(ContactDto::with_attributes(saved.contact, saved.attributes)))
+}
+
+/// One contact with its resolved attributes.
+#[utoipa::path(
+    tag = "contacts", security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id"), ("contactId" = String, Path, description = "Contact id")),
+    responses((status = 200, body = ContactDto), (status = 401, body = Problem), (status = 404, body = Problem))
+)]
+#[get("/accounts/{accountId}/contacts/{contactId}")]
+pub(crate) async fn get_contact(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<(String, String)>,
+) -> Result<web::Json<ContactDto>, ApiError> {
+    let account = account_id(&path.0)?;
+    let contact: ContactId = record_id(&path.1)?;
+    let (found, attributes) = run_blocking(move || contacts::get_contact(&services, &caller.0, account, contact)).await?;
+    Ok(web::Json(ContactDto::with_attributes(found, attributes)))
+}
+
+/// Unbounce a contact: the body must be exactly `{"hardBounced": false}`.
+#[utoipa::path(
+    tag = "contacts", request_body = UnbounceBody, security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id"), ("contactId" = String, Path, description = "Contact id")),
+    responses((status = 200, body = ContactDto), (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem))
+)]
+#[patch("/accounts/{accountId}/contacts/{contactId}")]
+pub(crate) async fn unbounce_contact(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<(String, String)>,
+    body: JsonBody<UnbounceBody>,
+) -> Result<web::Json<ContactDto>, ApiError> {
+    let account = account_id(&path.0)?;
+    let contact: ContactId = record_id(&path.1)?;
+    if body.0.hard_bounced != Field::Value(false) {
+        return Err(ApiError::invalid_field(
+            "hardBounced",
+            "the only supported update is {\"hardBounced\": false}",
+        ));
+    }
+    let updated = run_blocking(move || contacts::unbounce_contact(&services, &caller.0, account, contact)).await?;
+    Ok(web::Json(ContactDto::plain(updated)))
+}
+
+/// Delete a contact with its events, attributes and unsubscriptions.
+#[utoipa::path(
+    tag = "contacts", security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id"), ("contactId" = String, Path, description = "Contact id")),
+    responses((status = 200, body = ContactDto), (status = 401, body = Problem), (status = 404, body = Problem))
+)]
+#[delete("/accounts/{accountId}/contacts/{contactId}")]
+pub(crate) async fn delete_contact(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<(String, String)>,
+) -> Result<web::Json<ContactDto>, ApiError> {
+    let account = account_id(&path.0)?;
+    let contact: ContactId = record_id(&path.1)?;
+    let deleted = run_blocking(move || contacts::delete_contact(&services, &caller.0, account, contact)).await?;
+    Ok(web::Json(ContactDto::plain(deleted)))
+}
+
+/// Record a contact event (the contact is created when unknown). A 200 means it is durable.
+#[utoipa::path(
+    tag = "events", request_body = EventBody, security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id")),
+    responses((status = 200, body = ContactEventDto), (status = 400, body = Problem), (status = 401, body = Problem))
+)]
+#[post("/accounts/{accountId}/events")]
+pub(crate) async fn record_event(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<String>,
+    body: JsonBody<EventBody>,
+) -> Result<web::Json<ContactEventDto>, ApiError> {
+    let account = account_id(&path)?;
+    let request = contacts::RecordEventRequest {
+        email: body.0.email,
+        slug: body.0.slug,
+        attributes: body.0.attributes,
+    };
+    let event = run_blocking(move || contacts::record_event(&services, &caller.0, account, request)).await?;
+    Ok(web::Json(ContactEventDto::new(account, event)))
+}
+
+/// Every event name with its count and latest time, in one envelope.
+#[utoipa::path(
+    tag = "events", security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id")),
+    responses((status = 200, body = PageEnvelope<EventNameDto>), (status = 401, body = Problem))
+)]
+#[get("/accounts/{accountId}/events/names")]
+pub(crate) async fn event_names(services: web::Data<Services>, caller: Caller, path: web::Path<String>) -> Result<web::Json<PageEnvelope<EventNameDto>>, ApiError> {
+    let account = account_id(&path)?;
+    let names = run_blocking(move || contacts::event_names(&services, &caller.0, account)).await?;
+    let items = names
+        .into_iter()
+        .map(|name| EventNameDto {
+            slug: name.slug,
+            count: name.count,
+            last_seen: name.last_seen,
+        })
+        .collect();
+    Ok(web::Json(PageEnvelope::whole(items)))
+}
+
+/// One page of attribute metas: system, then custom and event by slug.
+#[utoipa::path(
+    tag = "contacts", security(("bearer" = [])),
+    params(
+        ("accountId" = String, Path, description = "Account id"),
+        ("start" = Option<u64>, Query, description = "Zero-based offset (default 0)"),
+        ("limit" = Option<u32>, Query, description = "Page size (default 25, clamped to 100)"),
+    ),
+    responses((status = 200, body = PageEnvelope<AttributeMetaDto>), (status = 400, body = Problem), (status = 401, body = Problem))
+)]
+#[get("/accounts/{accountId}/attributes")]
+pub(crate) async fn list_attributes(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<String>,
+    paging: Paging,
+) -> Result<web::Json<PageEnvelope<AttributeMetaDto>>, ApiError> {
+    let account = account_id(&path)?;
+    let page = paging.0;
+    let metas = run_blocking(move || contacts::list_attribute_metas(&services, &caller.0, account, page)).await?;
+    let items = metas
+        .into_iter()
+        .map(|meta| AttributeMetaDto {
+            slug: meta.slug,
+            attribute_type: meta.attribute_type.as_str().to_owned(),
+            source: meta.source.as_str().to_owned(),
+        })
+        .collect();
+    Ok(web::Json(PageEnvelope::page(items, page)))
+}
+
+/// How many attribute metas the account has.
+#[utoipa::path(
+    tag = "contacts", security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id")),
+    responses((status = 200, body = CountDto), (status = 401, body = Problem))
+)]
+#[get("/accounts/{accountId}/attributes/count")]
+pub(crate) async fn count_attributes(services: web::Data<Services>, caller: Caller, path: web::Path<String>) -> Result<web::Json<CountDto>, ApiError> {
+    let account = account_id(&path)?;
+    let count = run_blocking(move || contacts::count_attribute_metas(&services, &caller.0, account)).await?;
+    Ok(web::Json(CountDto { count }))
+}

@@ -1,0 +1,414 @@
+use std::collections::HashMap;
+
+use diesel::{
+    dsl::sql,
+    pg::Pg,
+    prelude::*,
+    sql_types::{Bool, Integer, Text},
+    upsert::excluded,
+};
+use mailroom_app::{
+    ports::{ContactEvent, ContactRepository, EventName},
+    StoreError,
+};
+use mailroom_domain::{
+    attribute::{AttributeMeta, AttributeSource, AttributeType, AttributeValue, ResolvedAttributes},
+    contact::{Contact, ContactQuery, ContactSort, StatusFilter},
+    email::EmailAddress,
+    paging::PageRequest,
+    AccountId, ContactId, Timestamp, TopicId,
+};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::{corrupt, templates::page_bounds, timestamp, PgUnitOfWork};
+use crate::{
+    error::store_error,
+    schema::{attribute_metas, contact_attributes, contact_events, contacts, topic_unsubscriptions},
+};
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = contacts, check_for_backend(Pg))]
+struct ContactRow {
+    id: Uuid,
+    email: String,
+    created_at: OffsetDateTime,
+    hard_bounced_at: Option<OffsetDateTime>,
+    complaint_at: Option<OffsetDateTime>,
+    unsubscribed_at: Option<OffsetDateTime>,
+    message_count: i32,
+}
+
+impl ContactRow {
+    fn into_contact(self, topic_unsubscriptions: Vec<TopicId>) -> Contact {
+        Contact {
+            id: ContactId::from_uuid(self.id),
+            email: self.email,
+            created_at: timestamp(self.created_at),
+            hard_bounced_at: self.hard_bounced_at.map(timestamp),
+            complaint_at: self.complaint_at.map(timestamp),
+            unsubscribed_at: self.unsubscribed_at.map(timestamp),
+            topic_unsubscriptions,
+            message_count: u32::try_from(self.message_count).unwrap_or(0),
+        }
+    }
+}
+
+#[derive(Queryable, Selectable, Insertable)]
+#[diesel(table_name = contact_attributes, check_for_backend(Pg))]
+struct AttributeRow {
+    account_id: Uuid,
+    contact_id: Uuid,
+    slug: String,
+    string_value: Option<String>,
+    number_value: Option<f64>,
+    bool_value: Option<bool>,
+    date_value: Option<OffsetDateTime>,
+}
+
+impl AttributeRow {
+    fn value(&self) -> Result<AttributeValue, StoreError> {
+        match (&self.string_value, self.number_value, self.bool_value, self.date_value) {
+            (Some(text), None, None, None) => Ok(AttributeValue::String(text.clone())),
+            (None, Some(number), None, None) => Ok(AttributeValue::Number(number)),
+            (None, None, Some(flag), None) => Ok(AttributeValue::Boolean(flag)),
+            (None, None, None, Some(at)) => Ok(AttributeValue::Date(timestamp(at))),
+            _ => Err(corrupt("contact_attributes", &self.slug)),
+        }
+    }
+}
+
+fn attribute_row(account: AccountId, contact: ContactId, slug: &str, value: &AttributeValue) -> AttributeRow {
+    let mut row = AttributeRow {
+        account_id: account.as_uuid(),
+        contact_id: contact.as_uuid(),
+        slug: slug.to_owned(),
+        string_value: None,
+        number_value: None,
+        bool_value: None,
+        date_value: None,
+    };
+    match value {
+        AttributeValue::String(text) => row.string_value = Some(text.clone()),
+        AttributeValue::Number(number) => row.number_value = Some(*number),
+        AttributeValue::Boolean(flag) => row.bool_value = Some(*flag),
+        AttributeValue::Date(at) => row.date_value = Some(at.as_datetime()),
+    }
+    row
+}
+
+/// The filters shared by the list and its count; `email` takes precedence over `search`.
+fn filtered(account: AccountId, query: &ContactQuery) -> contacts::BoxedQuery<'static, Pg> {
+    let mut select = contacts::table
+        .filter(contacts::account_id.eq(account.as_uuid()))
+        .into_boxed();
+    if let Some(email) = &query.email {
+        select = select.filter(contacts::email_lower.eq(email.to_lowercase()));
+    } else if let Some(search) = &query.search {
+        // strpos needs no escaping of % and _, unlike LIKE.
+        select = select.filter(sql::<Bool>("strpos(email_lower, ").bind::<Text, _>(search.to_lowercase()).sql(") > 0"));
+    }
+    match query.status {
+        Some(StatusFilter::Bounced) => select = select.filter(contacts::hard_bounced_at.is_not_null()),
+        Some(StatusFilter::Unsubscribed) => select = select.filter(contacts::unsubscribed_at.is_not_null()),
+        None => {}
+    }
+    select
+}
+
+/// Status rank: active < unsubscribed < complained < bounced.
+const STATUS_RANK: &str = "CASE WHEN hard_bounced_at IS NOT NULL THEN 3 \
+     WHEN complaint_at IS NOT NULL THEN 2 WHEN unsubscribed_at IS NOT NULL THEN 1 ELSE 0 END";
+
+impl PgUnitOfWork<'_> {
+    fn topic_unsubscriptions_of(&mut self, account: AccountId, ids: &[Uuid]) -> Result<HashMap<Uuid, Vec<TopicId>>, StoreError> {
+        let rows: Vec<(Uuid, Uuid)> = topic_unsubscriptions::table
+            .filter(topic_unsubscriptions::account_id.eq(account.as_uuid()))
+            .filter(topic_unsubscriptions::contact_id.eq_any(ids))
+            .order((topic_unsubscriptions::contact_id, topic_unsubscriptions::created_at))
+            .select((topic_unsubscriptions::contact_id, topic_unsubscriptions::topic_id))
+            .load(self.conn)
+            .map_err(store_error)?;
+        let mut map: HashMap<Uuid, Vec<TopicId>> = HashMap::new();
+        for (contact, topic) in rows {
+            map.entry(contact).or_default().push(TopicId::from_uuid(topic));
+        }
+        Ok(map)
+    }
+
+    fn with_topics(&mut self, account: AccountId, rows: Vec<ContactRow>) -> Result<Vec<Contact>, StoreError> {
+        let ids: Vec<Uuid> = rows.iter().map(|row| row.id).collect();
+        let mut topics = self.topic_unsubscriptions_of(account, &ids)?;
+        Ok(rows
+            .into_iter()
+            .map(|row| {
+                let unsubscribed = topics.remove(&row.id).unwrap_or_default();
+                row.into_contact(unsubscribed)
+            })
+            .collect())
+    }
+}
+
+impl ContactRepository for PgUnitOfWork<'_> {
+    fn attribute_types(&mut self, account: AccountId) -> Result<HashMap<String, AttributeType>, StoreError> {
+        attribute_metas::table
+            .filter(attribute_metas::account_id.eq(account.as_uuid()))
+            .select((attribute_metas::slug, attribute_metas::attribute_type))
+            .load::<(String, String)>(self.conn)
+            .map_err(store_error)?
+            .into_iter()
+            .map(|(slug, kind)| {
+                let kind = AttributeType::parse(&kind).ok_or_else(|| corrupt("attribute_metas.attribute_type", &kind))?;
+                Ok((slug, kind))
+            })
+            .collect()
+    }
+
+    fn ensure_attribute_metas(
+        &mut self,
+        account: AccountId,
+        metas: &[(String, AttributeType, AttributeSource)],
+        now: Timestamp,
+    ) -> Result<HashMap<String, AttributeType>, StoreError> {
+        let rows: Vec<_> = metas
+            .iter()
+            .map(|(slug, kind, source)| {
+                (
+                    attribute_metas::account_id.eq(account.as_uuid()),
+                    attribute_metas::slug.eq(slug.as_str()),
+                    attribute_metas::attribute_type.eq(kind.as_str()),
+                    attribute_metas::source.eq(source.as_str()),
+                    attribute_metas::created_at.eq(now.as_datetime()),
+                )
+            })
+            .collect();
+        diesel::insert_into(attribute_metas::table)
+            .values(rows)
+            .on_conflict_do_nothing()
+            .execute(self.conn)
+            .map_err(store_error)?;
+        let slugs: Vec<&str> = metas.iter().map(|(slug, _, _)| slug.as_str()).collect();
+        attribute_metas::table
+            .filter(attribute_metas::account_id.eq(account.as_uuid()))
+            .filter(attribute_metas::slug.eq_any(slugs))
+            .select((attribute_metas::slug, attribute_metas::attribute_type))
+            .load::<(String, String)>(self.conn)
+            .map_err(store_error)?
+            .into_iter()
+            .map(|(slug, kind)| {
+                let kind = AttributeType::parse(&kind).ok_or_else(|| corrupt("attribute_metas.attribute_type", &kind))?;
+                Ok((slug, kind))
+            })
+            .collect()
+    }
+
+    fn list_attribute_metas(&mut self, account: AccountId) -> Result<Vec<AttributeMeta>, StoreError> {
+        attribute_metas::table
+            .filter(attribute_metas::account_id.eq(account.as_uuid()))
+            .order(attribute_metas::slug.asc())
+            .select((attribute_metas::slug, attribute_metas::attribute_type, attribute_metas::source))
+            .load::<(String, String, String)>(self.conn)
+            .map_err(store_error)?
+            .into_iter()
+            .map(|(slug, kind, source)| {
+                Ok(AttributeMeta {
+                    attribute_type: AttributeType::parse(&kind).ok_or_else(|| corrupt("attribute_metas.attribute_type", &kind))?,
+                    source: AttributeSource::parse(&source).ok_or_else(|| corrupt("attribute_metas.source", &source))?,
+                    slug,
+                })
+            })
+            .collect()
+    }
+
+    fn upsert_contact(&mut self, account: AccountId, new_id: ContactId, email: &EmailAddress, now: Timestamp) -> Result<(Contact, bool), StoreError> {
+        // ON CONFLICT DO NOTHING waits for a concurrent insert of the same email to commit,
+        // so the read below always finds the one contact.
+        let inserted = diesel::insert_into(contacts::table)
+            .values((
+                contacts::account_id.eq(account.as_uuid()),
+                contacts::id.eq(new_id.as_uuid()),
+                contacts::email.eq(email.as_str()),
+                contacts::created_at.eq(now.as_datetime()),
+            ))
+            .on_conflict((contacts::account_id, contacts::email_lower))
+            .do_nothing()
+            .execute(self.conn)
+            .map_err(store_error)?;
+        let row = contacts::table
+            .filter(contacts::account_id.eq(account.as_uuid()))
+            .filter(contacts::email_lower.eq(email.normalized()))
+            .select(ContactRow::as_select())
+            .first(self.conn)
+            .map_err(store_error)?;
+        let contact = self.with_topics(account, vec![row])?.remove(0);
+        Ok((contact, inserted == 1))
+    }
+
+    fn set_attributes(&mut self, account: AccountId, contact: ContactId, values: &[(String, AttributeValue)]) -> Result<(), StoreError> {
+        let rows: Vec<AttributeRow> = values.iter().map(|(slug, value)| attribute_row(account, contact, slug, value)).collect();
+        diesel::insert_into(contact_attributes::table)
+            .values(&rows)
+            .on_conflict((contact_attributes::account_id, contact_attributes::contact_id, contact_attributes::slug))
+            .do_update()
+            .set((
+                contact_attributes::string_value.eq(excluded(contact_attributes::string_value)),
+                contact_attributes::number_value.eq(excluded(contact_attributes::number_value)),
+                contact_attributes::bool_value.eq(excluded(contact_attributes::bool_value)),
+                contact_attributes::date_value.eq(excluded(contact_attributes::date_value)),
+            ))
+            .execute(self.conn)
+            .map_err(store_error)?;
+        if let Some((_, value)) = values.iter().find(|(slug, _)| slug == "name") {
+            let sort_name = match value {
+                AttributeValue::String(text) => Some(text.to_lowercase()),
+                _ => None,
+            };
+            diesel::update(contacts::table.find((account.as_uuid(), contact.as_uuid())))
+                .set(contacts::sort_name.eq(sort_name))
+                .execute(self.conn)
+                .map_err(store_error)?;
+        }
+        Ok(())
+    }
+
+    fn record_event(&mut self, account: AccountId, event: &ContactEvent) -> Result<(), StoreError> {
+        diesel::insert_into(contact_events::table)
+            .values((
+                contact_events::account_id.eq(account.as_uuid()),
+                contact_events::id.eq(event.id.as_uuid()),
+                contact_events::contact_id.eq(event.contact_id.as_uuid()),
+                contact_events::slug.eq(event.slug.as_str()),
+                contact_events::occurred_at.eq(event.occurred_at.as_datetime()),
+            ))
+            .execute(self.conn)
+            .map_err(store_error)?;
+        let slug = format!("event.{}", event.slug.as_str());
+        let row = attribute_row(account, event.contact_id, &slug, &AttributeValue::Date(event.occurred_at));
+        diesel::insert_into(contact_attributes::table)
+            .values(&row)
+            .on_conflict((contact_attributes::account_id, contact_attributes::contact_id, contact_attributes::slug))
+            .do_update()
+            .set(contact_attributes::date_value.eq(sql::<diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>>(
+                "GREATEST(contact_attributes.date_value, excluded.date_value)",
+            )))
+            .execute(self.conn)
+            .map(drop)
+            .map_err(store_error)
+    }
+
+    fn find_contact(&mut self, account: AccountId, id: ContactId) -> Result<Option<Contact>, StoreError> {
+        Ok(self.find_contacts(account, &[id])?.pop())
+    }
+
+    fn find_contacts(&mut self, account: AccountId, ids: &[ContactId]) -> Result<Vec<Contact>, StoreError> {
+        let uuids: Vec<Uuid> = ids.iter().map(ContactId::as_uuid).collect();
+        let rows = contacts::table
+            .filter(contacts::account_id.eq(account.as_uuid()))
+            .filter(contacts::id.eq_any(&uuids))
+            .select(ContactRow::as_select())
+            .load(self.conn)
+            .map_err(store_error)?;
+        let mut by_id: HashMap<Uuid, Contact> = self
+            .with_topics(account, rows)?
+            .into_iter()
+            .map(|contact| (contact.id.as_uuid(), contact))
+            .collect();
+        Ok(uuids.iter().filter_map(|id| by_id.remove(id)).collect())
+    }
+
+    fn list_contacts(&mut self, account: AccountId, query: &ContactQuery, page: PageRequest) -> Result<Vec<Contact>, StoreError> {
+        let (offset, limit) = page_bounds(page);
+        let select = filtered(account, query);
+        let asc = query.ascending;
+        let select = match (query.sort, asc) {
+            (ContactSort::CreateDate, true) => select.order((contacts::created_at.asc(), contacts::id.asc())),
+            (ContactSort::CreateDate, false) => select.order((contacts::created_at.desc(), contacts::id.desc())),
+            (ContactSort::Email, true) => select.order((contacts::email_lower.asc(), contacts::id.asc())),
+            (ContactSort::Email, false) => select.order((contacts::email_lower.desc(), contacts::id.desc())),
+            (ContactSort::MessageCount, true) => select.order((contacts::message_count.asc(), contacts::id.asc())),
+            (ContactSort::MessageCount, false) => select.order((contacts::message_count.desc(), contacts::id.desc())),
+            // Contacts without a name come last in both directions.
+            (ContactSort::Name, true) => select.order((contacts::sort_name.asc().nulls_last(), contacts::id.asc())),
+            (ContactSort::Name, false) => select.order((contacts::sort_name.desc().nulls_last(), contacts::id.desc())),
+            (ContactSort::Status, true) => select.order((sql::<Integer>(STATUS_RANK).asc(), contacts::id.asc())),
+            (ContactSort::Status, false) => select.order((sql::<Integer>(STATUS_RANK).desc(), contacts::id.desc())),
+        };
+        let rows = select
+            .offset(offset)
+            .limit(limit)
+            .select(ContactRow::as_select())
+            .load(self.conn)
+            .map_err(store_error)?;
+        self.with_topics(account, rows)
+    }
+
+    fn count_contacts(&mut self, account: AccountId, query: &ContactQuery) -> Result<u64, StoreError> {
+        filtered(account, query)
+            .count()
+            .get_result::<i64>(self.conn)
+            .map(|n| u64::try_from(n).unwrap_or(0))
+            .map_err(store_error)
+    }
+
+    fn resolved_attributes(&mut self, account: AccountId, ids: &[ContactId]) -> Result<HashMap<ContactId, ResolvedAttributes>, StoreError> {
+        let uuids: Vec<Uuid> = ids.iter().map(ContactId::as_uuid).collect();
+        let mut resolved: HashMap<ContactId, ResolvedAttributes> = HashMap::new();
+        let system: Vec<(Uuid, String, OffsetDateTime, i32)> = contacts::table
+            .filter(contacts::account_id.eq(account.as_uuid()))
+            .filter(contacts::id.eq_any(&uuids))
+            .select((contacts::id, contacts::email, contacts::created_at, contacts::message_count))
+            .load(self.conn)
+            .map_err(store_error)?;
+        for (id, email, created_at, message_count) in system {
+            let attributes = resolved.entry(ContactId::from_uuid(id)).or_default();
+            attributes.insert("email".into(), AttributeValue::String(email));
+            attributes.insert("create_date".into(), AttributeValue::Date(timestamp(created_at)));
+            attributes.insert("message_count".into(), AttributeValue::Number(f64::from(message_count)));
+        }
+        let rows: Vec<AttributeRow> = contact_attributes::table
+            .filter(contact_attributes::account_id.eq(account.as_uuid()))
+            .filter(contact_attributes::contact_id.eq_any(&uuids))
+            .select(AttributeRow::as_select())
+            .load(self.conn)
+            .map_err(store_error)?;
+        for row in rows {
+            let value = row.value()?;
+            resolved.entry(ContactId::from_uuid(row.contact_id)).or_default().insert(row.slug, value);
+        }
+        Ok(resolved)
+    }
+
+    fn clear_hard_bounce(&mut self, account: AccountId, id: ContactId) -> Result<bool, StoreError> {
+        diesel::update(contacts::table.find((account.as_uuid(), id.as_uuid())))
+            .set(contacts::hard_bounced_at.eq(None::<OffsetDateTime>))
+            .execute(self.conn)
+            .map(|n| n > 0)
+            .map_err(store_error)
+    }
+
+    fn delete_contact(&mut self, account: AccountId, id: ContactId) -> Result<bool, StoreError> {
+        diesel::delete(contacts::table.find((account.as_uuid(), id.as_uuid())))
+            .execute(self.conn)
+            .map(|n| n > 0)
+            .map_err(store_error)
+    }
+
+    fn event_names(&mut self, account: AccountId) -> Result<Vec<EventName>, StoreError> {
+        contact_events::table
+            .filter(contact_events::account_id.eq(account.as_uuid()))
+            .group_by(contact_events::slug)
+            .order(contact_events::slug.asc())
+            .select((contact_events::slug, diesel::dsl::count_star(), diesel::dsl::max(contact_events::occurred_at)))
+            .load::<(String, i64, Option<OffsetDateTime>)>(self.conn)
+            .map_err(store_error)?
+            .into_iter()
+            .map(|(slug, count, last)| {
+                Ok(EventName {
+                    slug,
+                    count: u64::try_from(count).unwrap_or(0),
+                    last_seen: last.map(timestamp).ok_or_else(|| corrupt("contact_events", "max of a non-empty group"))?,
+                })
+            })
+            .collect()
+    }
+}
