@@ -1,6 +1,7 @@
 //! All API tests in one binary (one link step), one module per resource.
 
 mod accounts;
+mod contacts;
 mod errors;
 mod mail_servers;
 mod openapi;

@@ -1,7 +1,7 @@
 use mailroom_tests::{expect_json, spawn_app};
 
 /// Every route of the API, as DESIGN.md §6 and the specification name them for this stage.
-pub const ROUTES: [(&str, &str); 31] = [
+pub const ROUTES: [(&str, &str); 41] = [
     ("post", "/v2/users/me/tokens"),
     ("get", "/v2/users/me/tokens"),
     ("delete", "/v2/users/me/tokens/{tokenId}"),
@@ -38,6 +38,16 @@ pub const ROUTES: [(&str, &str); 31] = [
     ("post", "/v2/accounts/{accountId}/topics"),
     ("patch", "/v2/accounts/{accountId}/topics/{topicId}"),
     ("delete", "/v2/accounts/{accountId}/topics/{topicId}"),
+    ("get", "/v2/accounts/{accountId}/contacts"),
+    ("get", "/v2/accounts/{accountId}/contacts/count"),
+    ("post", "/v2/accounts/{accountId}/contacts"),
+    ("get", "/v2/accounts/{accountId}/contacts/{contactId}"),
+    ("patch", "/v2/accounts/{accountId}/contacts/{contactId}"),
+    ("delete", "/v2/accounts/{accountId}/contacts/{contactId}"),
+    ("post", "/v2/accounts/{accountId}/events"),
+    ("get", "/v2/accounts/{accountId}/events/names"),
+    ("get", "/v2/accounts/{accountId}/attributes"),
+    ("get", "/v2/accounts/{accountId}/attributes/count"),
     ("get", "/v2/openapi.json"),
     ("get", "/healthz"),
     ("get", "/readyz"),
@@ -99,7 +109,8 @@ async fn every_documented_route_is_served() {
             .replace("{tokenId}", "01936c5e-7b2a-7cde-8f00-0123456789ab")
             .replace("{templateId}", "01936c5e-7b2a-7cde-8f00-0123456789ab")
             .replace("{mailServerId}", "01936c5e-7b2a-7cde-8f00-0123456789ab")
-            .replace("{topicId}", "01936c5e-7b2a-7cde-8f00-0123456789ab");
+            .replace("{topicId}", "01936c5e-7b2a-7cde-8f00-0123456789ab")
+            .replace("{contactId}", "01936c5e-7b2a-7cde-8f00-0123456789ab");
         let method = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).expect("method");
         let response = app
             .request(method.clone(), &concrete, Some(&token))

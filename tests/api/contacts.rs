@@ -1,0 +1,231 @@
+use mailroom_tests::{expect_json, expect_problem, spawn_app, TestApp};
+use reqwest::Method;
+use serde_json::{json, Value};
+
+struct Audience {
+    app: TestApp,
+    token: String,
+    account: String,
+}
+
+async fn audience() -> Audience {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Acme").await;
+    Audience { app, token, account }
+}
+
+impl Audience {
+    fn path(&self, rest: &str) -> String {
+        format!("/v2/accounts/{}{rest}", self.account)
+    }
+
+    async fn event(&self, email: &str, slug: &str, attributes: Option<Value>) -> reqwest::Response {
+        let mut body = json!({"email": email, "slug": slug});
+        if let Some(attributes) = attributes {
+            body["attributes"] = attributes;
+        }
+        self.app.send_json(Method::POST, &self.path("/events"), &self.token, &body).await
+    }
+
+    async fn upsert(&self, body: Value) -> Value {
+        expect_json(self.app.send_json(Method::POST, &self.path("/contacts"), &self.token, &body).await, 200).await
+    }
+
+    async fn list(&self, query: &str) -> Vec<String> {
+        let page = expect_json(self.app.get(&self.path(&format!("/contacts?{query}")), &self.token).await, 200).await;
+        page["items"].as_array().expect("items").iter().map(|c| c["email"].as_str().expect("email").to_owned()).collect()
+    }
+
+    /// Sets a flag column directly: delivery and feedback, which set them in production,
+    /// arrive with later issues.
+    fn set_flag(&self, email: &str, column: &str) {
+        use diesel::{connection::SimpleConnection, Connection};
+        let mut conn = diesel::PgConnection::establish(self.app.database.url()).expect("connection");
+        conn.batch_execute(&format!("UPDATE contacts SET {column} = now() WHERE email_lower = lower('{email}')")).expect("update");
+    }
+}
+
+#[tokio::test]
+async fn events_normalise_slugs_and_create_the_contact() {
+    let a = audience().await;
+    for (given, stored) in [("signedUp", "signed_up"), ("Signed Up", "signed_up"), ("signed-up", "signed_up"), ("HTTPRequest", "http_request")] {
+        let event = expect_json(a.event("new@example.com", given, None).await, 200).await;
+        assert_eq!(event["slug"], stored, "{given}");
+        assert_eq!(event["accountId"], a.account.as_str());
+        assert!(event["contactId"].is_string() && event["_id"].is_string() && event["timestamp"].is_string());
+    }
+    let contacts = a.list("").await;
+    assert_eq!(contacts, ["new@example.com"], "one contact, created by the first event");
+    let names = expect_json(a.app.get(&a.path("/events/names"), &a.token).await, 200).await;
+    assert_eq!(names["items"][0]["slug"], "http_request");
+    assert_eq!(names["items"][1]["slug"], "signed_up");
+    assert_eq!(names["items"][1]["count"], 3);
+    assert!(names["items"][1]["lastSeen"].is_string());
+    for body in [json!({"email": "x@example.com"}), json!({"slug": "a"}), json!({"email": "nope", "slug": "a"}), json!({"email": "x@example.com", "slug": "--"})] {
+        expect_problem(a.app.send_json(Method::POST, &a.path("/events"), &a.token, &body).await, 400).await;
+    }
+}
+
+#[tokio::test]
+async fn concurrent_first_events_for_one_email_make_one_contact() {
+    let a = audience().await;
+    let url = format!("{}{}", a.app.address, a.path("/events"));
+    let tasks: Vec<_> = (0..12)
+        .map(|i| {
+            let request = a.app.client.post(&url).bearer_auth(&a.token).json(&json!({
+                "email": if i % 2 == 0 { "Race@Example.com" } else { "race@example.com" },
+                "slug": "signed_up"
+            }));
+            tokio::spawn(async move { request.send().await.expect("sent") })
+        })
+        .collect();
+    let mut contact_ids = std::collections::HashSet::new();
+    for task in tasks {
+        let event = expect_json(task.await.expect("task"), 200).await;
+        contact_ids.insert(event["contactId"].as_str().expect("id").to_owned());
+    }
+    assert_eq!(contact_ids.len(), 1, "every event went to the same contact");
+    let count = expect_json(a.app.get(&a.path("/contacts/count"), &a.token).await, 200).await;
+    assert_eq!(count["count"], 1);
+}
+
+#[tokio::test]
+async fn upsert_merges_attributes_and_types_are_fixed_by_the_first_write() {
+    let a = audience().await;
+    let created = a
+        .upsert(json!({"email": "Ada@Example.com", "attributes": {"first_name": "Ada", "score": 7, "vip": true, "renewal": "2026-12-01T10:00:00Z"}}))
+        .await;
+    assert_eq!(created["email"], "Ada@Example.com");
+    assert_eq!(created["attributes"]["first_name"], "Ada");
+    assert_eq!(created["attributes"]["score"], 7.0);
+    assert_eq!(created["attributes"]["vip"], true);
+    assert_eq!(created["attributes"]["renewal"], "2026-12-01T10:00:00.000Z");
+    assert_eq!(created["attributes"]["email"], "Ada@Example.com", "system attributes resolved too");
+    assert_eq!(created["attributes"]["message_count"], 0.0);
+    let merged = a.upsert(json!({"email": "ada@example.com", "attributes": {"score": 9}})).await;
+    assert_eq!(merged["_id"], created["_id"], "same contact, matched case-insensitively");
+    assert_eq!(merged["attributes"]["score"], 9.0);
+    assert_eq!(merged["attributes"]["first_name"], "Ada", "untouched attributes stay");
+    let problem = expect_problem(a.app.send_json(Method::POST, &a.path("/contacts"), &a.token, &json!({"email": "b@example.com", "attributes": {"score": "high"}})).await, 400).await;
+    assert_eq!(problem["errors"][0]["field"], "attributes.score");
+    let problem = expect_problem(a.event("c@example.com", "x", Some(json!({"vip": 1}))).await, 400).await;
+    assert_eq!(problem["errors"][0]["field"], "attributes.vip");
+    for attributes in [json!({"email": "x"}), json!({"bad-name": 1}), json!({"a": null}), json!({"a": [1]})] {
+        expect_problem(a.app.send_json(Method::POST, &a.path("/contacts"), &a.token, &json!({"email": "d@example.com", "attributes": attributes})).await, 400).await;
+    }
+    let count = expect_json(a.app.get(&a.path("/contacts/count"), &a.token).await, 200).await;
+    assert_eq!(count["count"], 1, "rejected writes created no contact");
+    let metas = expect_json(a.app.get(&a.path("/attributes?limit=100"), &a.token).await, 200).await;
+    let listed: Vec<(String, String, String)> = metas["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|m| (m["slug"].as_str().unwrap_or_default().into(), m["type"].as_str().unwrap_or_default().into(), m["source"].as_str().unwrap_or_default().into()))
+        .collect();
+    let expected: Vec<(String, String, String)> = [
+        ("email", "string", "system"),
+        ("create_date", "date", "system"),
+        ("message_count", "number", "system"),
+        ("first_name", "string", "custom"),
+        ("renewal", "date", "custom"),
+        ("score", "number", "custom"),
+        ("vip", "boolean", "custom"),
+    ]
+    .iter()
+    .map(|(a, b, c)| ((*a).into(), (*b).into(), (*c).into()))
+    .collect();
+    assert_eq!(listed, expected);
+    a.event("ada@example.com", "signedUp", None).await;
+    let metas = expect_json(a.app.get(&a.path("/attributes?limit=100"), &a.token).await, 200).await;
+    assert!(metas["items"].as_array().expect("items").iter().any(|m| m["slug"] == "event.signed_up" && m["type"] == "date" && m["source"] == "event"));
+    assert_eq!(expect_json(a.app.get(&a.path("/attributes/count"), &a.token).await, 200).await["count"], 8);
+}
+
+#[tokio::test]
+async fn list_sorts_by_every_key_and_filters() {
+    let a = audience().await;
+    a.upsert(json!({"email": "carol@example.com", "attributes": {"name": "carol"}})).await;
+    a.upsert(json!({"email": "alice@example.com", "attributes": {"name": "Alice"}})).await;
+    a.upsert(json!({"email": "bob@example.com"})).await;
+    a.upsert(json!({"email": "dave@example.org", "attributes": {"name": "Dave"}})).await;
+    a.set_flag("carol@example.com", "unsubscribed_at");
+    a.set_flag("dave@example.org", "hard_bounced_at");
+    a.set_flag("alice@example.com", "complaint_at");
+    assert_eq!(a.list("").await, ["alice@example.com", "carol@example.com", "dave@example.org", "bob@example.com"], "default: name ascending, nameless last");
+    assert_eq!(a.list("sortBy=name&order=-1").await, ["dave@example.org", "carol@example.com", "alice@example.com", "bob@example.com"], "nameless last in both directions");
+    assert_eq!(a.list("sortBy=email").await, ["alice@example.com", "bob@example.com", "carol@example.com", "dave@example.org"]);
+    assert_eq!(a.list("sortBy=email&order=-1").await, ["dave@example.org", "carol@example.com", "bob@example.com", "alice@example.com"]);
+    assert_eq!(a.list("sortBy=createDate").await, ["carol@example.com", "alice@example.com", "bob@example.com", "dave@example.org"]);
+    assert_eq!(a.list("sortBy=status").await, ["bob@example.com", "carol@example.com", "alice@example.com", "dave@example.org"], "active < unsubscribed < complained < bounced");
+    assert_eq!(a.list("sortBy=messageCount&order=1").await.len(), 4);
+    assert_eq!(a.list("search=EXAMPLE.ORG").await, ["dave@example.org"], "case-insensitive substring");
+    assert_eq!(a.list("email=BOB@example.com&search=example.org").await, ["bob@example.com"], "email takes precedence over search");
+    assert_eq!(a.list("email=nobody@example.com").await, Vec::<String>::new());
+    assert_eq!(a.list("status=bounced").await, ["dave@example.org"]);
+    assert_eq!(a.list("status=unsubscribed").await, ["carol@example.com"]);
+    let count = expect_json(a.app.get(&a.path("/contacts/count?search=example.com"), &a.token).await, 200).await;
+    assert_eq!(count["count"], 3, "count honours the same filters");
+    assert_eq!(a.list("sortBy=email&limit=2&start=1").await, ["bob@example.com", "carol@example.com"]);
+    let clamped = expect_json(a.app.get(&a.path("/contacts?limit=500"), &a.token).await, 200).await;
+    assert_eq!(clamped["limit"], 100);
+    for query in ["sortBy=age", "order=0", "order=asc", "status=active", "email=not-an-email", "limit=-1"] {
+        expect_problem(a.app.get(&a.path(&format!("/contacts?{query}")), &a.token).await, 400).await;
+    }
+    let carol = expect_json(a.app.get(&a.path("/contacts?email=carol@example.com"), &a.token).await, 200).await;
+    assert!(carol["items"][0]["unsubscribeDate"].is_string());
+    assert!(carol["items"][0].get("hardBounced").is_none());
+    assert_eq!(carol["items"][0]["topicUnsubscriptions"], json!([]));
+}
+
+#[tokio::test]
+async fn unbounce_accepts_exactly_hard_bounced_false() {
+    let a = audience().await;
+    let id = a.upsert(json!({"email": "bounce@example.com"})).await["_id"].as_str().expect("id").to_owned();
+    a.set_flag("bounce@example.com", "hard_bounced_at");
+    let path = a.path(&format!("/contacts/{id}"));
+    let flagged = expect_json(a.app.get(&path, &a.token).await, 200).await;
+    assert!(flagged["hardBounced"].is_string());
+    for body in [json!({}), json!({"hardBounced": true}), json!({"hardBounced": null}), json!({"hardBounced": "false"}), json!({"hardBounced": false, "email": "x@example.com"})] {
+        expect_problem(a.app.send_json(Method::PATCH, &path, &a.token, &body).await, 400).await;
+    }
+    let cleared = expect_json(a.app.send_json(Method::PATCH, &path, &a.token, &json!({"hardBounced": false})).await, 200).await;
+    assert!(cleared.get("hardBounced").is_none(), "absent after clearing: {cleared}");
+    expect_problem(a.app.send_json(Method::PATCH, &a.path("/contacts/01936c5e-7b2a-7cde-8f00-0123456789ab"), &a.token, &json!({"hardBounced": false})).await, 404).await;
+}
+
+#[tokio::test]
+async fn delete_removes_the_contact_its_events_and_attributes() {
+    let a = audience().await;
+    let event = expect_json(a.event("gone@example.com", "signed_up", Some(json!({"plan": "pro"}))).await, 200).await;
+    let id = event["contactId"].as_str().expect("id").to_owned();
+    let deleted = expect_json(a.app.request(Method::DELETE, &a.path(&format!("/contacts/{id}")), Some(&a.token)).send().await.expect("sent"), 200).await;
+    assert_eq!(deleted["email"], "gone@example.com");
+    expect_problem(a.app.get(&a.path(&format!("/contacts/{id}")), &a.token).await, 404).await;
+    expect_problem(a.app.request(Method::DELETE, &a.path(&format!("/contacts/{id}")), Some(&a.token)).send().await.expect("sent"), 404).await;
+    use diesel::{sql_types::BigInt, QueryableByName, RunQueryDsl};
+    #[derive(QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = BigInt)]
+        n: i64,
+    }
+    let mut conn = a.app.database.connection();
+    for table in ["contact_events", "contact_attributes", "contacts"] {
+        let count: Count = diesel::sql_query(format!("SELECT count(*) AS n FROM {table}")).get_result(&mut conn).expect("count");
+        assert_eq!(count.n, 0, "{table}");
+    }
+}
+
+#[tokio::test]
+async fn another_accounts_contact_is_404_and_non_members_401() {
+    let a = audience().await;
+    let id = a.upsert(json!({"email": "mine@example.com"})).await["_id"].as_str().expect("id").to_owned();
+    let other = a.app.create_account(&a.token, "Other").await;
+    expect_problem(a.app.get(&format!("/v2/accounts/{other}/contacts/{id}"), &a.token).await, 404).await;
+    expect_problem(a.app.request(Method::DELETE, &format!("/v2/accounts/{other}/contacts/{id}"), Some(&a.token)).send().await.expect("sent"), 404).await;
+    let eve = a.app.user_token("eve@example.com").await;
+    expect_problem(a.app.get(&a.path("/contacts"), &eve).await, 401).await;
+    expect_problem(a.app.send_json(Method::POST, &a.path("/events"), &eve, &json!({"email": "x@example.com", "slug": "s"})).await, 401).await;
+    expect_problem(a.app.get(&a.path("/attributes"), &eve).await, 401).await;
+    assert_eq!(a.list("").await, ["mine@example.com"]);
+}
