@@ -229,3 +229,111 @@ async fn another_accounts_contact_is_404_and_non_members_401() {
     expect_problem(a.app.get(&a.path("/attributes"), &eve).await, 401).await;
     assert_eq!(a.list("").await, ["mine@example.com"]);
 }
+
+impl Audience {
+    async fn search(&self, body: Value) -> Vec<String> {
+        let page = expect_json(self.app.send_json(Method::POST, &self.path("/contacts/search?limit=100"), &self.token, &body).await, 200).await;
+        let mut emails: Vec<String> = page["items"].as_array().expect("items").iter().map(|c| c["email"].as_str().expect("email").to_owned()).collect();
+        emails.sort();
+        let count = expect_json(self.app.send_json(Method::POST, &self.path("/contacts/search/count"), &self.token, &body).await, 200).await;
+        assert_eq!(count["count"], emails.len(), "count agrees with the search for {body}");
+        emails
+    }
+
+    async fn search_with(&self, slug: &str, operator: &str, value: Value) -> Vec<String> {
+        self.search(json!({"includeUnsubscribed": true, "attributes": [{"slug": slug, "operator": operator, "value": value}]})).await
+    }
+}
+
+async fn seeded() -> Audience {
+    let a = audience().await;
+    a.upsert(json!({"email": "ann@example.com", "attributes": {"plan": "Pro", "seats": 12, "vip": true, "renewal": "2026-03-01T23:30:00Z"}})).await;
+    a.upsert(json!({"email": "ben@example.com", "attributes": {"plan": "free", "seats": 1, "vip": false, "renewal": "2026-03-02T00:30:00+02:00"}})).await;
+    a.upsert(json!({"email": "cat@example.com"})).await;
+    a
+}
+
+#[tokio::test]
+async fn search_evaluates_every_operator_family() {
+    let a = seeded().await;
+    assert_eq!(a.search_with("plan", "s_equal", json!("PRO")).await, ["ann@example.com"], "strings ignore case");
+    assert_eq!(a.search_with("plan", "s_not_equal", json!("pro")).await, ["ben@example.com"], "missing matches only not_exists");
+    assert_eq!(a.search_with("plan", "contains", json!("R")).await, ["ann@example.com", "ben@example.com"]);
+    assert_eq!(a.search_with("plan", "not_contains", json!("re")).await, ["ann@example.com"]);
+    assert_eq!(a.search_with("seats", "greater_than", json!(1)).await, ["ann@example.com"]);
+    assert_eq!(a.search_with("seats", "greater_than_equal", json!(1)).await, ["ann@example.com", "ben@example.com"]);
+    assert_eq!(a.search_with("seats", "less_than", json!(12)).await, ["ben@example.com"]);
+    assert_eq!(a.search_with("seats", "less_than_equal", json!(12)).await, ["ann@example.com", "ben@example.com"]);
+    assert_eq!(a.search_with("seats", "n_equal", json!(12)).await, ["ann@example.com"]);
+    assert_eq!(a.search_with("seats", "n_not_equal", json!(12)).await, ["ben@example.com"]);
+    assert_eq!(a.search_with("vip", "true", json!("")).await, ["ann@example.com"]);
+    assert_eq!(a.search_with("vip", "false", json!("")).await, ["ben@example.com"]);
+    assert_eq!(a.search_with("vip", "exists", json!("")).await, ["ann@example.com", "ben@example.com"]);
+    assert_eq!(a.search_with("vip", "not_exists", json!("")).await, ["cat@example.com"]);
+    // 2026-03-01T23:30Z and 2026-03-02T00:30+02:00 (= 2026-03-01T22:30Z) fall on the same UTC day.
+    assert_eq!(a.search_with("renewal", "d_equal", json!("2026-03-01")).await, ["ann@example.com", "ben@example.com"], "dates compare by UTC day");
+    assert_eq!(a.search_with("renewal", "after", json!("2026-02-28T23:59:59Z")).await, ["ann@example.com", "ben@example.com"]);
+    assert_eq!(a.search_with("renewal", "after", json!("2026-03-01")).await, Vec::<String>::new());
+    assert_eq!(a.search_with("renewal", "before", json!("2026-03-02")).await, ["ann@example.com", "ben@example.com"]);
+    assert_eq!(a.search_with("renewal", "d_not_equal", json!("2026-03-01")).await, Vec::<String>::new());
+    assert_eq!(a.search_with("email", "contains", json!("BEN")).await, ["ben@example.com"], "system attributes are searchable");
+    let both = a.search(json!({"includeUnsubscribed": true, "attributes": [
+        {"slug": "plan", "operator": "exists", "value": ""},
+        {"slug": "seats", "operator": "greater_than", "value": 5}]})).await;
+    assert_eq!(both, ["ann@example.com"], "conditions combine with AND");
+    assert_eq!(a.search(json!({"includeUnsubscribed": true})).await.len(), 3, "no conditions reach everyone");
+}
+
+#[tokio::test]
+async fn search_returns_resolved_attributes_and_honours_unsubscriptions() {
+    let a = seeded().await;
+    let page = expect_json(a.app.send_json(Method::POST, &a.path("/contacts/search"), &a.token, &json!({"includeUnsubscribed": true, "attributes": [{"slug": "plan", "operator": "s_equal", "value": "pro"}]})).await, 200).await;
+    let ann = &page["items"][0];
+    assert_eq!(ann["attributes"]["plan"], "Pro");
+    assert_eq!(ann["attributes"]["seats"], 12.0);
+    assert_eq!(ann["attributes"]["renewal"], "2026-03-01T23:30:00.000Z");
+    assert_eq!(ann["attributes"]["email"], "ann@example.com");
+    a.set_flag("ben@example.com", "unsubscribed_at");
+    assert_eq!(a.search(json!({"includeUnsubscribed": false})).await, ["ann@example.com", "cat@example.com"]);
+    assert_eq!(a.search(json!({"includeUnsubscribed": true})).await.len(), 3);
+    let topics = expect_json(a.app.get(&a.path("/topics"), &a.token).await, 200).await;
+    let topic = topics["items"][0]["_id"].as_str().expect("topic").to_owned();
+    {
+        use diesel::{connection::SimpleConnection, Connection};
+        let mut conn = diesel::PgConnection::establish(a.app.database.url()).expect("connection");
+        conn.batch_execute(&format!(
+            "INSERT INTO topic_unsubscriptions (account_id, contact_id, topic_id, created_at) \
+             SELECT account_id, id, '{topic}', now() FROM contacts WHERE email = 'cat@example.com'"
+        ))
+        .expect("unsubscribe");
+    }
+    assert_eq!(a.search(json!({"includeUnsubscribed": true, "topicId": topic})).await, ["ann@example.com", "ben@example.com"]);
+    let cat = expect_json(a.app.get(&a.path("/contacts?email=cat@example.com"), &a.token).await, 200).await;
+    assert_eq!(cat["items"][0]["topicUnsubscriptions"], json!([topic]));
+}
+
+#[tokio::test]
+async fn bad_conditions_are_400_naming_the_part() {
+    let a = seeded().await;
+    let cases = [
+        (json!({"slug": "nope", "operator": "exists", "value": ""}), "attributes[0].slug"),
+        (json!({"slug": "plan", "operator": "like", "value": "x"}), "attributes[0].operator"),
+        (json!({"slug": "plan", "operator": "greater_than", "value": 3}), "attributes[0].operator"),
+        (json!({"slug": "seats", "operator": "s_equal", "value": "3"}), "attributes[0].operator"),
+        (json!({"slug": "vip", "operator": "after", "value": "2026-01-01"}), "attributes[0].operator"),
+        (json!({"slug": "seats", "operator": "greater_than", "value": "3"}), "attributes[0].value"),
+        (json!({"slug": "renewal", "operator": "after", "value": "soon"}), "attributes[0].value"),
+        (json!({"slug": "plan", "operator": "s_equal", "value": 3}), "attributes[0].value"),
+        (json!({"slug": "plan", "operator": "exists", "value": "yes"}), "attributes[0].value"),
+    ];
+    for (condition, field) in cases {
+        let body = json!({"includeUnsubscribed": true, "attributes": [condition]});
+        let problem = expect_problem(a.app.send_json(Method::POST, &a.path("/contacts/search"), &a.token, &body).await, 400).await;
+        assert!(problem["errors"].as_array().expect("errors").iter().any(|e| e["field"] == field), "{condition} → {problem}");
+        expect_problem(a.app.send_json(Method::POST, &a.path("/contacts/search/count"), &a.token, &body).await, 400).await;
+    }
+    let problem = expect_problem(a.app.send_json(Method::POST, &a.path("/contacts/search"), &a.token, &json!({})).await, 400).await;
+    assert_eq!(problem["errors"][0]["field"], "includeUnsubscribed");
+    let unknown_topic = json!({"includeUnsubscribed": true, "topicId": "01936c5e-7b2a-7cde-8f00-0123456789ab"});
+    expect_problem(a.app.send_json(Method::POST, &a.path("/contacts/search"), &a.token, &unknown_topic).await, 400).await;
+}

@@ -378,15 +378,17 @@ impl PrivateCluster {
             "creating the private cluster in {}",
             self.data_dir.display()
         ));
-        // --no-locale: UTF8 with the C locale works whatever locales the machine has
-        // generated, and makes ordering the same everywhere. --no-sync: a throwaway cluster.
+        // C.UTF-8 is built into glibc, so it exists whatever locales the machine has
+        // generated; it orders by code point like C, but lower()/upper() know non-ASCII
+        // letters, which case-insensitive search relies on (plain C lowers ASCII only).
+        // --no-sync: a throwaway cluster.
         system::run(
             binaries
                 .command("initdb", &self.target_dir)
                 .arg("-D")
                 .arg(&self.data_dir)
                 .args(["-U", SUPERUSER, "--auth=trust", "-E", "UTF8"])
-                .args(["--no-locale", "--no-sync"]),
+                .args(["--locale=C.UTF-8", "--no-sync"]),
         )
         .map_err(|error| {
             format!(

@@ -17,6 +17,10 @@ pub struct InvalidTimestamp;
 
 impl Timestamp {
     /// Converts any instant to UTC and truncates it to milliseconds.
+    ///
+    /// # Panics
+    /// When the instant cannot be expressed in UTC (within a day of year ±9999 with an
+    /// offset pushing it past); [`Timestamp::parse`] refuses such text instead.
     pub fn from_datetime(at: OffsetDateTime) -> Self {
         let utc = at.to_offset(UtcOffset::UTC);
         let millis = utc.millisecond();
@@ -36,9 +40,10 @@ impl Timestamp {
     /// # Errors
     /// [`InvalidTimestamp`] when the text is not RFC 3339.
     pub fn parse(text: &str) -> Result<Self, InvalidTimestamp> {
-        OffsetDateTime::parse(text, &Rfc3339)
-            .map(Self::from_datetime)
-            .map_err(|_| InvalidTimestamp)
+        let parsed = OffsetDateTime::parse(text, &Rfc3339).map_err(|_| InvalidTimestamp)?;
+        // `9999-12-31T23:00:00-05:00` is valid RFC 3339 but lies past the last UTC year.
+        let utc = parsed.checked_to_offset(UtcOffset::UTC).ok_or(InvalidTimestamp)?;
+        Ok(Self::from_datetime(utc))
     }
 
     /// This instant moved by `duration`.
@@ -99,5 +104,6 @@ mod tests {
         let whole = Timestamp::parse("2026-01-02T03:04:05Z").expect("valid");
         assert_eq!(whole.to_string(), "2026-01-02T03:04:05.000Z");
         assert!(Timestamp::parse("yesterday").is_err());
+        assert!(Timestamp::parse("9999-12-31T23:00:00-05:00").is_err(), "past the last UTC year");
     }
 }

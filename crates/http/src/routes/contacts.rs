@@ -6,14 +6,15 @@ use mailroom_domain::{
     contact::{ContactQuery, ContactSort, StatusFilter},
     email::EmailAddress,
     patch::Field,
-    ContactId, ValidationErrors,
+    condition::ConditionInput,
+    ContactId, TopicId, ValidationErrors,
 };
 
 use crate::{
     blocking::run_blocking,
     dto::{
         AttributeMetaDto, ContactDto, ContactEventDto, ContactListParams, CountDto, EventBody, EventNameDto, PageEnvelope,
-        UnbounceBody, UpsertContactBody,
+        SearchBody, UnbounceBody, UpsertContactBody,
     },
     extract::{account_id, record_id, Caller, JsonBody, Paging},
     problem::{ApiError, Problem},
@@ -263,5 +264,85 @@ pub(crate) async fn list_attributes(
 pub(crate) async fn count_attributes(services: web::Data<Services>, caller: Caller, path: web::Path<String>) -> Result<web::Json<CountDto>, ApiError> {
     let account = account_id(&path)?;
     let count = run_blocking(move || contacts::count_attribute_metas(&services, &caller.0, account)).await?;
+    Ok(web::Json(CountDto { count }))
+}
+
+/// The search body as the use case takes it; `includeUnsubscribed` is required.
+fn search_request(body: SearchBody) -> Result<contacts::SearchRequest, ApiError> {
+    let mut errors = ValidationErrors::new();
+    let include_unsubscribed = body.include_unsubscribed.unwrap_or_else(|| {
+        errors.push("includeUnsubscribed", "is required");
+        false
+    });
+    let topic = body.topic_id.and_then(|text| {
+        let parsed = TopicId::parse(&text).ok();
+        if parsed.is_none() {
+            errors.push("topicId", "must be the id of a topic of this account");
+        }
+        parsed
+    });
+    errors.into_result().map_err(AppError::Invalid)?;
+    let attributes = body
+        .attributes
+        .unwrap_or_default()
+        .into_iter()
+        .map(|condition| ConditionInput {
+            slug: condition.slug,
+            operator: condition.operator,
+            value: condition.value,
+        })
+        .collect();
+    Ok(contacts::SearchRequest {
+        attributes,
+        include_unsubscribed,
+        topic,
+    })
+}
+
+/// Contacts matching an audience filter, with their resolved attributes, in id order.
+#[utoipa::path(
+    tag = "contacts", request_body = SearchBody, security(("bearer" = [])),
+    params(
+        ("accountId" = String, Path, description = "Account id"),
+        ("start" = Option<u64>, Query, description = "Zero-based offset (default 0)"),
+        ("limit" = Option<u32>, Query, description = "Page size (default 25, clamped to 100)"),
+    ),
+    responses((status = 200, body = PageEnvelope<ContactDto>), (status = 400, body = Problem), (status = 401, body = Problem))
+)]
+#[post("/accounts/{accountId}/contacts/search")]
+pub(crate) async fn search_contacts(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<String>,
+    paging: Paging,
+    body: JsonBody<SearchBody>,
+) -> Result<web::Json<PageEnvelope<ContactDto>>, ApiError> {
+    let account = account_id(&path)?;
+    let request = search_request(body.0)?;
+    let page = paging.0;
+    let found = run_blocking(move || contacts::search_contacts(&services, &caller.0, account, &request, page)).await?;
+    let items = found
+        .into_iter()
+        .map(|(contact, attributes)| ContactDto::with_attributes(contact, attributes))
+        .collect();
+    Ok(web::Json(PageEnvelope::page(items, page)))
+}
+
+/// How many contacts match an audience filter.
+#[utoipa::path(
+    tag = "contacts", request_body = SearchBody, security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id")),
+    responses((status = 200, body = CountDto), (status = 400, body = Problem), (status = 401, body = Problem))
+)]
+#[post("/accounts/{accountId}/contacts/search/count")]
+pub(crate) async fn count_search(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<String>,
+    body: JsonBody<SearchBody>,
+) -> Result<web::Json<CountDto>, ApiError> {
+    let account = account_id(&path)?;
+    let request = search_request(body.0)?;
+    let count = run_blocking(move || contacts::count_search(&services, &caller.0, account, &request)).await?;
     Ok(web::Json(CountDto { count }))
 }

@@ -1,0 +1,309 @@
+//! Compiles a [`Segment`] into the `WHERE` clause of one query over `contacts`.
+//!
+//! The text is built from fixed fragments and `$n` placeholders only; every value (account,
+//! slug, operand, day bound, topic, paging) travels as a bound parameter in [`Sql::params`].
+//! Each condition becomes one predicate on the current `contacts` row:
+//!
+//! - a system attribute reads its `contacts` column (`email` → `email_lower`, `create_date`
+//!   → `created_at`, `message_count` → `message_count`); it always exists;
+//! - any other attribute (custom, or `event.<slug>`) is an `EXISTS` over its row in
+//!   `contact_attributes a`, whose typed column must be set (so a row of another type does
+//!   not match, and the planner can use the partial index of that column), or a
+//!   `NOT EXISTS` for `not_exists`.
+//!
+//! The semantics are those of `Condition::matches` in the domain crate: strings compare
+//! after `lower()` on both sides (the `lower(string_value)` index serves equality), dates by
+//! UTC day as half-open ranges from `day_bounds`, and a missing attribute matches only
+//! `not_exists`. A property test (`tests/segments.rs`) holds the two together.
+
+use diesel::{
+    pg::Pg,
+    query_builder::{BoxedSqlQuery, SqlQuery},
+    sql_query, sql_types,
+};
+use mailroom_domain::{
+    attribute::AttributeType,
+    condition::{day_bounds, Condition, DateOperator, NumberOperator, Segment, StringOperator},
+    AccountId, Timestamp,
+};
+use time::{Date, OffsetDateTime};
+use uuid::Uuid;
+
+/// One bound value, typed for PostgreSQL.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Param {
+    Text(String),
+    Double(f64),
+    Bool(bool),
+    Timestamptz(OffsetDateTime),
+    Uuid(Uuid),
+    BigInt(i64),
+}
+
+/// SQL text with `$1…$n` placeholders and the values they stand for, in order.
+#[derive(Debug, Default)]
+pub(super) struct Sql {
+    pub(super) text: String,
+    pub(super) params: Vec<Param>,
+}
+
+impl Sql {
+    /// Records `param` and returns its placeholder, to be written into the text.
+    pub(super) fn bind(&mut self, param: Param) -> String {
+        self.params.push(param);
+        format!("${}", self.params.len())
+    }
+
+    /// Appends fixed SQL text (fragments and placeholders, never values).
+    pub(super) fn push(&mut self, text: &str) {
+        self.text.push_str(text);
+    }
+
+    /// The diesel query, with every parameter bound in placeholder order.
+    pub(super) fn into_query(self) -> BoxedSqlQuery<'static, Pg, SqlQuery> {
+        self.params.into_iter().fold(
+            sql_query(self.text).into_boxed(),
+            |query, param| match param {
+                Param::Text(value) => query.bind::<sql_types::Text, _>(value),
+                Param::Double(value) => query.bind::<sql_types::Double, _>(value),
+                Param::Bool(value) => query.bind::<sql_types::Bool, _>(value),
+                Param::Timestamptz(value) => query.bind::<sql_types::Timestamptz, _>(value),
+                Param::Uuid(value) => query.bind::<sql_types::Uuid, _>(value),
+                Param::BigInt(value) => query.bind::<sql_types::BigInt, _>(value),
+            },
+        )
+    }
+}
+
+/// Appends the `WHERE` condition selecting the segment's contacts of `account`.
+pub(super) fn push_segment_filter(sql: &mut Sql, account: AccountId, segment: &Segment) {
+    let account = sql.bind(Param::Uuid(account.as_uuid()));
+    sql.push(&format!("contacts.account_id = {account}"));
+    if !segment.include_unsubscribed {
+        sql.push(" AND contacts.unsubscribed_at IS NULL");
+    }
+    if let Some(topic) = segment.topic {
+        let topic = sql.bind(Param::Uuid(topic.as_uuid()));
+        sql.push(&format!(
+            " AND NOT EXISTS (SELECT 1 FROM topic_unsubscriptions u \
+             WHERE u.account_id = contacts.account_id AND u.contact_id = contacts.id \
+             AND u.topic_id = {topic})"
+        ));
+    }
+    for condition in &segment.conditions {
+        let predicate = condition_predicate(sql, condition);
+        sql.push(" AND ");
+        sql.push(&predicate);
+    }
+}
+
+/// The `contacts` column of a system attribute and its type. `email_lower` is the
+/// generated `lower(email)`, so string comparisons need not lower it again.
+fn system_column(slug: &str) -> Option<(AttributeType, &'static str)> {
+    match slug {
+        "email" => Some((AttributeType::String, "contacts.email_lower")),
+        "create_date" => Some((AttributeType::Date, "contacts.created_at")),
+        "message_count" => Some((AttributeType::Number, "contacts.message_count")),
+        _ => None,
+    }
+}
+
+/// The type a condition's operator applies to; `None` for `exists`/`not_exists`.
+fn family(condition: &Condition) -> Option<AttributeType> {
+    match condition {
+        Condition::Exists { .. } | Condition::NotExists { .. } => None,
+        Condition::Boolean { .. } => Some(AttributeType::Boolean),
+        Condition::Number { .. } => Some(AttributeType::Number),
+        Condition::Date { .. } => Some(AttributeType::Date),
+        Condition::String { .. } => Some(AttributeType::String),
+    }
+}
+
+/// One condition as a predicate on the current `contacts` row.
+fn condition_predicate(sql: &mut Sql, condition: &Condition) -> String {
+    if let Some((column_type, column)) = system_column(condition.slug()) {
+        return match condition {
+            Condition::Exists { .. } => "TRUE".to_owned(),
+            Condition::NotExists { .. } => "FALSE".to_owned(),
+            // Parsing prevents a family mismatch; like the domain, it matches nothing.
+            _ if family(condition) != Some(column_type) => "FALSE".to_owned(),
+            _ => typed_predicate(sql, condition, column),
+        };
+    }
+    let slug = sql.bind(Param::Text(condition.slug().to_owned()));
+    let row = format!(
+        "SELECT 1 FROM contact_attributes a WHERE a.account_id = contacts.account_id \
+         AND a.contact_id = contacts.id AND a.slug = {slug}"
+    );
+    let (guard, column) = match family(condition) {
+        None if matches!(condition, Condition::NotExists { .. }) => {
+            return format!("NOT EXISTS ({row})")
+        }
+        None => return format!("EXISTS ({row})"),
+        Some(AttributeType::String) => ("a.string_value IS NOT NULL", "lower(a.string_value)"),
+        Some(AttributeType::Number) => ("a.number_value IS NOT NULL", "a.number_value"),
+        Some(AttributeType::Boolean) => ("a.bool_value IS NOT NULL", "a.bool_value"),
+        Some(AttributeType::Date) => ("a.date_value IS NOT NULL", "a.date_value"),
+    };
+    let predicate = typed_predicate(sql, condition, column);
+    format!("EXISTS ({row} AND {guard} AND {predicate})")
+}
+
+/// The comparison of a boolean, number, date or string condition on `column`, which holds
+/// a value of the condition's family (for strings: already lowered).
+fn typed_predicate(sql: &mut Sql, condition: &Condition, column: &str) -> String {
+    match condition {
+        Condition::Exists { .. } => "TRUE".to_owned(),
+        Condition::NotExists { .. } => "FALSE".to_owned(),
+        Condition::Boolean { expected, .. } => {
+            let expected = sql.bind(Param::Bool(*expected));
+            format!("{column} = {expected}")
+        }
+        Condition::Number {
+            operator, value, ..
+        } => {
+            let value = sql.bind(Param::Double(*value));
+            let operator = match operator {
+                NumberOperator::Equal => "=",
+                NumberOperator::NotEqual => "<>",
+                NumberOperator::GreaterThan => ">",
+                NumberOperator::GreaterThanEqual => ">=",
+                NumberOperator::LessThan => "<",
+                NumberOperator::LessThanEqual => "<=",
+            };
+            format!("{column} {operator} {value}")
+        }
+        Condition::Date { operator, day, .. } => date_predicate(sql, column, *operator, *day),
+        Condition::String {
+            operator, value, ..
+        } => {
+            // lower() on the operand in SQL, not in Rust, so both sides are lowered by the
+            // same function and `column = lower($n)` matches the expression index.
+            let value = sql.bind(Param::Text(value.clone()));
+            match operator {
+                StringOperator::Equal => format!("{column} = lower({value})"),
+                StringOperator::NotEqual => format!("{column} <> lower({value})"),
+                StringOperator::Contains => format!("strpos({column}, lower({value})) > 0"),
+                StringOperator::NotContains => format!("strpos({column}, lower({value})) = 0"),
+            }
+        }
+    }
+}
+
+/// A UTC-day comparison as a range on the timestamp `column`: the day `D` is
+/// `[start(D), start(D + 1))`, so the comparison works on instants and an index serves it.
+fn date_predicate(sql: &mut Sql, column: &str, operator: DateOperator, day: Date) -> String {
+    let (start, end) = day_bounds(day);
+    let mut bound = |at: Timestamp| sql.bind(Param::Timestamptz(at.as_datetime()));
+    match operator {
+        DateOperator::After => format!("{column} >= {}", bound(end)),
+        DateOperator::Before => format!("{column} < {}", bound(start)),
+        DateOperator::Equal => {
+            let (start, end) = (bound(start), bound(end));
+            format!("({column} >= {start} AND {column} < {end})")
+        }
+        DateOperator::NotEqual => {
+            let (start, end) = (bound(start), bound(end));
+            format!("({column} < {start} OR {column} >= {end})")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mailroom_domain::TopicId;
+    use time::macros::{date, datetime};
+
+    use super::*;
+
+    fn compile(segment: &Segment) -> Sql {
+        let mut sql = Sql::default();
+        push_segment_filter(&mut sql, AccountId::from_uuid(Uuid::nil()), segment);
+        sql
+    }
+
+    #[test]
+    fn values_travel_as_parameters() {
+        let hostile = "x' OR '1'='1";
+        let segment = Segment {
+            conditions: vec![
+                Condition::String {
+                    slug: hostile.into(),
+                    operator: StringOperator::Contains,
+                    value: hostile.into(),
+                },
+                Condition::Date {
+                    slug: "event.signed_up".into(),
+                    operator: DateOperator::Equal,
+                    day: date!(2026 - 03 - 01),
+                },
+            ],
+            include_unsubscribed: false,
+            topic: Some(TopicId::from_uuid(Uuid::from_u128(9))),
+        };
+        let sql = compile(&segment);
+        assert!(!sql.text.contains('\''), "{}", sql.text);
+        assert_eq!(
+            sql.text,
+            "contacts.account_id = $1 AND contacts.unsubscribed_at IS NULL \
+             AND NOT EXISTS (SELECT 1 FROM topic_unsubscriptions u \
+             WHERE u.account_id = contacts.account_id \
+             AND u.contact_id = contacts.id AND u.topic_id = $2) \
+             AND EXISTS (SELECT 1 FROM contact_attributes a \
+             WHERE a.account_id = contacts.account_id \
+             AND a.contact_id = contacts.id AND a.slug = $3 \
+             AND a.string_value IS NOT NULL \
+             AND strpos(lower(a.string_value), lower($4)) > 0) \
+             AND EXISTS (SELECT 1 FROM contact_attributes a \
+             WHERE a.account_id = contacts.account_id \
+             AND a.contact_id = contacts.id AND a.slug = $5 \
+             AND a.date_value IS NOT NULL AND (a.date_value >= $6 AND a.date_value < $7))"
+        );
+        assert_eq!(sql.params.len(), 7);
+        assert_eq!(sql.params[3], Param::Text(hostile.into()));
+        assert_eq!(
+            sql.params[5],
+            Param::Timestamptz(datetime!(2026-03-01 00:00 UTC))
+        );
+        assert_eq!(
+            sql.params[6],
+            Param::Timestamptz(datetime!(2026-03-02 00:00 UTC))
+        );
+    }
+
+    #[test]
+    fn system_attributes_read_contact_columns() {
+        let segment = Segment {
+            conditions: vec![
+                Condition::String {
+                    slug: "email".into(),
+                    operator: StringOperator::Equal,
+                    value: "A@B.C".into(),
+                },
+                Condition::Exists {
+                    slug: "create_date".into(),
+                },
+                Condition::Number {
+                    slug: "message_count".into(),
+                    operator: NumberOperator::LessThanEqual,
+                    value: 2.0,
+                },
+                Condition::NotExists {
+                    slug: "email".into(),
+                },
+                Condition::Boolean {
+                    slug: "message_count".into(),
+                    expected: true,
+                },
+            ],
+            include_unsubscribed: true,
+            topic: None,
+        };
+        let sql = compile(&segment);
+        assert_eq!(
+            sql.text,
+            "contacts.account_id = $1 AND contacts.email_lower = lower($2) AND TRUE \
+             AND contacts.message_count <= $3 AND FALSE AND FALSE"
+        );
+    }
+}
