@@ -12,7 +12,11 @@ async fn audience() -> Audience {
     let app = spawn_app().await;
     let token = app.user_token("ada@example.com").await;
     let account = app.create_account(&token, "Acme").await;
-    Audience { app, token, account }
+    Audience {
+        app,
+        token,
+        account,
+    }
 }
 
 impl Audience {
@@ -25,45 +29,92 @@ impl Audience {
         if let Some(attributes) = attributes {
             body["attributes"] = attributes;
         }
-        self.app.send_json(Method::POST, &self.path("/events"), &self.token, &body).await
+        self.app
+            .send_json(Method::POST, &self.path("/events"), &self.token, &body)
+            .await
     }
 
     async fn upsert(&self, body: Value) -> Value {
-        expect_json(self.app.send_json(Method::POST, &self.path("/contacts"), &self.token, &body).await, 200).await
+        expect_json(
+            self.app
+                .send_json(Method::POST, &self.path("/contacts"), &self.token, &body)
+                .await,
+            200,
+        )
+        .await
     }
 
     async fn list(&self, query: &str) -> Vec<String> {
-        let page = expect_json(self.app.get(&self.path(&format!("/contacts?{query}")), &self.token).await, 200).await;
-        page["items"].as_array().expect("items").iter().map(|c| c["email"].as_str().expect("email").to_owned()).collect()
+        let page = expect_json(
+            self.app
+                .get(&self.path(&format!("/contacts?{query}")), &self.token)
+                .await,
+            200,
+        )
+        .await;
+        page["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|c| c["email"].as_str().expect("email").to_owned())
+            .collect()
     }
 
     /// Sets a flag column directly: delivery and feedback, which set them in production,
     /// arrive with later issues.
     fn set_flag(&self, email: &str, column: &str) {
         use diesel::{connection::SimpleConnection, Connection};
-        let mut conn = diesel::PgConnection::establish(self.app.database.url()).expect("connection");
-        conn.batch_execute(&format!("UPDATE contacts SET {column} = now() WHERE email_lower = lower('{email}')")).expect("update");
+        let mut conn =
+            diesel::PgConnection::establish(self.app.database.url()).expect("connection");
+        conn.batch_execute(&format!(
+            "UPDATE contacts SET {column} = now() WHERE email_lower = lower('{email}')"
+        ))
+        .expect("update");
     }
 }
 
 #[tokio::test]
 async fn events_normalise_slugs_and_create_the_contact() {
     let a = audience().await;
-    for (given, stored) in [("signedUp", "signed_up"), ("Signed Up", "signed_up"), ("signed-up", "signed_up"), ("HTTPRequest", "http_request")] {
+    for (given, stored) in [
+        ("signedUp", "signed_up"),
+        ("Signed Up", "signed_up"),
+        ("signed-up", "signed_up"),
+        ("HTTPRequest", "http_request"),
+    ] {
         let event = expect_json(a.event("new@example.com", given, None).await, 200).await;
         assert_eq!(event["slug"], stored, "{given}");
         assert_eq!(event["accountId"], a.account.as_str());
-        assert!(event["contactId"].is_string() && event["_id"].is_string() && event["timestamp"].is_string());
+        assert!(
+            event["contactId"].is_string()
+                && event["_id"].is_string()
+                && event["timestamp"].is_string()
+        );
     }
     let contacts = a.list("").await;
-    assert_eq!(contacts, ["new@example.com"], "one contact, created by the first event");
+    assert_eq!(
+        contacts,
+        ["new@example.com"],
+        "one contact, created by the first event"
+    );
     let names = expect_json(a.app.get(&a.path("/events/names"), &a.token).await, 200).await;
     assert_eq!(names["items"][0]["slug"], "http_request");
     assert_eq!(names["items"][1]["slug"], "signed_up");
     assert_eq!(names["items"][1]["count"], 3);
     assert!(names["items"][1]["lastSeen"].is_string());
-    for body in [json!({"email": "x@example.com"}), json!({"slug": "a"}), json!({"email": "nope", "slug": "a"}), json!({"email": "x@example.com", "slug": "--"})] {
-        expect_problem(a.app.send_json(Method::POST, &a.path("/events"), &a.token, &body).await, 400).await;
+    for body in [
+        json!({"email": "x@example.com"}),
+        json!({"slug": "a"}),
+        json!({"email": "nope", "slug": "a"}),
+        json!({"email": "x@example.com", "slug": "--"}),
+    ] {
+        expect_problem(
+            a.app
+                .send_json(Method::POST, &a.path("/events"), &a.token, &body)
+                .await,
+            400,
+        )
+        .await;
     }
 }
 
@@ -101,27 +152,79 @@ async fn upsert_merges_attributes_and_types_are_fixed_by_the_first_write() {
     assert_eq!(created["attributes"]["score"], 7.0);
     assert_eq!(created["attributes"]["vip"], true);
     assert_eq!(created["attributes"]["renewal"], "2026-12-01T10:00:00.000Z");
-    assert_eq!(created["attributes"]["email"], "Ada@Example.com", "system attributes resolved too");
+    assert_eq!(
+        created["attributes"]["email"], "Ada@Example.com",
+        "system attributes resolved too"
+    );
     assert_eq!(created["attributes"]["message_count"], 0.0);
-    let merged = a.upsert(json!({"email": "ada@example.com", "attributes": {"score": 9}})).await;
-    assert_eq!(merged["_id"], created["_id"], "same contact, matched case-insensitively");
+    let merged = a
+        .upsert(json!({"email": "ada@example.com", "attributes": {"score": 9}}))
+        .await;
+    assert_eq!(
+        merged["_id"], created["_id"],
+        "same contact, matched case-insensitively"
+    );
     assert_eq!(merged["attributes"]["score"], 9.0);
-    assert_eq!(merged["attributes"]["first_name"], "Ada", "untouched attributes stay");
-    let problem = expect_problem(a.app.send_json(Method::POST, &a.path("/contacts"), &a.token, &json!({"email": "b@example.com", "attributes": {"score": "high"}})).await, 400).await;
+    assert_eq!(
+        merged["attributes"]["first_name"], "Ada",
+        "untouched attributes stay"
+    );
+    let problem = expect_problem(
+        a.app
+            .send_json(
+                Method::POST,
+                &a.path("/contacts"),
+                &a.token,
+                &json!({"email": "b@example.com", "attributes": {"score": "high"}}),
+            )
+            .await,
+        400,
+    )
+    .await;
     assert_eq!(problem["errors"][0]["field"], "attributes.score");
-    let problem = expect_problem(a.event("c@example.com", "x", Some(json!({"vip": 1}))).await, 400).await;
+    let problem = expect_problem(
+        a.event("c@example.com", "x", Some(json!({"vip": 1}))).await,
+        400,
+    )
+    .await;
     assert_eq!(problem["errors"][0]["field"], "attributes.vip");
-    for attributes in [json!({"email": "x"}), json!({"bad-name": 1}), json!({"a": null}), json!({"a": [1]})] {
-        expect_problem(a.app.send_json(Method::POST, &a.path("/contacts"), &a.token, &json!({"email": "d@example.com", "attributes": attributes})).await, 400).await;
+    for attributes in [
+        json!({"email": "x"}),
+        json!({"bad-name": 1}),
+        json!({"a": null}),
+        json!({"a": [1]}),
+    ] {
+        expect_problem(
+            a.app
+                .send_json(
+                    Method::POST,
+                    &a.path("/contacts"),
+                    &a.token,
+                    &json!({"email": "d@example.com", "attributes": attributes}),
+                )
+                .await,
+            400,
+        )
+        .await;
     }
     let count = expect_json(a.app.get(&a.path("/contacts/count"), &a.token).await, 200).await;
     assert_eq!(count["count"], 1, "rejected writes created no contact");
-    let metas = expect_json(a.app.get(&a.path("/attributes?limit=100"), &a.token).await, 200).await;
+    let metas = expect_json(
+        a.app.get(&a.path("/attributes?limit=100"), &a.token).await,
+        200,
+    )
+    .await;
     let listed: Vec<(String, String, String)> = metas["items"]
         .as_array()
         .expect("items")
         .iter()
-        .map(|m| (m["slug"].as_str().unwrap_or_default().into(), m["type"].as_str().unwrap_or_default().into(), m["source"].as_str().unwrap_or_default().into()))
+        .map(|m| {
+            (
+                m["slug"].as_str().unwrap_or_default().into(),
+                m["type"].as_str().unwrap_or_default().into(),
+                m["source"].as_str().unwrap_or_default().into(),
+            )
+        })
         .collect();
     let expected: Vec<(String, String, String)> = [
         ("email", "string", "system"),
@@ -137,42 +240,150 @@ async fn upsert_merges_attributes_and_types_are_fixed_by_the_first_write() {
     .collect();
     assert_eq!(listed, expected);
     a.event("ada@example.com", "signedUp", None).await;
-    let metas = expect_json(a.app.get(&a.path("/attributes?limit=100"), &a.token).await, 200).await;
-    assert!(metas["items"].as_array().expect("items").iter().any(|m| m["slug"] == "event.signed_up" && m["type"] == "date" && m["source"] == "event"));
-    assert_eq!(expect_json(a.app.get(&a.path("/attributes/count"), &a.token).await, 200).await["count"], 8);
+    let metas = expect_json(
+        a.app.get(&a.path("/attributes?limit=100"), &a.token).await,
+        200,
+    )
+    .await;
+    assert!(metas["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .any(|m| m["slug"] == "event.signed_up" && m["type"] == "date" && m["source"] == "event"));
+    assert_eq!(
+        expect_json(a.app.get(&a.path("/attributes/count"), &a.token).await, 200).await["count"],
+        8
+    );
 }
 
 #[tokio::test]
 async fn list_sorts_by_every_key_and_filters() {
     let a = audience().await;
-    a.upsert(json!({"email": "carol@example.com", "attributes": {"name": "carol"}})).await;
-    a.upsert(json!({"email": "alice@example.com", "attributes": {"name": "Alice"}})).await;
+    a.upsert(json!({"email": "carol@example.com", "attributes": {"name": "carol"}}))
+        .await;
+    a.upsert(json!({"email": "alice@example.com", "attributes": {"name": "Alice"}}))
+        .await;
     a.upsert(json!({"email": "bob@example.com"})).await;
-    a.upsert(json!({"email": "dave@example.org", "attributes": {"name": "Dave"}})).await;
+    a.upsert(json!({"email": "dave@example.org", "attributes": {"name": "Dave"}}))
+        .await;
     a.set_flag("carol@example.com", "unsubscribed_at");
     a.set_flag("dave@example.org", "hard_bounced_at");
     a.set_flag("alice@example.com", "complaint_at");
-    assert_eq!(a.list("").await, ["alice@example.com", "carol@example.com", "dave@example.org", "bob@example.com"], "default: name ascending, nameless last");
-    assert_eq!(a.list("sortBy=name&order=-1").await, ["dave@example.org", "carol@example.com", "alice@example.com", "bob@example.com"], "nameless last in both directions");
-    assert_eq!(a.list("sortBy=email").await, ["alice@example.com", "bob@example.com", "carol@example.com", "dave@example.org"]);
-    assert_eq!(a.list("sortBy=email&order=-1").await, ["dave@example.org", "carol@example.com", "bob@example.com", "alice@example.com"]);
-    assert_eq!(a.list("sortBy=createDate").await, ["carol@example.com", "alice@example.com", "bob@example.com", "dave@example.org"]);
-    assert_eq!(a.list("sortBy=status").await, ["bob@example.com", "carol@example.com", "alice@example.com", "dave@example.org"], "active < unsubscribed < complained < bounced");
+    assert_eq!(
+        a.list("").await,
+        [
+            "alice@example.com",
+            "carol@example.com",
+            "dave@example.org",
+            "bob@example.com"
+        ],
+        "default: name ascending, nameless last"
+    );
+    assert_eq!(
+        a.list("sortBy=name&order=-1").await,
+        [
+            "dave@example.org",
+            "carol@example.com",
+            "alice@example.com",
+            "bob@example.com"
+        ],
+        "nameless last in both directions"
+    );
+    assert_eq!(
+        a.list("sortBy=email").await,
+        [
+            "alice@example.com",
+            "bob@example.com",
+            "carol@example.com",
+            "dave@example.org"
+        ]
+    );
+    assert_eq!(
+        a.list("sortBy=email&order=-1").await,
+        [
+            "dave@example.org",
+            "carol@example.com",
+            "bob@example.com",
+            "alice@example.com"
+        ]
+    );
+    assert_eq!(
+        a.list("sortBy=createDate").await,
+        [
+            "carol@example.com",
+            "alice@example.com",
+            "bob@example.com",
+            "dave@example.org"
+        ]
+    );
+    assert_eq!(
+        a.list("sortBy=status").await,
+        [
+            "bob@example.com",
+            "carol@example.com",
+            "alice@example.com",
+            "dave@example.org"
+        ],
+        "active < unsubscribed < complained < bounced"
+    );
     assert_eq!(a.list("sortBy=messageCount&order=1").await.len(), 4);
-    assert_eq!(a.list("search=EXAMPLE.ORG").await, ["dave@example.org"], "case-insensitive substring");
-    assert_eq!(a.list("email=BOB@example.com&search=example.org").await, ["bob@example.com"], "email takes precedence over search");
-    assert_eq!(a.list("email=nobody@example.com").await, Vec::<String>::new());
+    assert_eq!(
+        a.list("search=EXAMPLE.ORG").await,
+        ["dave@example.org"],
+        "case-insensitive substring"
+    );
+    assert_eq!(
+        a.list("email=BOB@example.com&search=example.org").await,
+        ["bob@example.com"],
+        "email takes precedence over search"
+    );
+    assert_eq!(
+        a.list("email=nobody@example.com").await,
+        Vec::<String>::new()
+    );
     assert_eq!(a.list("status=bounced").await, ["dave@example.org"]);
     assert_eq!(a.list("status=unsubscribed").await, ["carol@example.com"]);
-    let count = expect_json(a.app.get(&a.path("/contacts/count?search=example.com"), &a.token).await, 200).await;
+    let count = expect_json(
+        a.app
+            .get(&a.path("/contacts/count?search=example.com"), &a.token)
+            .await,
+        200,
+    )
+    .await;
     assert_eq!(count["count"], 3, "count honours the same filters");
-    assert_eq!(a.list("sortBy=email&limit=2&start=1").await, ["bob@example.com", "carol@example.com"]);
-    let clamped = expect_json(a.app.get(&a.path("/contacts?limit=500"), &a.token).await, 200).await;
+    assert_eq!(
+        a.list("sortBy=email&limit=2&start=1").await,
+        ["bob@example.com", "carol@example.com"]
+    );
+    let clamped = expect_json(
+        a.app.get(&a.path("/contacts?limit=500"), &a.token).await,
+        200,
+    )
+    .await;
     assert_eq!(clamped["limit"], 100);
-    for query in ["sortBy=age", "order=0", "order=asc", "status=active", "email=not-an-email", "limit=-1"] {
-        expect_problem(a.app.get(&a.path(&format!("/contacts?{query}")), &a.token).await, 400).await;
+    for query in [
+        "sortBy=age",
+        "order=0",
+        "order=asc",
+        "status=active",
+        "email=not-an-email",
+        "limit=-1",
+    ] {
+        expect_problem(
+            a.app
+                .get(&a.path(&format!("/contacts?{query}")), &a.token)
+                .await,
+            400,
+        )
+        .await;
     }
-    let carol = expect_json(a.app.get(&a.path("/contacts?email=carol@example.com"), &a.token).await, 200).await;
+    let carol = expect_json(
+        a.app
+            .get(&a.path("/contacts?email=carol@example.com"), &a.token)
+            .await,
+        200,
+    )
+    .await;
     assert!(carol["items"][0]["unsubscribeDate"].is_string());
     assert!(carol["items"][0].get("hardBounced").is_none());
     assert_eq!(carol["items"][0]["topicUnsubscriptions"], json!([]));
@@ -181,28 +392,105 @@ async fn list_sorts_by_every_key_and_filters() {
 #[tokio::test]
 async fn unbounce_accepts_exactly_hard_bounced_false() {
     let a = audience().await;
-    let id = a.upsert(json!({"email": "bounce@example.com"})).await["_id"].as_str().expect("id").to_owned();
+    let id = a.upsert(json!({"email": "bounce@example.com"})).await["_id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
     a.set_flag("bounce@example.com", "hard_bounced_at");
     let path = a.path(&format!("/contacts/{id}"));
     let flagged = expect_json(a.app.get(&path, &a.token).await, 200).await;
     assert!(flagged["hardBounced"].is_string());
-    for body in [json!({}), json!({"hardBounced": true}), json!({"hardBounced": null}), json!({"hardBounced": "false"}), json!({"hardBounced": false, "email": "x@example.com"})] {
-        expect_problem(a.app.send_json(Method::PATCH, &path, &a.token, &body).await, 400).await;
+    for body in [
+        json!({}),
+        json!({"hardBounced": true}),
+        json!({"hardBounced": null}),
+        json!({"hardBounced": "false"}),
+        json!({"hardBounced": false, "email": "x@example.com"}),
+    ] {
+        expect_problem(
+            a.app.send_json(Method::PATCH, &path, &a.token, &body).await,
+            400,
+        )
+        .await;
     }
-    let cleared = expect_json(a.app.send_json(Method::PATCH, &path, &a.token, &json!({"hardBounced": false})).await, 200).await;
-    assert!(cleared.get("hardBounced").is_none(), "absent after clearing: {cleared}");
-    expect_problem(a.app.send_json(Method::PATCH, &a.path("/contacts/01936c5e-7b2a-7cde-8f00-0123456789ab"), &a.token, &json!({"hardBounced": false})).await, 404).await;
+    let cleared = expect_json(
+        a.app
+            .send_json(
+                Method::PATCH,
+                &path,
+                &a.token,
+                &json!({"hardBounced": false}),
+            )
+            .await,
+        200,
+    )
+    .await;
+    assert!(
+        cleared.get("hardBounced").is_none(),
+        "absent after clearing: {cleared}"
+    );
+    expect_problem(
+        a.app
+            .send_json(
+                Method::PATCH,
+                &a.path("/contacts/01936c5e-7b2a-7cde-8f00-0123456789ab"),
+                &a.token,
+                &json!({"hardBounced": false}),
+            )
+            .await,
+        404,
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn delete_removes_the_contact_its_events_and_attributes() {
     let a = audience().await;
-    let event = expect_json(a.event("gone@example.com", "signed_up", Some(json!({"plan": "pro"}))).await, 200).await;
+    let event = expect_json(
+        a.event(
+            "gone@example.com",
+            "signed_up",
+            Some(json!({"plan": "pro"})),
+        )
+        .await,
+        200,
+    )
+    .await;
     let id = event["contactId"].as_str().expect("id").to_owned();
-    let deleted = expect_json(a.app.request(Method::DELETE, &a.path(&format!("/contacts/{id}")), Some(&a.token)).send().await.expect("sent"), 200).await;
+    let deleted = expect_json(
+        a.app
+            .request(
+                Method::DELETE,
+                &a.path(&format!("/contacts/{id}")),
+                Some(&a.token),
+            )
+            .send()
+            .await
+            .expect("sent"),
+        200,
+    )
+    .await;
     assert_eq!(deleted["email"], "gone@example.com");
-    expect_problem(a.app.get(&a.path(&format!("/contacts/{id}")), &a.token).await, 404).await;
-    expect_problem(a.app.request(Method::DELETE, &a.path(&format!("/contacts/{id}")), Some(&a.token)).send().await.expect("sent"), 404).await;
+    expect_problem(
+        a.app
+            .get(&a.path(&format!("/contacts/{id}")), &a.token)
+            .await,
+        404,
+    )
+    .await;
+    expect_problem(
+        a.app
+            .request(
+                Method::DELETE,
+                &a.path(&format!("/contacts/{id}")),
+                Some(&a.token),
+            )
+            .send()
+            .await
+            .expect("sent"),
+        404,
+    )
+    .await;
     use diesel::{sql_types::BigInt, QueryableByName, RunQueryDsl};
     #[derive(QueryableByName)]
     struct Count {
@@ -211,7 +499,9 @@ async fn delete_removes_the_contact_its_events_and_attributes() {
     }
     let mut conn = a.app.database.connection();
     for table in ["contact_events", "contact_attributes", "contacts"] {
-        let count: Count = diesel::sql_query(format!("SELECT count(*) AS n FROM {table}")).get_result(&mut conn).expect("count");
+        let count: Count = diesel::sql_query(format!("SELECT count(*) AS n FROM {table}"))
+            .get_result(&mut conn)
+            .expect("count");
         assert_eq!(count.n, 0, "{table}");
     }
 }
@@ -219,24 +509,87 @@ async fn delete_removes_the_contact_its_events_and_attributes() {
 #[tokio::test]
 async fn another_accounts_contact_is_404_and_non_members_401() {
     let a = audience().await;
-    let id = a.upsert(json!({"email": "mine@example.com"})).await["_id"].as_str().expect("id").to_owned();
+    let id = a.upsert(json!({"email": "mine@example.com"})).await["_id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
     let other = a.app.create_account(&a.token, "Other").await;
-    expect_problem(a.app.get(&format!("/v2/accounts/{other}/contacts/{id}"), &a.token).await, 404).await;
-    expect_problem(a.app.request(Method::DELETE, &format!("/v2/accounts/{other}/contacts/{id}"), Some(&a.token)).send().await.expect("sent"), 404).await;
+    expect_problem(
+        a.app
+            .get(&format!("/v2/accounts/{other}/contacts/{id}"), &a.token)
+            .await,
+        404,
+    )
+    .await;
+    expect_problem(
+        a.app
+            .request(
+                Method::DELETE,
+                &format!("/v2/accounts/{other}/contacts/{id}"),
+                Some(&a.token),
+            )
+            .send()
+            .await
+            .expect("sent"),
+        404,
+    )
+    .await;
     let eve = a.app.user_token("eve@example.com").await;
     expect_problem(a.app.get(&a.path("/contacts"), &eve).await, 401).await;
-    expect_problem(a.app.send_json(Method::POST, &a.path("/events"), &eve, &json!({"email": "x@example.com", "slug": "s"})).await, 401).await;
+    expect_problem(
+        a.app
+            .send_json(
+                Method::POST,
+                &a.path("/events"),
+                &eve,
+                &json!({"email": "x@example.com", "slug": "s"}),
+            )
+            .await,
+        401,
+    )
+    .await;
     expect_problem(a.app.get(&a.path("/attributes"), &eve).await, 401).await;
     assert_eq!(a.list("").await, ["mine@example.com"]);
 }
 
 impl Audience {
     async fn search(&self, body: Value) -> Vec<String> {
-        let page = expect_json(self.app.send_json(Method::POST, &self.path("/contacts/search?limit=100"), &self.token, &body).await, 200).await;
-        let mut emails: Vec<String> = page["items"].as_array().expect("items").iter().map(|c| c["email"].as_str().expect("email").to_owned()).collect();
+        let page = expect_json(
+            self.app
+                .send_json(
+                    Method::POST,
+                    &self.path("/contacts/search?limit=100"),
+                    &self.token,
+                    &body,
+                )
+                .await,
+            200,
+        )
+        .await;
+        let mut emails: Vec<String> = page["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|c| c["email"].as_str().expect("email").to_owned())
+            .collect();
         emails.sort();
-        let count = expect_json(self.app.send_json(Method::POST, &self.path("/contacts/search/count"), &self.token, &body).await, 200).await;
-        assert_eq!(count["count"], emails.len(), "count agrees with the search for {body}");
+        let count = expect_json(
+            self.app
+                .send_json(
+                    Method::POST,
+                    &self.path("/contacts/search/count"),
+                    &self.token,
+                    &body,
+                )
+                .await,
+            200,
+        )
+        .await;
+        assert_eq!(
+            count["count"],
+            emails.len(),
+            "count agrees with the search for {body}"
+        );
         emails
     }
 
@@ -256,32 +609,106 @@ async fn seeded() -> Audience {
 #[tokio::test]
 async fn search_evaluates_every_operator_family() {
     let a = seeded().await;
-    assert_eq!(a.search_with("plan", "s_equal", json!("PRO")).await, ["ann@example.com"], "strings ignore case");
-    assert_eq!(a.search_with("plan", "s_not_equal", json!("pro")).await, ["ben@example.com"], "missing matches only not_exists");
-    assert_eq!(a.search_with("plan", "contains", json!("R")).await, ["ann@example.com", "ben@example.com"]);
-    assert_eq!(a.search_with("plan", "not_contains", json!("re")).await, ["ann@example.com"]);
-    assert_eq!(a.search_with("seats", "greater_than", json!(1)).await, ["ann@example.com"]);
-    assert_eq!(a.search_with("seats", "greater_than_equal", json!(1)).await, ["ann@example.com", "ben@example.com"]);
-    assert_eq!(a.search_with("seats", "less_than", json!(12)).await, ["ben@example.com"]);
-    assert_eq!(a.search_with("seats", "less_than_equal", json!(12)).await, ["ann@example.com", "ben@example.com"]);
-    assert_eq!(a.search_with("seats", "n_equal", json!(12)).await, ["ann@example.com"]);
-    assert_eq!(a.search_with("seats", "n_not_equal", json!(12)).await, ["ben@example.com"]);
-    assert_eq!(a.search_with("vip", "true", json!("")).await, ["ann@example.com"]);
-    assert_eq!(a.search_with("vip", "false", json!("")).await, ["ben@example.com"]);
-    assert_eq!(a.search_with("vip", "exists", json!("")).await, ["ann@example.com", "ben@example.com"]);
-    assert_eq!(a.search_with("vip", "not_exists", json!("")).await, ["cat@example.com"]);
+    assert_eq!(
+        a.search_with("plan", "s_equal", json!("PRO")).await,
+        ["ann@example.com"],
+        "strings ignore case"
+    );
+    assert_eq!(
+        a.search_with("plan", "s_not_equal", json!("pro")).await,
+        ["ben@example.com"],
+        "missing matches only not_exists"
+    );
+    assert_eq!(
+        a.search_with("plan", "contains", json!("R")).await,
+        ["ann@example.com", "ben@example.com"]
+    );
+    assert_eq!(
+        a.search_with("plan", "not_contains", json!("re")).await,
+        ["ann@example.com"]
+    );
+    assert_eq!(
+        a.search_with("seats", "greater_than", json!(1)).await,
+        ["ann@example.com"]
+    );
+    assert_eq!(
+        a.search_with("seats", "greater_than_equal", json!(1)).await,
+        ["ann@example.com", "ben@example.com"]
+    );
+    assert_eq!(
+        a.search_with("seats", "less_than", json!(12)).await,
+        ["ben@example.com"]
+    );
+    assert_eq!(
+        a.search_with("seats", "less_than_equal", json!(12)).await,
+        ["ann@example.com", "ben@example.com"]
+    );
+    assert_eq!(
+        a.search_with("seats", "n_equal", json!(12)).await,
+        ["ann@example.com"]
+    );
+    assert_eq!(
+        a.search_with("seats", "n_not_equal", json!(12)).await,
+        ["ben@example.com"]
+    );
+    assert_eq!(
+        a.search_with("vip", "true", json!("")).await,
+        ["ann@example.com"]
+    );
+    assert_eq!(
+        a.search_with("vip", "false", json!("")).await,
+        ["ben@example.com"]
+    );
+    assert_eq!(
+        a.search_with("vip", "exists", json!("")).await,
+        ["ann@example.com", "ben@example.com"]
+    );
+    assert_eq!(
+        a.search_with("vip", "not_exists", json!("")).await,
+        ["cat@example.com"]
+    );
     // 2026-03-01T23:30Z and 2026-03-02T00:30+02:00 (= 2026-03-01T22:30Z) fall on the same UTC day.
-    assert_eq!(a.search_with("renewal", "d_equal", json!("2026-03-01")).await, ["ann@example.com", "ben@example.com"], "dates compare by UTC day");
-    assert_eq!(a.search_with("renewal", "after", json!("2026-02-28T23:59:59Z")).await, ["ann@example.com", "ben@example.com"]);
-    assert_eq!(a.search_with("renewal", "after", json!("2026-03-01")).await, Vec::<String>::new());
-    assert_eq!(a.search_with("renewal", "before", json!("2026-03-02")).await, ["ann@example.com", "ben@example.com"]);
-    assert_eq!(a.search_with("renewal", "d_not_equal", json!("2026-03-01")).await, Vec::<String>::new());
-    assert_eq!(a.search_with("email", "contains", json!("BEN")).await, ["ben@example.com"], "system attributes are searchable");
-    let both = a.search(json!({"includeUnsubscribed": true, "attributes": [
+    assert_eq!(
+        a.search_with("renewal", "d_equal", json!("2026-03-01"))
+            .await,
+        ["ann@example.com", "ben@example.com"],
+        "dates compare by UTC day"
+    );
+    assert_eq!(
+        a.search_with("renewal", "after", json!("2026-02-28T23:59:59Z"))
+            .await,
+        ["ann@example.com", "ben@example.com"]
+    );
+    assert_eq!(
+        a.search_with("renewal", "after", json!("2026-03-01")).await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        a.search_with("renewal", "before", json!("2026-03-02"))
+            .await,
+        ["ann@example.com", "ben@example.com"]
+    );
+    assert_eq!(
+        a.search_with("renewal", "d_not_equal", json!("2026-03-01"))
+            .await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        a.search_with("email", "contains", json!("BEN")).await,
+        ["ben@example.com"],
+        "system attributes are searchable"
+    );
+    let both = a
+        .search(json!({"includeUnsubscribed": true, "attributes": [
         {"slug": "plan", "operator": "exists", "value": ""},
-        {"slug": "seats", "operator": "greater_than", "value": 5}]})).await;
+        {"slug": "seats", "operator": "greater_than", "value": 5}]}))
+        .await;
     assert_eq!(both, ["ann@example.com"], "conditions combine with AND");
-    assert_eq!(a.search(json!({"includeUnsubscribed": true})).await.len(), 3, "no conditions reach everyone");
+    assert_eq!(
+        a.search(json!({"includeUnsubscribed": true})).await.len(),
+        3,
+        "no conditions reach everyone"
+    );
 }
 
 #[tokio::test]
@@ -294,10 +721,19 @@ async fn search_returns_resolved_attributes_and_honours_unsubscriptions() {
     assert_eq!(ann["attributes"]["renewal"], "2026-03-01T23:30:00.000Z");
     assert_eq!(ann["attributes"]["email"], "ann@example.com");
     a.set_flag("ben@example.com", "unsubscribed_at");
-    assert_eq!(a.search(json!({"includeUnsubscribed": false})).await, ["ann@example.com", "cat@example.com"]);
-    assert_eq!(a.search(json!({"includeUnsubscribed": true})).await.len(), 3);
+    assert_eq!(
+        a.search(json!({"includeUnsubscribed": false})).await,
+        ["ann@example.com", "cat@example.com"]
+    );
+    assert_eq!(
+        a.search(json!({"includeUnsubscribed": true})).await.len(),
+        3
+    );
     let topics = expect_json(a.app.get(&a.path("/topics"), &a.token).await, 200).await;
-    let topic = topics["items"][0]["_id"].as_str().expect("topic").to_owned();
+    let topic = topics["items"][0]["_id"]
+        .as_str()
+        .expect("topic")
+        .to_owned();
     {
         use diesel::{connection::SimpleConnection, Connection};
         let mut conn = diesel::PgConnection::establish(a.app.database.url()).expect("connection");
@@ -307,8 +743,18 @@ async fn search_returns_resolved_attributes_and_honours_unsubscriptions() {
         ))
         .expect("unsubscribe");
     }
-    assert_eq!(a.search(json!({"includeUnsubscribed": true, "topicId": topic})).await, ["ann@example.com", "ben@example.com"]);
-    let cat = expect_json(a.app.get(&a.path("/contacts?email=cat@example.com"), &a.token).await, 200).await;
+    assert_eq!(
+        a.search(json!({"includeUnsubscribed": true, "topicId": topic}))
+            .await,
+        ["ann@example.com", "ben@example.com"]
+    );
+    let cat = expect_json(
+        a.app
+            .get(&a.path("/contacts?email=cat@example.com"), &a.token)
+            .await,
+        200,
+    )
+    .await;
     assert_eq!(cat["items"][0]["topicUnsubscriptions"], json!([topic]));
 }
 
@@ -316,24 +762,98 @@ async fn search_returns_resolved_attributes_and_honours_unsubscriptions() {
 async fn bad_conditions_are_400_naming_the_part() {
     let a = seeded().await;
     let cases = [
-        (json!({"slug": "nope", "operator": "exists", "value": ""}), "attributes[0].slug"),
-        (json!({"slug": "plan", "operator": "like", "value": "x"}), "attributes[0].operator"),
-        (json!({"slug": "plan", "operator": "greater_than", "value": 3}), "attributes[0].operator"),
-        (json!({"slug": "seats", "operator": "s_equal", "value": "3"}), "attributes[0].operator"),
-        (json!({"slug": "vip", "operator": "after", "value": "2026-01-01"}), "attributes[0].operator"),
-        (json!({"slug": "seats", "operator": "greater_than", "value": "3"}), "attributes[0].value"),
-        (json!({"slug": "renewal", "operator": "after", "value": "soon"}), "attributes[0].value"),
-        (json!({"slug": "plan", "operator": "s_equal", "value": 3}), "attributes[0].value"),
-        (json!({"slug": "plan", "operator": "exists", "value": "yes"}), "attributes[0].value"),
+        (
+            json!({"slug": "nope", "operator": "exists", "value": ""}),
+            "attributes[0].slug",
+        ),
+        (
+            json!({"slug": "plan", "operator": "like", "value": "x"}),
+            "attributes[0].operator",
+        ),
+        (
+            json!({"slug": "plan", "operator": "greater_than", "value": 3}),
+            "attributes[0].operator",
+        ),
+        (
+            json!({"slug": "seats", "operator": "s_equal", "value": "3"}),
+            "attributes[0].operator",
+        ),
+        (
+            json!({"slug": "vip", "operator": "after", "value": "2026-01-01"}),
+            "attributes[0].operator",
+        ),
+        (
+            json!({"slug": "seats", "operator": "greater_than", "value": "3"}),
+            "attributes[0].value",
+        ),
+        (
+            json!({"slug": "renewal", "operator": "after", "value": "soon"}),
+            "attributes[0].value",
+        ),
+        (
+            json!({"slug": "plan", "operator": "s_equal", "value": 3}),
+            "attributes[0].value",
+        ),
+        (
+            json!({"slug": "plan", "operator": "exists", "value": "yes"}),
+            "attributes[0].value",
+        ),
     ];
     for (condition, field) in cases {
         let body = json!({"includeUnsubscribed": true, "attributes": [condition]});
-        let problem = expect_problem(a.app.send_json(Method::POST, &a.path("/contacts/search"), &a.token, &body).await, 400).await;
-        assert!(problem["errors"].as_array().expect("errors").iter().any(|e| e["field"] == field), "{condition} → {problem}");
-        expect_problem(a.app.send_json(Method::POST, &a.path("/contacts/search/count"), &a.token, &body).await, 400).await;
+        let problem = expect_problem(
+            a.app
+                .send_json(Method::POST, &a.path("/contacts/search"), &a.token, &body)
+                .await,
+            400,
+        )
+        .await;
+        assert!(
+            problem["errors"]
+                .as_array()
+                .expect("errors")
+                .iter()
+                .any(|e| e["field"] == field),
+            "{condition} → {problem}"
+        );
+        expect_problem(
+            a.app
+                .send_json(
+                    Method::POST,
+                    &a.path("/contacts/search/count"),
+                    &a.token,
+                    &body,
+                )
+                .await,
+            400,
+        )
+        .await;
     }
-    let problem = expect_problem(a.app.send_json(Method::POST, &a.path("/contacts/search"), &a.token, &json!({})).await, 400).await;
+    let problem = expect_problem(
+        a.app
+            .send_json(
+                Method::POST,
+                &a.path("/contacts/search"),
+                &a.token,
+                &json!({}),
+            )
+            .await,
+        400,
+    )
+    .await;
     assert_eq!(problem["errors"][0]["field"], "includeUnsubscribed");
-    let unknown_topic = json!({"includeUnsubscribed": true, "topicId": "01936c5e-7b2a-7cde-8f00-0123456789ab"});
-    expect_problem(a.app.send_json(Method::POST, &a.path("/contacts/search"), &a.token, &unknown_topic).await, 400).await;
+    let unknown_topic =
+        json!({"includeUnsubscribed": true, "topicId": "01936c5e-7b2a-7cde-8f00-0123456789ab"});
+    expect_problem(
+        a.app
+            .send_json(
+                Method::POST,
+                &a.path("/contacts/search"),
+                &a.token,
+                &unknown_topic,
+            )
+            .await,
+        400,
+    )
+    .await;
 }

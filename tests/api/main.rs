@@ -3,7 +3,9 @@
 mod accounts;
 mod contacts;
 mod errors;
+mod import;
 mod mail_servers;
+mod messages;
 mod openapi;
 mod operations;
 mod templates;
@@ -11,3 +13,4 @@ mod tenancy;
 mod tokens;
 mod topics;
 mod webhooks;
+mod webhooks_delivery;

@@ -1,7 +1,7 @@
 use mailroom_tests::{expect_json, spawn_app};
 
 /// Every route of the API, as DESIGN.md §6 and the specification name them for this stage.
-pub const ROUTES: [(&str, &str); 41] = [
+pub const ROUTES: [(&str, &str); 53] = [
     ("post", "/v2/users/me/tokens"),
     ("get", "/v2/users/me/tokens"),
     ("delete", "/v2/users/me/tokens/{tokenId}"),
@@ -11,6 +11,13 @@ pub const ROUTES: [(&str, &str); 41] = [
     ("patch", "/v2/accounts/{accountId}"),
     ("get", "/v2/accounts/{accountId}/members"),
     ("put", "/v2/accounts/{accountId}/webhooks"),
+    ("get", "/v2/accounts/{accountId}/webhook-events"),
+    ("get", "/v2/accounts/{accountId}/webhook-events/count"),
+    ("get", "/v2/accounts/{accountId}/webhook-events/{eventId}"),
+    (
+        "post",
+        "/v2/accounts/{accountId}/webhook-events/{eventId}/retry",
+    ),
     ("get", "/v2/accounts/{accountId}/templates"),
     ("get", "/v2/accounts/{accountId}/templates/count"),
     ("get", "/v2/accounts/{accountId}/templates/{templateId}"),
@@ -41,6 +48,9 @@ pub const ROUTES: [(&str, &str); 41] = [
     ("get", "/v2/accounts/{accountId}/contacts"),
     ("get", "/v2/accounts/{accountId}/contacts/count"),
     ("post", "/v2/accounts/{accountId}/contacts"),
+    ("post", "/v2/accounts/{accountId}/contacts/search"),
+    ("post", "/v2/accounts/{accountId}/contacts/search/count"),
+    ("post", "/v2/accounts/{accountId}/contacts/import"),
     ("get", "/v2/accounts/{accountId}/contacts/{contactId}"),
     ("patch", "/v2/accounts/{accountId}/contacts/{contactId}"),
     ("delete", "/v2/accounts/{accountId}/contacts/{contactId}"),
@@ -52,6 +62,11 @@ pub const ROUTES: [(&str, &str); 41] = [
     ("get", "/healthz"),
     ("get", "/readyz"),
     ("get", "/metrics"),
+    ("post", "/v2/accounts/{accountId}/messages"),
+    ("get", "/v2/accounts/{accountId}/messages"),
+    ("get", "/v2/accounts/{accountId}/messages/count"),
+    ("get", "/v2/accounts/{accountId}/messages/stats"),
+    ("get", "/v2/accounts/{accountId}/messages/{messageId}"),
 ];
 
 #[tokio::test]

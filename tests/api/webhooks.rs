@@ -1,6 +1,13 @@
-use mailroom_tests::{expect_json, expect_problem, spawn_app};
+use mailroom_tests::{expect_json, expect_problem, spawn_app_with, TestApp};
 use reqwest::Method;
 use serde_json::{json, Value};
+
+/// These tests are about what is stored and shown, not about the network: private egress
+/// is on, so `hooks.example.com` is saved without a lookup (this machine may be offline).
+/// The egress checks of `PUT` have their own tests in `webhooks_delivery.rs`.
+async fn spawn_app() -> TestApp {
+    spawn_app_with(|config| config.allow_private_egress = true).await
+}
 
 fn valid() -> Value {
     json!({

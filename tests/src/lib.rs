@@ -24,6 +24,8 @@ pub struct TestApp {
     pub services: Services,
     /// The test's database (dropped with the app).
     pub database: TestDatabase,
+    /// The configuration the app runs with (workers are driven by the test).
+    pub config: Config,
 }
 
 /// Starts the API on a random loopback port over a fresh database, with production
@@ -68,6 +70,7 @@ pub async fn spawn_app_with(configure: impl FnOnce(&mut Config)) -> TestApp {
         clock,
         services,
         database,
+        config,
     }
 }
 

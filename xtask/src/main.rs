@@ -5,6 +5,7 @@
 //! fresh machine; everything else it needs (cargo, PostgreSQL tools, apt-get) it runs as
 //! child processes.
 
+mod bench;
 mod commands;
 mod mail_catcher;
 mod postgres;
@@ -30,6 +31,11 @@ Commands:
                       and -p/--package replaces --workspace.
   ci                  `cargo fmt --check`, the domain-purity check, `cargo clippy
                       -D warnings`, then the same as `test`.
+  bench audience [--contacts N] [--seconds S]
+                      The audience benchmark in release mode: imports N
+                      contacts (default 1000000) through the API, then times
+                      search, count and event recording (S s per run, default
+                      30) beside a flat table and pgbench. Prints a report.
   db start            Create (if needed) and start the private cluster in
                       target/pgdata on 127.0.0.1:55432. It keeps running.
   db stop             Stop the private cluster.
@@ -78,6 +84,7 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
             no_extra_args("ci", rest)?;
             commands::ci().map(|()| ExitCode::SUCCESS)
         }
+        "bench" => bench::run(rest).map(|()| ExitCode::SUCCESS),
         "mail-catcher" => mail_catcher::run(rest).map(|()| ExitCode::SUCCESS),
         "db" => match rest.split_first() {
             Some((sub, sub_rest)) => match sub.as_str() {

@@ -10,6 +10,7 @@ pub mod auth;
 pub mod contacts;
 pub mod error;
 pub mod mail_servers;
+pub mod messages;
 pub mod ports;
 pub mod rendering;
 pub mod services;
@@ -17,6 +18,7 @@ pub mod templates;
 pub mod tokens;
 pub mod topics;
 pub mod users;
+pub mod webhook_events;
 
 pub use auth::Actor;
 pub use error::{AppError, StoreError};

@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use crate::ports::{Clock, Database, Ids, MailServerProbe, Secrets};
+use crate::ports::{
+    Clock, Database, Ids, MailServerProbe, Mailer, Secrets, WebhookSender, WebhookUrlGuard,
+};
 
 /// Everything use cases depend on. Cheap to clone.
 #[derive(Clone)]
@@ -18,4 +20,11 @@ pub struct Services {
     /// Checks mail server settings against the live server (blocking network I/O, used
     /// only between transactions).
     pub mail_server_probe: Arc<dyn MailServerProbe>,
+    /// Checks webhook URLs against the egress policy (blocking network I/O, used only
+    /// between transactions).
+    pub webhook_url_guard: Arc<dyn WebhookUrlGuard>,
+    /// Delivers webhook events (async; used by the delivery worker only).
+    pub webhook_sender: Arc<dyn WebhookSender>,
+    /// Sends email (async; used by the message worker only).
+    pub mailer: Arc<dyn Mailer>,
 }

@@ -163,8 +163,12 @@ impl AttributeValue {
                 .filter(|n| n.is_finite())
                 .map(Self::Number)
                 .ok_or(InvalidAttribute::Value),
-            Value::String(text) if text.chars().count() > MAX_STRING_VALUE => Err(InvalidAttribute::Value),
-            Value::String(text) => Ok(Timestamp::parse(text).map_or_else(|_| Self::String(text.clone()), Self::Date)),
+            Value::String(text) if text.chars().count() > MAX_STRING_VALUE => {
+                Err(InvalidAttribute::Value)
+            }
+            Value::String(text) => {
+                Ok(Timestamp::parse(text).map_or_else(|_| Self::String(text.clone()), Self::Date))
+            }
             _ => Err(InvalidAttribute::Value),
         }
     }
@@ -173,7 +177,9 @@ impl AttributeValue {
     pub fn to_json(&self) -> Value {
         match self {
             Self::String(text) => Value::String(text.clone()),
-            Self::Number(number) => serde_json::Number::from_f64(*number).map_or(Value::Null, Value::Number),
+            Self::Number(number) => {
+                serde_json::Number::from_f64(*number).map_or(Value::Null, Value::Number)
+            }
             Self::Boolean(flag) => Value::Bool(*flag),
             Self::Date(at) => Value::String(at.to_string()),
         }
@@ -188,7 +194,9 @@ impl AttributeValue {
 /// [`InvalidAttribute::Slug`].
 pub fn check_custom_slug(slug: &str) -> Result<(), InvalidAttribute> {
     let mut chars = slug.chars();
-    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+    let first_ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
     let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
     let reserved = SYSTEM_ATTRIBUTES.iter().any(|(name, _)| *name == slug);
     if first_ok && rest_ok && slug.len() <= MAX_ATTRIBUTE_SLUG && !reserved {
@@ -202,7 +210,10 @@ pub fn check_custom_slug(slug: &str) -> Result<(), InvalidAttribute> {
 ///
 /// # Errors
 /// [`InvalidAttribute::TypeMismatch`].
-pub fn check_type(stored: Option<AttributeType>, value: &AttributeValue) -> Result<(), InvalidAttribute> {
+pub fn check_type(
+    stored: Option<AttributeType>,
+    value: &AttributeValue,
+) -> Result<(), InvalidAttribute> {
     match stored {
         Some(stored) if stored != value.attribute_type() => Err(InvalidAttribute::TypeMismatch {
             stored: stored.as_str(),
@@ -223,14 +234,32 @@ mod tests {
 
     #[test]
     fn json_values_get_their_types() {
-        assert_eq!(AttributeValue::from_json(&json!(true)), Ok(AttributeValue::Boolean(true)));
-        assert_eq!(AttributeValue::from_json(&json!(3.5)), Ok(AttributeValue::Number(3.5)));
-        assert_eq!(AttributeValue::from_json(&json!("pro")), Ok(AttributeValue::String("pro".into())));
+        assert_eq!(
+            AttributeValue::from_json(&json!(true)),
+            Ok(AttributeValue::Boolean(true))
+        );
+        assert_eq!(
+            AttributeValue::from_json(&json!(3.5)),
+            Ok(AttributeValue::Number(3.5))
+        );
+        assert_eq!(
+            AttributeValue::from_json(&json!("pro")),
+            Ok(AttributeValue::String("pro".into()))
+        );
         let date = AttributeValue::from_json(&json!("2026-01-02T03:04:05Z")).expect("date");
         assert_eq!(date.attribute_type(), AttributeType::Date);
         assert_eq!(date.to_json(), json!("2026-01-02T03:04:05.000Z"));
-        for bad in [json!(null), json!([1]), json!({"a": 1}), json!("x".repeat(1001))] {
-            assert_eq!(AttributeValue::from_json(&bad), Err(InvalidAttribute::Value), "{bad}");
+        for bad in [
+            json!(null),
+            json!([1]),
+            json!({"a": 1}),
+            json!("x".repeat(1001)),
+        ] {
+            assert_eq!(
+                AttributeValue::from_json(&bad),
+                Err(InvalidAttribute::Value),
+                "{bad}"
+            );
         }
     }
 
@@ -239,7 +268,15 @@ mod tests {
         for good in ["first_name", "plan", "_x", "Score2"] {
             assert!(check_custom_slug(good).is_ok(), "{good}");
         }
-        for bad in ["", "2x", "first-name", "event.signed_up", "email", "create_date", "a b"] {
+        for bad in [
+            "",
+            "2x",
+            "first-name",
+            "event.signed_up",
+            "email",
+            "create_date",
+            "a b",
+        ] {
             assert!(check_custom_slug(bad).is_err(), "{bad}");
         }
         let number = AttributeValue::Number(1.0);

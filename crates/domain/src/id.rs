@@ -94,6 +94,14 @@ define_id!(
     /// Identifies a recorded contact event.
     ContactEventId
 );
+define_id!(
+    /// Identifies a webhook event (one queued or attempted delivery).
+    WebhookEventId
+);
+define_id!(
+    /// Identifies a message (one email in the outbox).
+    MessageId
+);
 
 #[cfg(test)]
 mod tests {

@@ -4,7 +4,8 @@
 //! Everything here is pure and synchronous. Values are parsed once at the edge into the
 //! types of this crate (`EmailAddress`, `AccountName`, `TemplateSlug`, …) so the rest of
 //! the service never handles an unchecked string. Other Rust services may reuse this crate
-//! for slug normalisation, token recognition and (later) webhook signature verification.
+//! for slug normalisation, token recognition and webhook signature verification
+//! ([`webhook_signature::verify`]).
 #![warn(missing_docs)]
 
 pub mod account;
@@ -17,6 +18,7 @@ pub mod email;
 pub mod error;
 pub mod id;
 pub mod mail_server;
+pub mod message;
 pub mod paging;
 pub mod patch;
 pub mod secret;
@@ -27,11 +29,13 @@ pub mod timestamp;
 pub mod token;
 pub mod topic;
 pub mod webhook;
+pub mod webhook_event;
+pub mod webhook_signature;
 
 pub use error::{FieldError, ValidationErrors};
 pub use id::{
-    AccountId, AutomationId, ContactEventId, ContactId, MailServerId, TemplateId, TokenId, TopicId,
-    UserId,
+    AccountId, AutomationId, ContactEventId, ContactId, MailServerId, MessageId, TemplateId,
+    TokenId, TopicId, UserId, WebhookEventId,
 };
 pub use timestamp::Timestamp;
 /// The UUID type behind every identifier, re-exported so ports can mint ids.

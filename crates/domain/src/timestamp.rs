@@ -42,7 +42,9 @@ impl Timestamp {
     pub fn parse(text: &str) -> Result<Self, InvalidTimestamp> {
         let parsed = OffsetDateTime::parse(text, &Rfc3339).map_err(|_| InvalidTimestamp)?;
         // `9999-12-31T23:00:00-05:00` is valid RFC 3339 but lies past the last UTC year.
-        let utc = parsed.checked_to_offset(UtcOffset::UTC).ok_or(InvalidTimestamp)?;
+        let utc = parsed
+            .checked_to_offset(UtcOffset::UTC)
+            .ok_or(InvalidTimestamp)?;
         Ok(Self::from_datetime(utc))
     }
 
@@ -104,6 +106,9 @@ mod tests {
         let whole = Timestamp::parse("2026-01-02T03:04:05Z").expect("valid");
         assert_eq!(whole.to_string(), "2026-01-02T03:04:05.000Z");
         assert!(Timestamp::parse("yesterday").is_err());
-        assert!(Timestamp::parse("9999-12-31T23:00:00-05:00").is_err(), "past the last UTC year");
+        assert!(
+            Timestamp::parse("9999-12-31T23:00:00-05:00").is_err(),
+            "past the last UTC year"
+        );
     }
 }

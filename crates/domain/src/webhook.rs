@@ -169,16 +169,11 @@ impl WebhookUrl {
         if text.len() > MAX_URL_LENGTH {
             return Err(InvalidUrl::TooLong);
         }
-        let rest = text
-            .strip_prefix("https://")
-            .or_else(|| text.strip_prefix("http://"))
-            .ok_or(InvalidUrl::Shape)?;
-        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-        let host = authority.rsplit('@').next().unwrap_or_default();
         let bad_char = text.chars().any(|c| c.is_whitespace() || c.is_control());
-        if host.is_empty() || host.starts_with(':') || bad_char {
+        if bad_char {
             return Err(InvalidUrl::Shape);
         }
+        split_host_port(text).ok_or(InvalidUrl::Shape)?;
         Ok(Self(text.to_owned()))
     }
 
@@ -191,6 +186,45 @@ impl WebhookUrl {
     pub fn is_https(&self) -> bool {
         self.0.starts_with("https://")
     }
+
+    /// The host: a DNS name, an IPv4 literal, or an IPv6 literal without its brackets.
+    pub fn host(&self) -> &str {
+        split_host_port(&self.0).map_or("", |(host, _)| host)
+    }
+
+    /// The port: the explicit one, else 443 for `https` and 80 for `http`.
+    pub fn port(&self) -> u16 {
+        split_host_port(&self.0).map_or(0, |(_, port)| port)
+    }
+}
+
+/// Host and port of an `http(s)://` URL; `None` when either is missing or malformed.
+fn split_host_port(text: &str) -> Option<(&str, u16)> {
+    let (rest, default_port) = match text.strip_prefix("https://") {
+        Some(rest) => (rest, 443),
+        None => (text.strip_prefix("http://")?, 80),
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit('@').next().unwrap_or_default();
+    let (host, port) = match host_port.strip_prefix('[') {
+        Some(bracketed) => {
+            let (host, after) = bracketed.split_once(']')?;
+            host.parse::<std::net::Ipv6Addr>().ok()?;
+            (host, after.strip_prefix(':'))
+        }
+        None => match host_port.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (host_port, None),
+        },
+    };
+    if host.is_empty() {
+        return None;
+    }
+    let port = match port {
+        None => default_port,
+        Some(digits) => digits.parse::<u16>().ok().filter(|port| *port != 0)?,
+    };
+    Some((host, port))
 }
 
 /// A stored webhook configuration.
@@ -427,6 +461,38 @@ mod tests {
             ..input()
         };
         assert!(WebhookSettings::parse(bad).is_err());
+    }
+
+    #[test]
+    fn urls_name_their_host_and_port() {
+        let parts = |text: &str| {
+            let url = WebhookUrl::parse(text).expect(text);
+            (url.host().to_owned(), url.port())
+        };
+        assert_eq!(
+            parts("https://hooks.example.com/x"),
+            ("hooks.example.com".into(), 443)
+        );
+        assert_eq!(
+            parts("http://127.0.0.1:8080/x?y#z"),
+            ("127.0.0.1".into(), 8080)
+        );
+        assert_eq!(parts("https://[::1]:8443"), ("::1".into(), 8443));
+        assert_eq!(
+            parts("https://u:p@h.example:444/"),
+            ("h.example".into(), 444)
+        );
+        for bad in [
+            "https://",
+            "https://:443/",
+            "https://h.example:0/",
+            "https://h.example:99999/",
+            "https://h.example:x/",
+            "https://[not-v6]/",
+            "https://h .example/",
+        ] {
+            assert_eq!(WebhookUrl::parse(bad), Err(InvalidUrl::Shape), "{bad}");
+        }
     }
 
     #[test]

@@ -626,8 +626,13 @@ impl From<mailroom_domain::topic::Topic> for TopicDto {
 }
 
 /// Resolved attributes as JSON: `{slug: value}` (dates as RFC 3339 with milliseconds).
-fn attributes_json(attributes: mailroom_domain::attribute::ResolvedAttributes) -> serde_json::Map<String, serde_json::Value> {
-    attributes.into_iter().map(|(slug, value)| (slug, value.to_json())).collect()
+fn attributes_json(
+    attributes: mailroom_domain::attribute::ResolvedAttributes,
+) -> serde_json::Map<String, serde_json::Value> {
+    attributes
+        .into_iter()
+        .map(|(slug, value)| (slug, value.to_json()))
+        .collect()
 }
 
 /// A contact. Flags are present only while set.
@@ -672,13 +677,20 @@ impl ContactDto {
             hard_bounced: contact.hard_bounced_at,
             complaint_date: contact.complaint_at,
             unsubscribe_date: contact.unsubscribed_at,
-            topic_unsubscriptions: contact.topic_unsubscriptions.iter().map(ToString::to_string).collect(),
+            topic_unsubscriptions: contact
+                .topic_unsubscriptions
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
             attributes: None,
         }
     }
 
     /// A contact with its resolved attributes.
-    pub fn with_attributes(contact: mailroom_domain::contact::Contact, attributes: mailroom_domain::attribute::ResolvedAttributes) -> Self {
+    pub fn with_attributes(
+        contact: mailroom_domain::contact::Contact,
+        attributes: mailroom_domain::attribute::ResolvedAttributes,
+    ) -> Self {
         Self {
             attributes: Some(attributes_json(attributes)),
             ..Self::plain(contact)
@@ -740,7 +752,10 @@ pub struct ContactEventDto {
 
 impl ContactEventDto {
     /// Shapes a recorded event of `account`.
-    pub fn new(account: mailroom_domain::AccountId, event: mailroom_app::ports::ContactEvent) -> Self {
+    pub fn new(
+        account: mailroom_domain::AccountId,
+        event: mailroom_app::ports::ContactEvent,
+    ) -> Self {
         Self {
             id: event.id.to_string(),
             account_id: account.to_string(),
@@ -815,4 +830,254 @@ pub struct ContactListParams {
     pub email: Option<String>,
     /// `bounced` or `unsubscribed`.
     pub status: Option<String>,
+}
+
+/// Where a webhook event was (or will be) delivered; secrets only as their last four
+/// characters.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookTargetDto {
+    /// Endpoint.
+    pub url: String,
+    /// `basic`, `bearer` or `none`.
+    pub auth_type: String,
+    /// Last four characters of the signing secret.
+    pub signing_secret_suffix: String,
+    /// Username for basic, omitted otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    /// Last four characters of the password or token, omitted when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub password_or_token_suffix: Option<String>,
+}
+
+/// A webhook event: one queued or attempted delivery. Optional fields are omitted while
+/// unset.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookEventDto {
+    /// Id (also the `webhook-id` header of its deliveries).
+    #[serde(rename = "_id")]
+    pub id: String,
+    /// Account.
+    pub account_id: String,
+    /// `contact.bounced`, `contact.complained`, `contact.deleted` or `contact.unsubscribed`.
+    pub event: String,
+    /// `queued`, `retrying`, `delivered` or `failed`.
+    pub status: String,
+    /// The delivered `data`.
+    #[schema(value_type = Object)]
+    pub payload: serde_json::Value,
+    /// Target of the latest attempt.
+    pub target: WebhookTargetDto,
+    /// Attempts made.
+    pub try_count: u32,
+    /// When it was queued.
+    #[schema(value_type = String, format = DateTime)]
+    pub create_date: Timestamp,
+    /// The event this one re-queues.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_event_id: Option<String>,
+    /// Who asked for the retry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retried_by_user_id: Option<String>,
+    /// When the next attempt is due (queued and retrying only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub next_attempt_at: Option<Timestamp>,
+    /// When the latest attempt was made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub last_attempt_at: Option<Timestamp>,
+    /// HTTP status of the latest attempt, when the endpoint answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_status_code: Option<u16>,
+    /// Why the latest attempt failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// When it was delivered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub delivered_at: Option<Timestamp>,
+}
+
+impl From<mailroom_domain::webhook_event::WebhookEvent> for WebhookEventDto {
+    fn from(event: mailroom_domain::webhook_event::WebhookEvent) -> Self {
+        let target = event.target;
+        Self {
+            id: event.id.to_string(),
+            account_id: event.account_id.to_string(),
+            event: event.event_type.as_str().to_owned(),
+            status: event.status.as_str().to_owned(),
+            payload: event.payload,
+            target: WebhookTargetDto {
+                url: target.url,
+                auth_type: target.auth_type.as_str().to_owned(),
+                signing_secret_suffix: target.signing_secret_suffix,
+                username: target.username,
+                password_or_token_suffix: target.password_or_token_suffix,
+            },
+            try_count: event.try_count,
+            create_date: event.created_at,
+            parent_event_id: event.parent_event_id.map(|id| id.to_string()),
+            retried_by_user_id: event.retried_by_user_id.map(|id| id.to_string()),
+            next_attempt_at: event.next_attempt_at,
+            last_attempt_at: event.last_attempt_at,
+            last_status_code: event.last_status_code,
+            last_error: event.last_error,
+            delivered_at: event.delivered_at,
+        }
+    }
+}
+
+/// Query parameters of the webhook event list and its count (besides `start` and `limit`).
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookEventListParams {
+    /// `queued`, `retrying`, `delivered` or `failed`.
+    pub status: Option<String>,
+    /// A webhook event type, e.g. `contact.bounced`.
+    pub event: Option<String>,
+}
+
+/// Body of `POST …/messages` (a transactional send).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SendMessageBody {
+    /// The template's slug.
+    pub slug: Option<String>,
+    /// The recipient; the contact is created when unknown.
+    pub email: Option<String>,
+    /// Template variables, winning over the contact's attributes.
+    #[schema(value_type = Option<Object>)]
+    pub data: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// One message of the outbox. Optional fields are omitted while unset.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageDto {
+    /// Id.
+    #[serde(rename = "_id")]
+    pub id: String,
+    /// Account.
+    pub account_id: String,
+    /// Recipient contact.
+    pub contact_id: String,
+    /// Recipient address when queued.
+    pub email: String,
+    /// Template sent.
+    pub template_id: String,
+    /// `transactional`, `automation` or `announcement`.
+    pub kind: String,
+    /// `queued`, `sending`, `sent`, `failed`, `bounced` or `skipped`.
+    pub status: String,
+    /// Why it was skipped: `bounce_blocked`, `complaint_blocked`, `unsubscribed`,
+    /// `free_limit_capped` or `no_mail_server`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skip_reason: Option<String>,
+    /// Template variables of the send.
+    #[schema(value_type = Object)]
+    pub data: serde_json::Map<String, serde_json::Value>,
+    /// Delivery attempts made.
+    pub attempts: u32,
+    /// The last SMTP reply or connection fault.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_reply: Option<String>,
+    /// The `Message-ID` header, stable over retries.
+    pub message_id: String,
+    /// When the next attempt is due (queued only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub next_attempt_at: Option<Timestamp>,
+    /// When it was queued.
+    #[schema(value_type = String, format = DateTime)]
+    pub create_date: Timestamp,
+    /// When its state last changed.
+    #[schema(value_type = String, format = DateTime)]
+    pub update_date: Timestamp,
+    /// When the mail server accepted it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub sent_at: Option<Timestamp>,
+}
+
+impl From<mailroom_domain::message::Message> for MessageDto {
+    fn from(message: mailroom_domain::message::Message) -> Self {
+        Self {
+            id: message.id.to_string(),
+            account_id: message.account_id.to_string(),
+            contact_id: message.contact_id.to_string(),
+            email: message.email,
+            template_id: message.template_id.to_string(),
+            kind: message.kind.as_str().to_owned(),
+            status: message.status.as_str().to_owned(),
+            skip_reason: message.skip_reason.map(|r| r.as_str().to_owned()),
+            data: message.data,
+            attempts: message.attempts,
+            last_reply: message.last_reply,
+            message_id: message.message_id_header,
+            next_attempt_at: message.next_attempt_at,
+            create_date: message.created_at,
+            update_date: message.updated_at,
+            sent_at: message.sent_at,
+        }
+    }
+}
+
+/// Query parameters of the message log and its count (besides `start` and `limit`).
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageListParams {
+    /// `queued`, `sending`, `sent`, `failed`, `bounced` or `skipped`.
+    pub status: Option<String>,
+    /// Only messages to this contact.
+    pub contact_id: Option<String>,
+}
+
+/// One UTC day of message counters.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DailyStatsDto {
+    /// The UTC day, `YYYY-MM-DD`.
+    pub date: String,
+    /// Skipped because the contact hard-bounced.
+    pub bounce_blocked: u64,
+    /// Complaints received.
+    pub complained: u64,
+    /// Skipped because the contact complained.
+    pub complaint_blocked: u64,
+    /// Skipped because of the monthly send limit.
+    pub free_limit_capped: u64,
+    /// Hard bounces.
+    pub bounced: u64,
+    /// First clicks.
+    pub clicked: u64,
+    /// Failed messages.
+    pub failed: u64,
+    /// First opens.
+    pub opened: u64,
+    /// Sent messages.
+    pub sent: u64,
+    /// Unsubscriptions.
+    pub unsubscribed: u64,
+}
+
+impl From<mailroom_domain::message::DailyStats> for DailyStatsDto {
+    fn from(stats: mailroom_domain::message::DailyStats) -> Self {
+        use mailroom_domain::message::StatsCounter as C;
+        Self {
+            date: stats.day.to_string(),
+            bounce_blocked: stats.get(C::BounceBlocked),
+            complained: stats.get(C::Complained),
+            complaint_blocked: stats.get(C::ComplaintBlocked),
+            free_limit_capped: stats.get(C::FreeLimitCapped),
+            bounced: stats.get(C::Bounced),
+            clicked: stats.get(C::Clicked),
+            failed: stats.get(C::Failed),
+            opened: stats.get(C::Opened),
+            sent: stats.get(C::Sent),
+            unsubscribed: stats.get(C::Unsubscribed),
+        }
+    }
 }

@@ -6,6 +6,7 @@
 
 mod database;
 mod error;
+mod queue;
 mod repositories;
 pub mod schema;
 

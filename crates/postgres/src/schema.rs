@@ -178,6 +178,71 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    webhook_events (account_id, id) {
+        account_id -> Uuid,
+        id -> Uuid,
+        event_type -> Text,
+        status -> Text,
+        payload -> Jsonb,
+        target -> Jsonb,
+        occurred_at -> Timestamptz,
+        try_count -> Int4,
+        next_attempt_at -> Nullable<Timestamptz>,
+        locked_until -> Nullable<Timestamptz>,
+        lease_token -> Nullable<Uuid>,
+        last_attempt_at -> Nullable<Timestamptz>,
+        last_status_code -> Nullable<Int4>,
+        last_error -> Nullable<Text>,
+        parent_event_id -> Nullable<Uuid>,
+        retried_by_user_id -> Nullable<Uuid>,
+        created_at -> Timestamptz,
+        delivered_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    messages (account_id, id) {
+        account_id -> Uuid,
+        id -> Uuid,
+        contact_id -> Uuid,
+        email -> Text,
+        template_id -> Uuid,
+        kind -> Text,
+        status -> Text,
+        skip_reason -> Nullable<Text>,
+        data -> Jsonb,
+        attempts -> Int4,
+        next_attempt_at -> Nullable<Timestamptz>,
+        locked_until -> Nullable<Timestamptz>,
+        lease_token -> Nullable<Uuid>,
+        last_reply -> Nullable<Text>,
+        message_id_header -> Text,
+        idempotency_key -> Nullable<Text>,
+        request_hash -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+        sent_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    message_stats_daily (account_id, day) {
+        account_id -> Uuid,
+        day -> Date,
+        bounce_blocked -> Int8,
+        complained -> Int8,
+        complaint_blocked -> Int8,
+        free_limit_capped -> Int8,
+        bounced -> Int8,
+        clicked -> Int8,
+        failed -> Int8,
+        opened -> Int8,
+        sent -> Int8,
+        unsubscribed -> Int8,
+    }
+}
+
 diesel::joinable!(tokens -> users (user_id));
 diesel::joinable!(memberships -> accounts (account_id));
 diesel::joinable!(memberships -> users (user_id));
@@ -197,4 +262,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     contact_attributes,
     contact_events,
     topic_unsubscriptions,
+    webhook_events,
+    messages,
+    message_stats_daily,
 );

@@ -6,7 +6,8 @@ use anyhow::{Context, Result};
 use mailroom_app::{ports::Clock, Services};
 use mailroom_http::{HttpOptions, Metrics};
 use mailroom_postgres::{ensure_database_exists, run_migrations, PgDatabase, PoolSettings};
-use mailroom_smtp::{ProbeSettings, SmtpProbe};
+use mailroom_smtp::{MailerSettings, ProbeSettings, SmtpMailer, SmtpProbe};
+use mailroom_webhook::{EgressUrlGuard, HyperWebhookSender, SenderSettings};
 
 use crate::{
     config::{redact_url, Config},
@@ -48,6 +49,19 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
         mail_server_probe: Arc::new(SmtpProbe::new(ProbeSettings {
             allow_private_egress: config.allow_private_egress,
             timeout: Duration::from_secs(10),
+        })),
+        webhook_url_guard: Arc::new(EgressUrlGuard::new(
+            config.allow_private_egress,
+            Duration::from_secs(10),
+        )),
+        webhook_sender: Arc::new(HyperWebhookSender::new(SenderSettings {
+            allow_private_egress: config.allow_private_egress,
+            timeout: config.webhook_timeout,
+            extra_roots: Vec::new(),
+        })),
+        mailer: Arc::new(SmtpMailer::new(MailerSettings {
+            allow_private_egress: config.allow_private_egress,
+            timeout: config.smtp_timeout,
         })),
     };
     Ok((services, database))

@@ -6,6 +6,7 @@ use std::{
     io::Write,
     net::SocketAddr,
     path::{Path, PathBuf},
+    time::Duration,
 };
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -13,6 +14,15 @@ use base64::Engine as _;
 
 /// The default webhook retry schedule, in seconds between attempts.
 pub const DEFAULT_RETRY_SCHEDULE: [u64; 7] = [5, 300, 1800, 7200, 18000, 36000, 36000];
+
+/// The total time one webhook delivery attempt may take (DESIGN.md §10).
+pub const DEFAULT_WEBHOOK_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Attempts a message gets before a transient SMTP failure makes it `failed`.
+pub const DEFAULT_MESSAGE_MAX_ATTEMPTS: u32 = 8;
+
+/// The bound on each step of one SMTP session (connect, then the rest).
+pub const DEFAULT_SMTP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Everything the process is configured with.
 #[derive(Clone)]
@@ -29,6 +39,15 @@ pub struct Config {
     pub allow_private_egress: bool,
     /// Seconds between webhook delivery attempts.
     pub webhook_retry_schedule: Vec<u64>,
+    /// The total time of one webhook delivery attempt. Not an environment variable: 15 s
+    /// is part of the contract with receivers; tests shorten it.
+    pub webhook_timeout: Duration,
+    /// Attempts per message before a transient failure is final
+    /// (`MAILROOM_MESSAGE_MAX_ATTEMPTS`).
+    pub message_max_attempts: u32,
+    /// The bound on each step of an SMTP session. Not an environment variable; tests
+    /// shorten it.
+    pub smtp_timeout: Duration,
     /// Whether `serve` also runs the background workers.
     pub run_workers: bool,
     /// Database pool size.
@@ -46,6 +65,9 @@ impl std::fmt::Debug for Config {
             .field("secret_key", &"[redacted]")
             .field("allow_private_egress", &self.allow_private_egress)
             .field("webhook_retry_schedule", &self.webhook_retry_schedule)
+            .field("webhook_timeout", &self.webhook_timeout)
+            .field("message_max_attempts", &self.message_max_attempts)
+            .field("smtp_timeout", &self.smtp_timeout)
             .field("run_workers", &self.run_workers)
             .field("db_pool_size", &self.db_pool_size)
             .field("http_workers", &self.http_workers)
@@ -79,6 +101,9 @@ impl Config {
             secret_key,
             allow_private_egress: false,
             webhook_retry_schedule: DEFAULT_RETRY_SCHEDULE.to_vec(),
+            webhook_timeout: DEFAULT_WEBHOOK_TIMEOUT,
+            message_max_attempts: DEFAULT_MESSAGE_MAX_ATTEMPTS,
+            smtp_timeout: DEFAULT_SMTP_TIMEOUT,
             run_workers: true,
             db_pool_size: 16,
             http_workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
@@ -112,6 +137,17 @@ impl Config {
         if let Ok(schedule) = std::env::var("MAILROOM_WEBHOOK_RETRY_SCHEDULE") {
             config.webhook_retry_schedule =
                 parse_schedule(&schedule).context("MAILROOM_WEBHOOK_RETRY_SCHEDULE")?;
+        }
+        if let Ok(attempts) = std::env::var("MAILROOM_MESSAGE_MAX_ATTEMPTS") {
+            // At least 2: a message is never failed on its first transient error.
+            config.message_max_attempts = attempts
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n| *n >= 2)
+                .ok_or_else(|| {
+                    anyhow!("MAILROOM_MESSAGE_MAX_ATTEMPTS must be a whole number of at least 2")
+                })?;
         }
         if let Ok(size) = std::env::var("MAILROOM_DB_POOL_SIZE") {
             config.db_pool_size = size.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {

@@ -3,8 +3,10 @@
 
 pub mod application;
 pub mod config;
+pub mod message_worker;
 pub mod system;
 pub mod telemetry;
+pub mod webhook_worker;
 pub mod workers;
 
 pub use application::Application;

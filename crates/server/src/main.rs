@@ -79,7 +79,8 @@ fn main() -> Result<()> {
         Command::Serve => serve(config),
         Command::Worker => {
             prepare_database(&config.database_url)?;
-            runtime()?.block_on(workers::run_until_shutdown())?;
+            let (services, _) = build_services(&config, Arc::new(SystemClock))?;
+            runtime()?.block_on(workers::run_until_shutdown(services, &config))?;
             Ok(())
         }
     }
@@ -99,7 +100,10 @@ fn serve(config: Config) -> Result<()> {
         let application = Application::build(&config)?;
         tracing::info!(listen = %config.listen, port = application.port(), "mailroom serving");
         if run_workers {
-            actix_web::rt::spawn(workers::run_until_shutdown());
+            let (services, config) = (application.services(), config.clone());
+            actix_web::rt::spawn(
+                async move { workers::run_until_shutdown(services, &config).await },
+            );
         }
         application.run_until_stopped().await?;
         tracing::info!("mailroom stopped");

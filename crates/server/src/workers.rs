@@ -1,19 +1,47 @@
 //! Background workers. Each job exposes a `run_once` step that tests call directly; the
 //! runner loops over the steps until shutdown.
 //!
-//! The foundation has no queues yet: the message outbox and webhook deliveries arrive with
-//! their issues and register here. Until then the runner only waits for the shutdown
-//! signal, so `mailroom worker` already behaves as a deployable process.
+//! Registered: webhook delivery ([`crate::webhook_worker`]) and message delivery
+//! ([`crate::message_worker`]). On SIGTERM or SIGINT the loops finish their current round
+//! (bounded by the webhook and SMTP timeouts) and stop.
 
-use tokio::signal;
+use mailroom_app::Services;
+use tokio::{signal, sync::watch};
+
+use crate::{
+    message_worker::{MessageWorker, PARALLEL_ROUNDS as MESSAGE_ROUNDS},
+    webhook_worker::{WebhookWorker, PARALLEL_ROUNDS},
+    Config,
+};
 
 /// Runs the registered workers until SIGTERM or SIGINT.
 ///
 /// # Errors
 /// When the signal handlers cannot be installed.
-pub async fn run_until_shutdown() -> std::io::Result<()> {
-    tracing::info!("workers started (no background jobs are registered yet)");
+pub async fn run_until_shutdown(services: Services, config: &Config) -> std::io::Result<()> {
+    let (stop, stopped) = watch::channel(false);
+    let messages = MessageWorker::new(services.clone(), config);
+    let webhooks = WebhookWorker::new(services, config);
+    let mut loops: Vec<_> = (0..PARALLEL_ROUNDS)
+        .map(|_| {
+            let (worker, stopped) = (webhooks.clone(), stopped.clone());
+            tokio::spawn(async move { worker.run(stopped).await })
+        })
+        .collect();
+    loops.extend((0..MESSAGE_ROUNDS).map(|_| {
+        let (worker, stopped) = (messages.clone(), stopped.clone());
+        tokio::spawn(async move { worker.run(stopped).await })
+    }));
+    tracing::info!(
+        webhook_rounds = PARALLEL_ROUNDS,
+        message_rounds = MESSAGE_ROUNDS,
+        "workers started: webhook and message delivery"
+    );
     wait_for_shutdown_signal().await?;
+    let _ = stop.send(true);
+    for handle in loops {
+        let _ = handle.await;
+    }
     tracing::info!("workers stopped");
     Ok(())
 }

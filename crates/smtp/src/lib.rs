@@ -1,5 +1,6 @@
 //! Mailroom's SMTP adapter (lettre over rustls with the `ring` provider).
 //!
+//! [`SmtpMailer`] implements the `Mailer` port: it sends the message outbox's emails.
 //! [`SmtpProbe`] implements the `MailServerProbe` port: it checks a mail server's
 //! connection settings and credentials before they are saved. [`resolve_pinned`] is the
 //! egress guard's front door for every outbound SMTP connection.
@@ -15,8 +16,12 @@
 //! that checked [`std::net::SocketAddr`]. TLS still verifies the certificate against the
 //! host *name* the caller gave, not the address.
 
+mod implicit_tls;
+mod mailer;
 mod probe;
 mod resolve;
+
+pub use mailer::{MailerSettings, SmtpMailer};
 
 pub use probe::{ProbeSettings, SmtpProbe, DEFAULT_TIMEOUT};
 pub use resolve::resolve_pinned;

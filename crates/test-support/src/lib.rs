@@ -5,11 +5,15 @@
 //! - [`TestClock`]: the `Clock` port with a hand that tests can move forward.
 //! - [`TestSmtpServer`]: a real SMTP server on loopback (AUTH, STARTTLS, implicit TLS,
 //!   scripted refusals) that records what it receives.
+//! - [`TestWebhookReceiver`]: a real HTTP/1.1 server on loopback that records webhook
+//!   deliveries and answers from a script (statuses, redirects, delays, hangs, closes).
 
 mod clock;
 mod database;
 mod smtp_server;
+mod webhook_receiver;
 
 pub use clock::TestClock;
 pub use database::{admin_url, TestDatabase};
 pub use smtp_server::{ReceivedMessage, TestSmtpOptions, TestSmtpServer, TlsMode};
+pub use webhook_receiver::{ReceivedRequest, ReceiverReply, TestWebhookReceiver};

@@ -7,6 +7,7 @@
 //! competes with the test's own runtime. Dropping it stops the runtime, which closes
 //! every connection.
 
+use std::collections::VecDeque;
 use std::io;
 use std::net::{SocketAddr, TcpListener as StdTcpListener};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -82,6 +83,8 @@ struct Shared {
     acceptor: Option<TlsAcceptor>,
     messages: Mutex<Vec<ReceivedMessage>>,
     connections: AtomicUsize,
+    /// Replies to the next RCPT TOs, one each, before the options' reply applies again.
+    rcpt_script: Mutex<VecDeque<String>>,
 }
 
 impl TestSmtpServer {
@@ -104,6 +107,7 @@ impl TestSmtpServer {
             acceptor,
             messages: Mutex::new(Vec::new()),
             connections: AtomicUsize::new(0),
+            rcpt_script: Mutex::new(VecDeque::new()),
         });
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -136,6 +140,17 @@ impl TestSmtpServer {
     /// Every message accepted so far, oldest first.
     pub fn messages(&self) -> Vec<ReceivedMessage> {
         lock(&self.shared.messages).clone()
+    }
+
+    /// Scripts the answers to the next RCPT TOs, one line each (e.g. `450 4.2.1 slow
+    /// down`, then `550 5.1.1 no such user`); once they are used up, the options'
+    /// `reply_to_rcpt` (or 250) applies again. Lets one server refuse and later accept.
+    pub fn script_rcpt_replies<I, S>(&self, replies: I)
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        lock(&self.shared.rcpt_script).extend(replies.into_iter().map(Into::into));
     }
 
     /// How many TCP connections were accepted (egress tests assert 0).
@@ -294,14 +309,17 @@ where
             }
             "RCPT" if state.from.is_none() => reply(&mut io, "503 5.5.1 Need MAIL first").await?,
             "RCPT" => {
-                let answer = options
-                    .reply_to_rcpt
-                    .as_deref()
-                    .unwrap_or("250 2.1.5 Recipient OK");
+                let scripted = lock(&shared.rcpt_script).pop_front();
+                let answer = scripted.unwrap_or_else(|| {
+                    options
+                        .reply_to_rcpt
+                        .clone()
+                        .unwrap_or_else(|| "250 2.1.5 Recipient OK".to_owned())
+                });
                 if answer.starts_with('2') {
                     state.recipients.push(path(argument, "TO:"));
                 }
-                reply(&mut io, answer).await?;
+                reply(&mut io, &answer).await?;
             }
             "DATA" if state.from.is_none() => reply(&mut io, "503 5.5.1 Need MAIL first").await?,
             "DATA" if state.recipients.is_empty() => {

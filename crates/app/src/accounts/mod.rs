@@ -58,7 +58,7 @@ fn seal_webhook_config(
     }
 }
 
-fn open_webhook_config(
+pub(crate) fn open_webhook_config(
     secrets: &dyn Secrets,
     account: AccountId,
     stored: StoredWebhookConfig,

@@ -12,9 +12,12 @@ use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Servic
 /// secret; without one the stored secret is kept, or the first save generates one.
 /// Returns the configuration with the secret unmasked (the only response that does).
 ///
+/// The URL must pass the egress policy ([`WebhookUrlGuard`](crate::ports::WebhookUrlGuard)):
+/// `https`, and a host whose every address is public, unless private egress is allowed.
+///
 /// # Errors
-/// [`AppError::Invalid`] naming each bad field; [`AppError::Unauthorized`] when the caller
-/// is not a member.
+/// [`AppError::Invalid`] naming each bad field (a refused URL names the reason);
+/// [`AppError::Unauthorized`] when the caller is not a member.
 pub fn set_webhooks(
     services: &Services,
     actor: &Actor,
@@ -22,6 +25,15 @@ pub fn set_webhooks(
     input: WebhookSettingsInput<'_>,
 ) -> Result<WebhookConfig, AppError> {
     let settings = WebhookSettings::parse(input)?;
+    // Refuse non-members before touching the network, so the check cannot be used to
+    // probe hosts; the lookup itself happens between the two transactions.
+    in_transaction(services.db.as_ref(), |tx| {
+        require_member(tx, actor, account).map(drop)
+    })?;
+    services
+        .webhook_url_guard
+        .check_url(&settings.url)
+        .map_err(|refusal| AppError::invalid("url", refusal.to_string()))?;
     let secrets = services.secrets.as_ref();
     in_transaction(services.db.as_ref(), |tx| {
         require_member(tx, actor, account)?;

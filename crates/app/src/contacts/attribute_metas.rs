@@ -4,7 +4,9 @@ use mailroom_domain::{
     AccountId,
 };
 
-use crate::{auth::require_member, ports::in_transaction, ports::UnitOfWork, Actor, AppError, Services};
+use crate::{
+    auth::require_member, ports::in_transaction, ports::UnitOfWork, Actor, AppError, Services,
+};
 
 /// System attributes first, then custom and event attributes by slug.
 fn all_metas(tx: &mut dyn UnitOfWork, account: AccountId) -> Result<Vec<AttributeMeta>, AppError> {
@@ -24,12 +26,21 @@ fn all_metas(tx: &mut dyn UnitOfWork, account: AccountId) -> Result<Vec<Attribut
 ///
 /// # Errors
 /// [`AppError::Unauthorized`] for a non-member.
-pub fn list_attribute_metas(services: &Services, actor: &Actor, account: AccountId, page: PageRequest) -> Result<Vec<AttributeMeta>, AppError> {
+pub fn list_attribute_metas(
+    services: &Services,
+    actor: &Actor,
+    account: AccountId,
+    page: PageRequest,
+) -> Result<Vec<AttributeMeta>, AppError> {
     in_transaction(services.db.as_ref(), |tx| {
         require_member(tx, actor, account)?;
         let metas = all_metas(tx, account)?;
         let start = usize::try_from(page.start).unwrap_or(usize::MAX);
-        Ok(metas.into_iter().skip(start).take(page.limit as usize).collect())
+        Ok(metas
+            .into_iter()
+            .skip(start)
+            .take(page.limit as usize)
+            .collect())
     })
 }
 
@@ -37,7 +48,11 @@ pub fn list_attribute_metas(services: &Services, actor: &Actor, account: Account
 ///
 /// # Errors
 /// [`AppError::Unauthorized`] for a non-member.
-pub fn count_attribute_metas(services: &Services, actor: &Actor, account: AccountId) -> Result<u64, AppError> {
+pub fn count_attribute_metas(
+    services: &Services,
+    actor: &Actor,
+    account: AccountId,
+) -> Result<u64, AppError> {
     in_transaction(services.db.as_ref(), |tx| {
         require_member(tx, actor, account)?;
         Ok(all_metas(tx, account)?.len() as u64)

@@ -6,12 +6,25 @@ use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Servic
 ///
 /// # Errors
 /// [`AppError::NotFound`] for an unknown contact; [`AppError::Unauthorized`] for a non-member.
-pub fn delete_contact(services: &Services, actor: &Actor, account: AccountId, id: ContactId) -> Result<Contact, AppError> {
+pub fn delete_contact(
+    services: &Services,
+    actor: &Actor,
+    account: AccountId,
+    id: ContactId,
+) -> Result<Contact, AppError> {
     in_transaction(services.db.as_ref(), |tx| {
         require_member(tx, actor, account)?;
         let contact = tx.find_contact(account, id)?.ok_or(AppError::NotFound)?;
         tx.delete_contact(account, id)?;
-        // The webhooks issue writes the `contact.deleted` event here, in this transaction.
+        // In this transaction, so the event exists exactly when the deletion does.
+        let notice = mailroom_domain::webhook_event::ContactNotice {
+            account_id: account,
+            contact_id: id,
+            email: contact.email.clone(),
+            occurred_at: services.clock.now(),
+            change: mailroom_domain::webhook_event::ContactChange::Deleted,
+        };
+        crate::webhook_events::queue_webhook_event(tx, services, &notice)?;
         Ok(contact)
     })
 }

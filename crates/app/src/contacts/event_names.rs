@@ -10,7 +10,11 @@ use crate::{
 ///
 /// # Errors
 /// [`AppError::Unauthorized`] for a non-member.
-pub fn event_names(services: &Services, actor: &Actor, account: AccountId) -> Result<Vec<EventName>, AppError> {
+pub fn event_names(
+    services: &Services,
+    actor: &Actor,
+    account: AccountId,
+) -> Result<Vec<EventName>, AppError> {
     in_transaction(services.db.as_ref(), |tx| {
         require_member(tx, actor, account)?;
         Ok(tx.event_names(account)?)

@@ -10,7 +10,13 @@ use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Servic
 ///
 /// # Errors
 /// [`AppError::Unauthorized`] for a non-member.
-pub fn list_contacts(services: &Services, actor: &Actor, account: AccountId, query: &ContactQuery, page: PageRequest) -> Result<Vec<Contact>, AppError> {
+pub fn list_contacts(
+    services: &Services,
+    actor: &Actor,
+    account: AccountId,
+    query: &ContactQuery,
+    page: PageRequest,
+) -> Result<Vec<Contact>, AppError> {
     in_transaction(services.db.as_ref(), |tx| {
         require_member(tx, actor, account)?;
         Ok(tx.list_contacts(account, query, page)?)
@@ -21,7 +27,12 @@ pub fn list_contacts(services: &Services, actor: &Actor, account: AccountId, que
 ///
 /// # Errors
 /// [`AppError::Unauthorized`] for a non-member.
-pub fn count_contacts(services: &Services, actor: &Actor, account: AccountId, query: &ContactQuery) -> Result<u64, AppError> {
+pub fn count_contacts(
+    services: &Services,
+    actor: &Actor,
+    account: AccountId,
+    query: &ContactQuery,
+) -> Result<u64, AppError> {
     in_transaction(services.db.as_ref(), |tx| {
         require_member(tx, actor, account)?;
         Ok(tx.count_contacts(account, query)?)

@@ -4,9 +4,10 @@ mod attribute_metas;
 mod delete_contact;
 mod event_names;
 mod get_contact;
+mod import_contacts;
 mod list_contacts;
 mod record_event;
-// mod search_contacts; (enabled once condition parsing lands)
+mod search_contacts;
 mod unbounce_contact;
 mod upsert_contact;
 
@@ -14,16 +15,23 @@ pub use attribute_metas::{count_attribute_metas, list_attribute_metas};
 pub use delete_contact::delete_contact;
 pub use event_names::event_names;
 pub use get_contact::get_contact;
+pub use import_contacts::{
+    import_contacts, start_import, ContactImport, ImportBatchReport, ImportRow, ImportSummary,
+    RejectedRow, MAX_REPORTED_ERRORS,
+};
 pub use list_contacts::{count_contacts, list_contacts};
 pub use record_event::{record_event, RecordEventRequest};
-// pub use search_contacts::{count_search, search_contacts, SearchRequest};
+pub use search_contacts::{count_search, search_contacts, SearchRequest};
 pub use unbounce_contact::unbounce_contact;
 pub use upsert_contact::{upsert_contact, UpsertContactRequest, UpsertedContact};
 
 use std::collections::HashMap;
 
 use mailroom_domain::{
-    attribute::{check_custom_slug, check_type, AttributeSource, AttributeType, AttributeValue, SYSTEM_ATTRIBUTES},
+    attribute::{
+        check_custom_slug, check_type, AttributeSource, AttributeType, AttributeValue,
+        SYSTEM_ATTRIBUTES,
+    },
     condition::AttributeTypes,
     AccountId, ContactId, Timestamp, ValidationErrors,
 };
@@ -65,7 +73,13 @@ fn write_custom_attributes(
     }
     let metas: Vec<_> = values
         .iter()
-        .map(|(slug, value)| (slug.clone(), value.attribute_type(), AttributeSource::Custom))
+        .map(|(slug, value)| {
+            (
+                slug.clone(),
+                value.attribute_type(),
+                AttributeSource::Custom,
+            )
+        })
         .collect();
     let stored = tx.ensure_attribute_metas(account, &metas, now)?;
     let mut errors = ValidationErrors::new();

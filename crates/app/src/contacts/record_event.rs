@@ -29,7 +29,12 @@ pub struct RecordEventRequest {
 ///
 /// # Errors
 /// [`AppError::Invalid`] naming each bad field; [`AppError::Unauthorized`] for a non-member.
-pub fn record_event(services: &Services, actor: &Actor, account: AccountId, request: RecordEventRequest) -> Result<ContactEvent, AppError> {
+pub fn record_event(
+    services: &Services,
+    actor: &Actor,
+    account: AccountId,
+    request: RecordEventRequest,
+) -> Result<ContactEvent, AppError> {
     let mut errors = ValidationErrors::new();
     let email = match request.email.as_deref() {
         None => {
@@ -64,7 +69,11 @@ pub fn record_event(services: &Services, actor: &Actor, account: AccountId, requ
         let (contact, _created) = tx.upsert_contact(account, new_contact, &email, now)?;
         write_custom_attributes(tx, account, contact.id, &attributes, now)?;
         let event_attribute = format!("{EVENT_ATTRIBUTE_PREFIX}{}", slug.as_str());
-        tx.ensure_attribute_metas(account, &[(event_attribute, AttributeType::Date, AttributeSource::Event)], now)?;
+        tx.ensure_attribute_metas(
+            account,
+            &[(event_attribute, AttributeType::Date, AttributeSource::Event)],
+            now,
+        )?;
         let event = ContactEvent {
             id: event_id,
             contact_id: contact.id,

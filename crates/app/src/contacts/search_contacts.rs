@@ -24,10 +24,17 @@ pub struct SearchRequest {
     pub topic: Option<TopicId>,
 }
 
-fn segment(tx: &mut dyn UnitOfWork, account: AccountId, request: &SearchRequest) -> Result<Segment, AppError> {
+fn segment(
+    tx: &mut dyn UnitOfWork,
+    account: AccountId,
+    request: &SearchRequest,
+) -> Result<Segment, AppError> {
     if let Some(topic) = request.topic {
         if tx.find_topic(account, topic)?.is_none() {
-            return Err(AppError::invalid("topicId", "must be the id of a topic of this account"));
+            return Err(AppError::invalid(
+                "topicId",
+                "must be the id of a topic of this account",
+            ));
         }
     }
     let types = AccountAttributeTypes::load(tx, account)?;
@@ -72,7 +79,12 @@ pub fn search_contacts(
 ///
 /// # Errors
 /// As [`search_contacts`].
-pub fn count_search(services: &Services, actor: &Actor, account: AccountId, request: &SearchRequest) -> Result<u64, AppError> {
+pub fn count_search(
+    services: &Services,
+    actor: &Actor,
+    account: AccountId,
+    request: &SearchRequest,
+) -> Result<u64, AppError> {
     in_transaction(services.db.as_ref(), |tx| {
         require_member(tx, actor, account)?;
         let segment = segment(tx, account, request)?;

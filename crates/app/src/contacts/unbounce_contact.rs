@@ -7,7 +7,12 @@ use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Servic
 ///
 /// # Errors
 /// [`AppError::NotFound`] for an unknown contact; [`AppError::Unauthorized`] for a non-member.
-pub fn unbounce_contact(services: &Services, actor: &Actor, account: AccountId, id: ContactId) -> Result<Contact, AppError> {
+pub fn unbounce_contact(
+    services: &Services,
+    actor: &Actor,
+    account: AccountId,
+    id: ContactId,
+) -> Result<Contact, AppError> {
     in_transaction(services.db.as_ref(), |tx| {
         require_member(tx, actor, account)?;
         if !tx.clear_hard_bounce(account, id)? {

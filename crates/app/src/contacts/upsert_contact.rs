@@ -31,7 +31,12 @@ pub struct UpsertedContact {
 ///
 /// # Errors
 /// [`AppError::Invalid`] naming each bad field; [`AppError::Unauthorized`] for a non-member.
-pub fn upsert_contact(services: &Services, actor: &Actor, account: AccountId, request: UpsertContactRequest) -> Result<UpsertedContact, AppError> {
+pub fn upsert_contact(
+    services: &Services,
+    actor: &Actor,
+    account: AccountId,
+    request: UpsertContactRequest,
+) -> Result<UpsertedContact, AppError> {
     let mut errors = ValidationErrors::new();
     let email = match request.email.as_deref() {
         None => {
@@ -48,14 +53,22 @@ pub fn upsert_contact(services: &Services, actor: &Actor, account: AccountId, re
         }
     };
     errors.into_result()?;
-    let email = email.ok_or_else(|| AppError::Internal("validated contact lost its email".into()))?;
+    let email =
+        email.ok_or_else(|| AppError::Internal("validated contact lost its email".into()))?;
     let now = services.clock.now();
     let new_contact = ContactId::from_uuid(services.ids.next_uuid());
     in_transaction(services.db.as_ref(), |tx| {
         require_member(tx, actor, account)?;
         let (contact, created) = tx.upsert_contact(account, new_contact, &email, now)?;
         write_custom_attributes(tx, account, contact.id, &attributes, now)?;
-        let attributes = tx.resolved_attributes(account, &[contact.id])?.remove(&contact.id).unwrap_or_default();
-        Ok(UpsertedContact { contact, attributes, created })
+        let attributes = tx
+            .resolved_attributes(account, &[contact.id])?
+            .remove(&contact.id)
+            .unwrap_or_default();
+        Ok(UpsertedContact {
+            contact,
+            attributes,
+            created,
+        })
     })
 }

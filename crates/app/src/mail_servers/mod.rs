@@ -17,7 +17,7 @@ use mailroom_domain::{AccountId, MailServerId};
 
 use crate::ports::SecretSlot;
 
-fn password_slot(account: AccountId, server: MailServerId) -> SecretSlot {
+pub(crate) fn password_slot(account: AccountId, server: MailServerId) -> SecretSlot {
     SecretSlot {
         table: "mail_servers",
         column: "password",

@@ -1,7 +1,9 @@
 use std::collections::HashMap;
 
 use mailroom_domain::{
-    attribute::{AttributeMeta, AttributeSource, AttributeType, AttributeValue, ResolvedAttributes},
+    attribute::{
+        AttributeMeta, AttributeSource, AttributeType, AttributeValue, ResolvedAttributes,
+    },
     contact::{Contact, ContactQuery},
     email::EmailAddress,
     paging::PageRequest,
@@ -41,7 +43,10 @@ pub trait ContactRepository {
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
-    fn attribute_types(&mut self, account: AccountId) -> Result<HashMap<String, AttributeType>, StoreError>;
+    fn attribute_types(
+        &mut self,
+        account: AccountId,
+    ) -> Result<HashMap<String, AttributeType>, StoreError>;
 
     /// Records slugs' types on first write (existing metas are kept) and returns the types
     /// now stored for them, so a concurrent first write of another type is detected.
@@ -59,7 +64,10 @@ pub trait ContactRepository {
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
-    fn list_attribute_metas(&mut self, account: AccountId) -> Result<Vec<AttributeMeta>, StoreError>;
+    fn list_attribute_metas(
+        &mut self,
+        account: AccountId,
+    ) -> Result<Vec<AttributeMeta>, StoreError>;
 
     /// The contact with this email (case-insensitively), created with `new_id` when there
     /// is none; `true` when it was created. One contact per email per account, also under
@@ -67,13 +75,24 @@ pub trait ContactRepository {
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
-    fn upsert_contact(&mut self, account: AccountId, new_id: ContactId, email: &EmailAddress, now: Timestamp) -> Result<(Contact, bool), StoreError>;
+    fn upsert_contact(
+        &mut self,
+        account: AccountId,
+        new_id: ContactId,
+        email: &EmailAddress,
+        now: Timestamp,
+    ) -> Result<(Contact, bool), StoreError>;
 
     /// Writes custom attribute values (replacing earlier values of the same slugs).
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
-    fn set_attributes(&mut self, account: AccountId, contact: ContactId, values: &[(String, AttributeValue)]) -> Result<(), StoreError>;
+    fn set_attributes(
+        &mut self,
+        account: AccountId,
+        contact: ContactId,
+        values: &[(String, AttributeValue)],
+    ) -> Result<(), StoreError>;
 
     /// Stores an event and moves the contact's `event.<slug>` attribute to its time when
     /// later than the stored one.
@@ -86,31 +105,52 @@ pub trait ContactRepository {
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
-    fn find_contact(&mut self, account: AccountId, id: ContactId) -> Result<Option<Contact>, StoreError>;
+    fn find_contact(
+        &mut self,
+        account: AccountId,
+        id: ContactId,
+    ) -> Result<Option<Contact>, StoreError>;
 
     /// These contacts, in the order of `ids` (unknown ids are skipped).
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
-    fn find_contacts(&mut self, account: AccountId, ids: &[ContactId]) -> Result<Vec<Contact>, StoreError>;
+    fn find_contacts(
+        &mut self,
+        account: AccountId,
+        ids: &[ContactId],
+    ) -> Result<Vec<Contact>, StoreError>;
 
     /// One page of the contact list.
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
-    fn list_contacts(&mut self, account: AccountId, query: &ContactQuery, page: PageRequest) -> Result<Vec<Contact>, StoreError>;
+    fn list_contacts(
+        &mut self,
+        account: AccountId,
+        query: &ContactQuery,
+        page: PageRequest,
+    ) -> Result<Vec<Contact>, StoreError>;
 
     /// How many contacts the list would show over all pages.
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
-    fn count_contacts(&mut self, account: AccountId, query: &ContactQuery) -> Result<u64, StoreError>;
+    fn count_contacts(
+        &mut self,
+        account: AccountId,
+        query: &ContactQuery,
+    ) -> Result<u64, StoreError>;
 
     /// The resolved attributes (system, custom, event) of these contacts.
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
-    fn resolved_attributes(&mut self, account: AccountId, ids: &[ContactId]) -> Result<HashMap<ContactId, ResolvedAttributes>, StoreError>;
+    fn resolved_attributes(
+        &mut self,
+        account: AccountId,
+        ids: &[ContactId],
+    ) -> Result<HashMap<ContactId, ResolvedAttributes>, StoreError>;
 
     /// Clears the hard-bounce flag; `false` when there is no such contact.
     ///

@@ -1,7 +1,8 @@
 use crate::{
     ports::{
-        AccountRepository, ContactRepository, MailServerRepository, SegmentRepository, StarterDataRepository,
-        TemplateRepository, TokenRepository, TopicRepository, UserRepository,
+        AccountRepository, ContactImportRepository, ContactRepository, MailServerRepository,
+        MessageRepository, SegmentRepository, StarterDataRepository, TemplateRepository,
+        TokenRepository, TopicRepository, UserRepository, WebhookEventRepository,
     },
     AppError, StoreError,
 };
@@ -17,6 +18,9 @@ pub trait UnitOfWork:
     + TopicRepository
     + SegmentRepository
     + ContactRepository
+    + ContactImportRepository
+    + WebhookEventRepository
+    + MessageRepository
 {
 }
 

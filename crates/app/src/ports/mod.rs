@@ -4,24 +4,35 @@
 //! adapters translate driver errors into [`StoreError`](crate::StoreError) variants,
 //! a unique violation into `UniqueViolation`, never a bare failure.
 
+mod contact_import;
 mod contacts;
 mod database;
 mod mail_server_records;
 mod mail_servers;
+mod messages;
 mod records;
 mod repositories;
 mod segments;
 mod system;
 mod templates;
 mod topics;
+mod webhook_events;
+mod webhook_sender;
 
+pub use contact_import::{ContactImportRepository, ImportedContact};
 pub use contacts::{ContactEvent, ContactRepository, EventName};
 pub use database::{in_transaction, Database, UnitOfWork};
 pub use mail_server_records::{MailServerRecord, MailServerRepository};
 pub use mail_servers::{CredentialCheck, MailServerProbe, ProbeError, SmtpEndpoint, SmtpSecurity};
+pub use messages::{IdempotentMessage, MailFuture, Mailer, MessageRepository, OutgoingMail};
 pub use records::*;
 pub use repositories::*;
 pub use segments::SegmentRepository;
 pub use system::*;
 pub use templates::TemplateRepository;
 pub use topics::TopicRepository;
+pub use webhook_events::{Lease, WebhookEventRepository};
+pub use webhook_sender::{
+    SendError, SendFuture, UrlRefusal, WebhookAnswer, WebhookAuth, WebhookRequest, WebhookSender,
+    WebhookUrlGuard,
+};

@@ -9,7 +9,12 @@ pub trait SegmentRepository {
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
-    fn search_segment(&mut self, account: AccountId, segment: &Segment, page: PageRequest) -> Result<Vec<ContactId>, StoreError>;
+    fn search_segment(
+        &mut self,
+        account: AccountId,
+        segment: &Segment,
+        page: PageRequest,
+    ) -> Result<Vec<ContactId>, StoreError>;
 
     /// How many contacts belong to the segment.
     ///

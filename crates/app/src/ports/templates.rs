@@ -30,6 +30,16 @@ pub trait TemplateRepository {
         id: TemplateId,
     ) -> Result<Option<Template>, StoreError>;
 
+    /// The account's template with this slug.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn find_template_by_slug(
+        &mut self,
+        account: AccountId,
+        slug: &str,
+    ) -> Result<Option<Template>, StoreError>;
+
     /// Stores a new template.
     ///
     /// # Errors

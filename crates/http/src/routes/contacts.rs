@@ -3,18 +3,18 @@
 use actix_web::{delete, get, patch, post, web};
 use mailroom_app::{contacts, AppError, Services};
 use mailroom_domain::{
+    condition::ConditionInput,
     contact::{ContactQuery, ContactSort, StatusFilter},
     email::EmailAddress,
     patch::Field,
-    condition::ConditionInput,
     ContactId, TopicId, ValidationErrors,
 };
 
 use crate::{
     blocking::run_blocking,
     dto::{
-        AttributeMetaDto, ContactDto, ContactEventDto, ContactListParams, CountDto, EventBody, EventNameDto, PageEnvelope,
-        SearchBody, UnbounceBody, UpsertContactBody,
+        AttributeMetaDto, ContactDto, ContactEventDto, ContactListParams, CountDto, EventBody,
+        EventNameDto, PageEnvelope, SearchBody, UnbounceBody, UpsertContactBody,
     },
     extract::{account_id, record_id, Caller, JsonBody, Paging},
     problem::{ApiError, Problem},
@@ -27,7 +27,10 @@ fn contact_query(params: ContactListParams) -> Result<ContactQuery, ApiError> {
     if let Some(sort) = params.sort_by.as_deref() {
         match ContactSort::parse(sort) {
             Some(sort) => query.sort = sort,
-            None => errors.push("sortBy", "must be one of createDate, email, messageCount, name, status"),
+            None => errors.push(
+                "sortBy",
+                "must be one of createDate, email, messageCount, name, status",
+            ),
         }
     }
     match params.order.as_deref() {
@@ -42,7 +45,10 @@ fn contact_query(params: ContactListParams) -> Result<ContactQuery, ApiError> {
         }
     }
     if let Some(email) = params.email {
-        if errors.collect("email", EmailAddress::parse(&email)).is_some() {
+        if errors
+            .collect("email", EmailAddress::parse(&email))
+            .is_some()
+        {
             query.email = Some(email);
         }
     }
@@ -73,8 +79,13 @@ pub(crate) async fn list_contacts(
     let account = account_id(&path)?;
     let query = contact_query(params.into_inner())?;
     let page = paging.0;
-    let list = run_blocking(move || contacts::list_contacts(&services, &caller.0, account, &query, page)).await?;
-    Ok(web::Json(PageEnvelope::page(list.into_iter().map(ContactDto::plain).collect(), page)))
+    let list =
+        run_blocking(move || contacts::list_contacts(&services, &caller.0, account, &query, page))
+            .await?;
+    Ok(web::Json(PageEnvelope::page(
+        list.into_iter().map(ContactDto::plain).collect(),
+        page,
+    )))
 }
 
 /// How many contacts the list shows under the same filters.
@@ -92,7 +103,9 @@ pub(crate) async fn count_contacts(
 ) -> Result<web::Json<CountDto>, ApiError> {
     let account = account_id(&path)?;
     let query = contact_query(params.into_inner())?;
-    let count = run_blocking(move || contacts::count_contacts(&services, &caller.0, account, &query)).await?;
+    let count =
+        run_blocking(move || contacts::count_contacts(&services, &caller.0, account, &query))
+            .await?;
     Ok(web::Json(CountDto { count }))
 }
 
@@ -114,8 +127,13 @@ pub(crate) async fn upsert_contact(
         email: body.0.email,
         attributes: body.0.attributes,
     };
-    let saved = run_blocking(move || contacts::upsert_contact(&services, &caller.0, account, request)).await?;
-    Ok(web::Json(ContactDto::with_attributes(saved.contact, saved.attributes)))
+    let saved =
+        run_blocking(move || contacts::upsert_contact(&services, &caller.0, account, request))
+            .await?;
+    Ok(web::Json(ContactDto::with_attributes(
+        saved.contact,
+        saved.attributes,
+    )))
 }
 
 /// One contact with its resolved attributes.
@@ -132,7 +150,8 @@ pub(crate) async fn get_contact(
 ) -> Result<web::Json<ContactDto>, ApiError> {
     let account = account_id(&path.0)?;
     let contact: ContactId = record_id(&path.1)?;
-    let (found, attributes) = run_blocking(move || contacts::get_contact(&services, &caller.0, account, contact)).await?;
+    let (found, attributes) =
+        run_blocking(move || contacts::get_contact(&services, &caller.0, account, contact)).await?;
     Ok(web::Json(ContactDto::with_attributes(found, attributes)))
 }
 
@@ -157,7 +176,9 @@ pub(crate) async fn unbounce_contact(
             "the only supported update is {\"hardBounced\": false}",
         ));
     }
-    let updated = run_blocking(move || contacts::unbounce_contact(&services, &caller.0, account, contact)).await?;
+    let updated =
+        run_blocking(move || contacts::unbounce_contact(&services, &caller.0, account, contact))
+            .await?;
     Ok(web::Json(ContactDto::plain(updated)))
 }
 
@@ -175,7 +196,9 @@ pub(crate) async fn delete_contact(
 ) -> Result<web::Json<ContactDto>, ApiError> {
     let account = account_id(&path.0)?;
     let contact: ContactId = record_id(&path.1)?;
-    let deleted = run_blocking(move || contacts::delete_contact(&services, &caller.0, account, contact)).await?;
+    let deleted =
+        run_blocking(move || contacts::delete_contact(&services, &caller.0, account, contact))
+            .await?;
     Ok(web::Json(ContactDto::plain(deleted)))
 }
 
@@ -198,7 +221,9 @@ pub(crate) async fn record_event(
         slug: body.0.slug,
         attributes: body.0.attributes,
     };
-    let event = run_blocking(move || contacts::record_event(&services, &caller.0, account, request)).await?;
+    let event =
+        run_blocking(move || contacts::record_event(&services, &caller.0, account, request))
+            .await?;
     Ok(web::Json(ContactEventDto::new(account, event)))
 }
 
@@ -209,7 +234,11 @@ pub(crate) async fn record_event(
     responses((status = 200, body = PageEnvelope<EventNameDto>), (status = 401, body = Problem))
 )]
 #[get("/accounts/{accountId}/events/names")]
-pub(crate) async fn event_names(services: web::Data<Services>, caller: Caller, path: web::Path<String>) -> Result<web::Json<PageEnvelope<EventNameDto>>, ApiError> {
+pub(crate) async fn event_names(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<String>,
+) -> Result<web::Json<PageEnvelope<EventNameDto>>, ApiError> {
     let account = account_id(&path)?;
     let names = run_blocking(move || contacts::event_names(&services, &caller.0, account)).await?;
     let items = names
@@ -242,7 +271,9 @@ pub(crate) async fn list_attributes(
 ) -> Result<web::Json<PageEnvelope<AttributeMetaDto>>, ApiError> {
     let account = account_id(&path)?;
     let page = paging.0;
-    let metas = run_blocking(move || contacts::list_attribute_metas(&services, &caller.0, account, page)).await?;
+    let metas =
+        run_blocking(move || contacts::list_attribute_metas(&services, &caller.0, account, page))
+            .await?;
     let items = metas
         .into_iter()
         .map(|meta| AttributeMetaDto {
@@ -261,9 +292,15 @@ pub(crate) async fn list_attributes(
     responses((status = 200, body = CountDto), (status = 401, body = Problem))
 )]
 #[get("/accounts/{accountId}/attributes/count")]
-pub(crate) async fn count_attributes(services: web::Data<Services>, caller: Caller, path: web::Path<String>) -> Result<web::Json<CountDto>, ApiError> {
+pub(crate) async fn count_attributes(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<String>,
+) -> Result<web::Json<CountDto>, ApiError> {
     let account = account_id(&path)?;
-    let count = run_blocking(move || contacts::count_attribute_metas(&services, &caller.0, account)).await?;
+    let count =
+        run_blocking(move || contacts::count_attribute_metas(&services, &caller.0, account))
+            .await?;
     Ok(web::Json(CountDto { count }))
 }
 
@@ -320,7 +357,10 @@ pub(crate) async fn search_contacts(
     let account = account_id(&path)?;
     let request = search_request(body.0)?;
     let page = paging.0;
-    let found = run_blocking(move || contacts::search_contacts(&services, &caller.0, account, &request, page)).await?;
+    let found = run_blocking(move || {
+        contacts::search_contacts(&services, &caller.0, account, &request, page)
+    })
+    .await?;
     let items = found
         .into_iter()
         .map(|(contact, attributes)| ContactDto::with_attributes(contact, attributes))
@@ -343,6 +383,8 @@ pub(crate) async fn count_search(
 ) -> Result<web::Json<CountDto>, ApiError> {
     let account = account_id(&path)?;
     let request = search_request(body.0)?;
-    let count = run_blocking(move || contacts::count_search(&services, &caller.0, account, &request)).await?;
+    let count =
+        run_blocking(move || contacts::count_search(&services, &caller.0, account, &request))
+            .await?;
     Ok(web::Json(CountDto { count }))
 }

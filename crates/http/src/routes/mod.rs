@@ -2,11 +2,14 @@
 
 mod accounts;
 mod contacts;
+mod contacts_import;
 mod mail_servers;
+mod messages;
 pub mod system;
 mod templates;
 mod tokens;
 mod topics;
+mod webhook_events;
 
 use utoipa_actix_web::service_config::ServiceConfig;
 
@@ -21,6 +24,10 @@ pub fn v2(cfg: &mut ServiceConfig) {
         .service(accounts::update_account)
         .service(accounts::list_members)
         .service(accounts::set_webhooks)
+        .service(webhook_events::list_webhook_events)
+        .service(webhook_events::count_webhook_events)
+        .service(webhook_events::get_webhook_event)
+        .service(webhook_events::retry_webhook_event)
         .service(templates::list_templates)
         .service(templates::count_templates)
         .service(templates::get_template)
@@ -42,6 +49,9 @@ pub fn v2(cfg: &mut ServiceConfig) {
         .service(contacts::list_contacts)
         .service(contacts::count_contacts)
         .service(contacts::upsert_contact)
+        .service(contacts::search_contacts)
+        .service(contacts::count_search)
+        .service(contacts_import::import_contacts)
         .service(contacts::get_contact)
         .service(contacts::unbounce_contact)
         .service(contacts::delete_contact)
@@ -49,6 +59,12 @@ pub fn v2(cfg: &mut ServiceConfig) {
         .service(contacts::event_names)
         .service(contacts::list_attributes)
         .service(contacts::count_attributes)
+        // `/messages/count` and `/messages/stats` before `/messages/{messageId}`.
+        .service(messages::send_message)
+        .service(messages::list_messages)
+        .service(messages::count_messages)
+        .service(messages::message_stats)
+        .service(messages::get_message)
         .service(system::openapi_json);
 }
 

@@ -12,7 +12,9 @@ use mailroom_app::{
     StoreError,
 };
 use mailroom_domain::{
-    attribute::{AttributeMeta, AttributeSource, AttributeType, AttributeValue, ResolvedAttributes},
+    attribute::{
+        AttributeMeta, AttributeSource, AttributeType, AttributeValue, ResolvedAttributes,
+    },
     contact::{Contact, ContactQuery, ContactSort, StatusFilter},
     email::EmailAddress,
     paging::PageRequest,
@@ -24,7 +26,9 @@ use uuid::Uuid;
 use super::{corrupt, templates::page_bounds, timestamp, PgUnitOfWork};
 use crate::{
     error::store_error,
-    schema::{attribute_metas, contact_attributes, contact_events, contacts, topic_unsubscriptions},
+    schema::{
+        attribute_metas, contact_attributes, contact_events, contacts, topic_unsubscriptions,
+    },
 };
 
 #[derive(Queryable, Selectable)]
@@ -68,7 +72,12 @@ struct AttributeRow {
 
 impl AttributeRow {
     fn value(&self) -> Result<AttributeValue, StoreError> {
-        match (&self.string_value, self.number_value, self.bool_value, self.date_value) {
+        match (
+            &self.string_value,
+            self.number_value,
+            self.bool_value,
+            self.date_value,
+        ) {
             (Some(text), None, None, None) => Ok(AttributeValue::String(text.clone())),
             (None, Some(number), None, None) => Ok(AttributeValue::Number(number)),
             (None, None, Some(flag), None) => Ok(AttributeValue::Boolean(flag)),
@@ -78,7 +87,12 @@ impl AttributeRow {
     }
 }
 
-fn attribute_row(account: AccountId, contact: ContactId, slug: &str, value: &AttributeValue) -> AttributeRow {
+fn attribute_row(
+    account: AccountId,
+    contact: ContactId,
+    slug: &str,
+    value: &AttributeValue,
+) -> AttributeRow {
     let mut row = AttributeRow {
         account_id: account.as_uuid(),
         contact_id: contact.as_uuid(),
@@ -106,11 +120,19 @@ fn filtered(account: AccountId, query: &ContactQuery) -> contacts::BoxedQuery<'s
         select = select.filter(contacts::email_lower.eq(email.to_lowercase()));
     } else if let Some(search) = &query.search {
         // strpos needs no escaping of % and _, unlike LIKE.
-        select = select.filter(sql::<Bool>("strpos(email_lower, ").bind::<Text, _>(search.to_lowercase()).sql(") > 0"));
+        select = select.filter(
+            sql::<Bool>("strpos(email_lower, ")
+                .bind::<Text, _>(search.to_lowercase())
+                .sql(") > 0"),
+        );
     }
     match query.status {
-        Some(StatusFilter::Bounced) => select = select.filter(contacts::hard_bounced_at.is_not_null()),
-        Some(StatusFilter::Unsubscribed) => select = select.filter(contacts::unsubscribed_at.is_not_null()),
+        Some(StatusFilter::Bounced) => {
+            select = select.filter(contacts::hard_bounced_at.is_not_null())
+        }
+        Some(StatusFilter::Unsubscribed) => {
+            select = select.filter(contacts::unsubscribed_at.is_not_null())
+        }
         None => {}
     }
     select
@@ -121,22 +143,38 @@ const STATUS_RANK: &str = "CASE WHEN hard_bounced_at IS NOT NULL THEN 3 \
      WHEN complaint_at IS NOT NULL THEN 2 WHEN unsubscribed_at IS NOT NULL THEN 1 ELSE 0 END";
 
 impl PgUnitOfWork<'_> {
-    fn topic_unsubscriptions_of(&mut self, account: AccountId, ids: &[Uuid]) -> Result<HashMap<Uuid, Vec<TopicId>>, StoreError> {
+    fn topic_unsubscriptions_of(
+        &mut self,
+        account: AccountId,
+        ids: &[Uuid],
+    ) -> Result<HashMap<Uuid, Vec<TopicId>>, StoreError> {
         let rows: Vec<(Uuid, Uuid)> = topic_unsubscriptions::table
             .filter(topic_unsubscriptions::account_id.eq(account.as_uuid()))
             .filter(topic_unsubscriptions::contact_id.eq_any(ids))
-            .order((topic_unsubscriptions::contact_id, topic_unsubscriptions::created_at))
-            .select((topic_unsubscriptions::contact_id, topic_unsubscriptions::topic_id))
+            .order((
+                topic_unsubscriptions::contact_id,
+                topic_unsubscriptions::created_at,
+            ))
+            .select((
+                topic_unsubscriptions::contact_id,
+                topic_unsubscriptions::topic_id,
+            ))
             .load(self.conn)
             .map_err(store_error)?;
         let mut map: HashMap<Uuid, Vec<TopicId>> = HashMap::new();
         for (contact, topic) in rows {
-            map.entry(contact).or_default().push(TopicId::from_uuid(topic));
+            map.entry(contact)
+                .or_default()
+                .push(TopicId::from_uuid(topic));
         }
         Ok(map)
     }
 
-    fn with_topics(&mut self, account: AccountId, rows: Vec<ContactRow>) -> Result<Vec<Contact>, StoreError> {
+    fn with_topics(
+        &mut self,
+        account: AccountId,
+        rows: Vec<ContactRow>,
+    ) -> Result<Vec<Contact>, StoreError> {
         let ids: Vec<Uuid> = rows.iter().map(|row| row.id).collect();
         let mut topics = self.topic_unsubscriptions_of(account, &ids)?;
         Ok(rows
@@ -150,7 +188,10 @@ impl PgUnitOfWork<'_> {
 }
 
 impl ContactRepository for PgUnitOfWork<'_> {
-    fn attribute_types(&mut self, account: AccountId) -> Result<HashMap<String, AttributeType>, StoreError> {
+    fn attribute_types(
+        &mut self,
+        account: AccountId,
+    ) -> Result<HashMap<String, AttributeType>, StoreError> {
         attribute_metas::table
             .filter(attribute_metas::account_id.eq(account.as_uuid()))
             .select((attribute_metas::slug, attribute_metas::attribute_type))
@@ -158,7 +199,8 @@ impl ContactRepository for PgUnitOfWork<'_> {
             .map_err(store_error)?
             .into_iter()
             .map(|(slug, kind)| {
-                let kind = AttributeType::parse(&kind).ok_or_else(|| corrupt("attribute_metas.attribute_type", &kind))?;
+                let kind = AttributeType::parse(&kind)
+                    .ok_or_else(|| corrupt("attribute_metas.attribute_type", &kind))?;
                 Ok((slug, kind))
             })
             .collect()
@@ -196,31 +238,47 @@ impl ContactRepository for PgUnitOfWork<'_> {
             .map_err(store_error)?
             .into_iter()
             .map(|(slug, kind)| {
-                let kind = AttributeType::parse(&kind).ok_or_else(|| corrupt("attribute_metas.attribute_type", &kind))?;
+                let kind = AttributeType::parse(&kind)
+                    .ok_or_else(|| corrupt("attribute_metas.attribute_type", &kind))?;
                 Ok((slug, kind))
             })
             .collect()
     }
 
-    fn list_attribute_metas(&mut self, account: AccountId) -> Result<Vec<AttributeMeta>, StoreError> {
+    fn list_attribute_metas(
+        &mut self,
+        account: AccountId,
+    ) -> Result<Vec<AttributeMeta>, StoreError> {
         attribute_metas::table
             .filter(attribute_metas::account_id.eq(account.as_uuid()))
             .order(attribute_metas::slug.asc())
-            .select((attribute_metas::slug, attribute_metas::attribute_type, attribute_metas::source))
+            .select((
+                attribute_metas::slug,
+                attribute_metas::attribute_type,
+                attribute_metas::source,
+            ))
             .load::<(String, String, String)>(self.conn)
             .map_err(store_error)?
             .into_iter()
             .map(|(slug, kind, source)| {
                 Ok(AttributeMeta {
-                    attribute_type: AttributeType::parse(&kind).ok_or_else(|| corrupt("attribute_metas.attribute_type", &kind))?,
-                    source: AttributeSource::parse(&source).ok_or_else(|| corrupt("attribute_metas.source", &source))?,
+                    attribute_type: AttributeType::parse(&kind)
+                        .ok_or_else(|| corrupt("attribute_metas.attribute_type", &kind))?,
+                    source: AttributeSource::parse(&source)
+                        .ok_or_else(|| corrupt("attribute_metas.source", &source))?,
                     slug,
                 })
             })
             .collect()
     }
 
-    fn upsert_contact(&mut self, account: AccountId, new_id: ContactId, email: &EmailAddress, now: Timestamp) -> Result<(Contact, bool), StoreError> {
+    fn upsert_contact(
+        &mut self,
+        account: AccountId,
+        new_id: ContactId,
+        email: &EmailAddress,
+        now: Timestamp,
+    ) -> Result<(Contact, bool), StoreError> {
         // ON CONFLICT DO NOTHING waits for a concurrent insert of the same email to commit,
         // so the read below always finds the one contact.
         let inserted = diesel::insert_into(contacts::table)
@@ -244,11 +302,23 @@ impl ContactRepository for PgUnitOfWork<'_> {
         Ok((contact, inserted == 1))
     }
 
-    fn set_attributes(&mut self, account: AccountId, contact: ContactId, values: &[(String, AttributeValue)]) -> Result<(), StoreError> {
-        let rows: Vec<AttributeRow> = values.iter().map(|(slug, value)| attribute_row(account, contact, slug, value)).collect();
+    fn set_attributes(
+        &mut self,
+        account: AccountId,
+        contact: ContactId,
+        values: &[(String, AttributeValue)],
+    ) -> Result<(), StoreError> {
+        let rows: Vec<AttributeRow> = values
+            .iter()
+            .map(|(slug, value)| attribute_row(account, contact, slug, value))
+            .collect();
         diesel::insert_into(contact_attributes::table)
             .values(&rows)
-            .on_conflict((contact_attributes::account_id, contact_attributes::contact_id, contact_attributes::slug))
+            .on_conflict((
+                contact_attributes::account_id,
+                contact_attributes::contact_id,
+                contact_attributes::slug,
+            ))
             .do_update()
             .set((
                 contact_attributes::string_value.eq(excluded(contact_attributes::string_value)),
@@ -283,12 +353,23 @@ impl ContactRepository for PgUnitOfWork<'_> {
             .execute(self.conn)
             .map_err(store_error)?;
         let slug = format!("event.{}", event.slug.as_str());
-        let row = attribute_row(account, event.contact_id, &slug, &AttributeValue::Date(event.occurred_at));
+        let row = attribute_row(
+            account,
+            event.contact_id,
+            &slug,
+            &AttributeValue::Date(event.occurred_at),
+        );
         diesel::insert_into(contact_attributes::table)
             .values(&row)
-            .on_conflict((contact_attributes::account_id, contact_attributes::contact_id, contact_attributes::slug))
+            .on_conflict((
+                contact_attributes::account_id,
+                contact_attributes::contact_id,
+                contact_attributes::slug,
+            ))
             .do_update()
-            .set(contact_attributes::date_value.eq(sql::<diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>>(
+            .set(contact_attributes::date_value.eq(sql::<
+                diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>,
+            >(
                 "GREATEST(contact_attributes.date_value, excluded.date_value)",
             )))
             .execute(self.conn)
@@ -296,11 +377,19 @@ impl ContactRepository for PgUnitOfWork<'_> {
             .map_err(store_error)
     }
 
-    fn find_contact(&mut self, account: AccountId, id: ContactId) -> Result<Option<Contact>, StoreError> {
+    fn find_contact(
+        &mut self,
+        account: AccountId,
+        id: ContactId,
+    ) -> Result<Option<Contact>, StoreError> {
         Ok(self.find_contacts(account, &[id])?.pop())
     }
 
-    fn find_contacts(&mut self, account: AccountId, ids: &[ContactId]) -> Result<Vec<Contact>, StoreError> {
+    fn find_contacts(
+        &mut self,
+        account: AccountId,
+        ids: &[ContactId],
+    ) -> Result<Vec<Contact>, StoreError> {
         let uuids: Vec<Uuid> = ids.iter().map(ContactId::as_uuid).collect();
         let rows = contacts::table
             .filter(contacts::account_id.eq(account.as_uuid()))
@@ -316,22 +405,47 @@ impl ContactRepository for PgUnitOfWork<'_> {
         Ok(uuids.iter().filter_map(|id| by_id.remove(id)).collect())
     }
 
-    fn list_contacts(&mut self, account: AccountId, query: &ContactQuery, page: PageRequest) -> Result<Vec<Contact>, StoreError> {
+    fn list_contacts(
+        &mut self,
+        account: AccountId,
+        query: &ContactQuery,
+        page: PageRequest,
+    ) -> Result<Vec<Contact>, StoreError> {
         let (offset, limit) = page_bounds(page);
         let select = filtered(account, query);
         let asc = query.ascending;
         let select = match (query.sort, asc) {
-            (ContactSort::CreateDate, true) => select.order((contacts::created_at.asc(), contacts::id.asc())),
-            (ContactSort::CreateDate, false) => select.order((contacts::created_at.desc(), contacts::id.desc())),
-            (ContactSort::Email, true) => select.order((contacts::email_lower.asc(), contacts::id.asc())),
-            (ContactSort::Email, false) => select.order((contacts::email_lower.desc(), contacts::id.desc())),
-            (ContactSort::MessageCount, true) => select.order((contacts::message_count.asc(), contacts::id.asc())),
-            (ContactSort::MessageCount, false) => select.order((contacts::message_count.desc(), contacts::id.desc())),
+            (ContactSort::CreateDate, true) => {
+                select.order((contacts::created_at.asc(), contacts::id.asc()))
+            }
+            (ContactSort::CreateDate, false) => {
+                select.order((contacts::created_at.desc(), contacts::id.desc()))
+            }
+            (ContactSort::Email, true) => {
+                select.order((contacts::email_lower.asc(), contacts::id.asc()))
+            }
+            (ContactSort::Email, false) => {
+                select.order((contacts::email_lower.desc(), contacts::id.desc()))
+            }
+            (ContactSort::MessageCount, true) => {
+                select.order((contacts::message_count.asc(), contacts::id.asc()))
+            }
+            (ContactSort::MessageCount, false) => {
+                select.order((contacts::message_count.desc(), contacts::id.desc()))
+            }
             // Contacts without a name come last in both directions.
-            (ContactSort::Name, true) => select.order((contacts::sort_name.asc().nulls_last(), contacts::id.asc())),
-            (ContactSort::Name, false) => select.order((contacts::sort_name.desc().nulls_last(), contacts::id.desc())),
-            (ContactSort::Status, true) => select.order((sql::<Integer>(STATUS_RANK).asc(), contacts::id.asc())),
-            (ContactSort::Status, false) => select.order((sql::<Integer>(STATUS_RANK).desc(), contacts::id.desc())),
+            (ContactSort::Name, true) => {
+                select.order((contacts::sort_name.asc().nulls_last(), contacts::id.asc()))
+            }
+            (ContactSort::Name, false) => {
+                select.order((contacts::sort_name.desc().nulls_last(), contacts::id.desc()))
+            }
+            (ContactSort::Status, true) => {
+                select.order((sql::<Integer>(STATUS_RANK).asc(), contacts::id.asc()))
+            }
+            (ContactSort::Status, false) => {
+                select.order((sql::<Integer>(STATUS_RANK).desc(), contacts::id.desc()))
+            }
         };
         let rows = select
             .offset(offset)
@@ -342,7 +456,11 @@ impl ContactRepository for PgUnitOfWork<'_> {
         self.with_topics(account, rows)
     }
 
-    fn count_contacts(&mut self, account: AccountId, query: &ContactQuery) -> Result<u64, StoreError> {
+    fn count_contacts(
+        &mut self,
+        account: AccountId,
+        query: &ContactQuery,
+    ) -> Result<u64, StoreError> {
         filtered(account, query)
             .count()
             .get_result::<i64>(self.conn)
@@ -350,20 +468,35 @@ impl ContactRepository for PgUnitOfWork<'_> {
             .map_err(store_error)
     }
 
-    fn resolved_attributes(&mut self, account: AccountId, ids: &[ContactId]) -> Result<HashMap<ContactId, ResolvedAttributes>, StoreError> {
+    fn resolved_attributes(
+        &mut self,
+        account: AccountId,
+        ids: &[ContactId],
+    ) -> Result<HashMap<ContactId, ResolvedAttributes>, StoreError> {
         let uuids: Vec<Uuid> = ids.iter().map(ContactId::as_uuid).collect();
         let mut resolved: HashMap<ContactId, ResolvedAttributes> = HashMap::new();
         let system: Vec<(Uuid, String, OffsetDateTime, i32)> = contacts::table
             .filter(contacts::account_id.eq(account.as_uuid()))
             .filter(contacts::id.eq_any(&uuids))
-            .select((contacts::id, contacts::email, contacts::created_at, contacts::message_count))
+            .select((
+                contacts::id,
+                contacts::email,
+                contacts::created_at,
+                contacts::message_count,
+            ))
             .load(self.conn)
             .map_err(store_error)?;
         for (id, email, created_at, message_count) in system {
             let attributes = resolved.entry(ContactId::from_uuid(id)).or_default();
             attributes.insert("email".into(), AttributeValue::String(email));
-            attributes.insert("create_date".into(), AttributeValue::Date(timestamp(created_at)));
-            attributes.insert("message_count".into(), AttributeValue::Number(f64::from(message_count)));
+            attributes.insert(
+                "create_date".into(),
+                AttributeValue::Date(timestamp(created_at)),
+            );
+            attributes.insert(
+                "message_count".into(),
+                AttributeValue::Number(f64::from(message_count)),
+            );
         }
         let rows: Vec<AttributeRow> = contact_attributes::table
             .filter(contact_attributes::account_id.eq(account.as_uuid()))
@@ -373,7 +506,10 @@ impl ContactRepository for PgUnitOfWork<'_> {
             .map_err(store_error)?;
         for row in rows {
             let value = row.value()?;
-            resolved.entry(ContactId::from_uuid(row.contact_id)).or_default().insert(row.slug, value);
+            resolved
+                .entry(ContactId::from_uuid(row.contact_id))
+                .or_default()
+                .insert(row.slug, value);
         }
         Ok(resolved)
     }
@@ -398,7 +534,11 @@ impl ContactRepository for PgUnitOfWork<'_> {
             .filter(contact_events::account_id.eq(account.as_uuid()))
             .group_by(contact_events::slug)
             .order(contact_events::slug.asc())
-            .select((contact_events::slug, diesel::dsl::count_star(), diesel::dsl::max(contact_events::occurred_at)))
+            .select((
+                contact_events::slug,
+                diesel::dsl::count_star(),
+                diesel::dsl::max(contact_events::occurred_at),
+            ))
             .load::<(String, i64, Option<OffsetDateTime>)>(self.conn)
             .map_err(store_error)?
             .into_iter()
@@ -406,7 +546,9 @@ impl ContactRepository for PgUnitOfWork<'_> {
                 Ok(EventName {
                     slug,
                     count: u64::try_from(count).unwrap_or(0),
-                    last_seen: last.map(timestamp).ok_or_else(|| corrupt("contact_events", "max of a non-empty group"))?,
+                    last_seen: last
+                        .map(timestamp)
+                        .ok_or_else(|| corrupt("contact_events", "max of a non-empty group"))?,
                 })
             })
             .collect()

@@ -1,14 +1,17 @@
 //! Repository implementations, one module per resource, all on [`PgUnitOfWork`].
 
 mod accounts;
+mod contact_import;
 mod contacts;
 mod mail_servers;
+mod messages;
 mod segments;
 mod starter;
 mod templates;
 mod tokens;
 mod topics;
 mod users;
+mod webhook_events;
 
 use diesel::pg::PgConnection;
 use mailroom_app::{ports::UnitOfWork, StoreError};

@@ -143,6 +143,22 @@ impl TemplateRepository for PgUnitOfWork<'_> {
             .transpose()
     }
 
+    fn find_template_by_slug(
+        &mut self,
+        account: AccountId,
+        slug: &str,
+    ) -> Result<Option<Template>, StoreError> {
+        templates::table
+            .filter(templates::account_id.eq(account.as_uuid()))
+            .filter(templates::slug.eq(slug))
+            .select(TemplateRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(store_error)?
+            .map(Template::try_from)
+            .transpose()
+    }
+
     fn insert_template(
         &mut self,
         account: AccountId,

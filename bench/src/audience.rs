@@ -1,0 +1,711 @@
+//! The audience benchmark: import, search, count and event recording, each beside a
+//! reference, printed as one report.
+
+use std::{
+    path::Path,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use anyhow::{anyhow, bail, ensure, Context, Result};
+use diesel::{
+    connection::SimpleConnection,
+    pg::PgConnection,
+    sql_query,
+    sql_types::{BigInt, Double, Text},
+    Connection, QueryableByName, RunQueryDsl,
+};
+use mailroom_app::users::{bootstrap_user, BootstrapRequest};
+use mailroom_server::{Application, Config};
+use mailroom_test_support::TestDatabase;
+use serde_json::{json, Value};
+
+use crate::{
+    data,
+    events::{self, Audience, ScriptVariables, Target},
+    stats::{ms, ratio, thousands, verdict, Latencies},
+    Options,
+};
+
+/// Timed repetitions of each search and count (after a short warm-up).
+const SEARCH_RUNS: usize = 200;
+const WARM_UP_RUNS: usize = 5;
+/// A slow search or count still ends: its runs stop after this long (at least 20 runs).
+const TIME_BUDGET: Duration = Duration::from_secs(60);
+const PGBENCH: &str = "/usr/bin/pgbench";
+
+/// The search every measurement uses: three AND conditions, one per comparison family.
+const PLAN: &str = "pro";
+const MIN_SCORE: f64 = 500.0;
+/// `after` this UTC day: from the start of the next day on.
+const RENEWAL_AFTER: &str = "2026-07-01";
+const RENEWAL_FROM: &str = "2026-07-02T00:00:00Z";
+
+/// The benchmark's own connection, for setup and the flat-table reference; used from the
+/// blocking pool because diesel blocks.
+#[derive(Clone)]
+struct Sql(Arc<Mutex<PgConnection>>);
+
+impl Sql {
+    async fn run<R: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut PgConnection) -> Result<R> + Send + 'static,
+    ) -> Result<R> {
+        let connection = self.0.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut connection = connection
+                .lock()
+                .map_err(|_| anyhow!("the benchmark connection is poisoned"))?;
+            work(&mut connection)
+        })
+        .await?
+    }
+}
+
+#[derive(QueryableByName)]
+struct IdRow {
+    #[diesel(sql_type = Text)]
+    id: String,
+}
+
+#[derive(QueryableByName)]
+struct CountRow {
+    #[diesel(sql_type = BigInt)]
+    count: i64,
+}
+
+#[derive(QueryableByName)]
+struct TextRow {
+    #[diesel(sql_type = Text)]
+    value: String,
+}
+
+/// The report, printed as it grows so a long run shows progress.
+struct Report;
+
+impl Report {
+    fn section(&self, title: &str) {
+        println!("\n{title}");
+    }
+
+    fn line(&self, label: &str, value: impl std::fmt::Display) {
+        println!("  {label:<34} {value}");
+    }
+}
+
+pub async fn run(options: &Options) -> Result<()> {
+    let report = Report;
+    let wall = Instant::now();
+    let database = tokio::task::spawn_blocking(TestDatabase::create)
+        .await
+        .context("creating the database")?;
+    let url = database.url().to_owned();
+    let outcome = measure(options, &report, &url).await;
+    // Dropped explicitly, after the server's last query, so the database goes even when a
+    // step failed.
+    tokio::task::spawn_blocking(move || drop(database)).await?;
+    println!("\nTotal wall time: {:.0} s", wall.elapsed().as_secs_f64());
+    outcome
+}
+
+async fn measure(options: &Options, report: &Report, url: &str) -> Result<()> {
+    let mut config = Config::new(url, [7u8; 32]);
+    config.listen = ([127, 0, 0, 1], 0).into();
+    config.db_pool_size = options.pool;
+    config.http_workers = 2;
+    config.run_workers = false;
+    let build_config = config.clone();
+    let application =
+        tokio::task::spawn_blocking(move || Application::build(&build_config)).await??;
+    let address = format!("http://127.0.0.1:{}", application.port());
+    let services = application.services();
+    tokio::spawn(application.run_until_stopped());
+
+    let bootstrap = BootstrapRequest {
+        email: "bench@bench.example".into(),
+        token_name: "bench".into(),
+        expires_in_days: None,
+    };
+    let bootstrapped =
+        tokio::task::spawn_blocking(move || bootstrap_user(&services, bootstrap)).await??;
+    let token = bootstrapped.token.raw.expose().to_owned();
+    let user = bootstrapped.user_id.to_string();
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(1800))
+        .build()?;
+    let created = client
+        .post(format!("{address}/v2/accounts"))
+        .bearer_auth(&token)
+        .json(&json!({"name": "Bench"}))
+        .send()
+        .await?;
+    ensure!(
+        created.status() == 200,
+        "account creation answered {}",
+        created.status()
+    );
+    let account = created.json::<Value>().await?["_id"]
+        .as_str()
+        .context("account id")?
+        .to_owned();
+
+    let sql = Sql(Arc::new(Mutex::new(
+        PgConnection::establish(url).context("connecting for setup")?,
+    )));
+    let postgres = sql
+        .run(|conn| {
+            query_text(
+                conn,
+                "SELECT current_setting('server_version') || ', shared_buffers ' \
+                 || current_setting('shared_buffers') || ', max_wal_size ' \
+                 || current_setting('max_wal_size') || ', synchronous_commit ' \
+                 || current_setting('synchronous_commit') AS value",
+            )
+        })
+        .await?;
+
+    println!("Mailroom audience benchmark");
+    report.line(
+        "machine",
+        format!(
+            "{} cores",
+            std::thread::available_parallelism().map_or(0, usize::from)
+        ),
+    );
+    report.line("PostgreSQL", postgres);
+    report.line(
+        "server",
+        format!(
+            "in-process, release build, 2 HTTP workers, pool {}, background workers off",
+            options.pool
+        ),
+    );
+    report.line("database", "fresh, dropped at the end");
+
+    // Import.
+    report.section(&format!(
+        "Import: POST …/contacts/import, {} contacts × 5 attributes (plan, score, vip, renewal, city), CSV streamed as generated",
+        thousands(options.contacts)
+    ));
+    let wal_before = sql
+        .run(|conn| query_text(conn, "SELECT pg_current_wal_lsn()::text AS value"))
+        .await?;
+    let checkpoints_before = sql.run(checkpoints).await?;
+    let cpu_before = CpuSample::now();
+    let started = Instant::now();
+    let response = client
+        .post(format!("{address}/v2/accounts/{account}/contacts/import"))
+        .bearer_auth(&token)
+        .header("content-type", "text/csv")
+        .body(reqwest::Body::wrap_stream(data::csv_body(options.contacts)))
+        .send()
+        .await?;
+    let status = response.status();
+    let imported: Value = response.json().await?;
+    let import_time = started.elapsed();
+    let cpu_busy = cpu_before.and_then(|before| before.busy_share_since());
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let wal_bytes = sql
+        .run(move |conn| {
+            Ok(sql_query(
+                "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint AS count",
+            )
+            .bind::<Text, _>(wal_before)
+            .get_result::<CountRow>(conn)?
+            .count)
+        })
+        .await?;
+    let checkpoints_during = sql.run(checkpoints).await? - checkpoints_before;
+    ensure!(status == 200, "the import answered {status}: {imported}");
+    ensure!(
+        imported["created"].as_u64() == Some(options.contacts) && imported["rejected"] == 0,
+        "the import did not create every contact: {imported}"
+    );
+    let import_rate = options.contacts as f64 / import_time.as_secs_f64();
+    report.line(
+        "created / updated / rejected",
+        format!(
+            "{} / {} / {}",
+            thousands(options.contacts),
+            imported["updated"],
+            imported["rejected"]
+        ),
+    );
+    report.line("time", format!("{:.1} s", import_time.as_secs_f64()));
+    report.line(
+        "rate",
+        format!(
+            "{} contacts/s   (target ≥ 20,000/s: {})",
+            thousands(import_rate as u64),
+            verdict(import_rate >= 20_000.0)
+        ),
+    );
+    // What bounded it: the machine's CPU (shared with anything else running), and the
+    // WAL the indexes cost (cluster-wide figures, so other databases' writes count too).
+    report.line(
+        "machine CPU busy / load average",
+        format!(
+            "{} / {}",
+            cpu_busy.map_or("n/a".to_owned(), |busy| format!("{:.0}%", busy * 100.0)),
+            load.split_whitespace().next().unwrap_or("n/a")
+        ),
+    );
+    report.line(
+        "WAL written / checkpoints",
+        format!(
+            "{} MB ({:.1} KB per contact) / {checkpoints_during}",
+            thousands((wal_bytes / 1_000_000) as u64),
+            wal_bytes as f64 / 1000.0 / options.contacts as f64
+        ),
+    );
+
+    // Events, in bulk: the API's per-event path is measured below; a million of them
+    // through it would dominate the run.
+    report.section("Setup outside the API (bulk SQL through diesel, for time)");
+    let started = Instant::now();
+    let setup_account = account.clone();
+    let events_written = sql
+        .run(move |conn| record_events_in_bulk(conn, &setup_account))
+        .await?;
+    report.line(
+        "events",
+        format!(
+            "{} contact_events (3 per contact: {}), their event.* date attributes and 3 attribute metas (source 'event'), {:.1} s",
+            thousands(events_written),
+            data::EVENT_SLUGS.join(", "),
+            started.elapsed().as_secs_f64()
+        ),
+    );
+    let started = Instant::now();
+    let flat_account = account.clone();
+    sql.run(move |conn| build_flat_table(conn, &flat_account))
+        .await?;
+    report.line(
+        "reference flat table",
+        format!(
+            "bench_flat: one typed, indexed column per attribute, same data, {:.1} s",
+            started.elapsed().as_secs_f64()
+        ),
+    );
+    let started = Instant::now();
+    sql.run(|conn| {
+        // Separate calls: several statements in one batch form one transaction, which
+        // VACUUM refuses.
+        conn.batch_execute("VACUUM (ANALYZE) contacts, contact_attributes, contact_events, attribute_metas, bench_flat")?;
+        conn.batch_execute("ANALYZE")?;
+        Ok(())
+    })
+    .await?;
+    report.line(
+        "VACUUM (ANALYZE) and ANALYZE",
+        format!("{:.1} s", started.elapsed().as_secs_f64()),
+    );
+
+    // Search and count.
+    let conditions = json!({
+        "includeUnsubscribed": true,
+        "attributes": [
+            {"slug": "plan", "operator": "s_equal", "value": PLAN},
+            {"slug": "score", "operator": "greater_than", "value": MIN_SCORE},
+            {"slug": "renewal", "operator": "after", "value": RENEWAL_AFTER},
+        ],
+    });
+    report.section(&format!(
+        "Search: plan s_equal '{PLAN}' AND score greater_than {MIN_SCORE} AND renewal after {RENEWAL_AFTER}; first page of 25"
+    ));
+    let search_url = format!("{address}/v2/accounts/{account}/contacts/search?limit=25");
+    let count_url = format!("{address}/v2/accounts/{account}/contacts/search/count");
+    let api_search = time_http(
+        &client,
+        &token,
+        &search_url,
+        &conditions,
+        SEARCH_RUNS,
+        Some(TIME_BUDGET),
+    )
+    .await?;
+    let flat_search = sql
+        .run(|conn| time_flat(conn, SEARCH_RUNS, Some(TIME_BUDGET), flat_first_page))
+        .await?;
+    match &api_search {
+        Some((latencies, answer)) => {
+            let api_ids: Vec<String> = answer["items"]
+                .as_array()
+                .map(|items| {
+                    items
+                        .iter()
+                        .filter_map(|item| item["_id"].as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let (flat_latencies, flat_ids) = &flat_search;
+            let same = &api_ids == flat_ids;
+            print_comparison(report, latencies, flat_latencies);
+            report.line(
+                "same 25 contacts as the flat table",
+                if same {
+                    "yes".to_owned()
+                } else {
+                    format!("NO (api {api_ids:?} flat {flat_ids:?})")
+                },
+            );
+            let p95 = latencies.percentile(95.0);
+            report.line(
+                "target p95 < 20 ms",
+                verdict(p95 < Duration::from_millis(20)),
+            );
+            report.line(
+                "target within 2x of flat (p95)",
+                verdict(p95.as_secs_f64() <= 2.0 * flat_latencies.percentile(95.0).as_secs_f64()),
+            );
+        }
+        None => report.line(
+            "POST …/contacts/search",
+            "not served by this build; skipped",
+        ),
+    }
+
+    report.section("Search count: the same conditions, POST …/contacts/search/count");
+    let api_count = time_http(
+        &client,
+        &token,
+        &count_url,
+        &conditions,
+        SEARCH_RUNS,
+        Some(TIME_BUDGET),
+    )
+    .await?;
+    let flat_count = sql
+        .run(|conn| time_flat(conn, SEARCH_RUNS, Some(TIME_BUDGET), flat_count))
+        .await?;
+    match &api_count {
+        Some((latencies, answer)) => {
+            let (flat_latencies, flat_answer) = &flat_count;
+            print_comparison(report, latencies, flat_latencies);
+            report.line(
+                "count (api / flat)",
+                format!("{} / {}", answer["count"], flat_answer),
+            );
+            report.line(
+                "target p95 < 150 ms",
+                verdict(latencies.percentile(95.0) < Duration::from_millis(150)),
+            );
+        }
+        None => report.line(
+            "POST …/contacts/search/count",
+            "not served by this build; skipped",
+        ),
+    }
+
+    // Event recording.
+    let seconds = Duration::from_secs(options.seconds);
+    report.section(&format!(
+        "Events: POST …/events, {} keep-alive clients × {} s, beside pgbench ({} clients, same statements, prepared)",
+        events::CLIENTS,
+        options.seconds,
+        events::CLIENTS
+    ));
+    let target = Target {
+        address: address.clone(),
+        token: token.clone(),
+        account: account.clone(),
+        contacts: options.contacts,
+    };
+    // The bench's user holds the only token, so pgbench looks up the same one as the API.
+    let token_hash_hex = sql
+        .run(|conn| {
+            sql_query("SELECT encode(token_hash, 'hex') AS value FROM tokens LIMIT 1")
+                .get_result::<TextRow>(conn)
+                .map(|row| row.value)
+                .context("reading the token's hash")
+        })
+        .await?;
+    let variables = ScriptVariables {
+        account: account.clone(),
+        user,
+        token_hash_hex,
+    };
+    println!(
+        "  {:<16} {:>12} {:>10} {:>10} {:>8} {:>14} {:>10} {:>8}",
+        "", "API req/s", "p50", "p99", "failed", "pgbench tps", "pg avg", "ratio"
+    );
+    let mut all_met = true;
+    for audience in [Audience::Known, Audience::New] {
+        let api = events::api_run(&target, audience, seconds).await?;
+        let script = events::write_script(audience)?;
+        let pgbench_url = url.to_owned();
+        let contacts = options.contacts;
+        let script_path = script.clone();
+        let pg_variables = ScriptVariables {
+            account: variables.account.clone(),
+            user: variables.user.clone(),
+            token_hash_hex: variables.token_hash_hex.clone(),
+        };
+        let pgbench = tokio::task::spawn_blocking(move || {
+            events::pgbench_run(
+                Path::new(PGBENCH),
+                &pgbench_url,
+                &script_path,
+                &pg_variables,
+                contacts,
+                seconds,
+            )
+        })
+        .await?;
+        let _ = std::fs::remove_file(&script);
+        let pgbench = pgbench?;
+        println!(
+            "  {:<16} {:>12.0} {:>10} {:>10} {:>8} {:>14.0} {:>10} {:>8}",
+            audience.label(),
+            api.per_second,
+            ms(api.latencies.percentile(50.0)),
+            ms(api.latencies.percentile(99.0)),
+            api.failed + pgbench.failed,
+            pgbench.tps,
+            format!("{:.2} ms", pgbench.latency_average_ms),
+            ratio(api.per_second, pgbench.tps)
+        );
+        all_met &= api.ok > 0 && api.per_second >= 4_000.0 && api.per_second >= 0.6 * pgbench.tps;
+    }
+    report.line(
+        "target ≥ 4,000 req/s and ≥ 0.6 of pgbench",
+        verdict(all_met),
+    );
+    report.line(
+        "note",
+        "failed counts API errors plus pgbench's failed transactions",
+    );
+    Ok(())
+}
+
+fn print_comparison(report: &Report, api: &Latencies, flat: &Latencies) {
+    println!(
+        "  {:<16} {:>14} {:>14} {:>8}",
+        "", "API (HTTP)", "flat (SQL)", "ratio"
+    );
+    for p in [50.0, 95.0] {
+        let (a, f) = (api.percentile(p), flat.percentile(p));
+        println!(
+            "  {:<16} {:>14} {:>14} {:>8}",
+            format!("p{p:.0}"),
+            ms(a),
+            ms(f),
+            ratio(a.as_secs_f64(), f.as_secs_f64())
+        );
+    }
+    report.line(
+        "timed runs (api / flat)",
+        format!("{} / {}", api.len(), flat.len()),
+    );
+}
+
+/// Times `runs` POSTs of `body` (after a warm-up), stopping early after `budget`; `None`
+/// when the route is not served (404 or 405).
+async fn time_http(
+    client: &reqwest::Client,
+    token: &str,
+    url: &str,
+    body: &Value,
+    runs: usize,
+    budget: Option<Duration>,
+) -> Result<Option<(Latencies, Value)>> {
+    let mut samples = Vec::with_capacity(runs);
+    let mut last = Value::Null;
+    let started = Instant::now();
+    for run in 0..WARM_UP_RUNS + runs {
+        let sent = Instant::now();
+        let response = client
+            .post(url)
+            .bearer_auth(token)
+            .json(body)
+            .send()
+            .await?;
+        let status = response.status();
+        let text = response.text().await?;
+        let elapsed = sent.elapsed();
+        if status == 404 || status == 405 {
+            return Ok(None);
+        }
+        if status != 200 {
+            bail!("{url} answered {status}: {text}");
+        }
+        if run >= WARM_UP_RUNS {
+            samples.push(elapsed);
+        }
+        last = serde_json::from_str(&text)?;
+        if budget.is_some_and(|budget| started.elapsed() > budget) && samples.len() >= 20 {
+            break;
+        }
+    }
+    Ok(Some((Latencies::new(samples), last)))
+}
+
+/// Times a flat-table query like [`time_http`] and returns its last answer.
+fn time_flat<R>(
+    conn: &mut PgConnection,
+    runs: usize,
+    budget: Option<Duration>,
+    query: fn(&mut PgConnection) -> Result<R>,
+) -> Result<(Latencies, R)> {
+    for _ in 0..WARM_UP_RUNS {
+        query(conn)?;
+    }
+    let mut samples = Vec::with_capacity(runs);
+    let started = Instant::now();
+    let mut last = query(conn)?;
+    for _ in 0..runs {
+        let sent = Instant::now();
+        last = query(conn)?;
+        samples.push(sent.elapsed());
+        if budget.is_some_and(|budget| started.elapsed() > budget) && samples.len() >= 20 {
+            break;
+        }
+    }
+    Ok((Latencies::new(samples), last))
+}
+
+fn query_text(conn: &mut PgConnection, query: &str) -> Result<String> {
+    Ok(sql_query(query).get_result::<TextRow>(conn)?.value)
+}
+
+/// Checkpoints so far (timed and requested), cluster-wide.
+fn checkpoints(conn: &mut PgConnection) -> Result<i64> {
+    Ok(
+        sql_query("SELECT checkpoints_timed + checkpoints_req AS count FROM pg_stat_bgwriter")
+            .get_result::<CountRow>(conn)?
+            .count,
+    )
+}
+
+/// The machine's CPU counters (`/proc/stat`), to tell how busy all cores were.
+struct CpuSample {
+    idle: u64,
+    total: u64,
+}
+
+impl CpuSample {
+    fn now() -> Option<Self> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let fields: Vec<u64> = stat
+            .lines()
+            .next()?
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|field| field.parse().ok())
+            .collect();
+        // idle and iowait are the 4th and 5th fields.
+        let idle = fields.get(3)? + fields.get(4).copied().unwrap_or(0);
+        Some(Self {
+            idle,
+            total: fields.iter().sum(),
+        })
+    }
+
+    /// The share of CPU time all cores spent busy since this sample.
+    fn busy_share_since(&self) -> Option<f64> {
+        let now = Self::now()?;
+        let total = now.total.checked_sub(self.total)?;
+        let idle = now.idle.checked_sub(self.idle)?;
+        (total > 0).then(|| 1.0 - idle as f64 / total as f64)
+    }
+}
+
+const FLAT_WHERE: &str = "lower(plan) = lower($1) AND score > $2 AND renewal >= $3::timestamptz";
+
+fn flat_first_page(conn: &mut PgConnection) -> Result<Vec<String>> {
+    Ok(sql_query(format!(
+        "SELECT id::text AS id FROM bench_flat WHERE {FLAT_WHERE} ORDER BY bench_flat.id LIMIT 25"
+    ))
+    .bind::<Text, _>(PLAN)
+    .bind::<Double, _>(MIN_SCORE)
+    .bind::<Text, _>(RENEWAL_FROM)
+    .load::<IdRow>(conn)?
+    .into_iter()
+    .map(|row| row.id)
+    .collect())
+}
+
+fn flat_count(conn: &mut PgConnection) -> Result<i64> {
+    Ok(sql_query(format!(
+        "SELECT count(*) AS count FROM bench_flat WHERE {FLAT_WHERE}"
+    ))
+    .bind::<Text, _>(PLAN)
+    .bind::<Double, _>(MIN_SCORE)
+    .bind::<Text, _>(RENEWAL_FROM)
+    .get_result::<CountRow>(conn)?
+    .count)
+}
+
+/// Three events per contact, written as the API would leave them: the event rows, the
+/// latest time of each as the contact's `event.<slug>` date attribute, and the metas.
+fn record_events_in_bulk(conn: &mut PgConnection, account: &str) -> Result<u64> {
+    // One big statement per step; losing it in a crash would only mean rerunning.
+    conn.batch_execute("SET synchronous_commit = off")?;
+    let slugs = data::EVENT_SLUGS
+        .map(|slug| format!("('{slug}')"))
+        .join(", ");
+    sql_query(format!(
+        "INSERT INTO attribute_metas (account_id, slug, attribute_type, source, created_at) \
+         SELECT $1::uuid, 'event.' || s.slug, 'date', 'event', now() FROM (VALUES {slugs}) AS s(slug) \
+         ON CONFLICT DO NOTHING"
+    ))
+    .bind::<Text, _>(account)
+    .execute(conn)?;
+    let events = sql_query(format!(
+        "INSERT INTO contact_events (account_id, id, contact_id, slug, occurred_at) \
+         SELECT c.account_id, gen_random_uuid(), c.id, s.slug, \
+                timestamptz '2026-01-01 00:00:00+00' + random() * interval '330 days' \
+         FROM contacts c CROSS JOIN (VALUES {slugs}) AS s(slug) WHERE c.account_id = $1::uuid"
+    ))
+    .bind::<Text, _>(account)
+    .execute(conn)?;
+    sql_query(
+        "INSERT INTO contact_attributes (account_id, contact_id, slug, date_value) \
+         SELECT account_id, contact_id, 'event.' || slug, max(occurred_at) FROM contact_events \
+         WHERE account_id = $1::uuid GROUP BY account_id, contact_id, slug \
+         ON CONFLICT (account_id, contact_id, slug) DO UPDATE SET date_value = excluded.date_value",
+    )
+    .bind::<Text, _>(account)
+    .execute(conn)?;
+    conn.batch_execute("SET synchronous_commit = on")?;
+    Ok(events as u64)
+}
+
+/// The reference: the same attributes as one typed column each, every column indexed the
+/// way its condition needs (strings by lower(), like the API's case-insensitive compare).
+fn build_flat_table(conn: &mut PgConnection, account: &str) -> Result<()> {
+    conn.batch_execute(
+        "DROP TABLE IF EXISTS bench_flat;
+         CREATE TABLE bench_flat (
+             id uuid PRIMARY KEY,
+             plan text, score double precision, vip boolean, renewal timestamptz, city text,
+             signed_up timestamptz, opened_email timestamptz, purchased timestamptz
+         );",
+    )?;
+    sql_query(
+        "INSERT INTO bench_flat \
+         SELECT contact_id, \
+                max(string_value) FILTER (WHERE slug = 'plan'), \
+                max(number_value) FILTER (WHERE slug = 'score'), \
+                bool_or(bool_value) FILTER (WHERE slug = 'vip'), \
+                max(date_value) FILTER (WHERE slug = 'renewal'), \
+                max(string_value) FILTER (WHERE slug = 'city'), \
+                max(date_value) FILTER (WHERE slug = 'event.signed_up'), \
+                max(date_value) FILTER (WHERE slug = 'event.opened_email'), \
+                max(date_value) FILTER (WHERE slug = 'event.purchased') \
+         FROM contact_attributes WHERE account_id = $1::uuid GROUP BY contact_id",
+    )
+    .bind::<Text, _>(account)
+    .execute(conn)?;
+    conn.batch_execute(
+        "CREATE INDEX ON bench_flat (lower(plan));
+         CREATE INDEX ON bench_flat (score);
+         CREATE INDEX ON bench_flat (vip);
+         CREATE INDEX ON bench_flat (renewal);
+         CREATE INDEX ON bench_flat (lower(city));
+         CREATE INDEX ON bench_flat (signed_up);
+         CREATE INDEX ON bench_flat (opened_email);
+         CREATE INDEX ON bench_flat (purchased);",
+    )?;
+    Ok(())
+}

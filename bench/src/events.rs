@@ -1,0 +1,235 @@
+//! Event recording under load: `POST …/events` from concurrent keep-alive clients, and
+//! `pgbench` running the statements the API runs for one event, as the ceiling the
+//! database allows on this machine.
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use anyhow::{bail, Context, Result};
+
+use crate::{
+    data::{self, EVENT_SLUGS},
+    stats::Latencies,
+};
+
+/// Concurrent clients, for the API and for pgbench alike.
+pub const CLIENTS: usize = 32;
+
+/// Whose events are recorded.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Audience {
+    /// Contacts of the imported audience.
+    Known,
+    /// A new contact for every event.
+    New,
+}
+
+impl Audience {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Known => "known contacts",
+            Self::New => "new contacts",
+        }
+    }
+}
+
+/// What a run measured.
+pub struct Throughput {
+    pub ok: u64,
+    pub failed: u64,
+    pub per_second: f64,
+    pub latencies: Latencies,
+}
+
+/// Where the API is and who calls it.
+pub struct Target {
+    pub address: String,
+    pub token: String,
+    pub account: String,
+    pub contacts: u64,
+}
+
+/// Records events from [`CLIENTS`] clients, each with its own keep-alive connection,
+/// for `duration`; requests in flight at the end are waited for and counted.
+pub async fn api_run(
+    target: &Target,
+    audience: Audience,
+    duration: Duration,
+) -> Result<Throughput> {
+    let url = format!("{}/v2/accounts/{}/events", target.address, target.account);
+    let started = Instant::now();
+    let deadline = started + duration;
+    let mut tasks = Vec::with_capacity(CLIENTS);
+    for client_number in 0..CLIENTS as u64 {
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(1)
+            .timeout(Duration::from_secs(30))
+            .build()?;
+        let (url, token, contacts) = (url.clone(), target.token.clone(), target.contacts);
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            let mut failed = 0u64;
+            let mut sequence = 0u64;
+            while Instant::now() < deadline {
+                sequence += 1;
+                let draw = data::mix(client_number << 40 | sequence);
+                let email = match audience {
+                    Audience::Known => data::email(draw % contacts),
+                    Audience::New => format!("new-{client_number}-{sequence}@bench.example"),
+                };
+                let slug = EVENT_SLUGS[(draw >> 32) as usize % EVENT_SLUGS.len()];
+                let body = serde_json::json!({ "email": email, "slug": slug }).to_string();
+                let sent = Instant::now();
+                let outcome = client
+                    .post(&url)
+                    .bearer_auth(&token)
+                    .header("content-type", "application/json")
+                    .body(body)
+                    .send()
+                    .await;
+                // The body is read so the connection goes back to the pool for the next one.
+                let ok = match outcome {
+                    Ok(response) => {
+                        response.status().is_success() && response.bytes().await.is_ok()
+                    }
+                    Err(_) => false,
+                };
+                if ok {
+                    latencies.push(sent.elapsed());
+                } else {
+                    failed += 1;
+                }
+            }
+            (latencies, failed)
+        }));
+    }
+    let mut latencies = Vec::new();
+    let mut failed = 0;
+    for task in tasks {
+        let (mut more, more_failed) = task.await?;
+        latencies.append(&mut more);
+        failed += more_failed;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let ok = latencies.len() as u64;
+    Ok(Throughput {
+        ok,
+        failed,
+        per_second: ok as f64 / elapsed,
+        latencies: Latencies::new(latencies),
+    })
+}
+
+/// What pgbench reported.
+pub struct PgbenchRun {
+    pub tps: f64,
+    pub latency_average_ms: f64,
+    pub failed: u64,
+}
+
+/// The identities the script's statements use.
+pub struct ScriptVariables {
+    pub account: String,
+    pub user: String,
+    pub token_hash_hex: String,
+}
+
+/// The statements of one `POST …/events` in steady state (the token's `lastUsedAt` is
+/// fresh, so authentication only reads), as captured with `log_statement = all`: the
+/// authentication transaction, then the event transaction. Ids are time-ordered like the
+/// API's UUIDv7, so both write the same index pattern.
+fn script(audience: Audience) -> String {
+    let time_ordered_id =
+        "(lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0') || substr(md5(random()::text), 1, 20))::uuid";
+    let (draw, email) = match audience {
+        Audience::Known => (
+            "\\set n random(0, :contacts - 1)",
+            "'user' || :n::text || '@bench.example'",
+        ),
+        Audience::New => (
+            "\\set n random(1, 9000000000000000000)",
+            "'pgbench-' || :client_id::text || '-' || :n::text || '@bench.example'",
+        ),
+    };
+    format!(
+        "{draw}
+\\set k random(1, 3)
+BEGIN;
+SELECT id, user_id, name, token_hash, created_at, expires_at, last_used_at, revoked_at FROM tokens WHERE token_hash = decode(:token_hash, 'hex') LIMIT 1;
+COMMIT;
+BEGIN;
+SELECT role FROM memberships WHERE account_id = :account AND user_id = :user LIMIT 1;
+INSERT INTO contacts (account_id, id, email, created_at) VALUES (:account, {time_ordered_id}, {email}, now()) ON CONFLICT (account_id, email_lower) DO NOTHING;
+SELECT id AS contact, email, created_at, hard_bounced_at, complaint_at, unsubscribed_at, message_count FROM contacts WHERE account_id = :account AND email_lower = lower({email}) LIMIT 1 \\gset
+SELECT contact_id, topic_id FROM topic_unsubscriptions WHERE account_id = :account AND contact_id = ANY(ARRAY[:contact::uuid]) ORDER BY contact_id, created_at;
+INSERT INTO attribute_metas (account_id, slug, attribute_type, source, created_at) VALUES (:account, 'event.' || (ARRAY['signed_up', 'opened_email', 'purchased'])[:k], 'date', 'event', now()) ON CONFLICT DO NOTHING;
+SELECT slug, attribute_type FROM attribute_metas WHERE account_id = :account AND slug = ANY(ARRAY['event.' || (ARRAY['signed_up', 'opened_email', 'purchased'])[:k]]);
+INSERT INTO contact_events (account_id, id, contact_id, slug, occurred_at) VALUES (:account, {time_ordered_id}, :contact, (ARRAY['signed_up', 'opened_email', 'purchased'])[:k], now());
+INSERT INTO contact_attributes (account_id, contact_id, slug, string_value, number_value, bool_value, date_value) VALUES (:account, :contact, 'event.' || (ARRAY['signed_up', 'opened_email', 'purchased'])[:k], DEFAULT, DEFAULT, DEFAULT, now()) ON CONFLICT (account_id, contact_id, slug) DO UPDATE SET date_value = GREATEST(contact_attributes.date_value, excluded.date_value);
+COMMIT;
+"
+    )
+}
+
+/// Writes the script for `audience` next to the other temporary files and returns its path.
+pub fn write_script(audience: Audience) -> Result<PathBuf> {
+    let name = match audience {
+        Audience::Known => "known",
+        Audience::New => "new",
+    };
+    let path = std::env::temp_dir().join(format!(
+        "mailroom-bench-events-{name}-{}.sql",
+        std::process::id()
+    ));
+    std::fs::write(&path, script(audience))
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
+}
+
+/// Runs pgbench with [`CLIENTS`] clients for `duration` on `script` (prepared statements,
+/// as diesel uses) and reads its summary.
+pub fn pgbench_run(
+    pgbench: &Path,
+    database_url: &str,
+    script: &Path,
+    variables: &ScriptVariables,
+    contacts: u64,
+    duration: Duration,
+) -> Result<PgbenchRun> {
+    let output = Command::new(pgbench)
+        .args(["--no-vacuum", "--protocol=prepared", "--jobs=2"])
+        .arg(format!("--client={CLIENTS}"))
+        .arg(format!("--time={}", duration.as_secs().max(1)))
+        .arg(format!("--file={}", script.display()))
+        .arg(format!("--define=account={}", variables.account))
+        .arg(format!("--define=user={}", variables.user))
+        .arg(format!("--define=token_hash={}", variables.token_hash_hex))
+        .arg(format!("--define=contacts={contacts}"))
+        .arg(database_url)
+        .output()
+        .with_context(|| format!("running {}", pgbench.display()))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        bail!(
+            "pgbench failed ({}):\n{stdout}\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let number_after = |prefix: &str| {
+        stdout
+            .lines()
+            .find_map(|line| line.trim().strip_prefix(prefix))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|number| number.parse::<f64>().ok())
+    };
+    Ok(PgbenchRun {
+        tps: number_after("tps = ")
+            .with_context(|| format!("no tps in pgbench's output:\n{stdout}"))?,
+        latency_average_ms: number_after("latency average = ").unwrap_or(0.0),
+        failed: number_after("number of failed transactions: ").map_or(0, |n| n as u64),
+    })
+}

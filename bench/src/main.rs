@@ -1,0 +1,102 @@
+//! `mailroom-bench`: benchmarks of the real server, run by `cargo xtask bench`.
+//!
+//! `mailroom-bench audience [--contacts N] [--seconds S]` starts the server in-process over
+//! a fresh database (the maintenance URL comes from `DATABASE_URL`, as for the tests),
+//! loads an audience through the import endpoint, and measures search, count and event
+//! recording beside a reference: a flat table queried directly, and `pgbench` running the
+//! statements the API runs. Every loop is bounded in count or time, and the only addresses
+//! used are the server's on 127.0.0.1 and `DATABASE_URL`.
+
+mod audience;
+mod data;
+mod events;
+mod stats;
+mod webhooks;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+Usage: mailroom-bench audience [--contacts N] [--seconds S] [--pool P]
+
+  audience      import N contacts (default 1000000) through POST …/contacts/import,
+                then time search, search count and POST …/events (S seconds per
+                event run, default 30) beside a flat table and pgbench; the server
+                holds at most P database connections (default 32).
+
+DATABASE_URL must name a PostgreSQL maintenance database (as for the tests); the
+benchmark creates its own database there and drops it at the end.
+";
+
+/// What to run, from the command line.
+pub struct Options {
+    /// Contacts to import.
+    pub contacts: u64,
+    /// Duration of each event-recording run, in seconds.
+    pub seconds: u64,
+    /// The server's database pool size.
+    pub pool: u32,
+}
+
+fn parse(args: &[String]) -> Result<Options, String> {
+    let (command, rest) = args.split_first().ok_or("no benchmark named")?;
+    if command != "audience" {
+        return Err(format!("unknown benchmark `{command}`"));
+    }
+    let mut options = Options {
+        contacts: 1_000_000,
+        seconds: 30,
+        pool: 32,
+    };
+    let mut rest = rest.iter();
+    while let Some(flag) = rest.next() {
+        let value = rest.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        let number: u64 = value
+            .parse()
+            .map_err(|_| format!("{flag} needs a whole number, got `{value}`"))?;
+        match flag.as_str() {
+            "--contacts" if number >= 1_000 => options.contacts = number,
+            "--seconds" if number >= 1 => options.seconds = number,
+            "--pool" if (1..=90).contains(&number) => options.pool = number as u32,
+            "--contacts" => return Err("--contacts must be at least 1000".into()),
+            "--seconds" => return Err("--seconds must be at least 1".into()),
+            "--pool" => return Err("--pool must be between 1 and 90".into()),
+            other => return Err(format!("unknown option `{other}`")),
+        }
+    }
+    Ok(options)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("webhooks") {
+        return webhooks::main(&args[1..]);
+    }
+    let options = match parse(&args) {
+        Ok(options) => options,
+        Err(message) => {
+            eprint!("{USAGE}");
+            eprintln!("mailroom-bench: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    // Two runtime threads for the load generators, matching the machine's two cores; the
+    // server runs on its own actix worker threads.
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("mailroom-bench: cannot start the runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(audience::run(&options)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("mailroom-bench: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,373 @@
+//! The steps of one delivery round, for a worker to drive:
+//!
+//! 1. [`claim_messages`] (one transaction): leases due messages, moves them to `sending`,
+//!    settles the ones suppression stops (`skipped`, counted) or that cannot be rendered
+//!    (`failed`, counted), and renders the rest into [`MessageJob`]s.
+//! 2. [`send_claimed_message`] (no transaction): one SMTP session per job through the
+//!    [`Mailer`](crate::ports::Mailer) port.
+//! 3. [`record_message_outcome`] (one short transaction per message, right after its
+//!    session): `sent`, `bounced` (contact flagged, `contact.bounced` queued), `failed`,
+//!    or back to `queued` with a backoff; counted in the same transaction.
+//!
+//! A worker that dies between 1 and 3 leaves `sending` rows whose lease runs out; the
+//! next claim takes them back, so at most the messages in flight are sent twice.
+
+use std::time::Duration;
+
+use mailroom_domain::{
+    contact::Contact,
+    mail_server::MailServer,
+    message::{
+        retry_delay, suppression_reason, AttemptFault, Message, MessageStatus, ReplyClass,
+        SkipReason, SmtpReply, StatsCounter, Suppression,
+    },
+    webhook_event::{ContactChange, ContactNotice},
+};
+use serde_json::{Map, Value};
+
+use super::count;
+use crate::{
+    mail_servers::password_slot,
+    ports::{
+        in_transaction, Lease, MailServerRecord, OutgoingMail, SmtpEndpoint, SmtpSecurity,
+        UnitOfWork,
+    },
+    rendering::{
+        render_message, AccountDefaults, MessageLinks, Recipient, RenderedMessage, ServerDefaults,
+    },
+    webhook_events::queue_webhook_event,
+    AppError, Services,
+};
+
+/// How the message worker runs.
+#[derive(Debug, Clone)]
+pub struct DeliverySettings {
+    /// How long a claim holds. Longer than a whole SMTP session can take, so a live worker
+    /// never loses the messages it is still sending.
+    pub lease: Duration,
+    /// The most messages claimed (and sent concurrently) per round.
+    pub batch_size: u32,
+    /// Attempts a message gets before a transient failure becomes `failed`.
+    pub max_attempts: u32,
+}
+
+/// One claimed, rendered message, ready to send.
+#[derive(Debug, Clone)]
+pub struct MessageJob {
+    /// The message as claimed (`sending`).
+    pub message: Message,
+    /// What to send where.
+    pub mail: OutgoingMail,
+}
+
+/// What one claim produced.
+#[derive(Debug, Clone)]
+pub struct ClaimedMessages {
+    /// The lease held on the claimed rows.
+    pub lease: Lease,
+    /// How many rows were claimed (including those settled at once).
+    pub claimed: usize,
+    /// The messages to send.
+    pub jobs: Vec<MessageJob>,
+}
+
+/// How one SMTP session ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SendOutcome {
+    /// The server answered the end of DATA with this 2xx reply.
+    Accepted(SmtpReply),
+    /// It did not take the message.
+    Refused(AttemptFault),
+}
+
+/// Step 1: claims up to `batch_size` due messages under a new lease and prepares them.
+///
+/// # Errors
+/// [`AppError`] when the store fails; the transaction then rolls back and the messages
+/// stay as they were.
+pub fn claim_messages(
+    services: &Services,
+    settings: &DeliverySettings,
+) -> Result<ClaimedMessages, AppError> {
+    let now = services.clock.now();
+    let lease = Lease {
+        token: services.ids.next_uuid(),
+        until: now.plus(time::Duration::try_from(settings.lease).unwrap_or(time::Duration::MINUTE)),
+    };
+    in_transaction(services.db.as_ref(), |tx| {
+        let messages = tx.claim_due_messages(now, &lease, settings.batch_size)?;
+        let claimed = messages.len();
+        let mut jobs = Vec::with_capacity(claimed);
+        for message in messages {
+            match prepare(tx, services, &message)? {
+                Prepared::Send(mail) => jobs.push(MessageJob {
+                    message,
+                    mail: *mail,
+                }),
+                Prepared::Skip(reason) => {
+                    let mut skipped = message;
+                    skipped.status = MessageStatus::Skipped;
+                    skipped.skip_reason = Some(reason);
+                    skipped.next_attempt_at = None;
+                    skipped.updated_at = now;
+                    if tx.record_message_state(&skipped, lease.token)? {
+                        if let Some(counter) = reason.counter() {
+                            count(tx, skipped.account_id, now, counter)?;
+                        }
+                    }
+                }
+                Prepared::Fail(reason) => {
+                    let mut failed = message;
+                    failed.status = MessageStatus::Failed;
+                    failed.next_attempt_at = None;
+                    failed.last_reply = Some(reason);
+                    failed.updated_at = now;
+                    if tx.record_message_state(&failed, lease.token)? {
+                        count(tx, failed.account_id, now, StatsCounter::Failed)?;
+                    }
+                }
+            }
+        }
+        Ok(ClaimedMessages {
+            lease,
+            claimed,
+            jobs,
+        })
+    })
+}
+
+enum Prepared {
+    Send(Box<OutgoingMail>),
+    Skip(SkipReason),
+    /// Permanent: the template is gone, does not render, or the server's password does
+    /// not open.
+    Fail(String),
+}
+
+/// Applies suppression and renders, reading only (in the claim's transaction).
+fn prepare(
+    tx: &mut dyn UnitOfWork,
+    services: &Services,
+    message: &Message,
+) -> Result<Prepared, AppError> {
+    let account = message.account_id;
+    let Some(contact) = tx.find_contact(account, message.contact_id)? else {
+        // The foreign key deletes a contact's messages with it; this is only reachable
+        // in a race with the deletion, and the row is gone once that commits.
+        return Ok(Prepared::Fail("the contact was deleted".into()));
+    };
+    let Some(template) = tx.find_template(account, message.template_id)? else {
+        return Ok(Prepared::Fail("the template was deleted".into()));
+    };
+    let server = choose_server(tx, account, template.preferred_mail_server)?;
+    if let Some(reason) = suppression_reason(message.kind, flags(&contact), server.is_some()) {
+        return Ok(Prepared::Skip(reason));
+    }
+    let Some(server) = server else {
+        return Ok(Prepared::Skip(SkipReason::NoMailServer));
+    };
+    let account_record = tx.find_account(account)?.ok_or(AppError::NotFound)?;
+    let attributes = tx
+        .resolved_attributes(account, &[contact.id])?
+        .remove(&contact.id)
+        .unwrap_or_default();
+    let recipient = Recipient {
+        email: contact.email.clone(),
+        attributes: attributes
+            .iter()
+            .map(|(slug, value)| (slug.clone(), value.to_json()))
+            .collect::<Map<String, Value>>(),
+    };
+    let rendered = match render_message(
+        &template,
+        &AccountDefaults {
+            click_tracking: account_record.click_tracking,
+            open_tracking: account_record.open_tracking,
+        },
+        &ServerDefaults {
+            default_from_email: server.server.default_from_email.clone(),
+            default_from_name: server.server.default_from_name.clone(),
+        },
+        &recipient,
+        &message.data,
+        // Unsubscribe and preference pages are not built yet: the links render empty.
+        &MessageLinks::default(),
+    ) {
+        Ok(rendered) => rendered,
+        Err(error) => {
+            return Ok(Prepared::Fail(format!(
+                "the template does not render: {error}"
+            )))
+        }
+    };
+    let endpoint = match endpoint(services, account, &server) {
+        Ok(endpoint) => endpoint,
+        Err(reason) => return Ok(Prepared::Fail(reason)),
+    };
+    Ok(Prepared::Send(Box::new(OutgoingMail {
+        endpoint,
+        rendered: addressed(rendered, message),
+        message_id_header: message.message_id_header.clone(),
+        date: services.clock.now(),
+    })))
+}
+
+/// The rendered message always goes to the address the message was queued for.
+fn addressed(mut rendered: RenderedMessage, message: &Message) -> RenderedMessage {
+    rendered.to.email.clone_from(&message.email);
+    rendered
+}
+
+fn flags(contact: &Contact) -> Suppression {
+    Suppression {
+        hard_bounced: contact.hard_bounced_at.is_some(),
+        complained: contact.complaint_at.is_some(),
+        unsubscribed: contact.unsubscribed_at.is_some(),
+    }
+}
+
+/// The template's preferred server, else the account's oldest.
+fn choose_server(
+    tx: &mut dyn UnitOfWork,
+    account: mailroom_domain::AccountId,
+    preferred: Option<mailroom_domain::MailServerId>,
+) -> Result<Option<MailServerRecord>, AppError> {
+    if let Some(id) = preferred {
+        if let Some(record) = tx.find_mail_server(account, id)? {
+            return Ok(Some(record));
+        }
+    }
+    let first = mailroom_domain::paging::PageRequest { start: 0, limit: 1 };
+    Ok(tx.list_mail_servers(account, first)?.into_iter().next())
+}
+
+fn endpoint(
+    services: &Services,
+    account: mailroom_domain::AccountId,
+    record: &MailServerRecord,
+) -> Result<SmtpEndpoint, String> {
+    let server: &MailServer = &record.server;
+    let password = services
+        .secrets
+        .open(&record.password, &password_slot(account, server.id))
+        .map_err(|_| "the mail server's stored password cannot be opened".to_owned())?;
+    let security = if server.secure {
+        SmtpSecurity::ImplicitTls
+    } else if server.require_tls {
+        SmtpSecurity::StartTlsRequired
+    } else {
+        SmtpSecurity::StartTlsOpportunistic
+    };
+    Ok(SmtpEndpoint {
+        host: server.host.as_str().to_owned(),
+        port: server.port,
+        security,
+        allow_insecure_tls: server.allow_insecure_tls,
+        user: server.user.clone(),
+        password,
+    })
+}
+
+/// Step 2: one SMTP session for `job`, with no transaction open.
+pub async fn send_claimed_message(services: &Services, job: &MessageJob) -> SendOutcome {
+    match services.mailer.send(&job.mail).await {
+        Ok(reply) if reply.classify() == ReplyClass::Accepted => SendOutcome::Accepted(reply),
+        Ok(reply) => SendOutcome::Refused(AttemptFault::Reply(reply)),
+        Err(fault) => SendOutcome::Refused(fault),
+    }
+}
+
+/// Step 3: records how the session of `job` ended, in its own short transaction, with
+/// the counters and (for a hard bounce) the contact flag and the `contact.bounced`
+/// webhook event in the same transaction. Returns the message as recorded; unchanged
+/// (still `sending`) when the lease was lost meanwhile, and then nothing is written.
+///
+/// # Errors
+/// [`AppError`] when the store fails; the row keeps its lease until it runs out and is
+/// then sent again (at least once, never lost).
+pub fn record_message_outcome(
+    services: &Services,
+    settings: &DeliverySettings,
+    lease: &Lease,
+    job: &MessageJob,
+    outcome: &SendOutcome,
+) -> Result<Message, AppError> {
+    let now = services.clock.now();
+    let mut message = job.message.clone();
+    message.attempts = message.attempts.saturating_add(1);
+    message.updated_at = now;
+    let mut counter = None;
+    let mut bounce = None;
+    match outcome {
+        SendOutcome::Accepted(reply) => {
+            message.status = MessageStatus::Sent;
+            message.next_attempt_at = None;
+            message.sent_at = Some(now);
+            message.last_reply = Some(reply.to_string());
+            counter = Some(StatsCounter::Sent);
+        }
+        SendOutcome::Refused(fault) => {
+            message.last_reply = Some(fault.to_string());
+            match fault.classify() {
+                ReplyClass::HardBounce => {
+                    message.status = MessageStatus::Bounced;
+                    message.next_attempt_at = None;
+                    counter = Some(StatsCounter::Bounced);
+                    bounce = Some(fault.to_string());
+                }
+                ReplyClass::Transient if message.attempts < settings.max_attempts => {
+                    message.status = MessageStatus::Queued;
+                    message.next_attempt_at =
+                        Some(now.plus(retry_delay(message.attempts, jitter(services))));
+                }
+                // A 2xx reported as a refusal cannot happen (step 2 sorts them); treat it
+                // like any other permanent failure rather than guessing.
+                ReplyClass::Transient | ReplyClass::PermanentFailure | ReplyClass::Accepted => {
+                    message.status = MessageStatus::Failed;
+                    message.next_attempt_at = None;
+                    counter = Some(StatsCounter::Failed);
+                }
+            }
+        }
+    }
+    in_transaction(services.db.as_ref(), |tx| {
+        if !tx.record_message_state(&message, lease.token)? {
+            tracing::warn!(message = %message.id, "lease lost before the outcome was recorded");
+            return Ok(job.message.clone());
+        }
+        if let Some(counter) = counter {
+            count(tx, message.account_id, now, counter)?;
+        }
+        if message.status == MessageStatus::Sent {
+            tx.count_message_to_contact(message.account_id, message.contact_id)?;
+        }
+        if let Some(reply) = &bounce {
+            if tx.mark_contact_hard_bounced(message.account_id, message.contact_id, now)? {
+                queue_webhook_event(
+                    tx,
+                    services,
+                    &ContactNotice {
+                        account_id: message.account_id,
+                        contact_id: message.contact_id,
+                        email: message.email.clone(),
+                        occurred_at: now,
+                        change: ContactChange::Bounced {
+                            smtp_reply: reply.clone(),
+                        },
+                    },
+                )?;
+            }
+        }
+        Ok(message.clone())
+    })
+}
+
+/// A uniform draw from `[0, 1)` for the backoff's jitter.
+fn jitter(services: &Services) -> f64 {
+    let mut bytes = [0u8; 8];
+    services.secrets.fill_random(&mut bytes);
+    // The top 53 bits fill an f64 mantissa exactly.
+    #[allow(clippy::cast_precision_loss)]
+    let draw = (u64::from_le_bytes(bytes) >> 11) as f64;
+    draw / (1u64 << 53) as f64
+}

@@ -1,0 +1,36 @@
+//! Messages: the transactional send, the message log, the daily stats, and the steps of
+//! the delivery worker (DESIGN.md §8).
+//!
+//! Every email is a row of the outbox, written in the transaction of whatever caused it;
+//! the worker claims due rows under a lease, renders and sends them with no transaction
+//! open, and records each outcome in a short transaction of its own (see [`deliver`]).
+
+pub mod deliver;
+mod get_message;
+mod list_messages;
+mod message_stats;
+mod send_message;
+
+pub use deliver::{
+    claim_messages, record_message_outcome, send_claimed_message, ClaimedMessages,
+    DeliverySettings, MessageJob, SendOutcome,
+};
+pub use get_message::get_message;
+pub use list_messages::{count_messages, list_messages};
+pub use message_stats::message_stats;
+pub use send_message::{send_transactional, TransactionalSend, IDEMPOTENCY_WINDOW};
+
+use mailroom_domain::{message::StatsCounter, AccountId, Timestamp};
+
+use crate::{ports::UnitOfWork, StoreError};
+
+/// Counts one `counter` event for the account on the UTC day of `at`, in the caller's
+/// transaction, so the count commits exactly when the change it counts does.
+fn count(
+    tx: &mut dyn UnitOfWork,
+    account: AccountId,
+    at: Timestamp,
+    counter: StatsCounter,
+) -> Result<(), StoreError> {
+    tx.add_to_stats(account, at.as_datetime().date(), counter, 1)
+}

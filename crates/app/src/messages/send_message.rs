@@ -1,0 +1,149 @@
+use mailroom_domain::{
+    email::EmailAddress,
+    message::{message_id_header, request_hash, Message, MessageKind, MessageStatus},
+    paging::PageRequest,
+    AccountId, ContactId, MessageId,
+};
+use serde_json::{Map, Value};
+use time::Duration;
+
+use crate::{
+    auth::require_member,
+    ports::{in_transaction, UnitOfWork},
+    Actor, AppError, Services,
+};
+
+/// How long an `Idempotency-Key` keeps answering with the message it produced.
+pub const IDEMPOTENCY_WINDOW: Duration = Duration::hours(24);
+
+/// The unique constraint that makes two concurrent requests with one key produce one
+/// message.
+const KEY_CONSTRAINT: &str = "messages_account_id_idempotency_key_key";
+
+/// A transactional send: `POST /v2/accounts/{accountId}/messages`.
+#[derive(Debug, Clone)]
+pub struct TransactionalSend {
+    /// The template's slug.
+    pub slug: String,
+    /// The recipient; the contact is created when unknown.
+    pub email: EmailAddress,
+    /// Template variables, winning over the contact's attributes.
+    pub data: Map<String, Value>,
+    /// The `Idempotency-Key` header, if sent.
+    pub idempotency_key: Option<String>,
+}
+
+/// Queues one transactional email and returns it (`queued`), creating the contact when
+/// the address is unknown so bounces and complaints attach to it. The worker sends it.
+///
+/// With an `Idempotency-Key`: the same key with the same body within
+/// [`IDEMPOTENCY_WINDOW`] answers the message the first request queued (never a second
+/// email, also for concurrent requests); the same key with another body is refused.
+///
+/// # Errors
+/// [`AppError::Invalid`] on `slug` when the account has no such template;
+/// [`AppError::BadRequest`] when the key was used for another request;
+/// [`AppError::Unauthorized`] for a non-member.
+pub fn send_transactional(
+    services: &Services,
+    actor: &Actor,
+    account: AccountId,
+    request: &TransactionalSend,
+) -> Result<Message, AppError> {
+    let hash = request
+        .idempotency_key
+        .as_ref()
+        .map(|_| request_hash(&request.slug, request.email.as_str(), &request.data));
+    let attempt = || {
+        in_transaction(services.db.as_ref(), |tx| {
+            require_member(tx, actor, account)?;
+            queue(tx, services, account, request, hash.as_deref())
+        })
+    };
+    match attempt() {
+        // A concurrent request with the same key committed first; its row is now
+        // visible, so a second run answers it (or refuses a different body).
+        Err(AppError::Internal(reason)) if reason.contains(KEY_CONSTRAINT) => attempt(),
+        other => other,
+    }
+}
+
+fn queue(
+    tx: &mut dyn UnitOfWork,
+    services: &Services,
+    account: AccountId,
+    request: &TransactionalSend,
+    hash: Option<&str>,
+) -> Result<Message, AppError> {
+    let now = services.clock.now();
+    let idempotency = request.idempotency_key.as_deref().zip(hash);
+    if let Some((key, hash)) = idempotency {
+        if let Some(existing) = tx.find_message_by_idempotency_key(account, key)? {
+            if existing.message.created_at.plus(IDEMPOTENCY_WINDOW) > now {
+                if existing.request_hash == hash {
+                    return Ok(existing.message);
+                }
+                return Err(AppError::BadRequest(
+                    "this Idempotency-Key was already used for a different request".into(),
+                ));
+            }
+            // Expired: the key is free again.
+            tx.release_idempotency_key(account, key)?;
+        }
+    }
+    let template = tx
+        .find_template_by_slug(account, &request.slug)?
+        .ok_or_else(|| AppError::invalid("slug", "the account has no template with this slug"))?;
+    let (contact, _created) = tx.upsert_contact(
+        account,
+        ContactId::from_uuid(services.ids.next_uuid()),
+        &request.email,
+        now,
+    )?;
+    let sender = match &template.from_email {
+        Some(from) => Some(from.clone()),
+        None => {
+            let preferred = match template.preferred_mail_server {
+                Some(id) => tx.find_mail_server(account, id)?,
+                None => None,
+            };
+            let server = match preferred {
+                Some(server) => Some(server),
+                None => tx
+                    .list_mail_servers(account, first_page())?
+                    .into_iter()
+                    .next(),
+            };
+            server.map(|record| record.server.default_from_email)
+        }
+    };
+    let domain = sender
+        .as_deref()
+        .and_then(|address| address.rsplit_once('@'))
+        .map_or("", |(_, domain)| domain);
+    let id = MessageId::from_uuid(services.ids.next_uuid());
+    let message = Message {
+        id,
+        account_id: account,
+        contact_id: contact.id,
+        email: contact.email.clone(),
+        template_id: template.id,
+        kind: MessageKind::Transactional,
+        status: MessageStatus::Queued,
+        skip_reason: None,
+        data: request.data.clone(),
+        attempts: 0,
+        next_attempt_at: Some(now),
+        last_reply: None,
+        message_id_header: message_id_header(id, domain),
+        created_at: now,
+        updated_at: now,
+        sent_at: None,
+    };
+    tx.insert_message(&message, idempotency)?;
+    Ok(message)
+}
+
+fn first_page() -> PageRequest {
+    PageRequest { start: 0, limit: 1 }
+}

@@ -1,0 +1,184 @@
+use std::{future::Future, pin::Pin};
+
+use mailroom_domain::{
+    message::{AttemptFault, DailyStats, Message, MessageFilter, SmtpReply, StatsCounter},
+    paging::PageRequest,
+    AccountId, ContactId, MessageId, Timestamp, Uuid,
+};
+use time::Date;
+
+use super::{Lease, SmtpEndpoint};
+use crate::{rendering::RenderedMessage, StoreError};
+
+/// A message queued with an `Idempotency-Key`, as the key's holder.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IdempotentMessage {
+    /// The message the key produced.
+    pub message: Message,
+    /// The hash of the request body that produced it.
+    pub request_hash: String,
+}
+
+/// The message outbox and its daily counters.
+pub trait MessageRepository {
+    /// Stores a new message, with the request's idempotency key and body hash when given.
+    ///
+    /// # Errors
+    /// [`StoreError::UniqueViolation`] (`messages_account_id_idempotency_key_key`) when
+    /// the account already holds the key (a concurrent request won the race).
+    fn insert_message(
+        &mut self,
+        message: &Message,
+        idempotency: Option<(&str, &str)>,
+    ) -> Result<(), StoreError>;
+
+    /// The message holding `key` in the account, with its request hash.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn find_message_by_idempotency_key(
+        &mut self,
+        account: AccountId,
+        key: &str,
+    ) -> Result<Option<IdempotentMessage>, StoreError>;
+
+    /// Frees `key` in the account (it expired), so a new request may use it.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn release_idempotency_key(&mut self, account: AccountId, key: &str) -> Result<(), StoreError>;
+
+    /// The message, if it is the account's.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn find_message(
+        &mut self,
+        account: AccountId,
+        id: MessageId,
+    ) -> Result<Option<Message>, StoreError>;
+
+    /// One page of the account's messages under `filter`, oldest first.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn list_messages(
+        &mut self,
+        account: AccountId,
+        filter: &MessageFilter,
+        page: PageRequest,
+    ) -> Result<Vec<Message>, StoreError>;
+
+    /// How many messages the list shows over all pages.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn count_messages(
+        &mut self,
+        account: AccountId,
+        filter: &MessageFilter,
+    ) -> Result<u64, StoreError>;
+
+    /// Claims up to `limit` messages of any account that are `queued` and due at `now`, or
+    /// `sending` under a lease that ran out (their worker died), earliest due first;
+    /// leases them with `lease` and moves them to `sending`. Rows other workers hold
+    /// locked are skipped, never waited for.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn claim_due_messages(
+        &mut self,
+        now: Timestamp,
+        lease: &Lease,
+        limit: u32,
+    ) -> Result<Vec<Message>, StoreError>;
+
+    /// Writes a message's state (status, skip reason, attempts, due time, last reply,
+    /// sent time, update time) and releases the lease, but only while `lease_token` still
+    /// holds it; `false` when the lease was lost.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn record_message_state(
+        &mut self,
+        message: &Message,
+        lease_token: Uuid,
+    ) -> Result<bool, StoreError>;
+
+    /// Sets the contact's hard-bounce flag (keeping an earlier time) and returns whether
+    /// it was newly set; `false` also when there is no such contact.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn mark_contact_hard_bounced(
+        &mut self,
+        account: AccountId,
+        contact: ContactId,
+        now: Timestamp,
+    ) -> Result<bool, StoreError>;
+
+    /// Adds one to the contact's `message_count`.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn count_message_to_contact(
+        &mut self,
+        account: AccountId,
+        contact: ContactId,
+    ) -> Result<(), StoreError>;
+
+    /// Adds `by` to `counter` of the account's UTC `day`, creating the day at zero first.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn add_to_stats(
+        &mut self,
+        account: AccountId,
+        day: Date,
+        counter: StatsCounter,
+        by: u64,
+    ) -> Result<(), StoreError>;
+
+    /// The account's stored days from `first` to `last` inclusive (days without a row are
+    /// missing), oldest first.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn daily_stats(
+        &mut self,
+        account: AccountId,
+        first: Date,
+        last: Date,
+    ) -> Result<Vec<DailyStats>, StoreError>;
+}
+
+/// One email ready for the wire.
+#[derive(Debug, Clone)]
+pub struct OutgoingMail {
+    /// The server to hand it to.
+    pub endpoint: SmtpEndpoint,
+    /// The rendered message (sender, recipient, subject, bodies, cc, bcc, reply-to).
+    pub rendered: RenderedMessage,
+    /// The `Message-ID` header value, `<…@…>`.
+    pub message_id_header: String,
+    /// The `Date` header.
+    pub date: Timestamp,
+}
+
+/// What [`Mailer::send`] returns.
+pub type MailFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<SmtpReply, AttemptFault>> + Send + 'a>>;
+
+/// Sends email over SMTP.
+pub trait Mailer: Send + Sync {
+    /// Connects to the endpoint through the egress guard, secures the connection as its
+    /// mode says, authenticates when AUTH is advertised, and sends `mail` to its
+    /// recipients (the rendered `To`, `Cc` and `Bcc`). Never call it inside a transaction.
+    ///
+    /// # Errors
+    /// [`AttemptFault::Reply`] with the server's refusal (at any step),
+    /// [`AttemptFault::Connection`] for time-outs, dropped connections, TLS and DNS
+    /// failures, [`AttemptFault::Permanent`] when the message cannot be built or the
+    /// egress guard refuses the address.
+    fn send<'a>(&'a self, mail: &'a OutgoingMail) -> MailFuture<'a>;
+}

@@ -1,0 +1,42 @@
+use mailroom_domain::{
+    webhook_event::{WebhookEvent, WebhookTarget},
+    AccountId, WebhookEventId,
+};
+
+use super::load_config;
+use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+
+/// Re-queues a delivery: a new `queued` event with the same type, payload and time of the
+/// change, `tryCount` 0, pointing back at `id` and naming the caller. Any event may be
+/// retried, whatever its status; the original is left as it is, so its history stays.
+///
+/// # Errors
+/// [`AppError::NotFound`] for an unknown event (or another account's);
+/// [`AppError::Unauthorized`] for a non-member.
+pub fn retry_webhook_event(
+    services: &Services,
+    actor: &Actor,
+    account: AccountId,
+    id: WebhookEventId,
+) -> Result<WebhookEvent, AppError> {
+    in_transaction(services.db.as_ref(), |tx| {
+        require_member(tx, actor, account)?;
+        let original = tx
+            .find_webhook_event(account, id)?
+            .ok_or(AppError::NotFound)?;
+        // The retry goes where the configuration points now; the original's target is the
+        // best description left when there is none.
+        let target = load_config(tx, services, account)?.map_or_else(
+            || original.target.clone(),
+            |config| WebhookTarget::of(&config),
+        );
+        let retry = original.retried(
+            WebhookEventId::from_uuid(services.ids.next_uuid()),
+            actor.user_id,
+            target,
+            services.clock.now(),
+        );
+        tx.insert_webhook_event(&retry)?;
+        Ok(retry)
+    })
+}

@@ -1,0 +1,219 @@
+//! `/v2/accounts/{accountId}/messages`: the transactional send, the message log and the
+//! daily stats.
+
+use actix_web::{get, post, web, HttpRequest};
+use mailroom_app::{messages, AppError, Services};
+use mailroom_domain::{
+    email::EmailAddress,
+    message::{MessageFilter, MessageStatus},
+    ContactId, MessageId, ValidationErrors,
+};
+
+use crate::{
+    blocking::run_blocking,
+    dto::{CountDto, DailyStatsDto, MessageDto, MessageListParams, PageEnvelope, SendMessageBody},
+    extract::{account_id, record_id, Caller, JsonBody, Paging},
+    problem::{ApiError, Problem},
+};
+
+/// The header that makes a send safe to repeat.
+const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
+/// The longest key accepted (Stripe's limit; keys are usually UUIDs).
+const MAX_KEY_LENGTH: usize = 255;
+
+/// The `Idempotency-Key` header: absent, or 1 to 255 visible ASCII characters.
+fn idempotency_key(request: &HttpRequest) -> Result<Option<String>, ApiError> {
+    let Some(value) = request.headers().get(IDEMPOTENCY_KEY) else {
+        return Ok(None);
+    };
+    let key = value
+        .to_str()
+        .ok()
+        .map(str::trim)
+        .filter(|key| {
+            !key.is_empty()
+                && key.len() <= MAX_KEY_LENGTH
+                && key.bytes().all(|b| b.is_ascii_graphic())
+        })
+        .ok_or_else(|| {
+            AppError::BadRequest(format!(
+                "{IDEMPOTENCY_KEY} must be 1 to {MAX_KEY_LENGTH} visible ASCII characters"
+            ))
+        })?;
+    Ok(Some(key.to_owned()))
+}
+
+fn send_request(
+    body: SendMessageBody,
+    idempotency_key: Option<String>,
+) -> Result<messages::TransactionalSend, ApiError> {
+    let mut errors = ValidationErrors::new();
+    let slug = match body.slug {
+        Some(slug) if !slug.trim().is_empty() => Some(slug),
+        _ => {
+            errors.push("slug", "is required");
+            None
+        }
+    };
+    let email = match body.email.as_deref().map(EmailAddress::parse) {
+        Some(Ok(email)) => Some(email),
+        Some(Err(error)) => {
+            errors.push("email", error.to_string());
+            None
+        }
+        None => {
+            errors.push("email", "is required");
+            None
+        }
+    };
+    errors.into_result().map_err(AppError::Invalid)?;
+    match (slug, email) {
+        (Some(slug), Some(email)) => Ok(messages::TransactionalSend {
+            slug,
+            email,
+            data: body.data.unwrap_or_default(),
+            idempotency_key,
+        }),
+        _ => Err(AppError::Internal("validation let an empty field through".into()).into()),
+    }
+}
+
+fn message_filter(params: MessageListParams) -> Result<MessageFilter, ApiError> {
+    let mut errors = ValidationErrors::new();
+    let mut filter = MessageFilter::default();
+    if let Some(status) = params.status.as_deref() {
+        match MessageStatus::parse(status) {
+            Some(status) => filter.status = Some(status),
+            None => errors.push(
+                "status",
+                "must be one of queued, sending, sent, failed, bounced, skipped",
+            ),
+        }
+    }
+    if let Some(contact) = params.contact_id.as_deref() {
+        match ContactId::parse(contact) {
+            Ok(contact) => filter.contact_id = Some(contact),
+            Err(_) => errors.push("contactId", "must be a contact id"),
+        }
+    }
+    errors.into_result().map_err(AppError::Invalid)?;
+    Ok(filter)
+}
+
+/// Queue a transactional email; answers the message (`queued`). With an
+/// `Idempotency-Key` header, the same key and body within 24 hours answers the same
+/// message and sends nothing more; the same key with another body is a 400.
+#[utoipa::path(
+    tag = "messages", request_body = SendMessageBody, security(("bearer" = [])),
+    params(
+        ("accountId" = String, Path, description = "Account id"),
+        ("Idempotency-Key" = Option<String>, Header, description = "Makes the send safe to repeat for 24 hours"),
+    ),
+    responses((status = 200, body = MessageDto), (status = 400, body = Problem), (status = 401, body = Problem))
+)]
+#[post("/accounts/{accountId}/messages")]
+pub(crate) async fn send_message(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<String>,
+    request: HttpRequest,
+    body: JsonBody<SendMessageBody>,
+) -> Result<web::Json<MessageDto>, ApiError> {
+    let account = account_id(&path)?;
+    let send = send_request(body.0, idempotency_key(&request)?)?;
+    let queued =
+        run_blocking(move || messages::send_transactional(&services, &caller.0, account, &send))
+            .await?;
+    Ok(web::Json(MessageDto::from(queued)))
+}
+
+/// One page of the account's message log, oldest first.
+#[utoipa::path(
+    tag = "messages", security(("bearer" = [])),
+    params(
+        ("accountId" = String, Path, description = "Account id"),
+        ("start" = Option<u64>, Query, description = "Zero-based offset (default 0)"),
+        ("limit" = Option<u32>, Query, description = "Page size (default 25, clamped to 100)"),
+        MessageListParams,
+    ),
+    responses((status = 200, body = PageEnvelope<MessageDto>), (status = 400, body = Problem), (status = 401, body = Problem))
+)]
+#[get("/accounts/{accountId}/messages")]
+pub(crate) async fn list_messages(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<String>,
+    paging: Paging,
+    params: web::Query<MessageListParams>,
+) -> Result<web::Json<PageEnvelope<MessageDto>>, ApiError> {
+    let account = account_id(&path)?;
+    let filter = message_filter(params.into_inner())?;
+    let page = paging.0;
+    let list =
+        run_blocking(move || messages::list_messages(&services, &caller.0, account, &filter, page))
+            .await?;
+    Ok(web::Json(PageEnvelope::page(
+        list.into_iter().map(MessageDto::from).collect(),
+        page,
+    )))
+}
+
+/// How many messages the log shows under the same filters.
+#[utoipa::path(
+    tag = "messages", security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id"), MessageListParams),
+    responses((status = 200, body = CountDto), (status = 400, body = Problem), (status = 401, body = Problem))
+)]
+#[get("/accounts/{accountId}/messages/count")]
+pub(crate) async fn count_messages(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<String>,
+    params: web::Query<MessageListParams>,
+) -> Result<web::Json<CountDto>, ApiError> {
+    let account = account_id(&path)?;
+    let filter = message_filter(params.into_inner())?;
+    let count =
+        run_blocking(move || messages::count_messages(&services, &caller.0, account, &filter))
+            .await?;
+    Ok(web::Json(CountDto { count }))
+}
+
+/// The account's counters for the 30 UTC days ending today, oldest first, zero days
+/// included: a bare array.
+#[utoipa::path(
+    tag = "messages", security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id")),
+    responses((status = 200, body = Vec<DailyStatsDto>), (status = 401, body = Problem))
+)]
+#[get("/accounts/{accountId}/messages/stats")]
+pub(crate) async fn message_stats(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<String>,
+) -> Result<web::Json<Vec<DailyStatsDto>>, ApiError> {
+    let account = account_id(&path)?;
+    let days = run_blocking(move || messages::message_stats(&services, &caller.0, account)).await?;
+    Ok(web::Json(
+        days.into_iter().map(DailyStatsDto::from).collect(),
+    ))
+}
+
+/// One message: status, attempts, last SMTP reply, timestamps.
+#[utoipa::path(
+    tag = "messages", security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id"), ("messageId" = String, Path, description = "Message id")),
+    responses((status = 200, body = MessageDto), (status = 401, body = Problem), (status = 404, body = Problem))
+)]
+#[get("/accounts/{accountId}/messages/{messageId}")]
+pub(crate) async fn get_message(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<(String, String)>,
+) -> Result<web::Json<MessageDto>, ApiError> {
+    let account = account_id(&path.0)?;
+    let id: MessageId = record_id(&path.1)?;
+    let found =
+        run_blocking(move || messages::get_message(&services, &caller.0, account, id)).await?;
+    Ok(web::Json(MessageDto::from(found)))
+}

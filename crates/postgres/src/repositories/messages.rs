@@ -1,0 +1,407 @@
+use diesel::{
+    pg::Pg,
+    prelude::*,
+    sql_query,
+    sql_types::{BigInt, Date as SqlDate, Uuid as SqlUuid},
+};
+use mailroom_app::{
+    ports::{IdempotentMessage, Lease, MessageRepository},
+    StoreError,
+};
+use mailroom_domain::{
+    message::{
+        DailyStats, Message, MessageFilter, MessageKind, MessageStatus, SkipReason, StatsCounter,
+    },
+    paging::PageRequest,
+    AccountId, ContactId, MessageId, TemplateId, Timestamp,
+};
+use serde_json::Value;
+use time::{Date, OffsetDateTime};
+use uuid::Uuid;
+
+use super::{corrupt, templates::page_bounds, timestamp, PgUnitOfWork};
+use crate::{
+    error::store_error,
+    queue::{claim_due, LeasedQueue},
+    schema::{contacts, message_stats_daily, messages},
+};
+
+/// `messages` as a queue: `queued` rows wait for a worker, and `sending` rows whose lease
+/// ran out (their worker died mid-session) are taken back.
+const MESSAGE_QUEUE: LeasedQueue = LeasedQueue {
+    table: "messages",
+    pending: &["queued", "sending"],
+};
+
+#[derive(Queryable, QueryableByName, Selectable, Insertable)]
+#[diesel(table_name = messages, check_for_backend(Pg))]
+struct MessageRow {
+    account_id: Uuid,
+    id: Uuid,
+    contact_id: Uuid,
+    email: String,
+    template_id: Uuid,
+    kind: String,
+    status: String,
+    skip_reason: Option<String>,
+    data: Value,
+    attempts: i32,
+    next_attempt_at: Option<OffsetDateTime>,
+    locked_until: Option<OffsetDateTime>,
+    lease_token: Option<Uuid>,
+    last_reply: Option<String>,
+    message_id_header: String,
+    idempotency_key: Option<String>,
+    request_hash: Option<String>,
+    created_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
+    sent_at: Option<OffsetDateTime>,
+}
+
+impl TryFrom<MessageRow> for Message {
+    type Error = StoreError;
+
+    fn try_from(row: MessageRow) -> Result<Self, StoreError> {
+        let data = match row.data {
+            Value::Object(map) => map,
+            other => return Err(corrupt("messages.data", other)),
+        };
+        Ok(Self {
+            id: MessageId::from_uuid(row.id),
+            account_id: AccountId::from_uuid(row.account_id),
+            contact_id: ContactId::from_uuid(row.contact_id),
+            email: row.email,
+            template_id: TemplateId::from_uuid(row.template_id),
+            kind: MessageKind::parse(&row.kind)
+                .ok_or_else(|| corrupt("messages.kind", &row.kind))?,
+            status: MessageStatus::parse(&row.status)
+                .ok_or_else(|| corrupt("messages.status", &row.status))?,
+            skip_reason: row
+                .skip_reason
+                .map(|reason| {
+                    SkipReason::parse(&reason)
+                        .ok_or_else(|| corrupt("messages.skip_reason", reason))
+                })
+                .transpose()?,
+            data,
+            attempts: u32::try_from(row.attempts).map_err(|e| corrupt("messages.attempts", e))?,
+            next_attempt_at: row.next_attempt_at.map(timestamp),
+            last_reply: row.last_reply,
+            message_id_header: row.message_id_header,
+            created_at: timestamp(row.created_at),
+            updated_at: timestamp(row.updated_at),
+            sent_at: row.sent_at.map(timestamp),
+        })
+    }
+}
+
+fn message_row(message: &Message, idempotency: Option<(&str, &str)>) -> MessageRow {
+    MessageRow {
+        account_id: message.account_id.as_uuid(),
+        id: message.id.as_uuid(),
+        contact_id: message.contact_id.as_uuid(),
+        email: message.email.clone(),
+        template_id: message.template_id.as_uuid(),
+        kind: message.kind.as_str().to_owned(),
+        status: message.status.as_str().to_owned(),
+        skip_reason: message.skip_reason.map(|r| r.as_str().to_owned()),
+        data: Value::Object(message.data.clone()),
+        attempts: i32::try_from(message.attempts).unwrap_or(i32::MAX),
+        next_attempt_at: message.next_attempt_at.map(|t| t.as_datetime()),
+        locked_until: None,
+        lease_token: None,
+        last_reply: message.last_reply.clone(),
+        message_id_header: message.message_id_header.clone(),
+        idempotency_key: idempotency.map(|(key, _)| key.to_owned()),
+        request_hash: idempotency.map(|(_, hash)| hash.to_owned()),
+        created_at: message.created_at.as_datetime(),
+        updated_at: message.updated_at.as_datetime(),
+        sent_at: message.sent_at.map(|t| t.as_datetime()),
+    }
+}
+
+fn filtered(account: AccountId, filter: &MessageFilter) -> messages::BoxedQuery<'static, Pg> {
+    let mut query = messages::table
+        .filter(messages::account_id.eq(account.as_uuid()))
+        .into_boxed();
+    if let Some(status) = filter.status {
+        query = query.filter(messages::status.eq(status.as_str()));
+    }
+    if let Some(contact) = filter.contact_id {
+        query = query.filter(messages::contact_id.eq(contact.as_uuid()));
+    }
+    query
+}
+
+fn to_messages(rows: Vec<MessageRow>) -> Result<Vec<Message>, StoreError> {
+    rows.into_iter().map(Message::try_from).collect()
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = message_stats_daily, check_for_backend(Pg))]
+struct StatsRow {
+    day: Date,
+    bounce_blocked: i64,
+    complained: i64,
+    complaint_blocked: i64,
+    free_limit_capped: i64,
+    bounced: i64,
+    clicked: i64,
+    failed: i64,
+    opened: i64,
+    sent: i64,
+    unsubscribed: i64,
+}
+
+impl StatsRow {
+    fn into_stats(self) -> DailyStats {
+        let mut stats = DailyStats::zero(self.day);
+        let values = [
+            (StatsCounter::BounceBlocked, self.bounce_blocked),
+            (StatsCounter::Complained, self.complained),
+            (StatsCounter::ComplaintBlocked, self.complaint_blocked),
+            (StatsCounter::FreeLimitCapped, self.free_limit_capped),
+            (StatsCounter::Bounced, self.bounced),
+            (StatsCounter::Clicked, self.clicked),
+            (StatsCounter::Failed, self.failed),
+            (StatsCounter::Opened, self.opened),
+            (StatsCounter::Sent, self.sent),
+            (StatsCounter::Unsubscribed, self.unsubscribed),
+        ];
+        for (counter, value) in values {
+            stats.set(counter, u64::try_from(value).unwrap_or(0));
+        }
+        stats
+    }
+}
+
+impl MessageRepository for PgUnitOfWork<'_> {
+    fn insert_message(
+        &mut self,
+        message: &Message,
+        idempotency: Option<(&str, &str)>,
+    ) -> Result<(), StoreError> {
+        diesel::insert_into(messages::table)
+            .values(message_row(message, idempotency))
+            .execute(self.conn)
+            .map(drop)
+            .map_err(store_error)
+    }
+
+    fn find_message_by_idempotency_key(
+        &mut self,
+        account: AccountId,
+        key: &str,
+    ) -> Result<Option<IdempotentMessage>, StoreError> {
+        let Some(row) = messages::table
+            .filter(messages::account_id.eq(account.as_uuid()))
+            .filter(messages::idempotency_key.eq(key))
+            .select(MessageRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(store_error)?
+        else {
+            return Ok(None);
+        };
+        let request_hash = row
+            .request_hash
+            .clone()
+            .ok_or_else(|| corrupt("messages.request_hash", "missing with a key"))?;
+        Ok(Some(IdempotentMessage {
+            message: Message::try_from(row)?,
+            request_hash,
+        }))
+    }
+
+    fn release_idempotency_key(&mut self, account: AccountId, key: &str) -> Result<(), StoreError> {
+        diesel::update(
+            messages::table
+                .filter(messages::account_id.eq(account.as_uuid()))
+                .filter(messages::idempotency_key.eq(key)),
+        )
+        .set((
+            messages::idempotency_key.eq(None::<String>),
+            messages::request_hash.eq(None::<String>),
+        ))
+        .execute(self.conn)
+        .map(drop)
+        .map_err(store_error)
+    }
+
+    fn find_message(
+        &mut self,
+        account: AccountId,
+        id: MessageId,
+    ) -> Result<Option<Message>, StoreError> {
+        messages::table
+            .find((account.as_uuid(), id.as_uuid()))
+            .select(MessageRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(store_error)?
+            .map(Message::try_from)
+            .transpose()
+    }
+
+    fn list_messages(
+        &mut self,
+        account: AccountId,
+        filter: &MessageFilter,
+        page: PageRequest,
+    ) -> Result<Vec<Message>, StoreError> {
+        let (offset, limit) = page_bounds(page);
+        let rows = filtered(account, filter)
+            .order((messages::created_at.asc(), messages::id.asc()))
+            .offset(offset)
+            .limit(limit)
+            .select(MessageRow::as_select())
+            .load(self.conn)
+            .map_err(store_error)?;
+        to_messages(rows)
+    }
+
+    fn count_messages(
+        &mut self,
+        account: AccountId,
+        filter: &MessageFilter,
+    ) -> Result<u64, StoreError> {
+        filtered(account, filter)
+            .count()
+            .get_result::<i64>(self.conn)
+            .map(|n| u64::try_from(n).unwrap_or(0))
+            .map_err(store_error)
+    }
+
+    fn claim_due_messages(
+        &mut self,
+        now: Timestamp,
+        lease: &Lease,
+        limit: u32,
+    ) -> Result<Vec<Message>, StoreError> {
+        let mut rows: Vec<MessageRow> = claim_due(
+            self.conn,
+            &MESSAGE_QUEUE,
+            now.as_datetime(),
+            lease.token,
+            lease.until.as_datetime(),
+            i64::from(limit),
+        )
+        .map_err(store_error)?;
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        // The rows are already locked by this transaction, so the status change cannot
+        // race another claim. The account filter keeps the statement routable by
+        // `account_id` (DESIGN.md §12).
+        let accounts: Vec<Uuid> = rows.iter().map(|row| row.account_id).collect();
+        diesel::update(
+            messages::table
+                .filter(messages::account_id.eq_any(accounts))
+                .filter(messages::lease_token.eq(lease.token)),
+        )
+        .set(messages::status.eq(MessageStatus::Sending.as_str()))
+        .execute(self.conn)
+        .map_err(store_error)?;
+        for row in &mut rows {
+            MessageStatus::Sending.as_str().clone_into(&mut row.status);
+        }
+        // RETURNING has no order; send the longest-waiting first.
+        rows.sort_by_key(|row| (row.next_attempt_at, row.id));
+        to_messages(rows)
+    }
+
+    fn record_message_state(
+        &mut self,
+        message: &Message,
+        lease_token: Uuid,
+    ) -> Result<bool, StoreError> {
+        let row = message_row(message, None);
+        let updated = diesel::update(
+            messages::table
+                .filter(messages::account_id.eq(row.account_id))
+                .filter(messages::id.eq(row.id))
+                .filter(messages::lease_token.eq(lease_token)),
+        )
+        .set((
+            messages::status.eq(row.status),
+            messages::skip_reason.eq(row.skip_reason),
+            messages::attempts.eq(row.attempts),
+            messages::next_attempt_at.eq(row.next_attempt_at),
+            messages::last_reply.eq(row.last_reply),
+            messages::updated_at.eq(row.updated_at),
+            messages::sent_at.eq(row.sent_at),
+            messages::locked_until.eq(None::<OffsetDateTime>),
+            messages::lease_token.eq(None::<Uuid>),
+        ))
+        .execute(self.conn)
+        .map_err(store_error)?;
+        Ok(updated == 1)
+    }
+
+    fn mark_contact_hard_bounced(
+        &mut self,
+        account: AccountId,
+        contact: ContactId,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        diesel::update(
+            contacts::table
+                .find((account.as_uuid(), contact.as_uuid()))
+                .filter(contacts::hard_bounced_at.is_null()),
+        )
+        .set(contacts::hard_bounced_at.eq(Some(now.as_datetime())))
+        .execute(self.conn)
+        .map(|n| n > 0)
+        .map_err(store_error)
+    }
+
+    fn count_message_to_contact(
+        &mut self,
+        account: AccountId,
+        contact: ContactId,
+    ) -> Result<(), StoreError> {
+        diesel::update(contacts::table.find((account.as_uuid(), contact.as_uuid())))
+            .set(contacts::message_count.eq(contacts::message_count + 1))
+            .execute(self.conn)
+            .map(drop)
+            .map_err(store_error)
+    }
+
+    fn add_to_stats(
+        &mut self,
+        account: AccountId,
+        day: Date,
+        counter: StatsCounter,
+        by: u64,
+    ) -> Result<(), StoreError> {
+        // The column name comes from a closed enum, never from input.
+        let column = counter.column();
+        sql_query(format!(
+            "INSERT INTO message_stats_daily (account_id, day, {column}) VALUES ($1, $2, $3) \
+             ON CONFLICT (account_id, day) \
+             DO UPDATE SET {column} = message_stats_daily.{column} + EXCLUDED.{column}"
+        ))
+        .bind::<SqlUuid, _>(account.as_uuid())
+        .bind::<SqlDate, _>(day)
+        .bind::<BigInt, _>(i64::try_from(by).unwrap_or(i64::MAX))
+        .execute(self.conn)
+        .map(drop)
+        .map_err(store_error)
+    }
+
+    fn daily_stats(
+        &mut self,
+        account: AccountId,
+        first: Date,
+        last: Date,
+    ) -> Result<Vec<DailyStats>, StoreError> {
+        let rows = message_stats_daily::table
+            .filter(message_stats_daily::account_id.eq(account.as_uuid()))
+            .filter(message_stats_daily::day.between(first, last))
+            .order(message_stats_daily::day.asc())
+            .select(StatsRow::as_select())
+            .load(self.conn)
+            .map_err(store_error)?;
+        Ok(rows.into_iter().map(StatsRow::into_stats).collect())
+    }
+}

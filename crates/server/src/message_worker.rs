@@ -1,0 +1,129 @@
+//! The message delivery worker: [`MessageWorker::run_once`] is one round (claim, send,
+//! record) that tests call directly; [`MessageWorker::run`] loops rounds until shutdown.
+//!
+//! The database steps are synchronous (diesel) and run on the blocking pool; the SMTP
+//! sessions of a round run concurrently on the async runtime with no transaction open,
+//! and each message's outcome is recorded as soon as its own session ends, so a crash
+//! after a 250 repeats at most the messages still in flight.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use futures_util::future::join_all;
+use mailroom_app::{
+    messages::{
+        claim_messages, record_message_outcome, send_claimed_message, DeliverySettings, MessageJob,
+    },
+    Services,
+};
+use tokio::sync::watch;
+
+use crate::Config;
+
+/// Messages claimed (and sent concurrently) per round.
+pub const BATCH_SIZE: u32 = 32;
+/// Rounds one process runs side by side, each claiming its own messages (`SKIP LOCKED`).
+pub const PARALLEL_ROUNDS: usize = 2;
+/// How long an idle loop waits before looking for due messages again.
+pub const IDLE_POLL: Duration = Duration::from_millis(100);
+
+/// What one round did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MessageRound {
+    /// Rows claimed (including those skipped or failed without a session).
+    pub claimed: usize,
+    /// SMTP sessions run.
+    pub attempted: usize,
+}
+
+/// Runs message delivery rounds.
+#[derive(Clone)]
+pub struct MessageWorker {
+    services: Services,
+    settings: DeliverySettings,
+}
+
+impl MessageWorker {
+    /// A worker with the configuration's attempt limit. The lease outlasts the two
+    /// bounded steps of a session (connect, then the rest) plus a margin, so a live round
+    /// never loses its messages.
+    pub fn new(services: Services, config: &Config) -> Self {
+        let settings = DeliverySettings {
+            lease: config.smtp_timeout * 2 + Duration::from_secs(60),
+            batch_size: BATCH_SIZE,
+            max_attempts: config.message_max_attempts,
+        };
+        Self { services, settings }
+    }
+
+    /// The settings rounds run with.
+    pub fn settings(&self) -> &DeliverySettings {
+        &self.settings
+    }
+
+    /// One round: claims due messages under a lease, sends them concurrently, records
+    /// each outcome right after its session.
+    ///
+    /// # Errors
+    /// When the claim fails (nothing was claimed then). A failed record is logged; its
+    /// message stays leased until the lease runs out and is then sent again.
+    pub async fn run_once(&self) -> Result<MessageRound> {
+        let (services, settings) = (self.services.clone(), self.settings.clone());
+        let batch = tokio::task::spawn_blocking(move || claim_messages(&services, &settings))
+            .await
+            .context("the claim task")?
+            .map_err(|error| anyhow::anyhow!("claiming messages: {error}"))?;
+        let attempted = batch.jobs.len();
+        let lease = batch.lease;
+        let rounds = batch.jobs.into_iter().map(|job| self.deliver(job, lease));
+        join_all(rounds).await;
+        Ok(MessageRound {
+            claimed: batch.claimed,
+            attempted,
+        })
+    }
+
+    async fn deliver(&self, job: MessageJob, lease: mailroom_app::ports::Lease) {
+        let outcome = send_claimed_message(&self.services, &job).await;
+        let (services, settings) = (self.services.clone(), self.settings.clone());
+        let id = job.message.id;
+        let recorded = tokio::task::spawn_blocking(move || {
+            record_message_outcome(&services, &settings, &lease, &job, &outcome)
+        })
+        .await;
+        match recorded {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => {
+                tracing::warn!(message = %id, %error, "recording a message outcome failed");
+            }
+            Err(error) => {
+                tracing::warn!(message = %id, %error, "the record task failed");
+            }
+        }
+    }
+
+    /// Runs rounds until `shutdown` turns true: at once again after a full batch,
+    /// otherwise after [`IDLE_POLL`]. A failed round is logged and retried after a pause.
+    pub async fn run(&self, mut shutdown: watch::Receiver<bool>) {
+        while !*shutdown.borrow() {
+            let pause = match self.run_once().await {
+                Ok(round) if round.claimed >= self.settings.batch_size as usize => Duration::ZERO,
+                Ok(_) => IDLE_POLL,
+                Err(error) => {
+                    tracing::warn!(
+                        error = format!("{error:#}"),
+                        "message delivery round failed"
+                    );
+                    Duration::from_secs(1)
+                }
+            };
+            if pause.is_zero() {
+                continue;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => {}
+                _ = shutdown.changed() => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,2 @@
+DROP TABLE message_stats_daily;
+DROP TABLE messages;

@@ -1,0 +1,409 @@
+use std::fmt::Write;
+
+use mailroom_tests::{expect_json, expect_problem, spawn_app, TestApp};
+use reqwest::{Method, Response};
+use serde_json::{json, Value};
+
+async fn import(
+    app: &TestApp,
+    token: &str,
+    account: &str,
+    content_type: &str,
+    body: String,
+) -> Response {
+    app.request(
+        Method::POST,
+        &format!("/v2/accounts/{account}/contacts/import"),
+        Some(token),
+    )
+    .header("content-type", content_type)
+    .body(body)
+    .send()
+    .await
+    .expect("request sent")
+}
+
+/// The contact with this email, with its resolved attributes.
+async fn contact(app: &TestApp, token: &str, account: &str, email: &str) -> Value {
+    let list = expect_json(
+        app.get(
+            &format!("/v2/accounts/{account}/contacts?email={email}"),
+            token,
+        )
+        .await,
+        200,
+    )
+    .await;
+    let items = list["items"].as_array().expect("items");
+    assert_eq!(items.len(), 1, "{email}: {list}");
+    let id = items[0]["_id"].as_str().expect("id");
+    expect_json(
+        app.get(&format!("/v2/accounts/{account}/contacts/{id}"), token)
+            .await,
+        200,
+    )
+    .await
+}
+
+async fn contact_count(app: &TestApp, token: &str, account: &str) -> u64 {
+    expect_json(
+        app.get(&format!("/v2/accounts/{account}/contacts/count"), token)
+            .await,
+        200,
+    )
+    .await["count"]
+        .as_u64()
+        .expect("count")
+}
+
+const SAMPLE: &str = "\
+email,plan,score,vip,renewal,name
+ada@example.com,pro,10,true,2026-03-01T00:00:00Z,Ada
+not-an-email,pro,1,false,,X
+bob@example.com,free,5
+cy@example.com,free,abc,false,,Cy
+dee@example.com,,7,,,\"Dee, Jr.\"
+ada@example.com,team,,,,
+eve@example.com,123,8,false,,Eve
+";
+
+#[tokio::test]
+async fn an_import_applies_good_rows_and_reports_bad_ones_by_line() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Acme").await;
+
+    let report = expect_json(
+        import(&app, &token, &account, "text/csv", SAMPLE.into()).await,
+        200,
+    )
+    .await;
+    assert_eq!(report["created"], 3, "{report}");
+    assert_eq!(
+        report["updated"], 1,
+        "the second ada row updates the first: {report}"
+    );
+    assert_eq!(report["rejected"], 3, "{report}");
+    let errors = report["errors"].as_array().expect("errors");
+    let lines: Vec<u64> = errors
+        .iter()
+        .map(|e| e["line"].as_u64().expect("line"))
+        .collect();
+    assert_eq!(lines, vec![3, 4, 5], "{report}");
+    assert!(
+        errors[0]["reason"]
+            .as_str()
+            .expect("reason")
+            .contains("email"),
+        "{report}"
+    );
+    assert!(
+        errors[1]["reason"]
+            .as_str()
+            .expect("reason")
+            .contains("columns"),
+        "{report}"
+    );
+    assert!(
+        errors[2]["reason"]
+            .as_str()
+            .expect("reason")
+            .contains("score"),
+        "{report}"
+    );
+
+    let ada = contact(&app, &token, &account, "ada@example.com").await;
+    let attributes = &ada["attributes"];
+    assert_eq!(attributes["plan"], "team", "the later row wins: {ada}");
+    assert_eq!(
+        attributes["score"], 10.0,
+        "an empty cell keeps the value: {ada}"
+    );
+    assert_eq!(attributes["vip"], true);
+    assert_eq!(attributes["renewal"], "2026-03-01T00:00:00.000Z");
+    assert_eq!(attributes["name"], "Ada");
+    let dee = contact(&app, &token, &account, "dee@example.com").await;
+    assert_eq!(
+        dee["attributes"]["name"], "Dee, Jr.",
+        "quoted cells keep their comma"
+    );
+    assert!(
+        dee["attributes"].get("plan").is_none(),
+        "an empty cell writes nothing: {dee}"
+    );
+    let eve = contact(&app, &token, &account, "eve@example.com").await;
+    assert_eq!(
+        eve["attributes"]["plan"], "123",
+        "a string slug keeps digits as text: {eve}"
+    );
+    assert_eq!(contact_count(&app, &token, &account).await, 3);
+
+    let metas = expect_json(
+        app.get(&format!("/v2/accounts/{account}/attributes"), &token)
+            .await,
+        200,
+    )
+    .await;
+    let type_of = |slug: &str| {
+        metas["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .find(|meta| meta["slug"] == slug)
+            .map(|meta| meta["type"].clone())
+    };
+    assert_eq!(type_of("plan"), Some(json!("string")));
+    assert_eq!(type_of("score"), Some(json!("number")));
+    assert_eq!(type_of("vip"), Some(json!("boolean")));
+    assert_eq!(type_of("renewal"), Some(json!("date")));
+
+    // The same file again creates nothing: every good row is an update.
+    let again = expect_json(
+        import(
+            &app,
+            &token,
+            &account,
+            "text/csv; charset=utf-8",
+            SAMPLE.into(),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        (&again["created"], &again["updated"], &again["rejected"]),
+        (&json!(0), &json!(4), &json!(3)),
+        "{again}"
+    );
+    assert_eq!(contact_count(&app, &token, &account).await, 3);
+}
+
+#[tokio::test]
+async fn the_sort_key_follows_an_imported_name() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Acme").await;
+    let first = "email,name\nb@example.com,Zed\na@example.com,Bea\n";
+    expect_json(
+        import(&app, &token, &account, "text/csv", first.into()).await,
+        200,
+    )
+    .await;
+    // Renaming an existing contact moves it in the name order.
+    let second = "email,name\nb@example.com,Al\n";
+    expect_json(
+        import(&app, &token, &account, "text/csv", second.into()).await,
+        200,
+    )
+    .await;
+    let list = expect_json(
+        app.get(
+            &format!("/v2/accounts/{account}/contacts?sortBy=name"),
+            &token,
+        )
+        .await,
+        200,
+    )
+    .await;
+    let emails: Vec<&str> = list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|c| c["email"].as_str().expect("email"))
+        .collect();
+    assert_eq!(emails, vec!["b@example.com", "a@example.com"], "{list}");
+}
+
+#[tokio::test]
+async fn a_bad_request_writes_nothing() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Acme").await;
+    let rows = "ada@example.com,pro\n";
+    expect_problem(
+        import(
+            &app,
+            &token,
+            &account,
+            "application/json",
+            format!("email,plan\n{rows}"),
+        )
+        .await,
+        400,
+    )
+    .await;
+    expect_problem(
+        import(
+            &app,
+            &token,
+            &account,
+            "text/plain",
+            format!("email,plan\n{rows}"),
+        )
+        .await,
+        400,
+    )
+    .await;
+    let missing = expect_problem(
+        import(
+            &app,
+            &token,
+            &account,
+            "text/csv",
+            format!("mail,plan\n{rows}"),
+        )
+        .await,
+        400,
+    )
+    .await;
+    assert_eq!(missing["errors"][0]["field"], "header", "{missing}");
+    expect_problem(
+        import(
+            &app,
+            &token,
+            &account,
+            "text/csv",
+            format!("email,plan,plan\n{rows}"),
+        )
+        .await,
+        400,
+    )
+    .await;
+    expect_problem(
+        import(
+            &app,
+            &token,
+            &account,
+            "text/csv",
+            format!("email,first-name\n{rows}"),
+        )
+        .await,
+        400,
+    )
+    .await;
+    expect_problem(
+        import(
+            &app,
+            &token,
+            &account,
+            "text/csv",
+            format!("email,create_date\n{rows}"),
+        )
+        .await,
+        400,
+    )
+    .await;
+    expect_problem(
+        import(&app, &token, &account, "text/csv", String::new()).await,
+        400,
+    )
+    .await;
+    assert_eq!(contact_count(&app, &token, &account).await, 0);
+
+    let stranger = app.user_token("mallory@example.com").await;
+    expect_problem(
+        import(
+            &app,
+            &stranger,
+            &account,
+            "text/csv",
+            format!("email,plan\n{rows}"),
+        )
+        .await,
+        401,
+    )
+    .await;
+    assert_eq!(contact_count(&app, &token, &account).await, 0);
+}
+
+#[tokio::test]
+async fn a_large_import_is_applied_in_batches() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Acme").await;
+    const ROWS: usize = 20_000;
+    const BAD: usize = 12_345;
+    // Over 1 MiB: the import is exempt from the JSON body limit.
+    let mut body = String::from("\u{feff}email,plan,score,vip,city\n");
+    for i in 0..ROWS {
+        let email = if i == BAD {
+            "broken".to_owned()
+        } else {
+            format!("user{i}@example.com")
+        };
+        let plan = ["free", "pro", "team"][i % 3];
+        writeln!(
+            body,
+            "{email},{plan},{},{},City number {} of the generated test audience",
+            i % 1000,
+            i % 2 == 0,
+            i % 50
+        )
+        .expect("write");
+    }
+    // Repeats of early rows, applied after their batch committed.
+    for i in 0..3 {
+        writeln!(body, "USER{i}@example.com,team,,,").expect("write");
+    }
+    assert!(body.len() > 1024 * 1024);
+    let report = expect_json(import(&app, &token, &account, "text/csv", body).await, 200).await;
+    assert_eq!(report["created"], ROWS - 1, "{}", report["errors"]);
+    assert_eq!(report["updated"], 3);
+    assert_eq!(report["rejected"], 1);
+    assert_eq!(
+        report["errors"][0]["line"],
+        BAD + 2,
+        "header is line 1, row 0 line 2"
+    );
+    assert_eq!(
+        contact_count(&app, &token, &account).await,
+        (ROWS - 1) as u64
+    );
+    let first = contact(&app, &token, &account, "user0@example.com").await;
+    assert_eq!(first["attributes"]["plan"], "team", "{first}");
+    assert_eq!(first["attributes"]["vip"], true);
+    let last = contact(
+        &app,
+        &token,
+        &account,
+        &format!("user{}@example.com", ROWS - 1),
+    )
+    .await;
+    assert_eq!(
+        last["attributes"]["score"],
+        ((ROWS - 1) % 1000) as f64,
+        "{last}"
+    );
+}
+
+#[tokio::test]
+async fn rejected_rows_name_the_line_they_start_on() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Acme").await;
+    // A quoted cell may span lines, and a row that is not UTF-8 is rejected alone.
+    let mut body = b"email,note\na@example.com,\"two\nlines\"\n".to_vec();
+    body.extend_from_slice(b"\xff@example.com,x\nb@example.com,ok\nbad,x\n");
+    let response = app
+        .request(
+            Method::POST,
+            &format!("/v2/accounts/{account}/contacts/import"),
+            Some(&token),
+        )
+        .header("content-type", "text/csv")
+        .body(body)
+        .send()
+        .await
+        .expect("request sent");
+    let report = expect_json(response, 200).await;
+    assert_eq!(report["created"], 2, "{report}");
+    let lines: Vec<u64> = report["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .map(|e| e["line"].as_u64().expect("line"))
+        .collect();
+    assert_eq!(lines, vec![4, 6], "{report}");
+    let a = contact(&app, &token, &account, "a@example.com").await;
+    assert_eq!(a["attributes"]["note"], "two\nlines");
+}
