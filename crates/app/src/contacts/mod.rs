@@ -33,17 +33,26 @@ use mailroom_domain::{
         SYSTEM_ATTRIBUTES,
     },
     condition::AttributeTypes,
+    email::EmailAddress,
     AccountId, ContactId, Timestamp, ValidationErrors,
 };
 
 use crate::{ports::UnitOfWork, AppError};
 
-/// Parses a custom `attributes` object: each slug checked, each value typed. Errors name
-/// `attributes.<slug>`.
-fn parse_custom_attributes(
+/// Parses the `email` and custom `attributes` that contact upserts and events share,
+/// recording every problem in `errors`. Attribute errors name `attributes.<slug>`.
+fn parse_email_and_attributes(
+    email: Option<&str>,
     attributes: Option<serde_json::Map<String, serde_json::Value>>,
-) -> Result<Vec<(String, AttributeValue)>, ValidationErrors> {
-    let mut errors = ValidationErrors::new();
+    errors: &mut ValidationErrors,
+) -> (Option<EmailAddress>, Vec<(String, AttributeValue)>) {
+    let email = match email {
+        None => {
+            errors.push("email", "is required");
+            None
+        }
+        Some(email) => errors.collect("email", EmailAddress::parse(email)),
+    };
     let mut values = Vec::new();
     for (slug, value) in attributes.unwrap_or_default() {
         let field = format!("attributes.{slug}");
@@ -55,8 +64,7 @@ fn parse_custom_attributes(
             values.push((slug, value));
         }
     }
-    errors.into_result()?;
-    Ok(values)
+    (email, values)
 }
 
 /// Writes custom attributes, enforcing that a slug keeps the type of its first write (also

@@ -1,11 +1,10 @@
 use mailroom_domain::{
     attribute::{AttributeSource, AttributeType, EVENT_ATTRIBUTE_PREFIX},
-    email::EmailAddress,
     slug::EventSlug,
     AccountId, ContactEventId, ContactId, ValidationErrors,
 };
 
-use super::{parse_custom_attributes, write_custom_attributes};
+use super::{parse_email_and_attributes, write_custom_attributes};
 use crate::{
     auth::require_member,
     ports::{in_transaction, ContactEvent},
@@ -36,26 +35,14 @@ pub fn record_event(
     request: RecordEventRequest,
 ) -> Result<ContactEvent, AppError> {
     let mut errors = ValidationErrors::new();
-    let email = match request.email.as_deref() {
-        None => {
-            errors.push("email", "is required");
-            None
-        }
-        Some(email) => errors.collect("email", EmailAddress::parse(email)),
-    };
+    let (email, attributes) =
+        parse_email_and_attributes(request.email.as_deref(), request.attributes, &mut errors);
     let slug = match request.slug.as_deref() {
         None => {
             errors.push("slug", "is required");
             None
         }
         Some(slug) => errors.collect("slug", EventSlug::normalize(slug)),
-    };
-    let attributes = match parse_custom_attributes(request.attributes) {
-        Ok(values) => values,
-        Err(more) => {
-            errors.0.extend(more.0);
-            Vec::new()
-        }
     };
     errors.into_result()?;
     let (Some(email), Some(slug)) = (email, slug) else {

@@ -1,9 +1,8 @@
 use mailroom_domain::{
-    attribute::ResolvedAttributes, contact::Contact, email::EmailAddress, AccountId, ContactId,
-    ValidationErrors,
+    attribute::ResolvedAttributes, contact::Contact, AccountId, ContactId, ValidationErrors,
 };
 
-use super::{parse_custom_attributes, write_custom_attributes};
+use super::{parse_email_and_attributes, write_custom_attributes};
 use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
 
 /// The raw body of `POST …/contacts`.
@@ -38,20 +37,8 @@ pub fn upsert_contact(
     request: UpsertContactRequest,
 ) -> Result<UpsertedContact, AppError> {
     let mut errors = ValidationErrors::new();
-    let email = match request.email.as_deref() {
-        None => {
-            errors.push("email", "is required");
-            None
-        }
-        Some(email) => errors.collect("email", EmailAddress::parse(email)),
-    };
-    let attributes = match parse_custom_attributes(request.attributes) {
-        Ok(values) => values,
-        Err(more) => {
-            errors.0.extend(more.0);
-            Vec::new()
-        }
-    };
+    let (email, attributes) =
+        parse_email_and_attributes(request.email.as_deref(), request.attributes, &mut errors);
     errors.into_result()?;
     let email =
         email.ok_or_else(|| AppError::Internal("validated contact lost its email".into()))?;
