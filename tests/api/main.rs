@@ -6,7 +6,7 @@ mod errors;
 mod import;
 mod mail_servers;
 mod messages;
-mod openapi;
+pub(crate) mod openapi;
 mod operations;
 mod templates;
 mod tenancy;
