@@ -178,3 +178,97 @@ async fn paging_parameters_are_checked_and_clamped() {
         expect_problem(page(query).await, 400).await;
     }
 }
+
+#[tokio::test]
+async fn no_route_answers_5xx_to_junk() {
+    let app = mailroom_tests::spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Acme").await;
+    let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+    let huge = format!(
+        r#"{{"name": "{}", "email": "{}", "slug": "{}"}}"#,
+        "x".repeat(100_000),
+        "y".repeat(100_000),
+        "z".repeat(100_000)
+    );
+    let bodies: Vec<(String, &str)> = vec![
+        ("{".into(), "application/json"),
+        ("null".into(), "application/json"),
+        ("[]".into(), "application/json"),
+        ("\"text\"".into(), "application/json"),
+        (deep, "application/json"),
+        (huge, "application/json"),
+        (r#"{"name": null, "email": 5, "slug": [], "attributes": {"a": {"b": 1}}, "port": 1e400, "url": {}, "events": [null], "expiresInDays": 9223372036854775808}"#.into(), "application/json"),
+        (r#"{"attributes": [{"slug": "email", "operator": "contains", "value": null}], "includeUnsubscribed": "yes"}"#.into(), "application/json"),
+        ("email,name\n\"unterminated\n".into(), "text/csv"),
+        ("\u{0}\u{1}\u{2}".into(), "text/plain"),
+    ];
+    let ids = [
+        "not-an-id",
+        "01936c5e-7b2a-7cde-8f00-0123456789ab",
+        "%00",
+        "..%2f..%2f",
+    ];
+    let queries = [
+        "",
+        "?start=-1&limit=abc",
+        "?limit=99999999999999999999&start=99999999999999999999",
+        "?sortBy=%00&order=2&status=x&email=%zz",
+        "?search=%25%5F'%22;--",
+    ];
+    let mut requests = 0;
+    for (method, path) in crate::openapi::ROUTES {
+        let method = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).expect("method");
+        for id in ids {
+            let concrete = path.replace("{accountId}", &account);
+            let concrete: String = concrete
+                .split('/')
+                .map(|segment| {
+                    if segment.starts_with('{') {
+                        id
+                    } else {
+                        segment
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("/");
+            for query in queries {
+                let url = format!("{concrete}{query}");
+                let bodies_here: Vec<Option<&(String, &str)>> =
+                    if method == reqwest::Method::GET || method == reqwest::Method::DELETE {
+                        vec![None]
+                    } else {
+                        bodies.iter().map(Some).collect()
+                    };
+                for body in bodies_here {
+                    let mut request = app.request(method.clone(), &url, Some(&token));
+                    if let Some((text, content_type)) = body {
+                        request = request
+                            .header("content-type", *content_type)
+                            .body(text.clone());
+                    }
+                    let response = request.send().await.expect("sent");
+                    let status = response.status().as_u16();
+                    assert!(
+                        status < 500,
+                        "{method} {url} answered {status}: {}",
+                        response.text().await.unwrap_or_default()
+                    );
+                    requests += 1;
+                }
+            }
+        }
+    }
+    let health = app
+        .client
+        .get(format!("{}/readyz", app.address))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(
+        health.status(),
+        200,
+        "healthy after {requests} hostile requests"
+    );
+    assert!(requests > 2000, "{requests}");
+}
