@@ -181,7 +181,7 @@ async fn paging_parameters_are_checked_and_clamped() {
 
 #[tokio::test]
 async fn no_route_answers_5xx_to_junk() {
-    let app = mailroom_tests::spawn_app().await;
+    let app = spawn_app().await;
     let token = app.user_token("ada@example.com").await;
     let account = app.create_account(&token, "Acme").await;
     let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
@@ -218,7 +218,7 @@ async fn no_route_answers_5xx_to_junk() {
     ];
     let mut requests = 0;
     for (method, path) in crate::openapi::ROUTES {
-        let method = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).expect("method");
+        let method = Method::from_bytes(method.to_uppercase().as_bytes()).expect("method");
         for id in ids {
             let concrete = path.replace("{accountId}", &account);
             let concrete: String = concrete
@@ -235,7 +235,7 @@ async fn no_route_answers_5xx_to_junk() {
             for query in queries {
                 let url = format!("{concrete}{query}");
                 let bodies_here: Vec<Option<&(String, &str)>> =
-                    if method == reqwest::Method::GET || method == reqwest::Method::DELETE {
+                    if method == Method::GET || method == Method::DELETE {
                         vec![None]
                     } else {
                         bodies.iter().map(Some).collect()
