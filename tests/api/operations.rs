@@ -44,13 +44,7 @@ async fn health_readiness_and_metrics_need_no_token() {
 #[tokio::test]
 async fn readiness_fails_with_503_when_the_database_is_gone() {
     let app = spawn_app().await;
-    let name = app
-        .database
-        .url()
-        .rsplit('/')
-        .next()
-        .expect("name")
-        .to_owned();
+    let name = app.database.name().to_owned();
     {
         use diesel::{connection::SimpleConnection, Connection};
         let mut admin =

@@ -118,7 +118,12 @@ fn create_user(
     expires_in_days: Option<String>,
 ) -> Result<()> {
     prepare_database(&config.database_url)?;
-    let (services, _) = build_services(config, Arc::new(SystemClock))?;
+    // One connection, so the pool never has a connection attempt in flight on a background
+    // thread when this short command exits: libpq (through OpenSSL's exit handlers) can
+    // crash if `exit` runs while another thread is inside a connect.
+    let mut one_connection = config.clone();
+    one_connection.db_pool_size = 1;
+    let (services, _) = build_services(&one_connection, Arc::new(SystemClock))?;
     let expires_in_days = expires_in_days
         .map(|days| days.parse::<i64>())
         .transpose()?;

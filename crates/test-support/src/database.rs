@@ -50,12 +50,19 @@ impl TestDatabase {
                 Err(error) => panic!("creating test database {name}: {error}"),
             }
         }
-        let url = url_with_database(&admin_url, &name).expect("DATABASE_URL names a database");
+        let url = without_tls(
+            url_with_database(&admin_url, &name).expect("DATABASE_URL names a database"),
+        );
         Self {
             url,
             name,
             admin_url,
         }
+    }
+
+    /// The database's name.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// The connection URL of this test's database.
@@ -81,6 +88,19 @@ impl Drop for TestDatabase {
                 self.name
             ));
         }
+    }
+}
+
+/// Test databases are on loopback: no TLS. Besides being pointless there, libpq's TLS layer
+/// can crash a process that exits while a pool thread is still connecting (seen as a
+/// SIGSEGV after a test's last assertion), which would make tests flaky.
+fn without_tls(url: String) -> String {
+    if url.contains("sslmode=") {
+        url
+    } else if url.contains('?') {
+        format!("{url}&sslmode=disable")
+    } else {
+        format!("{url}?sslmode=disable")
     }
 }
 
