@@ -53,8 +53,8 @@ pub fn record_event(
     let event_id = ContactEventId::from_uuid(services.ids.next_uuid());
     in_transaction(services.db.as_ref(), |tx| {
         require_member(tx, actor, account)?;
-        let (contact, _created) = tx.upsert_contact(account, new_contact, &email, now)?;
-        write_custom_attributes(tx, account, contact.id, &attributes, now)?;
+        let (contact_id, _created) = tx.upsert_contact_id(account, new_contact, &email, now)?;
+        write_custom_attributes(tx, account, contact_id, &attributes, now)?;
         let event_attribute = format!("{EVENT_ATTRIBUTE_PREFIX}{}", slug.as_str());
         tx.ensure_attribute_metas(
             account,
@@ -63,7 +63,7 @@ pub fn record_event(
         )?;
         let event = ContactEvent {
             id: event_id,
-            contact_id: contact.id,
+            contact_id,
             slug,
             occurred_at: now,
         };

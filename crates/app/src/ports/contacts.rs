@@ -83,6 +83,19 @@ pub trait ContactRepository {
         now: Timestamp,
     ) -> Result<(Contact, bool), StoreError>;
 
+    /// As [`ContactRepository::upsert_contact`], answering only the contact's id: for
+    /// callers on hot paths (recording an event) that do not need the contact loaded.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn upsert_contact_id(
+        &mut self,
+        account: AccountId,
+        new_id: ContactId,
+        email: &EmailAddress,
+        now: Timestamp,
+    ) -> Result<(ContactId, bool), StoreError>;
+
     /// Writes custom attribute values (replacing earlier values of the same slugs).
     ///
     /// # Errors

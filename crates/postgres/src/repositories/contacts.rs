@@ -279,9 +279,26 @@ impl ContactRepository for PgUnitOfWork<'_> {
         email: &EmailAddress,
         now: Timestamp,
     ) -> Result<(Contact, bool), StoreError> {
+        let (id, created) = self.upsert_contact_id(account, new_id, email, now)?;
+        let contact = self.find_contact(account, id)?.ok_or_else(|| {
+            corrupt(
+                "contacts",
+                "an upserted contact vanished in its transaction",
+            )
+        })?;
+        Ok((contact, created))
+    }
+
+    fn upsert_contact_id(
+        &mut self,
+        account: AccountId,
+        new_id: ContactId,
+        email: &EmailAddress,
+        now: Timestamp,
+    ) -> Result<(ContactId, bool), StoreError> {
         // ON CONFLICT DO NOTHING waits for a concurrent insert of the same email to commit,
-        // so the read below always finds the one contact.
-        let inserted = diesel::insert_into(contacts::table)
+        // so when nothing is inserted the read below always finds the one contact.
+        let inserted: Option<Uuid> = diesel::insert_into(contacts::table)
             .values((
                 contacts::account_id.eq(account.as_uuid()),
                 contacts::id.eq(new_id.as_uuid()),
@@ -290,16 +307,20 @@ impl ContactRepository for PgUnitOfWork<'_> {
             ))
             .on_conflict((contacts::account_id, contacts::email_lower))
             .do_nothing()
-            .execute(self.conn)
+            .returning(contacts::id)
+            .get_result(self.conn)
+            .optional()
             .map_err(store_error)?;
-        let row = contacts::table
+        if let Some(id) = inserted {
+            return Ok((ContactId::from_uuid(id), true));
+        }
+        let id: Uuid = contacts::table
             .filter(contacts::account_id.eq(account.as_uuid()))
             .filter(contacts::email_lower.eq(email.normalized()))
-            .select(ContactRow::as_select())
+            .select(contacts::id)
             .first(self.conn)
             .map_err(store_error)?;
-        let contact = self.with_topics(account, vec![row])?.remove(0);
-        Ok((contact, inserted == 1))
+        Ok((ContactId::from_uuid(id), false))
     }
 
     fn set_attributes(
