@@ -1,7 +1,7 @@
 use mailroom_tests::{expect_json, spawn_app};
 
 /// Every route of the API, as DESIGN.md §6 and the specification name them for this stage.
-pub const ROUTES: [(&str, &str); 53] = [
+pub const ROUTES: [(&str, &str); 63] = [
     ("post", "/v2/users/me/tokens"),
     ("get", "/v2/users/me/tokens"),
     ("delete", "/v2/users/me/tokens/{tokenId}"),
@@ -39,6 +39,25 @@ pub const ROUTES: [(&str, &str); 53] = [
         "delete",
         "/v2/accounts/{accountId}/mail-servers/{mailServerId}",
     ),
+    ("get", "/v2/accounts/{accountId}/automations"),
+    ("get", "/v2/accounts/{accountId}/automations/count"),
+    ("get", "/v2/accounts/{accountId}/automations/{automationId}"),
+    ("post", "/v2/accounts/{accountId}/automations"),
+    (
+        "patch",
+        "/v2/accounts/{accountId}/automations/{automationId}",
+    ),
+    (
+        "delete",
+        "/v2/accounts/{accountId}/automations/{automationId}",
+    ),
+    ("get", "/v2/accounts/{accountId}/announcements"),
+    ("get", "/v2/accounts/{accountId}/announcements/count"),
+    (
+        "get",
+        "/v2/accounts/{accountId}/announcements/{announcementId}",
+    ),
+    ("post", "/v2/accounts/{accountId}/announcements"),
     ("get", "/v2/accounts/{accountId}/topics"),
     ("get", "/v2/accounts/{accountId}/topics/count"),
     ("get", "/v2/accounts/{accountId}/topics/{topicId}"),

@@ -6,7 +6,9 @@
 //! deliveries are written as outbox rows for async workers).
 
 pub mod accounts;
+pub mod announcements;
 pub mod auth;
+pub mod automations;
 pub mod contacts;
 pub mod error;
 pub mod mail_servers;

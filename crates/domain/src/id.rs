@@ -102,6 +102,10 @@ define_id!(
     /// Identifies a message (one email in the outbox).
     MessageId
 );
+define_id!(
+    /// Identifies an announcement (a one-off send to a segment).
+    AnnouncementId
+);
 
 #[cfg(test)]
 mod tests {

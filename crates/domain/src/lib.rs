@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod account;
+pub mod announcement;
 pub mod attribute;
 pub mod automation;
 pub mod condition;
@@ -34,8 +35,8 @@ pub mod webhook_signature;
 
 pub use error::{FieldError, ValidationErrors};
 pub use id::{
-    AccountId, AutomationId, ContactEventId, ContactId, MailServerId, MessageId, TemplateId,
-    TokenId, TopicId, UserId, WebhookEventId,
+    AccountId, AnnouncementId, AutomationId, ContactEventId, ContactId, MailServerId, MessageId,
+    TemplateId, TokenId, TopicId, UserId, WebhookEventId,
 };
 pub use timestamp::Timestamp;
 /// The UUID type behind every identifier, re-exported so ports can mint ids.

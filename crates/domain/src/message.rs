@@ -10,7 +10,7 @@ use std::fmt;
 use serde_json::{Map, Value};
 use time::{Date, Duration};
 
-use crate::{AccountId, ContactId, MessageId, TemplateId, Timestamp};
+use crate::{AccountId, AnnouncementId, AutomationId, ContactId, MessageId, TemplateId, Timestamp};
 
 /// Where a message is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -76,16 +76,19 @@ pub enum SkipReason {
     FreeLimitCapped,
     /// The account has no mail server to send through.
     NoMailServer,
+    /// An automation's message fell due after its automation was disabled or deleted.
+    AutomationDisabled,
 }
 
 impl SkipReason {
     /// Every reason.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
         Self::BounceBlocked,
         Self::ComplaintBlocked,
         Self::Unsubscribed,
         Self::FreeLimitCapped,
         Self::NoMailServer,
+        Self::AutomationDisabled,
     ];
 
     /// The wire and storage name.
@@ -96,6 +99,7 @@ impl SkipReason {
             Self::Unsubscribed => "unsubscribed",
             Self::FreeLimitCapped => "free_limit_capped",
             Self::NoMailServer => "no_mail_server",
+            Self::AutomationDisabled => "automation_disabled",
         }
     }
 
@@ -110,7 +114,7 @@ impl SkipReason {
             Self::BounceBlocked => Some(StatsCounter::BounceBlocked),
             Self::ComplaintBlocked => Some(StatsCounter::ComplaintBlocked),
             Self::FreeLimitCapped => Some(StatsCounter::FreeLimitCapped),
-            Self::Unsubscribed | Self::NoMailServer => None,
+            Self::Unsubscribed | Self::NoMailServer | Self::AutomationDisabled => None,
         }
     }
 }
@@ -504,6 +508,10 @@ pub struct Message {
     pub updated_at: Timestamp,
     /// When the server accepted it.
     pub sent_at: Option<Timestamp>,
+    /// The automation that queued it (only for [`MessageKind::Automation`]).
+    pub automation_id: Option<AutomationId>,
+    /// The announcement that queued it (only for [`MessageKind::Announcement`]).
+    pub announcement_id: Option<AnnouncementId>,
 }
 
 /// The stable `Message-ID` of message `id` whose sender's domain is `domain`: the id is

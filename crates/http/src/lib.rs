@@ -5,6 +5,7 @@
 //! JSON or as an `application/problem+json` error ([`problem::ApiError`]).
 
 pub mod blocking;
+pub mod campaign_dto;
 pub mod dto;
 pub mod extract;
 pub mod metrics;

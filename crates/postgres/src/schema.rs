@@ -223,6 +223,38 @@ diesel::table! {
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
         sent_at -> Nullable<Timestamptz>,
+        automation_id -> Nullable<Uuid>,
+        announcement_id -> Nullable<Uuid>,
+    }
+}
+
+diesel::table! {
+    automation_firings (account_id, automation_id, contact_id) {
+        account_id -> Uuid,
+        automation_id -> Uuid,
+        contact_id -> Uuid,
+        fired_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    announcements (account_id, id) {
+        account_id -> Uuid,
+        id -> Uuid,
+        name -> Text,
+        template_id -> Uuid,
+        subject -> Text,
+        topic_id -> Nullable<Uuid>,
+        include_unsubscribed -> Bool,
+        attributes -> Jsonb,
+        status -> Text,
+        last_sampled_contact_id -> Nullable<Uuid>,
+        expanded_at -> Nullable<Timestamptz>,
+        audience_size -> Int8,
+        process_date -> Nullable<Timestamptz>,
+        failure_reason -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
     }
 }
 
@@ -265,4 +297,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     webhook_events,
     messages,
     message_stats_daily,
+    automation_firings,
+    announcements,
 );

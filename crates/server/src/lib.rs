@@ -1,6 +1,7 @@
 //! The `mailroom` binary's library half: configuration, wiring of adapters into the app's
 //! ports, the background workers and logging. `main.rs` is only the CLI.
 
+pub mod announcement_worker;
 pub mod application;
 pub mod config;
 pub mod message_worker;

@@ -1,14 +1,16 @@
 //! Background workers. Each job exposes a `run_once` step that tests call directly; the
 //! runner loops over the steps until shutdown.
 //!
-//! Registered: webhook delivery ([`crate::webhook_worker`]) and message delivery
-//! ([`crate::message_worker`]). On SIGTERM or SIGINT the loops finish their current round
+//! Registered: webhook delivery ([`crate::webhook_worker`]), message delivery
+//! ([`crate::message_worker`]) and announcement expansion and completion
+//! ([`crate::announcement_worker`]). On SIGTERM or SIGINT the loops finish their current round
 //! (bounded by the webhook and SMTP timeouts) and stop.
 
 use mailroom_app::Services;
 use tokio::{signal, sync::watch};
 
 use crate::{
+    announcement_worker::{AnnouncementWorker, BATCH_SIZE as EXPANSION_BATCH},
     message_worker::{MessageWorker, PARALLEL_ROUNDS as MESSAGE_ROUNDS},
     webhook_worker::{WebhookWorker, PARALLEL_ROUNDS},
     Config,
@@ -21,6 +23,7 @@ use crate::{
 pub async fn run_until_shutdown(services: Services, config: &Config) -> std::io::Result<()> {
     let (stop, stopped) = watch::channel(false);
     let messages = MessageWorker::new(services.clone(), config);
+    let announcements = AnnouncementWorker::new(services.clone(), EXPANSION_BATCH);
     let webhooks = WebhookWorker::new(services, config);
     let mut loops: Vec<_> = (0..PARALLEL_ROUNDS)
         .map(|_| {
@@ -32,10 +35,14 @@ pub async fn run_until_shutdown(services: Services, config: &Config) -> std::io:
         let (worker, stopped) = (messages.clone(), stopped.clone());
         tokio::spawn(async move { worker.run(stopped).await })
     }));
+    loops.push({
+        let stopped = stopped.clone();
+        tokio::spawn(async move { announcements.run(stopped).await })
+    });
     tracing::info!(
         webhook_rounds = PARALLEL_ROUNDS,
         message_rounds = MESSAGE_ROUNDS,
-        "workers started: webhook and message delivery"
+        "workers started: webhook and message delivery, announcement expansion"
     );
     wait_for_shutdown_signal().await?;
     let _ = stop.send(true);

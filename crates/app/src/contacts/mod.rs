@@ -102,10 +102,10 @@ fn write_custom_attributes(
 }
 
 /// The account's attribute types, system ones included, for condition parsing.
-struct AccountAttributeTypes(HashMap<String, AttributeType>);
+pub(crate) struct AccountAttributeTypes(HashMap<String, AttributeType>);
 
 impl AccountAttributeTypes {
-    fn load(tx: &mut dyn UnitOfWork, account: AccountId) -> Result<Self, AppError> {
+    pub(crate) fn load(tx: &mut dyn UnitOfWork, account: AccountId) -> Result<Self, AppError> {
         let mut types = tx.attribute_types(account)?;
         for (slug, attribute_type) in SYSTEM_ATTRIBUTES {
             types.insert(slug.to_owned(), attribute_type);

@@ -7,6 +7,7 @@ use mailroom_domain::{
 use super::{parse_email_and_attributes, write_custom_attributes};
 use crate::{
     auth::require_member,
+    automations::queue_triggered_messages,
     ports::{in_transaction, ContactEvent},
     Actor, AppError, Services,
 };
@@ -24,7 +25,8 @@ pub struct RecordEventRequest {
 
 /// Records a contact event: creates the contact when the email is unknown, merges the
 /// custom attributes, stores the event and moves `event.<slug>` forward, all in one
-/// transaction, so a 200 means the event is durable.
+/// transaction with the messages of the automations it triggers, so a 200 means the event
+/// and its consequences are durable.
 ///
 /// # Errors
 /// [`AppError::Invalid`] naming each bad field; [`AppError::Unauthorized`] for a non-member.
@@ -68,8 +70,17 @@ pub fn record_event(
             occurred_at: now,
         };
         tx.record_event(account, &event)?;
-        // The automations issue queues the messages this event triggers here, in this same
-        // transaction, so an event and its automation messages are durable together.
+        // In the event's transaction: an event and the messages it triggers are durable
+        // together, or neither is.
+        queue_triggered_messages(
+            tx,
+            services,
+            account,
+            contact_id,
+            email.as_str(),
+            &event.slug,
+            now,
+        )?;
         Ok(event)
     })
 }

@@ -160,7 +160,15 @@ fn prepare(
         return Ok(Prepared::Fail("the template was deleted".into()));
     };
     let server = choose_server(tx, account, template.preferred_mail_server)?;
-    if let Some(reason) = suppression_reason(message.kind, flags(&contact), server.is_some()) {
+    let include_unsubscribed = match origin_rules(tx, message, &contact)? {
+        OriginRules::Skip(reason) => return Ok(Prepared::Skip(reason)),
+        OriginRules::Send {
+            include_unsubscribed,
+        } => include_unsubscribed,
+    };
+    let mut suppression = flags(&contact);
+    suppression.unsubscribed &= !include_unsubscribed;
+    if let Some(reason) = suppression_reason(message.kind, suppression, server.is_some()) {
         return Ok(Prepared::Skip(reason));
     }
     let Some(server) = server else {
@@ -210,6 +218,48 @@ fn prepare(
         message_id_header: message.message_id_header.clone(),
         date: services.clock.now(),
     })))
+}
+
+enum OriginRules {
+    Skip(SkipReason),
+    Send { include_unsubscribed: bool },
+}
+
+/// What the automation or announcement behind a message says when it is due: an
+/// automation's message goes out only while the automation exists and is enabled (a
+/// delayed message may fall due long after it was queued); an announcement's message
+/// honours `includeUnsubscribed` and its topic's unsubscriptions, also those made after
+/// the audience was expanded.
+fn origin_rules(
+    tx: &mut dyn UnitOfWork,
+    message: &Message,
+    contact: &Contact,
+) -> Result<OriginRules, AppError> {
+    let account = message.account_id;
+    if let Some(id) = message.automation_id {
+        let enabled = tx
+            .find_automation(account, id)?
+            .is_some_and(|automation| automation.settings.is_enabled);
+        if !enabled {
+            return Ok(OriginRules::Skip(SkipReason::AutomationDisabled));
+        }
+    }
+    if let Some(id) = message.announcement_id {
+        if let Some(announcement) = tx.find_announcement(account, id)? {
+            let left_topic = announcement
+                .topic_id
+                .is_some_and(|topic| contact.topic_unsubscriptions.contains(&topic));
+            if left_topic && contact.hard_bounced_at.is_none() && contact.complaint_at.is_none() {
+                return Ok(OriginRules::Skip(SkipReason::Unsubscribed));
+            }
+            return Ok(OriginRules::Send {
+                include_unsubscribed: announcement.include_unsubscribed,
+            });
+        }
+    }
+    Ok(OriginRules::Send {
+        include_unsubscribed: false,
+    })
 }
 
 /// The rendered message always goes to the address the message was queued for.

@@ -9,6 +9,7 @@ pub mod deliver;
 mod get_message;
 mod list_messages;
 mod message_stats;
+pub(crate) mod outbox;
 mod send_message;
 
 pub use deliver::{

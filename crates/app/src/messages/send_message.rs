@@ -1,12 +1,12 @@
 use mailroom_domain::{
     email::EmailAddress,
-    message::{message_id_header, request_hash, Message, MessageKind, MessageStatus},
-    paging::PageRequest,
-    AccountId, ContactId, MessageId,
+    message::{request_hash, Message},
+    AccountId, ContactId,
 };
 use serde_json::{Map, Value};
 use time::Duration;
 
+use super::outbox::{queued_message, sender_domain, Addressee, Origin};
 use crate::{
     auth::require_member,
     ports::{in_transaction, UnitOfWork},
@@ -100,50 +100,21 @@ fn queue(
         &request.email,
         now,
     )?;
-    let sender = match &template.from_email {
-        Some(from) => Some(from.clone()),
-        None => {
-            let preferred = match template.preferred_mail_server {
-                Some(id) => tx.find_mail_server(account, id)?,
-                None => None,
-            };
-            let server = match preferred {
-                Some(server) => Some(server),
-                None => tx
-                    .list_mail_servers(account, first_page())?
-                    .into_iter()
-                    .next(),
-            };
-            server.map(|record| record.server.default_from_email)
-        }
-    };
-    let domain = sender
-        .as_deref()
-        .and_then(|address| address.rsplit_once('@'))
-        .map_or("", |(_, domain)| domain);
-    let id = MessageId::from_uuid(services.ids.next_uuid());
-    let message = Message {
-        id,
-        account_id: account,
-        contact_id: contact.id,
-        email: contact.email.clone(),
-        template_id: template.id,
-        kind: MessageKind::Transactional,
-        status: MessageStatus::Queued,
-        skip_reason: None,
-        data: request.data.clone(),
-        attempts: 0,
-        next_attempt_at: Some(now),
-        last_reply: None,
-        message_id_header: message_id_header(id, domain),
-        created_at: now,
-        updated_at: now,
-        sent_at: None,
-    };
+    let domain = sender_domain(tx, account, &template)?;
+    let message = queued_message(
+        services,
+        account,
+        &template,
+        &domain,
+        &Addressee {
+            contact: contact.id,
+            email: &contact.email,
+        },
+        Origin::Transactional,
+        request.data.clone(),
+        now,
+        now,
+    );
     tx.insert_message(&message, idempotency)?;
     Ok(message)
-}
-
-fn first_page() -> PageRequest {
-    PageRequest { start: 0, limit: 1 }
 }

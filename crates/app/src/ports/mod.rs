@@ -4,6 +4,8 @@
 //! adapters translate driver errors into [`StoreError`](crate::StoreError) variants,
 //! a unique violation into `UniqueViolation`, never a bare failure.
 
+mod announcements;
+mod automations;
 mod contact_import;
 mod contacts;
 mod database;
@@ -19,6 +21,8 @@ mod topics;
 mod webhook_events;
 mod webhook_sender;
 
+pub use announcements::{AnnouncementRepository, AudienceMember};
+pub use automations::AutomationRepository;
 pub use contact_import::{ContactImportRepository, ImportedContact};
 pub use contacts::{ContactEvent, ContactRepository, EventName};
 pub use database::{in_transaction, Database, UnitOfWork};

@@ -1,6 +1,8 @@
 //! Route wiring, apart from the handlers: which handler answers which path.
 
 mod accounts;
+mod announcements;
+mod automations;
 mod contacts;
 mod contacts_import;
 mod mail_servers;
@@ -40,6 +42,16 @@ pub fn v2(cfg: &mut ServiceConfig) {
         .service(mail_servers::create_mail_server)
         .service(mail_servers::update_mail_server)
         .service(mail_servers::delete_mail_server)
+        .service(automations::list_automations)
+        .service(automations::count_automations)
+        .service(automations::get_automation)
+        .service(automations::create_automation)
+        .service(automations::update_automation)
+        .service(automations::delete_automation)
+        .service(announcements::list_announcements)
+        .service(announcements::count_announcements)
+        .service(announcements::get_announcement)
+        .service(announcements::create_announcement)
         .service(topics::list_topics)
         .service(topics::count_topics)
         .service(topics::get_topic)

@@ -13,7 +13,7 @@ use mailroom_domain::{
         DailyStats, Message, MessageFilter, MessageKind, MessageStatus, SkipReason, StatsCounter,
     },
     paging::PageRequest,
-    AccountId, ContactId, MessageId, TemplateId, Timestamp,
+    AccountId, AnnouncementId, AutomationId, ContactId, MessageId, TemplateId, Timestamp,
 };
 use serde_json::Value;
 use time::{Date, OffsetDateTime};
@@ -35,7 +35,7 @@ const MESSAGE_QUEUE: LeasedQueue = LeasedQueue {
 
 #[derive(Queryable, QueryableByName, Selectable, Insertable)]
 #[diesel(table_name = messages, check_for_backend(Pg))]
-struct MessageRow {
+pub(super) struct MessageRow {
     account_id: Uuid,
     id: Uuid,
     contact_id: Uuid,
@@ -56,6 +56,8 @@ struct MessageRow {
     created_at: OffsetDateTime,
     updated_at: OffsetDateTime,
     sent_at: Option<OffsetDateTime>,
+    automation_id: Option<Uuid>,
+    announcement_id: Option<Uuid>,
 }
 
 impl TryFrom<MessageRow> for Message {
@@ -91,11 +93,13 @@ impl TryFrom<MessageRow> for Message {
             created_at: timestamp(row.created_at),
             updated_at: timestamp(row.updated_at),
             sent_at: row.sent_at.map(timestamp),
+            automation_id: row.automation_id.map(AutomationId::from_uuid),
+            announcement_id: row.announcement_id.map(AnnouncementId::from_uuid),
         })
     }
 }
 
-fn message_row(message: &Message, idempotency: Option<(&str, &str)>) -> MessageRow {
+pub(super) fn message_row(message: &Message, idempotency: Option<(&str, &str)>) -> MessageRow {
     MessageRow {
         account_id: message.account_id.as_uuid(),
         id: message.id.as_uuid(),
@@ -117,6 +121,8 @@ fn message_row(message: &Message, idempotency: Option<(&str, &str)>) -> MessageR
         created_at: message.created_at.as_datetime(),
         updated_at: message.updated_at.as_datetime(),
         sent_at: message.sent_at.map(|t| t.as_datetime()),
+        automation_id: message.automation_id.map(|id| id.as_uuid()),
+        announcement_id: message.announcement_id.map(|id| id.as_uuid()),
     }
 }
 

@@ -1,6 +1,8 @@
 //! Repository implementations, one module per resource, all on [`PgUnitOfWork`].
 
 mod accounts;
+mod announcements;
+mod automations;
 mod contact_import;
 mod contacts;
 mod mail_servers;

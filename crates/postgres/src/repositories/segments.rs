@@ -8,6 +8,7 @@ mod sql;
 use diesel::{sql_types, QueryableByName, RunQueryDsl};
 use mailroom_app::{ports::SegmentRepository, StoreError};
 use mailroom_domain::{condition::Segment, paging::PageRequest, AccountId, ContactId};
+use time::OffsetDateTime;
 use uuid::Uuid;
 
 use self::sql::{push_segment_filter, Param, Sql};
@@ -18,6 +19,39 @@ use crate::error::store_error;
 struct IdRow {
     #[diesel(sql_type = sql_types::Uuid)]
     id: Uuid,
+}
+
+#[derive(QueryableByName)]
+pub(super) struct MemberRow {
+    #[diesel(sql_type = sql_types::Uuid)]
+    pub(super) id: Uuid,
+    #[diesel(sql_type = sql_types::Text)]
+    pub(super) email: String,
+}
+
+/// Up to `limit` contacts of the segment created at or before `created_until`, with ids
+/// after `after`, in id order: one batch of an announcement's expansion. The primary key
+/// `(account_id, id)` serves the order and the resumption.
+pub(super) fn audience_batch(
+    conn: &mut diesel::PgConnection,
+    account: AccountId,
+    segment: &Segment,
+    created_until: OffsetDateTime,
+    after: Option<Uuid>,
+    limit: u32,
+) -> Result<Vec<MemberRow>, StoreError> {
+    let mut sql = Sql::default();
+    sql.push("SELECT contacts.id, contacts.email FROM contacts WHERE ");
+    push_segment_filter(&mut sql, account, segment);
+    let until = sql.bind(Param::Timestamptz(created_until));
+    sql.push(&format!(" AND contacts.created_at <= {until}"));
+    if let Some(after) = after {
+        let after = sql.bind(Param::Uuid(after));
+        sql.push(&format!(" AND contacts.id > {after}"));
+    }
+    let limit = sql.bind(Param::BigInt(i64::from(limit)));
+    sql.push(&format!(" ORDER BY contacts.id LIMIT {limit}"));
+    sql.into_query().load(conn).map_err(store_error)
 }
 
 #[derive(QueryableByName)]

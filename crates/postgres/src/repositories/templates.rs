@@ -17,7 +17,7 @@ use crate::{
 
 #[derive(Queryable, Selectable, Insertable, AsChangeset)]
 #[diesel(table_name = templates, check_for_backend(diesel::pg::Pg), treat_none_as_null = true)]
-struct TemplateRow {
+pub(super) struct TemplateRow {
     account_id: Uuid,
     id: Uuid,
     name: String,

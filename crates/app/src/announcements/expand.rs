@@ -1,0 +1,149 @@
+use mailroom_domain::{
+    announcement::Announcement,
+    condition::{parse_conditions, Segment},
+    AccountId, AnnouncementId,
+};
+use serde_json::Map;
+
+use crate::{
+    contacts::AccountAttributeTypes,
+    messages::outbox::{queued_message, sender_domain, Addressee, Origin},
+    ports::{in_transaction, UnitOfWork},
+    AppError, Services,
+};
+
+/// What one expansion step did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExpansionBatch {
+    /// The account of the announcement.
+    pub account: AccountId,
+    /// The announcement expanded.
+    pub announcement: AnnouncementId,
+    /// Contacts of the audience read in this batch.
+    pub contacts: usize,
+    /// Messages queued by it (fewer than `contacts` only when a batch is repeated after a
+    /// crash and found some already queued).
+    pub queued: u64,
+    /// Whether the audience's end was reached (or the announcement failed).
+    pub finished: bool,
+}
+
+/// One batch of the oldest running announcement that still has audience to expand (any
+/// account), in one transaction: reads up to `batch_size` contacts of its audience after
+/// `lastSampledContactId` in id order, queues a message for each (a unique key leaves out
+/// any contact that already has one), and moves `lastSampledContactId` forward. A crash
+/// loses at most the uncommitted batch, which the next run repeats. `None` when no
+/// announcement needs expanding or another worker holds the only one.
+///
+/// The audience: contacts created until the announcement was, matching every condition,
+/// minus those unsubscribed from its topic, minus those unsubscribed from everything
+/// unless `includeUnsubscribed`. Hard-bounced and complained contacts are queued too and
+/// the delivery worker records them `skipped`, so the log shows why they got nothing.
+///
+/// # Errors
+/// [`AppError`] when the store fails; nothing of the batch is kept then.
+pub fn expand_next_batch(
+    services: &Services,
+    batch_size: u32,
+) -> Result<Option<ExpansionBatch>, AppError> {
+    let batch_size = batch_size.max(1);
+    in_transaction(services.db.as_ref(), |tx| {
+        let Some((account, announcement)) = tx.lock_next_expansion()? else {
+            return Ok(None);
+        };
+        expand_batch(tx, services, account, &announcement, batch_size).map(Some)
+    })
+}
+
+fn expand_batch(
+    tx: &mut dyn UnitOfWork,
+    services: &Services,
+    account: AccountId,
+    announcement: &Announcement,
+    batch_size: u32,
+) -> Result<ExpansionBatch, AppError> {
+    let now = services.clock.now();
+    let failed = |tx: &mut dyn UnitOfWork, reason: &str| {
+        tx.fail_announcement(account, announcement.id, reason, now)?;
+        Ok(ExpansionBatch {
+            account,
+            announcement: announcement.id,
+            contacts: 0,
+            queued: 0,
+            finished: true,
+        })
+    };
+    let types = AccountAttributeTypes::load(tx, account)?;
+    let conditions = match parse_conditions(&announcement.attributes, &types) {
+        Ok(conditions) => conditions,
+        Err(errors) => return failed(tx, &format!("its conditions no longer apply: {errors}")),
+    };
+    let Some(template) = tx.find_template(account, announcement.template_id)? else {
+        return failed(tx, "its template was deleted");
+    };
+    let segment = Segment {
+        conditions,
+        include_unsubscribed: announcement.include_unsubscribed,
+        topic: announcement.topic_id,
+    };
+    let members = tx.audience_batch(
+        account,
+        &segment,
+        announcement.created_at,
+        announcement.last_sampled_contact_id,
+        batch_size,
+    )?;
+    let domain = sender_domain(tx, account, &template)?;
+    let messages: Vec<_> = members
+        .iter()
+        .map(|member| {
+            queued_message(
+                services,
+                account,
+                &template,
+                &domain,
+                &Addressee {
+                    contact: member.id,
+                    email: &member.email,
+                },
+                Origin::Announcement(announcement.id),
+                Map::new(),
+                now,
+                now,
+            )
+        })
+        .collect();
+    let queued = tx.insert_audience_messages(&messages)?;
+    let finished = members.len() < batch_size as usize;
+    let last = members
+        .last()
+        .map(|member| member.id)
+        .or(announcement.last_sampled_contact_id);
+    tx.record_expansion(
+        account,
+        announcement.id,
+        last,
+        queued,
+        finished.then_some(now),
+        now,
+    )?;
+    Ok(ExpansionBatch {
+        account,
+        announcement: announcement.id,
+        contacts: members.len(),
+        queued,
+        finished,
+    })
+}
+
+/// Marks `completed` every running announcement whose audience is expanded and whose
+/// messages all have a final state; returns how many.
+///
+/// # Errors
+/// [`AppError`] when the store fails.
+pub fn complete_finished(services: &Services) -> Result<u64, AppError> {
+    let now = services.clock.now();
+    in_transaction(services.db.as_ref(), |tx| {
+        Ok(tx.complete_finished_announcements(now)?)
+    })
+}

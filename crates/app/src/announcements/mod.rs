@@ -1,0 +1,14 @@
+//! Announcements: create-and-start, read, and the two worker steps that carry one out
+//! (DESIGN.md §9): [`expand_next_batch`] turns the audience into messages, a batch per
+//! transaction, and [`complete_finished`] marks an announcement `completed` once every
+//! message has a final state.
+
+mod create_announcement;
+mod expand;
+mod get_announcement;
+mod list_announcements;
+
+pub use create_announcement::create_announcement;
+pub use expand::{complete_finished, expand_next_batch, ExpansionBatch};
+pub use get_announcement::get_announcement;
+pub use list_announcements::{count_announcements, list_announcements};

@@ -1,0 +1,261 @@
+//! Announcements: one template sent once to a segment of the audience (DESIGN.md §9).
+//!
+//! An announcement is created `running`. A worker expands its audience in contact-id
+//! order, a batch per transaction, recording the last contact reached
+//! (`lastSampledContactId`), then it waits for its messages; when every message has a
+//! final state it is `completed`. It is `failed` only when its audience can no longer be
+//! evaluated (its stored conditions stopped parsing); the messages already queued are
+//! still sent. There is no update path.
+
+use serde_json::{Map, Value};
+
+use crate::{
+    condition::ConditionInput, AnnouncementId, ContactId, TemplateId, Timestamp, TopicId,
+    ValidationErrors,
+};
+
+/// The longest name accepted, in characters.
+pub const MAX_NAME_CHARS: usize = 200;
+
+/// Where an announcement is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnnouncementStatus {
+    /// Expanding its audience or waiting for its messages to be final.
+    Running,
+    /// Every message of the audience has a final state.
+    Completed,
+    /// The audience could not be evaluated any more (see `failure_reason`).
+    Failed,
+}
+
+impl AnnouncementStatus {
+    /// The wire and stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+        }
+    }
+
+    /// The status named `text`, if any.
+    pub fn parse(text: &str) -> Option<Self> {
+        [Self::Running, Self::Completed, Self::Failed]
+            .into_iter()
+            .find(|status| status.as_str() == text)
+    }
+}
+
+/// A stored announcement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Announcement {
+    /// Id.
+    pub id: AnnouncementId,
+    /// Internal name, never seen by recipients.
+    pub name: String,
+    /// The template it sends.
+    pub template_id: TemplateId,
+    /// The template's subject when the announcement was created.
+    pub subject: String,
+    /// Contacts unsubscribed from this topic are left out.
+    pub topic_id: Option<TopicId>,
+    /// Whether contacts unsubscribed from everything are included.
+    pub include_unsubscribed: bool,
+    /// The attribute conditions, as received (validated at creation).
+    pub attributes: Vec<ConditionInput>,
+    /// Where it is.
+    pub status: AnnouncementStatus,
+    /// The greatest contact id the expansion has reached.
+    pub last_sampled_contact_id: Option<ContactId>,
+    /// How many messages the expansion has queued so far.
+    pub audience_size: u64,
+    /// When the expansion reached the end of the audience.
+    pub expanded_at: Option<Timestamp>,
+    /// When it became final.
+    pub process_date: Option<Timestamp>,
+    /// Why it failed (only while `failed`).
+    pub failure_reason: Option<String>,
+    /// Created; only contacts created until then belong to its audience.
+    pub created_at: Timestamp,
+}
+
+/// The body of `POST …/announcements` as received.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AnnouncementInput {
+    /// `name`, required.
+    pub name: Option<String>,
+    /// `templateId`, required.
+    pub template_id: Option<String>,
+    /// `topicId`, optional.
+    pub topic_id: Option<String>,
+    /// `includeUnsubscribed`, required.
+    pub include_unsubscribed: Option<bool>,
+    /// `attributes`, optional; combined with AND.
+    pub attributes: Vec<ConditionInput>,
+}
+
+/// A body whose fields have the right shape; the use case checks that the template and
+/// topic exist and parses the conditions against the account's attributes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewAnnouncement {
+    /// Name.
+    pub name: String,
+    /// Template.
+    pub template_id: TemplateId,
+    /// Topic.
+    pub topic_id: Option<TopicId>,
+    /// Include contacts unsubscribed from everything.
+    pub include_unsubscribed: bool,
+    /// Conditions as received.
+    pub attributes: Vec<ConditionInput>,
+}
+
+impl AnnouncementInput {
+    /// Checks the fields' presence and shape.
+    ///
+    /// # Errors
+    /// Every problem, each under its field.
+    pub fn parse(self) -> Result<NewAnnouncement, ValidationErrors> {
+        let mut errors = ValidationErrors::new();
+        let name = match self.name.as_deref().map(str::trim) {
+            None => {
+                errors.push("name", "is required");
+                None
+            }
+            Some("") => {
+                errors.push("name", "must not be empty");
+                None
+            }
+            Some(name) if name.chars().count() > MAX_NAME_CHARS => {
+                errors.push(
+                    "name",
+                    format!("must be at most {MAX_NAME_CHARS} characters"),
+                );
+                None
+            }
+            Some(name) => Some(name.to_owned()),
+        };
+        let template_id = match self.template_id.as_deref() {
+            None => {
+                errors.push("templateId", "is required");
+                None
+            }
+            Some(text) => {
+                let parsed = TemplateId::parse(text).ok();
+                if parsed.is_none() {
+                    errors.push("templateId", "must be the id of a template of this account");
+                }
+                parsed
+            }
+        };
+        let topic_id = self.topic_id.as_deref().and_then(|text| {
+            let parsed = TopicId::parse(text).ok();
+            if parsed.is_none() {
+                errors.push("topicId", "must be the id of a topic of this account");
+            }
+            parsed
+        });
+        if self.include_unsubscribed.is_none() {
+            errors.push("includeUnsubscribed", "is required");
+        }
+        errors.into_result()?;
+        match (name, template_id, self.include_unsubscribed) {
+            (Some(name), Some(template_id), Some(include_unsubscribed)) => Ok(NewAnnouncement {
+                name,
+                template_id,
+                topic_id,
+                include_unsubscribed,
+                attributes: self.attributes,
+            }),
+            _ => Err(ValidationErrors::single("body", "is incomplete")),
+        }
+    }
+}
+
+impl ConditionInput {
+    /// The condition as the API shows it: `{slug, operator, value?}`.
+    pub fn to_json(&self) -> Value {
+        let mut object = Map::new();
+        object.insert("slug".into(), Value::String(self.slug.clone()));
+        object.insert("operator".into(), Value::String(self.operator.clone()));
+        if let Some(value) = &self.value {
+            object.insert("value".into(), value.clone());
+        }
+        Value::Object(object)
+    }
+
+    /// Reads back what [`ConditionInput::to_json`] wrote; `None` for any other shape.
+    pub fn from_json(value: &Value) -> Option<Self> {
+        let object = value.as_object()?;
+        Some(Self {
+            slug: object.get("slug")?.as_str()?.to_owned(),
+            operator: object.get("operator")?.as_str()?.to_owned(),
+            value: object.get("value").cloned(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn required_fields_are_named() {
+        let fields: Vec<String> = AnnouncementInput::default()
+            .parse()
+            .expect_err("invalid")
+            .0
+            .into_iter()
+            .map(|error| error.field)
+            .collect();
+        assert_eq!(fields, ["name", "templateId", "includeUnsubscribed"]);
+    }
+
+    #[test]
+    fn ids_must_be_ids() {
+        let input = AnnouncementInput {
+            name: Some("Launch".into()),
+            template_id: Some("x".into()),
+            topic_id: Some("y".into()),
+            include_unsubscribed: Some(false),
+            attributes: vec![],
+        };
+        let fields: Vec<String> = input
+            .parse()
+            .expect_err("invalid")
+            .0
+            .into_iter()
+            .map(|error| error.field)
+            .collect();
+        assert_eq!(fields, ["templateId", "topicId"]);
+    }
+
+    #[test]
+    fn conditions_round_trip_through_json() {
+        for value in [Some(json!("x")), Some(json!(3)), None] {
+            let condition = ConditionInput {
+                slug: "plan".into(),
+                operator: "s_equal".into(),
+                value,
+            };
+            assert_eq!(
+                ConditionInput::from_json(&condition.to_json()),
+                Some(condition)
+            );
+        }
+        assert_eq!(ConditionInput::from_json(&json!([1])), None);
+    }
+
+    #[test]
+    fn statuses_round_trip() {
+        for status in [
+            AnnouncementStatus::Running,
+            AnnouncementStatus::Completed,
+            AnnouncementStatus::Failed,
+        ] {
+            assert_eq!(AnnouncementStatus::parse(status.as_str()), Some(status));
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! `/v2/accounts/{accountId}/announcements`: create-and-start and reads; no update path.
+
+use actix_web::{get, post, web};
+use mailroom_app::{announcements, Services};
+use mailroom_domain::AnnouncementId;
+
+use crate::{
+    blocking::run_blocking,
+    campaign_dto::{AnnouncementBody, AnnouncementDto},
+    dto::{CountDto, PageEnvelope},
+    extract::{account_id, record_id, Caller, JsonBody, Paging},
+    problem::{ApiError, Problem},
+};
+
+/// One page of the account's announcements, oldest first.
+#[utoipa::path(
+    tag = "announcements", security(("bearer" = [])),
+    params(
+        ("accountId" = String, Path, description = "Account id"),
+        ("start" = Option<u64>, Query, description = "Zero-based offset (default 0)"),
+        ("limit" = Option<u32>, Query, description = "Page size (default 25, clamped to 100)"),
+    ),
+    responses((status = 200, body = PageEnvelope<AnnouncementDto>), (status = 400, body = Problem), (status = 401, body = Problem))
+)]
+#[get("/accounts/{accountId}/announcements")]
+pub(crate) async fn list_announcements(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<String>,
+    paging: Paging,
+) -> Result<web::Json<PageEnvelope<AnnouncementDto>>, ApiError> {
+    let account = account_id(&path)?;
+    let page = paging.0;
+    let list = run_blocking(move || {
+        announcements::list_announcements(&services, &caller.0, account, page)
+    })
+    .await?;
+    Ok(web::Json(PageEnvelope::page(
+        list.into_iter().map(AnnouncementDto::from).collect(),
+        page,
+    )))
+}
+
+/// How many announcements the account holds.
+#[utoipa::path(
+    tag = "announcements", security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id")),
+    responses((status = 200, body = CountDto), (status = 401, body = Problem))
+)]
+#[get("/accounts/{accountId}/announcements/count")]
+pub(crate) async fn count_announcements(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<String>,
+) -> Result<web::Json<CountDto>, ApiError> {
+    let account = account_id(&path)?;
+    let count =
+        run_blocking(move || announcements::count_announcements(&services, &caller.0, account))
+            .await?;
+    Ok(web::Json(CountDto { count }))
+}
+
+/// One announcement with its template reference, audience settings and delivery status.
+#[utoipa::path(
+    tag = "announcements", security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id"), ("announcementId" = String, Path, description = "Announcement id")),
+    responses((status = 200, body = AnnouncementDto), (status = 401, body = Problem), (status = 404, body = Problem))
+)]
+#[get("/accounts/{accountId}/announcements/{announcementId}")]
+pub(crate) async fn get_announcement(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<(String, String)>,
+) -> Result<web::Json<AnnouncementDto>, ApiError> {
+    let account = account_id(&path.0)?;
+    let id: AnnouncementId = record_id(&path.1)?;
+    let found =
+        run_blocking(move || announcements::get_announcement(&services, &caller.0, account, id))
+            .await?;
+    Ok(web::Json(found.into()))
+}
+
+/// Create and start an announcement: it answers at once, `running`; workers expand the
+/// audience and send.
+#[utoipa::path(
+    tag = "announcements", request_body = AnnouncementBody, security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id")),
+    responses((status = 200, body = AnnouncementDto), (status = 400, body = Problem), (status = 401, body = Problem))
+)]
+#[post("/accounts/{accountId}/announcements")]
+pub(crate) async fn create_announcement(
+    services: web::Data<Services>,
+    caller: Caller,
+    path: web::Path<String>,
+    body: JsonBody<AnnouncementBody>,
+) -> Result<web::Json<AnnouncementDto>, ApiError> {
+    let account = account_id(&path)?;
+    let input = body.0.into();
+    let created = run_blocking(move || {
+        announcements::create_announcement(&services, &caller.0, account, input)
+    })
+    .await?;
+    Ok(web::Json(created.into()))
+}

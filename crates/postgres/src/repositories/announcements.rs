@@ -1,0 +1,300 @@
+use diesel::{pg::Pg, prelude::*, sql_query, sql_types::Timestamptz, upsert::on_constraint};
+use mailroom_app::{
+    ports::{AnnouncementRepository, AudienceMember},
+    StoreError,
+};
+use mailroom_domain::{
+    announcement::{Announcement, AnnouncementStatus},
+    condition::{ConditionInput, Segment},
+    message::Message,
+    paging::PageRequest,
+    AccountId, AnnouncementId, ContactId, TemplateId, Timestamp, TopicId,
+};
+use serde_json::Value;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::{
+    corrupt,
+    messages::{message_row, MessageRow},
+    segments::audience_batch,
+    templates::page_bounds,
+    timestamp, PgUnitOfWork,
+};
+use crate::{
+    error::store_error,
+    schema::{announcements, messages},
+};
+
+/// Rows per `INSERT` of an expansion batch: 22 bound columns each, well under
+/// PostgreSQL's 65,535 parameters per statement.
+const INSERT_CHUNK: usize = 2_000;
+
+#[derive(Queryable, Selectable, Insertable)]
+#[diesel(table_name = announcements, check_for_backend(Pg))]
+struct AnnouncementRow {
+    account_id: Uuid,
+    id: Uuid,
+    name: String,
+    template_id: Uuid,
+    subject: String,
+    topic_id: Option<Uuid>,
+    include_unsubscribed: bool,
+    attributes: Value,
+    status: String,
+    last_sampled_contact_id: Option<Uuid>,
+    expanded_at: Option<OffsetDateTime>,
+    audience_size: i64,
+    process_date: Option<OffsetDateTime>,
+    failure_reason: Option<String>,
+    created_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
+}
+
+impl AnnouncementRow {
+    fn into_announcement(self) -> Result<(AccountId, Announcement), StoreError> {
+        let attributes = match &self.attributes {
+            Value::Array(items) => items
+                .iter()
+                .map(|item| {
+                    ConditionInput::from_json(item)
+                        .ok_or_else(|| corrupt("announcements.attributes", item))
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+            other => return Err(corrupt("announcements.attributes", other)),
+        };
+        Ok((
+            AccountId::from_uuid(self.account_id),
+            Announcement {
+                id: AnnouncementId::from_uuid(self.id),
+                name: self.name,
+                template_id: TemplateId::from_uuid(self.template_id),
+                subject: self.subject,
+                topic_id: self.topic_id.map(TopicId::from_uuid),
+                include_unsubscribed: self.include_unsubscribed,
+                attributes,
+                status: AnnouncementStatus::parse(&self.status)
+                    .ok_or_else(|| corrupt("announcements.status", &self.status))?,
+                last_sampled_contact_id: self.last_sampled_contact_id.map(ContactId::from_uuid),
+                audience_size: u64::try_from(self.audience_size)
+                    .map_err(|e| corrupt("announcements.audience_size", e))?,
+                expanded_at: self.expanded_at.map(timestamp),
+                process_date: self.process_date.map(timestamp),
+                failure_reason: self.failure_reason,
+                created_at: timestamp(self.created_at),
+            },
+        ))
+    }
+}
+
+fn of_account(account: AccountId) -> announcements::BoxedQuery<'static, Pg> {
+    announcements::table
+        .filter(announcements::account_id.eq(account.as_uuid()))
+        .into_boxed()
+}
+
+fn one(
+    account: AccountId,
+    id: AnnouncementId,
+) -> diesel::dsl::Filter<
+    diesel::dsl::Filter<announcements::table, diesel::dsl::Eq<announcements::account_id, Uuid>>,
+    diesel::dsl::Eq<announcements::id, Uuid>,
+> {
+    announcements::table
+        .filter(announcements::account_id.eq(account.as_uuid()))
+        .filter(announcements::id.eq(id.as_uuid()))
+}
+
+impl AnnouncementRepository for PgUnitOfWork<'_> {
+    fn insert_announcement(
+        &mut self,
+        account: AccountId,
+        announcement: &Announcement,
+    ) -> Result<(), StoreError> {
+        let row = AnnouncementRow {
+            account_id: account.as_uuid(),
+            id: announcement.id.as_uuid(),
+            name: announcement.name.clone(),
+            template_id: announcement.template_id.as_uuid(),
+            subject: announcement.subject.clone(),
+            topic_id: announcement.topic_id.map(|id| id.as_uuid()),
+            include_unsubscribed: announcement.include_unsubscribed,
+            attributes: Value::Array(
+                announcement
+                    .attributes
+                    .iter()
+                    .map(ConditionInput::to_json)
+                    .collect(),
+            ),
+            status: announcement.status.as_str().to_owned(),
+            last_sampled_contact_id: announcement.last_sampled_contact_id.map(|id| id.as_uuid()),
+            expanded_at: announcement.expanded_at.map(|t| t.as_datetime()),
+            audience_size: i64::try_from(announcement.audience_size).unwrap_or(i64::MAX),
+            process_date: announcement.process_date.map(|t| t.as_datetime()),
+            failure_reason: announcement.failure_reason.clone(),
+            created_at: announcement.created_at.as_datetime(),
+            updated_at: announcement.created_at.as_datetime(),
+        };
+        diesel::insert_into(announcements::table)
+            .values(&row)
+            .execute(self.conn)
+            .map(drop)
+            .map_err(store_error)
+    }
+
+    fn find_announcement(
+        &mut self,
+        account: AccountId,
+        id: AnnouncementId,
+    ) -> Result<Option<Announcement>, StoreError> {
+        one(account, id)
+            .select(AnnouncementRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(store_error)?
+            .map(|row| row.into_announcement().map(|(_, found)| found))
+            .transpose()
+    }
+
+    fn list_announcements(
+        &mut self,
+        account: AccountId,
+        page: PageRequest,
+    ) -> Result<Vec<Announcement>, StoreError> {
+        let (offset, limit) = page_bounds(page);
+        of_account(account)
+            .order((announcements::created_at.asc(), announcements::id.asc()))
+            .offset(offset)
+            .limit(limit)
+            .select(AnnouncementRow::as_select())
+            .load(self.conn)
+            .map_err(store_error)?
+            .into_iter()
+            .map(|row| row.into_announcement().map(|(_, found)| found))
+            .collect()
+    }
+
+    fn count_announcements(&mut self, account: AccountId) -> Result<u64, StoreError> {
+        let count: i64 = of_account(account)
+            .count()
+            .get_result(self.conn)
+            .map_err(store_error)?;
+        u64::try_from(count).map_err(|e| corrupt("announcement count", e))
+    }
+
+    fn lock_next_expansion(&mut self) -> Result<Option<(AccountId, Announcement)>, StoreError> {
+        announcements::table
+            .filter(announcements::status.eq(AnnouncementStatus::Running.as_str()))
+            .filter(announcements::expanded_at.is_null())
+            .order(announcements::created_at.asc())
+            .select(AnnouncementRow::as_select())
+            .for_update()
+            .skip_locked()
+            .first(self.conn)
+            .optional()
+            .map_err(store_error)?
+            .map(AnnouncementRow::into_announcement)
+            .transpose()
+    }
+
+    fn audience_batch(
+        &mut self,
+        account: AccountId,
+        segment: &Segment,
+        created_until: Timestamp,
+        after: Option<ContactId>,
+        limit: u32,
+    ) -> Result<Vec<AudienceMember>, StoreError> {
+        Ok(audience_batch(
+            self.conn,
+            account,
+            segment,
+            created_until.as_datetime(),
+            after.map(|id| id.as_uuid()),
+            limit,
+        )?
+        .into_iter()
+        .map(|row| AudienceMember {
+            id: ContactId::from_uuid(row.id),
+            email: row.email,
+        })
+        .collect())
+    }
+
+    fn insert_audience_messages(&mut self, batch: &[Message]) -> Result<u64, StoreError> {
+        let mut inserted = 0;
+        for chunk in batch.chunks(INSERT_CHUNK) {
+            let rows: Vec<MessageRow> = chunk
+                .iter()
+                .map(|message| message_row(message, None))
+                .collect();
+            let added = diesel::insert_into(messages::table)
+                .values(&rows)
+                .on_conflict(on_constraint(
+                    "messages_account_id_announcement_id_contact_id_key",
+                ))
+                .do_nothing()
+                .execute(self.conn)
+                .map_err(store_error)?;
+            inserted += added as u64;
+        }
+        Ok(inserted)
+    }
+
+    fn record_expansion(
+        &mut self,
+        account: AccountId,
+        id: AnnouncementId,
+        last_contact: Option<ContactId>,
+        added: u64,
+        expanded_at: Option<Timestamp>,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        diesel::update(one(account, id))
+            .set((
+                announcements::last_sampled_contact_id.eq(last_contact.map(|id| id.as_uuid())),
+                announcements::audience_size
+                    .eq(announcements::audience_size + i64::try_from(added).unwrap_or(i64::MAX)),
+                announcements::expanded_at.eq(expanded_at.map(|t| t.as_datetime())),
+                announcements::updated_at.eq(now.as_datetime()),
+            ))
+            .execute(self.conn)
+            .map(drop)
+            .map_err(store_error)
+    }
+
+    fn fail_announcement(
+        &mut self,
+        account: AccountId,
+        id: AnnouncementId,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        diesel::update(one(account, id))
+            .set((
+                announcements::status.eq(AnnouncementStatus::Failed.as_str()),
+                announcements::failure_reason.eq(reason),
+                announcements::process_date.eq(now.as_datetime()),
+                announcements::updated_at.eq(now.as_datetime()),
+            ))
+            .execute(self.conn)
+            .map(drop)
+            .map_err(store_error)
+    }
+
+    fn complete_finished_announcements(&mut self, now: Timestamp) -> Result<u64, StoreError> {
+        // The NOT EXISTS is served by the partial index messages_announcement_pending_idx,
+        // which holds only the pending rows: cheap however many messages are final.
+        let completed = sql_query(
+            "UPDATE announcements a SET status = 'completed', process_date = $1, updated_at = $1 \
+             WHERE a.status = 'running' AND a.expanded_at IS NOT NULL \
+             AND NOT EXISTS (SELECT 1 FROM messages m \
+                 WHERE m.account_id = a.account_id AND m.announcement_id = a.id \
+                 AND m.announcement_id IS NOT NULL AND m.status IN ('queued', 'sending'))",
+        )
+        .bind::<Timestamptz, _>(now.as_datetime())
+        .execute(self.conn)
+        .map_err(store_error)?;
+        Ok(completed as u64)
+    }
+}
