@@ -1,6 +1,9 @@
 //! All API tests in one binary (one link step), one module per resource.
 
 mod accounts;
+mod announcements;
+mod automations;
+mod campaign_setup;
 mod contacts;
 mod errors;
 mod import;

@@ -973,9 +973,15 @@ pub struct MessageDto {
     /// `queued`, `sending`, `sent`, `failed`, `bounced` or `skipped`.
     pub status: String,
     /// Why it was skipped: `bounce_blocked`, `complaint_blocked`, `unsubscribed`,
-    /// `free_limit_capped` or `no_mail_server`.
+    /// `free_limit_capped`, `no_mail_server` or `automation_disabled`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skip_reason: Option<String>,
+    /// The automation that queued it (automation messages only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub automation_id: Option<String>,
+    /// The announcement that queued it (announcement messages only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub announcement_id: Option<String>,
     /// Template variables of the send.
     #[schema(value_type = Object)]
     pub data: serde_json::Map<String, serde_json::Value>,
@@ -1013,6 +1019,8 @@ impl From<mailroom_domain::message::Message> for MessageDto {
             kind: message.kind.as_str().to_owned(),
             status: message.status.as_str().to_owned(),
             skip_reason: message.skip_reason.map(|r| r.as_str().to_owned()),
+            automation_id: message.automation_id.map(|id| id.to_string()),
+            announcement_id: message.announcement_id.map(|id| id.to_string()),
             data: message.data,
             attempts: message.attempts,
             last_reply: message.last_reply,

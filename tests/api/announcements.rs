@@ -1,0 +1,329 @@
+//! Announcements: validation, create-and-start, the audience (conditions, topic,
+//! includeUnsubscribed, suppressed contacts), a restart in the middle of the expansion,
+//! and completion only once every message is final.
+
+use mailroom_tests::expect_problem;
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::campaign_setup::Setup;
+
+fn body(template: &str) -> Value {
+    json!({"name": "Launch", "templateId": template, "includeUnsubscribed": false})
+}
+
+async fn announce(setup: &Setup, body: &Value) -> Value {
+    setup.ok(Method::POST, "/announcements", body).await
+}
+
+async fn announcement(setup: &Setup, created: &Value) -> Value {
+    let id = created["_id"].as_str().expect("id");
+    setup.get(&format!("/announcements/{id}")).await
+}
+
+/// Expands every announcement fully with batches of `batch_size`.
+async fn expand(setup: &Setup, batch_size: u32) {
+    loop {
+        let round = setup.announcement_round(batch_size).await;
+        if round.expanded.is_none() {
+            return;
+        }
+    }
+}
+
+async fn recipients(setup: &Setup, created: &Value) -> Vec<(String, String, Option<String>)> {
+    let mut messages: Vec<_> = setup
+        .messages()
+        .await
+        .into_iter()
+        .filter(|message| message["announcementId"] == created["_id"])
+        .map(|message| {
+            (
+                message["email"].as_str().unwrap().to_owned(),
+                message["status"].as_str().unwrap().to_owned(),
+                message["skipReason"].as_str().map(str::to_owned),
+            )
+        })
+        .collect();
+    messages.sort();
+    messages
+}
+
+#[tokio::test]
+async fn bad_bodies_answer_400_and_there_is_no_update_path() {
+    let setup = Setup::new().await;
+    let unknown = "01936c5e-7b2a-7cde-8f00-0123456789ab";
+    let cases = [
+        (
+            json!({"templateId": setup.template, "includeUnsubscribed": false}),
+            "name",
+        ),
+        (
+            json!({"name": "x", "includeUnsubscribed": false}),
+            "templateId",
+        ),
+        (
+            json!({"name": "x", "templateId": setup.template}),
+            "includeUnsubscribed",
+        ),
+        (
+            json!({"name": "x", "templateId": unknown, "includeUnsubscribed": false}),
+            "templateId",
+        ),
+        (
+            json!({"name": "x", "templateId": setup.template, "includeUnsubscribed": false, "topicId": unknown}),
+            "topicId",
+        ),
+        (
+            json!({"name": "x", "templateId": setup.template, "includeUnsubscribed": false, "topicId": "nope"}),
+            "topicId",
+        ),
+        (
+            json!({"name": "x", "templateId": setup.template, "includeUnsubscribed": false,
+                   "attributes": [{"slug": "no_such", "operator": "exists"}]}),
+            "attributes[0].slug",
+        ),
+        (
+            json!({"name": "x", "templateId": setup.template, "includeUnsubscribed": false,
+                   "attributes": [{"slug": "email", "operator": "greater_than", "value": 3}]}),
+            "attributes[0].operator",
+        ),
+    ];
+    for (body, field) in cases {
+        let problem =
+            expect_problem(setup.call(Method::POST, "/announcements", &body).await, 400).await;
+        let fields: Vec<_> = problem["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|error| error["field"].as_str().unwrap().to_owned())
+            .collect();
+        assert!(fields.contains(&field.to_owned()), "{body}: {problem}");
+    }
+    assert_eq!(setup.get("/announcements/count").await["count"], 0);
+
+    let created = announce(&setup, &body(&setup.template)).await;
+    let id = created["_id"].as_str().unwrap();
+    for method in [Method::PATCH, Method::PUT] {
+        let response = setup
+            .call(
+                method,
+                &format!("/announcements/{id}"),
+                &json!({"name": "y"}),
+            )
+            .await;
+        assert_eq!(response.status(), 405);
+    }
+}
+
+#[tokio::test]
+async fn an_announcement_starts_running_with_the_template_subject_and_is_listed() {
+    let setup = Setup::new().await;
+    let topic = setup
+        .ok(Method::POST, "/topics", &json!({"name": "Launches"}))
+        .await;
+    setup.contact("a@example.org", json!({"plan": "pro"})).await;
+    let created = announce(
+        &setup,
+        &json!({
+            "name": "Launch", "templateId": setup.template, "topicId": topic["_id"],
+            "includeUnsubscribed": false,
+            "attributes": [{"slug": "plan", "operator": "exists"}]
+        }),
+    )
+    .await;
+    assert_eq!(created["status"], "running");
+    assert_eq!(created["subject"], "News for {{ email }}");
+    assert_eq!(created["topicId"], topic["_id"]);
+    assert_eq!(created["includeUnsubscribed"], false);
+    assert!(created["processDate"].is_null());
+    assert_eq!(
+        created["attributes"],
+        json!([{"slug": "plan", "operator": "exists"}])
+    );
+    assert_eq!(announcement(&setup, &created).await, created);
+    let list = setup.get("/announcements").await;
+    assert_eq!(list["items"], json!([created]));
+    assert_eq!(setup.get("/announcements/count").await["count"], 1);
+    expect_problem(
+        setup
+            .app
+            .get(
+                &setup.path("/announcements/01936c5e-7b2a-7cde-8f00-0123456789ab"),
+                &setup.token,
+            )
+            .await,
+        404,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_audience_honours_conditions_topic_unsubscriptions_and_suppression() {
+    let setup = Setup::new().await;
+    let topic = setup
+        .ok(Method::POST, "/topics", &json!({"name": "Launches"}))
+        .await;
+    let pro = json!({"plan": "pro"});
+    setup.contact("a-plain@example.org", pro.clone()).await;
+    setup
+        .contact("b-free@example.org", json!({"plan": "free"}))
+        .await;
+    setup.contact("c-unsub@example.org", pro.clone()).await;
+    setup.contact("d-topic@example.org", pro.clone()).await;
+    setup.contact("e-bounced@example.org", pro.clone()).await;
+    setup.contact("f-complained@example.org", pro.clone()).await;
+    setup.contact("g-noplan@example.org", json!({})).await;
+    let topic_id = topic["_id"].as_str().unwrap();
+    setup.sql(&format!(
+        "UPDATE contacts SET unsubscribed_at = now() WHERE email = 'c-unsub@example.org';
+         UPDATE contacts SET hard_bounced_at = now() WHERE email = 'e-bounced@example.org';
+         UPDATE contacts SET complaint_at = now() WHERE email = 'f-complained@example.org';
+         INSERT INTO topic_unsubscriptions (account_id, contact_id, topic_id, created_at)
+           SELECT account_id, id, '{topic_id}', now() FROM contacts
+           WHERE email = 'd-topic@example.org'"
+    ));
+    let conditions = json!([{"slug": "plan", "operator": "s_equal", "value": "PRO"}]);
+    let ordinary = announce(
+        &setup,
+        &json!({"name": "Ordinary", "templateId": setup.template, "topicId": topic_id,
+                "includeUnsubscribed": false, "attributes": conditions}),
+    )
+    .await;
+    let everyone = announce(
+        &setup,
+        &json!({"name": "Must receive", "templateId": setup.template,
+                "includeUnsubscribed": true, "attributes": conditions}),
+    )
+    .await;
+    // A contact created after the announcements is not in their audience.
+    setup.app.clock.advance(time::Duration::seconds(1));
+    setup.contact("h-late@example.org", pro).await;
+
+    expand(&setup, 2).await;
+    setup.drain_messages().await;
+
+    let sent = |email: &str| (email.to_owned(), "sent".to_owned(), None);
+    let skipped = |email: &str, reason: &str| {
+        (
+            email.to_owned(),
+            "skipped".to_owned(),
+            Some(reason.to_owned()),
+        )
+    };
+    assert_eq!(
+        recipients(&setup, &ordinary).await,
+        [
+            sent("a-plain@example.org"),
+            skipped("e-bounced@example.org", "bounce_blocked"),
+            skipped("f-complained@example.org", "complaint_blocked"),
+        ]
+    );
+    assert_eq!(
+        recipients(&setup, &everyone).await,
+        [
+            sent("a-plain@example.org"),
+            sent("c-unsub@example.org"),
+            sent("d-topic@example.org"),
+            skipped("e-bounced@example.org", "bounce_blocked"),
+            skipped("f-complained@example.org", "complaint_blocked"),
+        ]
+    );
+    assert_eq!(setup.smtp.messages().len(), 4);
+    let today = setup.today().await;
+    assert_eq!(today["sent"], 4);
+    assert_eq!(today["bounceBlocked"], 2);
+    assert_eq!(today["complaintBlocked"], 2);
+
+    setup.announcement_round(2).await;
+    for created in [&ordinary, &everyone] {
+        let done = announcement(&setup, created).await;
+        assert_eq!(done["status"], "completed", "{done}");
+        assert!(done["processDate"].is_string());
+        assert!(done["lastSampledContactId"].is_string());
+    }
+    assert_eq!(announcement(&setup, &ordinary).await["audienceSize"], 3);
+}
+
+#[tokio::test]
+async fn a_restart_in_the_middle_of_the_expansion_sends_exactly_one_message_per_contact() {
+    let setup = Setup::new().await;
+    for n in 0..25 {
+        setup
+            .contact(&format!("c{n:02}@example.org"), json!({}))
+            .await;
+    }
+    let created = announce(&setup, &body(&setup.template)).await;
+
+    // Two batches, then the worker "dies": a new one picks up from lastSampledContactId.
+    for _ in 0..2 {
+        let batch = setup.announcement_round(10).await.expanded.expect("batch");
+        assert_eq!((batch.contacts, batch.queued), (10, 10));
+    }
+    let halfway = announcement(&setup, &created).await;
+    assert_eq!(halfway["audienceSize"], 20);
+    assert_eq!(halfway["status"], "running");
+    // Worse than a clean stop: progress written before the crash is lost, so the next
+    // worker repeats batches it already did. The unique key keeps one message each.
+    setup.sql("UPDATE announcements SET last_sampled_contact_id = NULL");
+    expand(&setup, 10).await;
+
+    let messages = recipients(&setup, &created).await;
+    assert_eq!(messages.len(), 25, "one message per contact");
+    let mut emails: Vec<_> = messages.iter().map(|(email, _, _)| email.clone()).collect();
+    emails.dedup();
+    assert_eq!(emails.len(), 25, "no duplicates");
+    assert_eq!(
+        announcement(&setup, &created).await["audienceSize"],
+        25,
+        "repeated batches queued nothing new"
+    );
+    setup.drain_messages().await;
+    assert_eq!(setup.smtp.messages().len(), 25);
+}
+
+#[tokio::test]
+async fn completed_comes_only_after_every_message_is_final() {
+    let setup = Setup::new().await;
+    for n in 0..3 {
+        setup.contact(&format!("c{n}@example.org"), json!({})).await;
+    }
+    let created = announce(&setup, &body(&setup.template)).await;
+    expand(&setup, 100).await;
+    setup.announcement_round(100).await;
+    let expanded = announcement(&setup, &created).await;
+    assert_eq!(expanded["status"], "running", "messages still queued");
+    assert_eq!(expanded["audienceSize"], 3);
+
+    // One recipient's server answers 450 first: that message is retried later.
+    setup
+        .smtp
+        .script_rcpt_replies(["450 4.2.0 try again later"]);
+    setup.drain_messages().await;
+    setup.announcement_round(100).await;
+    assert_eq!(
+        announcement(&setup, &created).await["status"],
+        "running",
+        "a message is waiting for its retry"
+    );
+    setup.app.clock.advance(time::Duration::hours(7));
+    setup.drain_messages().await;
+    let round = setup.announcement_round(100).await;
+    assert_eq!(round.completed, 1);
+    let done = announcement(&setup, &created).await;
+    assert_eq!(done["status"], "completed");
+    assert!(done["processDate"].is_string());
+    assert_eq!(setup.smtp.messages().len(), 3);
+}
+
+#[tokio::test]
+async fn an_empty_audience_completes_at_once() {
+    let setup = Setup::new().await;
+    let created = announce(&setup, &body(&setup.template)).await;
+    let round = setup.announcement_round(100).await;
+    let batch = round.expanded.expect("a batch");
+    assert!(batch.finished);
+    assert_eq!(batch.contacts, 0);
+    assert_eq!(round.completed, 1);
+    assert_eq!(announcement(&setup, &created).await["status"], "completed");
+}
