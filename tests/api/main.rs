@@ -6,6 +6,7 @@ mod automations;
 mod campaign_setup;
 mod contacts;
 mod errors;
+mod hostile;
 mod import;
 mod mail_servers;
 mod messages;

@@ -164,6 +164,13 @@ impl<T: serde::de::DeserializeOwned + 'static> FromRequest for JsonBody<T> {
 }
 
 fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    // PostgreSQL text cannot hold U+0000; refusing it here keeps it from ever reaching a
+    // write as a 500, whatever field it hides in.
+    if has_escaped_nul(bytes) {
+        return Err(ApiError::bad_request(
+            "strings must not contain the NUL character (\\u0000)",
+        ));
+    }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
         let path = error.path().to_string();
@@ -178,4 +185,35 @@ fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiErro
         ApiError::bad_request(format!("the body is not acceptable JSON: {error}"))
     })?;
     Ok(value)
+}
+
+/// Whether JSON text holds the escape `\u0000` (valid JSON can carry NUL no other way).
+/// Escapes are skipped whole, so an escaped backslash followed by `u0000` is not one.
+fn has_escaped_nul(bytes: &[u8]) -> bool {
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] == b'\\' {
+            if bytes.get(at + 1) == Some(&b'u') && bytes.get(at + 2..at + 6) == Some(b"0000") {
+                return true;
+            }
+            at += 2;
+        } else {
+            at += 1;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod nul_tests {
+    use super::has_escaped_nul;
+
+    #[test]
+    fn finds_the_nul_escape_and_only_it() {
+        assert!(has_escaped_nul(br#"{"name": "a\u0000b"}"#));
+        assert!(has_escaped_nul(br#"["\\\u0000"]"#));
+        assert!(!has_escaped_nul(br#"{"name": "a\\u0000b"}"#));
+        assert!(!has_escaped_nul(br#"{"name": "\u0001 \n"}"#));
+        assert!(!has_escaped_nul(br#"{"name": "trailing \"#));
+    }
 }
