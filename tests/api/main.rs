@@ -2,12 +2,15 @@
 
 mod accounts;
 mod contacts;
+mod delivery_support;
 mod errors;
+mod feedback;
 mod import;
 mod mail_servers;
 mod messages;
 pub(crate) mod openapi;
 mod operations;
+mod send_limit;
 mod templates;
 mod tenancy;
 mod tokens;

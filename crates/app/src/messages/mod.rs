@@ -9,6 +9,7 @@ pub mod deliver;
 mod get_message;
 mod list_messages;
 mod message_stats;
+mod send_limit;
 mod send_message;
 
 pub use deliver::{

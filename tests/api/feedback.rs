@@ -1,0 +1,1 @@
+//! Feedback intake (filled in below).
