@@ -99,6 +99,11 @@ impl Delivery {
             .await
     }
 
+    pub(crate) async fn contact(&self, id: &Value) -> Value {
+        self.get(&format!("/contacts/{}", id.as_str().expect("contact id")))
+            .await
+    }
+
     /// Today's counters (the last day of the stats window).
     pub(crate) async fn today(&self) -> Value {
         let days = self.get("/messages/stats").await;

@@ -9,6 +9,7 @@ pub mod accounts;
 pub mod auth;
 pub mod contacts;
 pub mod error;
+pub mod feedback;
 pub mod mail_servers;
 pub mod messages;
 pub mod ports;

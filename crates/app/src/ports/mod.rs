@@ -7,6 +7,7 @@
 mod contact_import;
 mod contacts;
 mod database;
+mod feedback;
 mod mail_server_records;
 mod mail_servers;
 mod messages;
@@ -22,6 +23,7 @@ mod webhook_sender;
 pub use contact_import::{ContactImportRepository, ImportedContact};
 pub use contacts::{ContactEvent, ContactRepository, EventName};
 pub use database::{in_transaction, Database, UnitOfWork};
+pub use feedback::FeedbackRepository;
 pub use mail_server_records::{MailServerRecord, MailServerRepository};
 pub use mail_servers::{CredentialCheck, MailServerProbe, ProbeError, SmtpEndpoint, SmtpSecurity};
 pub use messages::{IdempotentMessage, MailFuture, Mailer, MessageRepository, OutgoingMail};

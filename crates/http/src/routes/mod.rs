@@ -3,6 +3,7 @@
 mod accounts;
 mod contacts;
 mod contacts_import;
+mod feedback;
 mod mail_servers;
 mod messages;
 pub mod system;
@@ -65,6 +66,7 @@ pub fn v2(cfg: &mut ServiceConfig) {
         .service(messages::count_messages)
         .service(messages::message_stats)
         .service(messages::get_message)
+        .service(feedback::record_feedback)
         .service(system::openapi_json);
 }
 

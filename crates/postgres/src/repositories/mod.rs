@@ -3,6 +3,7 @@
 mod accounts;
 mod contact_import;
 mod contacts;
+mod feedback;
 mod mail_servers;
 mod messages;
 mod segments;
