@@ -329,3 +329,25 @@ async fn another_users_token_gets_401_and_records_nothing() {
     );
     assert_eq!(setup.today().await["complained"], 0);
 }
+
+#[tokio::test]
+async fn two_identical_complaints_at_once_are_recorded_once() {
+    let setup = Delivery::new(|_| {}).await;
+    subscribe(&setup, "contact.complained").await;
+    let message = delivered(&setup, "grace@example.org").await;
+    let header = message["messageId"].as_str().unwrap();
+    let report = fixture("arf-yahoo.eml", header, "grace@example.org");
+    let (first, second) = tokio::join!(
+        post_feedback(&setup, &setup.token, report.clone()),
+        post_feedback(&setup, &setup.token, report)
+    );
+    let first = expect_json(first, 200).await;
+    let second = expect_json(second, 200).await;
+    let recorded = [&first, &second]
+        .iter()
+        .filter(|answer| answer["recorded"] == true)
+        .count();
+    assert_eq!(recorded, 1, "{first} {second}");
+    assert_eq!(setup.today().await["complained"], 1);
+    assert_eq!(events(&setup, "contact.complained").await.len(), 1);
+}

@@ -242,7 +242,10 @@ mod tests {
         let failed = block("failed", "5.1.1", None);
         let both = [delayed.clone(), failed.clone()];
         assert_eq!(deciding_recipient(&both), Some(&failed));
-        assert_eq!(deciding_recipient(std::slice::from_ref(&delayed)), Some(&delayed));
+        assert_eq!(
+            deciding_recipient(std::slice::from_ref(&delayed)),
+            Some(&delayed)
+        );
         assert_eq!(deciding_recipient(&[]), None);
     }
 
