@@ -38,7 +38,8 @@ pub struct FeedbackReport {
     /// The original message's `Message-ID` in `<…>` form, when the report carries the
     /// original message or its headers.
     pub original_message_id: Option<String>,
-    /// The recipient the report is about (`Original-Rcpt-To`, `Final-Recipient`, or the
+    /// The recipient the report is about (`Original-Rcpt-To`, `Original-Recipient`,
+    /// `Final-Recipient`, or the
     /// original's `To`).
     pub recipient: Option<EmailAddress>,
 }
@@ -47,7 +48,7 @@ pub struct FeedbackReport {
 /// fields that decide its meaning.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DsnRecipient {
-    /// `Final-Recipient` (else `Original-Recipient`), as written: `rfc822; a@b.example`.
+    /// `Original-Recipient` (else `Final-Recipient`), as written: `rfc822; a@b.example`.
     pub recipient: Option<String>,
     /// `Action`: `failed`, `delayed`, `delivered`, `relayed` or `expanded`.
     pub action: Option<String>,
@@ -87,7 +88,7 @@ impl DsnRecipient {
         }
     }
 
-    /// The address of `Final-Recipient` / `Original-Recipient`, when it is an RFC 822
+    /// The address of the recipient field, when it is an RFC 822
     /// address.
     pub fn address(&self) -> Option<EmailAddress> {
         self.recipient.as_deref().and_then(typed_address)

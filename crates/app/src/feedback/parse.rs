@@ -129,9 +129,10 @@ fn dsn_recipients(body: &[u8]) -> Vec<DsnRecipient> {
         .map(|block| {
             let fields = Fields::parse(block.as_bytes());
             DsnRecipient {
+                // The address as we gave it (ORCPT) beats the one an alias rewrote it to.
                 recipient: fields
-                    .get("Final-Recipient")
-                    .or_else(|| fields.get("Original-Recipient"))
+                    .get("Original-Recipient")
+                    .or_else(|| fields.get("Final-Recipient"))
                     .map(str::to_owned),
                 action: fields.get("Action").map(str::to_owned),
                 status: fields.get("Status").map(str::to_owned),
@@ -251,6 +252,27 @@ mod tests {
         ] {
             assert!(parse_feedback(body).is_err(), "{body:?}");
         }
+    }
+
+    #[test]
+    fn a_dsn_names_the_recipient_as_sent_rather_than_as_an_alias_rewrote_it() {
+        let raw = "From: MAILER-DAEMON@mx.example.net\r\nMIME-Version: 1.0\r\n\
+             Content-Type: multipart/report; report-type=delivery-status; boundary=b\r\n\r\n\
+             --b\r\nContent-Type: message/delivery-status\r\n\r\n\
+             Reporting-MTA: dns; mx.example.net\r\n\r\n\
+             Final-Recipient: rfc822; delivered@example.net\r\nAction: delayed\r\nStatus: 4.4.1\r\n\r\n\
+             Final-Recipient: rfc822; mailbox@example.net\r\n\
+             Original-Recipient: rfc822; alias@example.org\r\nAction: failed\r\nStatus: 5.2.1\r\n\
+             --b--\r\n";
+        let report = parse_feedback(raw.as_bytes()).expect("a report");
+        assert_eq!(
+            report.kind,
+            FeedbackKind::Bounce {
+                diagnostic: "5.2.1".into()
+            }
+        );
+        assert_eq!(recipient(&report).as_deref(), Some("alias@example.org"));
+        assert_eq!(report.original_message_id, None);
     }
 
     #[test]
