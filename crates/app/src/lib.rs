@@ -11,6 +11,7 @@ pub mod auth;
 pub mod automations;
 pub mod contacts;
 pub mod error;
+pub mod feedback;
 pub mod mail_servers;
 pub mod messages;
 pub mod ports;

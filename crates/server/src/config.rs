@@ -45,6 +45,9 @@ pub struct Config {
     /// Attempts per message before a transient failure is final
     /// (`MAILROOM_MESSAGE_MAX_ATTEMPTS`).
     pub message_max_attempts: u32,
+    /// Messages an account may send per UTC calendar month; `None` (unset) is no limit
+    /// (`MAILROOM_MONTHLY_SEND_LIMIT`).
+    pub monthly_send_limit: Option<u64>,
     /// The bound on each step of an SMTP session. Not an environment variable; tests
     /// shorten it.
     pub smtp_timeout: Duration,
@@ -67,6 +70,7 @@ impl std::fmt::Debug for Config {
             .field("webhook_retry_schedule", &self.webhook_retry_schedule)
             .field("webhook_timeout", &self.webhook_timeout)
             .field("message_max_attempts", &self.message_max_attempts)
+            .field("monthly_send_limit", &self.monthly_send_limit)
             .field("smtp_timeout", &self.smtp_timeout)
             .field("run_workers", &self.run_workers)
             .field("db_pool_size", &self.db_pool_size)
@@ -103,6 +107,7 @@ impl Config {
             webhook_retry_schedule: DEFAULT_RETRY_SCHEDULE.to_vec(),
             webhook_timeout: DEFAULT_WEBHOOK_TIMEOUT,
             message_max_attempts: DEFAULT_MESSAGE_MAX_ATTEMPTS,
+            monthly_send_limit: None,
             smtp_timeout: DEFAULT_SMTP_TIMEOUT,
             run_workers: true,
             db_pool_size: 16,
@@ -149,6 +154,10 @@ impl Config {
                     anyhow!("MAILROOM_MESSAGE_MAX_ATTEMPTS must be a whole number of at least 2")
                 })?;
         }
+        if let Ok(limit) = std::env::var("MAILROOM_MONTHLY_SEND_LIMIT") {
+            config.monthly_send_limit =
+                parse_send_limit(&limit).context("MAILROOM_MONTHLY_SEND_LIMIT")?;
+        }
         if let Ok(size) = std::env::var("MAILROOM_DB_POOL_SIZE") {
             config.db_pool_size = size.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
                 anyhow!("MAILROOM_DB_POOL_SIZE must be a whole number of at least 1")
@@ -179,6 +188,18 @@ fn parse_schedule(text: &str) -> Result<Vec<u64>> {
         bail!("must hold at least one interval");
     }
     Ok(schedule)
+}
+
+/// A whole number of messages; an empty value is the same as unset (no limit), so a
+/// deployment template can leave the variable blank.
+fn parse_send_limit(text: &str) -> Result<Option<u64>> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    text.parse()
+        .map(Some)
+        .map_err(|_| anyhow!("must be a whole number of messages, got {text:?}"))
 }
 
 /// Decodes a base64 key of exactly 32 bytes.
@@ -237,5 +258,10 @@ mod tests {
         assert!(parse_schedule("5,x").is_err());
         assert_eq!(redact_url("postgres://u:pw@h/db"), "postgres://u:***@h/db");
         assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(parse_send_limit(" 3000 ").expect("valid"), Some(3000));
+        assert_eq!(parse_send_limit("0").expect("valid"), Some(0));
+        assert_eq!(parse_send_limit("").expect("valid"), None);
+        assert!(parse_send_limit("-1").is_err());
+        assert!(parse_send_limit("1e3").is_err());
     }
 }

@@ -52,6 +52,7 @@ impl MessageWorker {
             lease: config.smtp_timeout * 2 + Duration::from_secs(60),
             batch_size: BATCH_SIZE,
             max_attempts: config.message_max_attempts,
+            monthly_send_limit: config.monthly_send_limit,
         };
         Self { services, settings }
     }

@@ -25,7 +25,7 @@ use mailroom_domain::{
 };
 use serde_json::{Map, Value};
 
-use super::count;
+use super::{count, send_limit::MonthlySendLimit};
 use crate::{
     mail_servers::password_slot,
     ports::{
@@ -49,6 +49,9 @@ pub struct DeliverySettings {
     pub batch_size: u32,
     /// Attempts a message gets before a transient failure becomes `failed`.
     pub max_attempts: u32,
+    /// Messages an account may send per UTC calendar month; `None` is no limit. Beyond
+    /// it, messages are `skipped` with `free_limit_capped` (see `send_limit`).
+    pub monthly_send_limit: Option<u64>,
 }
 
 /// One claimed, rendered message, ready to send.
@@ -98,8 +101,17 @@ pub fn claim_messages(
         let messages = tx.claim_due_messages(now, &lease, settings.batch_size)?;
         let claimed = messages.len();
         let mut jobs = Vec::with_capacity(claimed);
+        let mut send_limit = MonthlySendLimit::new(settings.monthly_send_limit);
         for message in messages {
-            match prepare(tx, services, &message)? {
+            let prepared = prepare(tx, services, &message)?;
+            // The monthly limit applies only to what would really be sent.
+            let prepared = match prepared {
+                Prepared::Send(_) if !send_limit.admit(tx, message.account_id, now)? => {
+                    Prepared::Skip(SkipReason::FreeLimitCapped)
+                }
+                other => other,
+            };
+            match prepared {
                 Prepared::Send(mail) => jobs.push(MessageJob {
                     message,
                     mail: *mail,

@@ -1,9 +1,9 @@
 use crate::{
     ports::{
         AccountRepository, AnnouncementRepository, AutomationRepository, ContactImportRepository,
-        ContactRepository, MailServerRepository, MessageRepository, SegmentRepository,
-        StarterDataRepository, TemplateRepository, TokenRepository, TopicRepository,
-        UserRepository, WebhookEventRepository,
+        ContactRepository, FeedbackRepository, MailServerRepository, MessageRepository,
+        SegmentRepository, StarterDataRepository, TemplateRepository, TokenRepository,
+        TopicRepository, UserRepository, WebhookEventRepository,
     },
     AppError, StoreError,
 };
@@ -24,6 +24,7 @@ pub trait UnitOfWork:
     + MessageRepository
     + AutomationRepository
     + AnnouncementRepository
+    + FeedbackRepository
 {
 }
 

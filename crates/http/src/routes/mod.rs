@@ -5,6 +5,7 @@ mod announcements;
 mod automations;
 mod contacts;
 mod contacts_import;
+mod feedback;
 mod mail_servers;
 mod messages;
 pub mod system;
@@ -77,6 +78,7 @@ pub fn v2(cfg: &mut ServiceConfig) {
         .service(messages::count_messages)
         .service(messages::message_stats)
         .service(messages::get_message)
+        .service(feedback::record_feedback)
         .service(system::openapi_json);
 }
 

@@ -5,6 +5,7 @@ mod announcements;
 mod automations;
 mod contact_import;
 mod contacts;
+mod feedback;
 mod mail_servers;
 mod messages;
 mod segments;
