@@ -243,6 +243,16 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    message_tracking (account_id, message_id) {
+        account_id -> Uuid,
+        message_id -> Uuid,
+        links -> Array<Text>,
+        opened_at -> Nullable<Timestamptz>,
+        clicked_at -> Nullable<Timestamptz>,
+    }
+}
+
 diesel::joinable!(tokens -> users (user_id));
 diesel::joinable!(memberships -> accounts (account_id));
 diesel::joinable!(memberships -> users (user_id));
@@ -265,4 +275,5 @@ diesel::allow_tables_to_appear_in_same_query!(
     webhook_events,
     messages,
     message_stats_daily,
+    message_tracking,
 );

@@ -26,7 +26,7 @@ use crate::{ports::UnitOfWork, StoreError};
 
 /// Counts one `counter` event for the account on the UTC day of `at`, in the caller's
 /// transaction, so the count commits exactly when the change it counts does.
-fn count(
+pub(crate) fn count(
     tx: &mut dyn UnitOfWork,
     account: AccountId,
     at: Timestamp,

@@ -1,3 +1,4 @@
+use crate::ports::{SubscriptionRepository, TrackingRepository};
 use crate::{
     ports::{
         AccountRepository, ContactImportRepository, ContactRepository, MailServerRepository,
@@ -21,6 +22,8 @@ pub trait UnitOfWork:
     + ContactImportRepository
     + WebhookEventRepository
     + MessageRepository
+    + TrackingRepository
+    + SubscriptionRepository
 {
 }
 
