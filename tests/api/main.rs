@@ -12,5 +12,7 @@ mod templates;
 mod tenancy;
 mod tokens;
 mod topics;
+mod tracking;
+mod unsubscribe;
 mod webhooks;
 mod webhooks_delivery;
