@@ -231,6 +231,18 @@ async fn opens_and_clicks_are_tracked_through_signed_links_and_counted_once() {
         "https://shop.example/track/a%20b?x=/y&z=1"
     );
     setup.follow(&clicks[0]).await;
+    let detail = setup
+        .get_json(&format!("/messages/{}", first["_id"].as_str().expect("id")))
+        .await;
+    assert!(detail["openedAt"].is_string(), "{detail}");
+    assert!(detail["clickedAt"].is_string(), "{detail}");
+    let untouched = setup
+        .get_json(&format!(
+            "/messages/{}",
+            second["_id"].as_str().expect("id")
+        ))
+        .await;
+    assert!(untouched.get("openedAt").is_none(), "{untouched}");
     let today = setup.today().await;
     assert_eq!(
         (today["opened"].clone(), today["clicked"].clone()),

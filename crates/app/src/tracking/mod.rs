@@ -14,7 +14,7 @@ mod record;
 pub mod rewrite;
 pub mod token;
 
-pub use record::{follow_click, record_open};
+pub use record::{follow_click, message_engagement, record_open, Engagement};
 pub use token::LinkToken;
 
 /// Where the public link endpoints are reached, from the operator's configuration.

@@ -54,3 +54,33 @@ pub fn follow_click(services: &Services, token: &str) -> Result<String, AppError
         Ok(link)
     })
 }
+
+/// When a message was first opened and first clicked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Engagement {
+    /// The first open (pixel fetched).
+    pub opened_at: Option<mailroom_domain::Timestamp>,
+    /// The first click of a tracked link.
+    pub clicked_at: Option<mailroom_domain::Timestamp>,
+}
+
+/// The first open and first click of the account's message (`None`s when there were
+/// none, or the message is unknown).
+///
+/// # Errors
+/// [`AppError::Unauthorized`] for a non-member; [`AppError`] when the store fails.
+pub fn message_engagement(
+    services: &Services,
+    actor: &crate::Actor,
+    account: mailroom_domain::AccountId,
+    message: mailroom_domain::MessageId,
+) -> Result<Engagement, AppError> {
+    in_transaction(services.db.as_ref(), |tx| {
+        crate::auth::require_member(tx, actor, account)?;
+        let (opened_at, clicked_at) = tx.message_engagement(account, message)?;
+        Ok(Engagement {
+            opened_at,
+            clicked_at,
+        })
+    })
+}
