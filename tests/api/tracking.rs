@@ -329,6 +329,24 @@ async fn without_tracking_the_body_is_sent_as_rendered() {
     setup.send("plain", "alan@example.org", json!({})).await;
     setup.drain().await;
     let mail = setup.received(1);
-    assert_eq!(links(&mail, "/t/o/").len(), 1, "{mail}");
+    let pixel = links(&mail, "/t/o/");
+    assert_eq!(pixel.len(), 1, "{mail}");
     assert_eq!(links(&mail, "/t/c/").len(), 1, "{mail}");
+
+    // Concurrent first opens (a client fetching the image twice at once) count once.
+    let url = format!(
+        "{}{}",
+        setup.app.address,
+        pixel[0].strip_prefix(PUBLIC_URL).expect("public link")
+    );
+    let opens: Vec<_> = (0..8)
+        .map(|_| {
+            let (client, url) = (setup.raw_client.clone(), url.clone());
+            tokio::spawn(async move { client.get(url).send().await.expect("sent").status() })
+        })
+        .collect();
+    for open in opens {
+        assert_eq!(open.await.expect("task"), 200);
+    }
+    assert_eq!(setup.today().await["opened"], 1);
 }
