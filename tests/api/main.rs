@@ -19,5 +19,7 @@ mod templates;
 mod tenancy;
 mod tokens;
 mod topics;
+mod tracking;
+mod unsubscribe;
 mod webhooks;
 mod webhooks_delivery;

@@ -20,6 +20,8 @@ pub mod services;
 pub mod templates;
 pub mod tokens;
 pub mod topics;
+pub mod tracking;
+pub mod unsubscribe;
 pub mod users;
 pub mod webhook_events;
 

@@ -70,6 +70,7 @@ fn routed_app() -> UtoipaApp<
         .openapi(ApiDoc::openapi())
         .service(scope("/v2").configure(routes::v2))
         .configure(routes::operations)
+        .configure(routes::links)
 }
 
 /// The OpenAPI document of every route this adapter serves.

@@ -3,7 +3,7 @@
 use std::{net::TcpListener, sync::Arc, time::Duration};
 
 use anyhow::{Context, Result};
-use mailroom_app::{ports::Clock, Services};
+use mailroom_app::{ports::Clock, tracking::LinkSettings, Services};
 use mailroom_http::{HttpOptions, Metrics};
 use mailroom_postgres::{ensure_database_exists, run_migrations, PgDatabase, PoolSettings};
 use mailroom_smtp::{MailerSettings, ProbeSettings, SmtpMailer, SmtpProbe};
@@ -63,6 +63,10 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
             allow_private_egress: config.allow_private_egress,
             timeout: config.smtp_timeout,
         })),
+        links: LinkSettings {
+            public_url: config.public_url.trim_end_matches('/').to_owned(),
+            unsubscribe_mailto: config.unsubscribe_mailto.clone(),
+        },
     };
     Ok((services, database))
 }

@@ -33,6 +33,9 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Base URL for links in mail (tracking, unsubscribe).
     pub public_url: String,
+    /// An address for a `mailto:` entry of `List-Unsubscribe`
+    /// (`MAILROOM_UNSUBSCRIBE_MAILTO`); unset leaves the header with the URL only.
+    pub unsubscribe_mailto: Option<String>,
     /// 32-byte key that seals stored secrets.
     pub secret_key: [u8; 32],
     /// Whether mail servers and webhooks may point at private addresses.
@@ -65,6 +68,7 @@ impl std::fmt::Debug for Config {
             .field("database_url", &redact_url(&self.database_url))
             .field("listen", &self.listen)
             .field("public_url", &self.public_url)
+            .field("unsubscribe_mailto", &self.unsubscribe_mailto)
             .field("secret_key", &"[redacted]")
             .field("allow_private_egress", &self.allow_private_egress)
             .field("webhook_retry_schedule", &self.webhook_retry_schedule)
@@ -102,6 +106,7 @@ impl Config {
             database_url: database_url.into(),
             listen,
             public_url: format!("http://{listen}"),
+            unsubscribe_mailto: None,
             secret_key,
             allow_private_egress: false,
             webhook_retry_schedule: DEFAULT_RETRY_SCHEDULE.to_vec(),
@@ -137,6 +142,9 @@ impl Config {
             .unwrap_or_else(|_| format!("http://{}", config.listen))
             .trim_end_matches('/')
             .to_owned();
+        if let Ok(address) = std::env::var("MAILROOM_UNSUBSCRIBE_MAILTO") {
+            config.unsubscribe_mailto = parse_mailto(&address)?;
+        }
         config.allow_private_egress = env_bool("MAILROOM_ALLOW_PRIVATE_EGRESS", false)?;
         config.run_workers = env_bool("MAILROOM_WORKERS", true)?;
         if let Ok(schedule) = std::env::var("MAILROOM_WEBHOOK_RETRY_SCHEDULE") {
@@ -165,6 +173,17 @@ impl Config {
         }
         Ok(config)
     }
+}
+
+/// An email address for `List-Unsubscribe`'s `mailto:`; blank means none.
+fn parse_mailto(text: &str) -> Result<Option<String>> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    mailroom_domain::email::EmailAddress::parse(text)
+        .map(|address| Some(address.as_str().to_owned()))
+        .map_err(|error| anyhow!("MAILROOM_UNSUBSCRIBE_MAILTO must be an email address: {error}"))
 }
 
 fn env_bool(name: &str, default: bool) -> Result<bool> {
@@ -263,5 +282,11 @@ mod tests {
         assert_eq!(parse_send_limit("").expect("valid"), None);
         assert!(parse_send_limit("-1").is_err());
         assert!(parse_send_limit("1e3").is_err());
+        assert_eq!(
+            parse_mailto(" unsubscribe@acme.example ").expect("valid"),
+            Some("unsubscribe@acme.example".to_owned())
+        );
+        assert_eq!(parse_mailto("").expect("blank"), None);
+        assert!(parse_mailto("not an address?subject=x").is_err());
     }
 }

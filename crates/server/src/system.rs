@@ -5,6 +5,7 @@ use chacha20poly1305::{
     aead::{Aead, AeadCore, KeyInit, Payload},
     XChaCha20Poly1305, XNonce,
 };
+use hmac::{Hmac, Mac};
 use mailroom_app::ports::{Clock, Ids, SealedSecret, SecretSlot, Secrets, UnsealError};
 use mailroom_domain::{secret::SecretString, Timestamp, Uuid};
 use rand::{rngs::OsRng, RngCore};
@@ -41,6 +42,23 @@ const HEADER_LEN: usize = 1 + KEY_ID_LEN + NONCE_LEN;
 pub struct SealingSecrets {
     cipher: XChaCha20Poly1305,
     key_id: [u8; KEY_ID_LEN],
+    /// HMAC-SHA256(secret key, [`LINK_KEY_LABEL`]): the link-signing key, its own key so
+    /// a tag never doubles as anything the sealing key makes.
+    link_key: [u8; 32],
+}
+
+/// Derives the link-signing key from `MAILROOM_SECRET_KEY`. Changing it (or the secret
+/// key) invalidates every tracking and unsubscribe link already sent.
+const LINK_KEY_LABEL: &[u8] = b"mailroom tracking v1";
+
+type HmacSha256 = Hmac<Sha256>;
+
+fn hmac_sha256(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
+    let mut mac = <HmacSha256 as Mac>::new_from_slice(key).expect("HMAC takes a key of any length");
+    for part in parts {
+        mac.update(part);
+    }
+    mac.finalize().into_bytes().into()
 }
 
 impl SealingSecrets {
@@ -52,6 +70,7 @@ impl SealingSecrets {
         Self {
             cipher: XChaCha20Poly1305::new(key.into()),
             key_id,
+            link_key: hmac_sha256(key, &[LINK_KEY_LABEL]),
         }
     }
 
@@ -114,6 +133,11 @@ impl Secrets for SealingSecrets {
             .map(SecretString::new)
             .map_err(|_| UnsealError("not UTF-8".into()))
     }
+
+    fn sign(&self, purpose: &str, message: &[u8]) -> [u8; 32] {
+        // The purpose ends at a NUL, so ("ab", "c…") and ("a", "bc…") never collide.
+        hmac_sha256(&self.link_key, &[purpose.as_bytes(), &[0], message])
+    }
 }
 
 #[cfg(test)]
@@ -143,5 +167,25 @@ mod tests {
             .is_err());
         let again = secrets.seal(&SecretString::new("whsec_abc"), &slot("a"));
         assert_ne!(sealed, again, "nonces are random");
+    }
+
+    #[test]
+    fn link_tags_are_hmac_under_a_derived_key_and_bound_to_their_purpose() {
+        let secrets = SealingSecrets::new(&[7u8; 32]);
+        let tag = secrets.sign("tracking", b"payload");
+        assert_eq!(tag, secrets.sign("tracking", b"payload"), "deterministic");
+        assert_ne!(tag, secrets.sign("unsubscribe", b"payload"));
+        assert_ne!(tag, secrets.sign("tracking", b"payload2"));
+        assert_ne!(
+            tag,
+            SealingSecrets::new(&[8u8; 32]).sign("tracking", b"payload")
+        );
+        // Not keyed by the secret key itself.
+        assert_ne!(
+            tag,
+            hmac_sha256(&[7u8; 32], &[b"tracking", &[0], b"payload"])
+        );
+        let derived = hmac_sha256(&[7u8; 32], &[b"mailroom tracking v1"]);
+        assert_eq!(tag, hmac_sha256(&derived, &[b"tracking", &[0], b"payload"]));
     }
 }

@@ -32,9 +32,8 @@ use crate::{
         in_transaction, Lease, MailServerRecord, OutgoingMail, SmtpEndpoint, SmtpSecurity,
         UnitOfWork,
     },
-    rendering::{
-        render_message, AccountDefaults, MessageLinks, Recipient, RenderedMessage, ServerDefaults,
-    },
+    rendering::{render_message, AccountDefaults, Recipient, RenderedMessage, ServerDefaults},
+    tracking::delivery::{apply_tracking, mint_links},
     webhook_events::queue_webhook_event,
     AppError, Services,
 };
@@ -198,6 +197,8 @@ fn prepare(
             .map(|(slug, value)| (slug.clone(), value.to_json()))
             .collect::<Map<String, Value>>(),
     };
+    // Tracking and unsubscribe links (crate::tracking::delivery).
+    let links = mint_links(services, message);
     let rendered = match render_message(
         &template,
         &AccountDefaults {
@@ -210,10 +211,9 @@ fn prepare(
         },
         &recipient,
         &message.data,
-        // Unsubscribe and preference pages are not built yet: the links render empty.
-        &MessageLinks::default(),
+        &links.render,
     ) {
-        Ok(rendered) => rendered,
+        Ok(rendered) => apply_tracking(tx, services, message, rendered)?,
         Err(error) => {
             return Ok(Prepared::Fail(format!(
                 "the template does not render: {error}"
@@ -229,6 +229,7 @@ fn prepare(
         rendered: addressed(rendered, message),
         message_id_header: message.message_id_header.clone(),
         date: services.clock.now(),
+        list_unsubscribe: links.list_unsubscribe,
     })))
 }
 

@@ -1,3 +1,4 @@
+use crate::ports::{SubscriptionRepository, TrackingRepository};
 use crate::{
     ports::{
         AccountRepository, AnnouncementRepository, AutomationRepository, ContactImportRepository,
@@ -25,6 +26,8 @@ pub trait UnitOfWork:
     + AutomationRepository
     + AnnouncementRepository
     + FeedbackRepository
+    + TrackingRepository
+    + SubscriptionRepository
 {
 }
 

@@ -19,6 +19,7 @@ mod segments;
 mod system;
 mod templates;
 mod topics;
+mod tracking;
 mod webhook_events;
 mod webhook_sender;
 
@@ -30,13 +31,16 @@ pub use database::{in_transaction, Database, UnitOfWork};
 pub use feedback::FeedbackRepository;
 pub use mail_server_records::{MailServerRecord, MailServerRepository};
 pub use mail_servers::{CredentialCheck, MailServerProbe, ProbeError, SmtpEndpoint, SmtpSecurity};
-pub use messages::{IdempotentMessage, MailFuture, Mailer, MessageRepository, OutgoingMail};
+pub use messages::{
+    IdempotentMessage, ListUnsubscribe, MailFuture, Mailer, MessageRepository, OutgoingMail,
+};
 pub use records::*;
 pub use repositories::*;
 pub use segments::SegmentRepository;
 pub use system::*;
 pub use templates::TemplateRepository;
 pub use topics::TopicRepository;
+pub use tracking::{SubscriptionRepository, TrackingRepository};
 pub use webhook_events::{Lease, WebhookEventRepository};
 pub use webhook_sender::{
     SendError, SendFuture, UrlRefusal, WebhookAnswer, WebhookAuth, WebhookRequest, WebhookSender,

@@ -52,4 +52,10 @@ pub trait Secrets: Send + Sync {
     /// # Errors
     /// [`UnsealError`] when it does not open.
     fn open(&self, sealed: &SealedSecret, slot: &SecretSlot) -> Result<SecretString, UnsealError>;
+
+    /// HMAC-SHA256 of `message` under a key derived from the secret key for link signing
+    /// (tracking and unsubscribe tokens), with `purpose` bound in, so a tag made for one
+    /// purpose never verifies for another. Pure computation; the same inputs always give
+    /// the same tag under the same secret key.
+    fn sign(&self, purpose: &str, message: &[u8]) -> [u8; 32];
 }

@@ -12,6 +12,8 @@ pub mod system;
 mod templates;
 mod tokens;
 mod topics;
+mod tracking;
+mod unsubscribe;
 mod webhook_events;
 
 use utoipa_actix_web::service_config::ServiceConfig;
@@ -87,4 +89,13 @@ pub fn operations(cfg: &mut ServiceConfig) {
     cfg.service(system::healthz)
         .service(system::readyz)
         .service(system::metrics);
+}
+
+/// The public link endpoints at the root: tracking and unsubscribe. No authentication;
+/// the signed token in the path is the credential.
+pub fn links(cfg: &mut ServiceConfig) {
+    cfg.service(tracking::open_pixel)
+        .service(tracking::follow_link)
+        .service(unsubscribe::unsubscribe_page)
+        .service(unsubscribe::unsubscribe_post);
 }

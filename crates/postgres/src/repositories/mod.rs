@@ -13,6 +13,7 @@ mod starter;
 mod templates;
 mod tokens;
 mod topics;
+mod tracking;
 mod users;
 mod webhook_events;
 
