@@ -8,6 +8,7 @@ mod mail_servers;
 mod messages;
 pub(crate) mod openapi;
 mod operations;
+mod rate_limit;
 mod templates;
 mod tenancy;
 mod tokens;

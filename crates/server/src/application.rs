@@ -96,6 +96,7 @@ impl Application {
         let metrics = Arc::new(Metrics::new(Arc::new(move || database.pool_state())));
         let options = HttpOptions {
             workers: config.http_workers,
+            rate_limit: config.rate_limit,
             ..HttpOptions::default()
         };
         let server = mailroom_http::serve(listener, services.clone(), metrics, &options)?;

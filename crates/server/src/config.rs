@@ -11,6 +11,7 @@ use std::{
 
 use anyhow::{anyhow, bail, Context, Result};
 use base64::Engine as _;
+pub use mailroom_http::RateLimit;
 
 /// The default webhook retry schedule, in seconds between attempts.
 pub const DEFAULT_RETRY_SCHEDULE: [u64; 7] = [5, 300, 1800, 7200, 18000, 36000, 36000];
@@ -54,6 +55,9 @@ pub struct Config {
     pub db_pool_size: u32,
     /// HTTP worker threads.
     pub http_workers: usize,
+    /// The per-token API rate limit (`MAILROOM_RATE_LIMIT_PER_SECOND`,
+    /// `MAILROOM_RATE_LIMIT_BURST`); `None` turns it off.
+    pub rate_limit: Option<RateLimit>,
 }
 
 impl std::fmt::Debug for Config {
@@ -71,6 +75,7 @@ impl std::fmt::Debug for Config {
             .field("run_workers", &self.run_workers)
             .field("db_pool_size", &self.db_pool_size)
             .field("http_workers", &self.http_workers)
+            .field("rate_limit", &self.rate_limit)
             .finish()
     }
 }
@@ -107,6 +112,7 @@ impl Config {
             run_workers: true,
             db_pool_size: 16,
             http_workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            rate_limit: Some(RateLimit::DEFAULT),
         }
     }
 
@@ -154,8 +160,48 @@ impl Config {
                 anyhow!("MAILROOM_DB_POOL_SIZE must be a whole number of at least 1")
             })?;
         }
+        config.rate_limit = parse_rate_limit(
+            std::env::var("MAILROOM_RATE_LIMIT_PER_SECOND")
+                .ok()
+                .as_deref(),
+            std::env::var("MAILROOM_RATE_LIMIT_BURST").ok().as_deref(),
+        )?;
         Ok(config)
     }
+}
+
+/// The rate limit from its two variables: a rate of `0` or `off` turns limiting off; the
+/// burst defaults to twice the rate (at least 1).
+fn parse_rate_limit(per_second: Option<&str>, burst: Option<&str>) -> Result<Option<RateLimit>> {
+    let per_second = match per_second.map(str::trim) {
+        None => RateLimit::DEFAULT.per_second,
+        Some(text) if text.eq_ignore_ascii_case("off") => return Ok(None),
+        Some(text) => text
+            .parse::<f64>()
+            .ok()
+            .filter(|rate| rate.is_finite() && *rate >= 0.0)
+            .ok_or_else(|| {
+                anyhow!("MAILROOM_RATE_LIMIT_PER_SECOND must be a number of requests per second, or 0/off, got {text:?}")
+            })?,
+    };
+    if per_second == 0.0 {
+        return Ok(None);
+    }
+    let burst = match burst.map(str::trim) {
+        None if per_second == RateLimit::DEFAULT.per_second => RateLimit::DEFAULT.burst,
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        None => (per_second * 2.0).ceil().clamp(1.0, f64::from(u32::MAX)) as u32,
+        Some(text) => text
+            .parse::<u32>()
+            .ok()
+            .filter(|b| *b >= 1)
+            .ok_or_else(|| {
+                anyhow!(
+                    "MAILROOM_RATE_LIMIT_BURST must be a whole number of at least 1, got {text:?}"
+                )
+            })?,
+    };
+    Ok(Some(RateLimit { per_second, burst }))
 }
 
 fn env_bool(name: &str, default: bool) -> Result<bool> {
@@ -237,5 +283,36 @@ mod tests {
         assert!(parse_schedule("5,x").is_err());
         assert_eq!(redact_url("postgres://u:pw@h/db"), "postgres://u:***@h/db");
         assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
+    }
+
+    #[test]
+    fn rate_limit_defaults_on_and_turns_off() {
+        assert_eq!(
+            parse_rate_limit(None, None).expect("valid"),
+            Some(RateLimit::DEFAULT)
+        );
+        assert_eq!(
+            Config::new("x", [0; 32]).rate_limit,
+            Some(RateLimit::DEFAULT)
+        );
+        assert_eq!(parse_rate_limit(Some("0"), Some("5")).expect("valid"), None);
+        assert_eq!(parse_rate_limit(Some("OFF"), None).expect("valid"), None);
+        assert_eq!(
+            parse_rate_limit(Some("2.5"), None).expect("valid"),
+            Some(RateLimit {
+                per_second: 2.5,
+                burst: 5
+            })
+        );
+        assert_eq!(
+            parse_rate_limit(Some("10"), Some("3")).expect("valid"),
+            Some(RateLimit {
+                per_second: 10.0,
+                burst: 3
+            })
+        );
+        assert!(parse_rate_limit(Some("-1"), None).is_err());
+        assert!(parse_rate_limit(Some("fast"), None).is_err());
+        assert!(parse_rate_limit(None, Some("0")).is_err());
     }
 }
