@@ -6,6 +6,7 @@ mod errors;
 mod import;
 mod mail_servers;
 mod messages;
+mod metrics;
 pub(crate) mod openapi;
 mod operations;
 mod rate_limit;

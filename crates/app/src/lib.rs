@@ -11,6 +11,7 @@ pub mod contacts;
 pub mod error;
 pub mod mail_servers;
 pub mod messages;
+pub mod operations;
 pub mod ports;
 pub mod rendering;
 pub mod services;

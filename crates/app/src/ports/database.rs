@@ -1,8 +1,9 @@
 use crate::{
     ports::{
         AccountRepository, ContactImportRepository, ContactRepository, MailServerRepository,
-        MessageRepository, SegmentRepository, StarterDataRepository, TemplateRepository,
-        TokenRepository, TopicRepository, UserRepository, WebhookEventRepository,
+        MessageRepository, QueueStatsRepository, SegmentRepository, StarterDataRepository,
+        TemplateRepository, TokenRepository, TopicRepository, UserRepository,
+        WebhookEventRepository,
     },
     AppError, StoreError,
 };
@@ -21,6 +22,7 @@ pub trait UnitOfWork:
     + ContactImportRepository
     + WebhookEventRepository
     + MessageRepository
+    + QueueStatsRepository
 {
 }
 

@@ -5,6 +5,7 @@ mod contact_import;
 mod contacts;
 mod mail_servers;
 mod messages;
+mod queue_stats;
 mod segments;
 mod starter;
 mod templates;
