@@ -45,7 +45,10 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
         db: Arc::new(database.clone()),
         clock,
         ids: Arc::new(UuidV7Ids),
-        secrets: Arc::new(SealingSecrets::new(&config.secret_key)),
+        secrets: Arc::new(SealingSecrets::with_previous(
+            &config.secret_key,
+            config.secret_key_previous.as_ref(),
+        )),
         mail_server_probe: Arc::new(SmtpProbe::new(ProbeSettings {
             allow_private_egress: config.allow_private_egress,
             timeout: Duration::from_secs(10),

@@ -36,6 +36,9 @@ pub struct Config {
     pub public_url: String,
     /// 32-byte key that seals stored secrets.
     pub secret_key: [u8; 32],
+    /// The key before the last rotation (`MAILROOM_SECRET_KEY_PREVIOUS`): it still opens
+    /// values sealed under it, and never seals.
+    pub secret_key_previous: Option<[u8; 32]>,
     /// Whether mail servers and webhooks may point at private addresses.
     pub allow_private_egress: bool,
     /// Seconds between webhook delivery attempts.
@@ -67,6 +70,10 @@ impl std::fmt::Debug for Config {
             .field("listen", &self.listen)
             .field("public_url", &self.public_url)
             .field("secret_key", &"[redacted]")
+            .field(
+                "secret_key_previous",
+                &self.secret_key_previous.map(|_| "[redacted]"),
+            )
             .field("allow_private_egress", &self.allow_private_egress)
             .field("webhook_retry_schedule", &self.webhook_retry_schedule)
             .field("webhook_timeout", &self.webhook_timeout)
@@ -104,6 +111,7 @@ impl Config {
             listen,
             public_url: format!("http://{listen}"),
             secret_key,
+            secret_key_previous: None,
             allow_private_egress: false,
             webhook_retry_schedule: DEFAULT_RETRY_SCHEDULE.to_vec(),
             webhook_timeout: DEFAULT_WEBHOOK_TIMEOUT,
@@ -129,6 +137,12 @@ impl Config {
             Err(_) => load_or_create_key_file(Path::new(".mailroom/secret.key"))?,
         };
         let mut config = Self::new(database_url, secret_key);
+        if let Ok(text) = std::env::var("MAILROOM_SECRET_KEY_PREVIOUS") {
+            if !text.trim().is_empty() {
+                config.secret_key_previous =
+                    Some(parse_key(&text).context("MAILROOM_SECRET_KEY_PREVIOUS")?);
+            }
+        }
         if let Ok(listen) = std::env::var("MAILROOM_LISTEN") {
             config.listen = listen
                 .parse()

@@ -1,9 +1,9 @@
 use crate::{
     ports::{
         AccountRepository, ContactImportRepository, ContactRepository, MailServerRepository,
-        MessageRepository, QueueStatsRepository, SegmentRepository, StarterDataRepository,
-        TemplateRepository, TokenRepository, TopicRepository, UserRepository,
-        WebhookEventRepository,
+        MessageRepository, QueueStatsRepository, SealedSecretRepository, SegmentRepository,
+        StarterDataRepository, TemplateRepository, TokenRepository, TopicRepository,
+        UserRepository, WebhookEventRepository,
     },
     AppError, StoreError,
 };
@@ -23,6 +23,7 @@ pub trait UnitOfWork:
     + WebhookEventRepository
     + MessageRepository
     + QueueStatsRepository
+    + SealedSecretRepository
 {
 }
 

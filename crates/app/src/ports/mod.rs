@@ -13,6 +13,7 @@ mod messages;
 mod queue_stats;
 mod records;
 mod repositories;
+mod sealed_secrets;
 mod segments;
 mod system;
 mod templates;
@@ -29,6 +30,7 @@ pub use messages::{IdempotentMessage, MailFuture, Mailer, MessageRepository, Out
 pub use queue_stats::{QueueDepth, QueueStats, QueueStatsRepository};
 pub use records::*;
 pub use repositories::*;
+pub use sealed_secrets::{SealedColumn, SealedRow, SealedRowKey, SealedSecretRepository};
 pub use segments::SegmentRepository;
 pub use system::*;
 pub use templates::TemplateRepository;

@@ -52,4 +52,11 @@ pub trait Secrets: Send + Sync {
     /// # Errors
     /// [`UnsealError`] when it does not open.
     fn open(&self, sealed: &SealedSecret, slot: &SecretSlot) -> Result<SecretString, UnsealError>;
+
+    /// Whether `sealed` was sealed under the current key, so key rotation can leave it
+    /// as it is. The default (`false`) makes rotation re-seal everything, which is
+    /// always correct, only slower.
+    fn sealed_under_current_key(&self, _sealed: &SealedSecret) -> bool {
+        false
+    }
 }

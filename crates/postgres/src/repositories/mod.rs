@@ -6,6 +6,7 @@ mod contacts;
 mod mail_servers;
 mod messages;
 mod queue_stats;
+mod sealed_secrets;
 mod segments;
 mod starter;
 mod templates;

@@ -1,4 +1,9 @@
-//! Operator-facing reads that are not part of the API: the database side of `/metrics`.
+//! Operator-facing work that is not part of the API: the database side of `/metrics`,
+//! and re-sealing stored secrets under a new key.
+
+mod rotate_secrets;
+
+pub use rotate_secrets::{rotate_secrets, ColumnRotation, RotationSummary};
 
 use crate::{
     ports::{in_transaction, QueueStats},
