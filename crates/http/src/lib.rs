@@ -8,6 +8,7 @@ pub mod blocking;
 pub mod dto;
 pub mod extract;
 pub mod metrics;
+pub mod metrics_server;
 pub mod problem;
 pub mod rate_limit;
 pub mod routes;

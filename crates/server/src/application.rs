@@ -128,3 +128,32 @@ impl Application {
         self.server.await
     }
 }
+
+/// Serves `/metrics` and `/healthz` on `address` from a thread of its own (an actix
+/// system beside the workers' tokio runtime), for `mailroom worker`. The thread ends with
+/// the process.
+///
+/// # Errors
+/// When the address cannot be bound.
+pub fn spawn_metrics_listener(
+    address: std::net::SocketAddr,
+    services: Services,
+    database: PgDatabase,
+) -> Result<u16> {
+    let listener =
+        TcpListener::bind(address).with_context(|| format!("binding {address} for metrics"))?;
+    let port = listener.local_addr()?.port();
+    let metrics = Arc::new(Metrics::new(Arc::new(move || database.pool_state())));
+    std::thread::Builder::new()
+        .name("metrics".into())
+        .spawn(move || {
+            let served = actix_web::rt::System::new().block_on(async move {
+                mailroom_http::metrics_server::serve_metrics(listener, services, metrics)?.await
+            });
+            if let Err(error) = served {
+                tracing::error!(%error, "the metrics listener stopped");
+            }
+        })
+        .context("starting the metrics thread")?;
+    Ok(port)
+}

@@ -58,6 +58,9 @@ pub struct Config {
     pub db_pool_size: u32,
     /// HTTP worker threads.
     pub http_workers: usize,
+    /// Where `mailroom worker` serves `/metrics` and `/healthz`
+    /// (`MAILROOM_METRICS_LISTEN`); `None`: it serves no HTTP.
+    pub metrics_listen: Option<SocketAddr>,
     /// The per-token API rate limit (`MAILROOM_RATE_LIMIT_PER_SECOND`,
     /// `MAILROOM_RATE_LIMIT_BURST`); `None` turns it off.
     pub rate_limit: Option<RateLimit>,
@@ -82,6 +85,7 @@ impl std::fmt::Debug for Config {
             .field("run_workers", &self.run_workers)
             .field("db_pool_size", &self.db_pool_size)
             .field("http_workers", &self.http_workers)
+            .field("metrics_listen", &self.metrics_listen)
             .field("rate_limit", &self.rate_limit)
             .finish()
     }
@@ -120,6 +124,7 @@ impl Config {
             run_workers: true,
             db_pool_size: 16,
             http_workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            metrics_listen: None,
             rate_limit: Some(RateLimit::DEFAULT),
         }
     }
@@ -173,6 +178,11 @@ impl Config {
             config.db_pool_size = size.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
                 anyhow!("MAILROOM_DB_POOL_SIZE must be a whole number of at least 1")
             })?;
+        }
+        if let Ok(listen) = std::env::var("MAILROOM_METRICS_LISTEN") {
+            config.metrics_listen = Some(listen.parse().with_context(|| {
+                format!("MAILROOM_METRICS_LISTEN must be host:port, got {listen:?}")
+            })?);
         }
         config.rate_limit = parse_rate_limit(
             std::env::var("MAILROOM_RATE_LIMIT_PER_SECOND")

@@ -9,7 +9,7 @@ use mailroom_app::{
     users::{bootstrap_user, BootstrapRequest},
 };
 use mailroom_server::{
-    application::{build_services, prepare_database},
+    application::{build_services, prepare_database, spawn_metrics_listener},
     system::SystemClock,
     telemetry, workers, Application, Config,
 };
@@ -90,7 +90,11 @@ fn main() -> Result<()> {
         Command::Serve => serve(config),
         Command::Worker => {
             prepare_database(&config.database_url)?;
-            let (services, _) = build_services(&config, Arc::new(SystemClock))?;
+            let (services, database) = build_services(&config, Arc::new(SystemClock))?;
+            if let Some(address) = config.metrics_listen {
+                let port = spawn_metrics_listener(address, services.clone(), database)?;
+                tracing::info!(%address, port, "serving /metrics");
+            }
             runtime()?.block_on(workers::run_until_shutdown(services, &config))?;
             Ok(())
         }
