@@ -14,6 +14,7 @@ pub mod error;
 pub mod feedback;
 pub mod mail_servers;
 pub mod messages;
+pub mod operations;
 pub mod ports;
 pub mod rendering;
 pub mod services;

@@ -1,17 +1,22 @@
 //! Request extractors shared by every route: the bearer-token caller, path ids, paging,
 //! and the absent/null/value distinction of PATCH bodies.
 
-use std::{future::Future, pin::Pin};
+use std::{future::Future, pin::Pin, time::Instant};
 
 use actix_web::{dev::Payload, http::header, web, FromRequest, HttpRequest};
 use mailroom_app::{tokens::authenticate, Actor, Services};
 use mailroom_domain::{paging::PageRequest, token::RawToken, AccountId};
 
-use crate::{blocking::run_blocking, problem::ApiError};
+use crate::{
+    blocking::run_blocking,
+    problem::ApiError,
+    rate_limit::{self, RateLimiter},
+};
 
 /// The authenticated caller. Extraction fails with 401 for a missing header, another
 /// scheme, a value that is not a Mailroom token (refused without touching the database
-/// thanks to its check digits), or an unknown, revoked or expired token.
+/// thanks to its check digits), or an unknown, revoked or expired token; and with 429
+/// when the token has used up its rate limit ([`crate::rate_limit`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Caller(pub Actor);
 
@@ -22,6 +27,8 @@ impl FromRequest for Caller {
     fn from_request(req: &HttpRequest, _payload: &mut Payload) -> Self::Future {
         let raw = bearer_token(req);
         let services = req.app_data::<web::Data<Services>>().cloned();
+        let limiter = req.app_data::<web::Data<RateLimiter>>().cloned();
+        let req = req.clone();
         Box::pin(async move {
             let raw = raw.ok_or_else(ApiError::unauthorized)?;
             let services = services.ok_or_else(|| {
@@ -30,6 +37,14 @@ impl FromRequest for Caller {
                 ))
             })?;
             let actor = run_blocking(move || authenticate(&services, &raw)).await?;
+            if let Some(decision) =
+                limiter.and_then(|limiter| limiter.check(actor.token_id, Instant::now()))
+            {
+                rate_limit::remember(&req, decision);
+                if !decision.allowed {
+                    return Err(ApiError::too_many_requests());
+                }
+            }
             Ok(Self(actor))
         })
     }

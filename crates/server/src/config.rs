@@ -11,6 +11,7 @@ use std::{
 
 use anyhow::{anyhow, bail, Context, Result};
 use base64::Engine as _;
+pub use mailroom_http::RateLimit;
 
 /// The default webhook retry schedule, in seconds between attempts.
 pub const DEFAULT_RETRY_SCHEDULE: [u64; 7] = [5, 300, 1800, 7200, 18000, 36000, 36000];
@@ -38,6 +39,9 @@ pub struct Config {
     pub unsubscribe_mailto: Option<String>,
     /// 32-byte key that seals stored secrets.
     pub secret_key: [u8; 32],
+    /// The key before the last rotation (`MAILROOM_SECRET_KEY_PREVIOUS`): it still opens
+    /// values sealed under it, and never seals.
+    pub secret_key_previous: Option<[u8; 32]>,
     /// Whether mail servers and webhooks may point at private addresses.
     pub allow_private_egress: bool,
     /// Seconds between webhook delivery attempts.
@@ -60,6 +64,12 @@ pub struct Config {
     pub db_pool_size: u32,
     /// HTTP worker threads.
     pub http_workers: usize,
+    /// Where `mailroom worker` serves `/metrics` and `/healthz`
+    /// (`MAILROOM_METRICS_LISTEN`); `None`: it serves no HTTP.
+    pub metrics_listen: Option<SocketAddr>,
+    /// The per-token API rate limit (`MAILROOM_RATE_LIMIT_PER_SECOND`,
+    /// `MAILROOM_RATE_LIMIT_BURST`); `None` turns it off.
+    pub rate_limit: Option<RateLimit>,
 }
 
 impl std::fmt::Debug for Config {
@@ -70,6 +80,10 @@ impl std::fmt::Debug for Config {
             .field("public_url", &self.public_url)
             .field("unsubscribe_mailto", &self.unsubscribe_mailto)
             .field("secret_key", &"[redacted]")
+            .field(
+                "secret_key_previous",
+                &self.secret_key_previous.map(|_| "[redacted]"),
+            )
             .field("allow_private_egress", &self.allow_private_egress)
             .field("webhook_retry_schedule", &self.webhook_retry_schedule)
             .field("webhook_timeout", &self.webhook_timeout)
@@ -79,6 +93,8 @@ impl std::fmt::Debug for Config {
             .field("run_workers", &self.run_workers)
             .field("db_pool_size", &self.db_pool_size)
             .field("http_workers", &self.http_workers)
+            .field("metrics_listen", &self.metrics_listen)
+            .field("rate_limit", &self.rate_limit)
             .finish()
     }
 }
@@ -108,6 +124,7 @@ impl Config {
             public_url: format!("http://{listen}"),
             unsubscribe_mailto: None,
             secret_key,
+            secret_key_previous: None,
             allow_private_egress: false,
             webhook_retry_schedule: DEFAULT_RETRY_SCHEDULE.to_vec(),
             webhook_timeout: DEFAULT_WEBHOOK_TIMEOUT,
@@ -117,6 +134,8 @@ impl Config {
             run_workers: true,
             db_pool_size: 16,
             http_workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            metrics_listen: None,
+            rate_limit: Some(RateLimit::DEFAULT),
         }
     }
 
@@ -133,6 +152,12 @@ impl Config {
             Err(_) => load_or_create_key_file(Path::new(".mailroom/secret.key"))?,
         };
         let mut config = Self::new(database_url, secret_key);
+        if let Ok(text) = std::env::var("MAILROOM_SECRET_KEY_PREVIOUS") {
+            if !text.trim().is_empty() {
+                config.secret_key_previous =
+                    Some(parse_key(&text).context("MAILROOM_SECRET_KEY_PREVIOUS")?);
+            }
+        }
         if let Ok(listen) = std::env::var("MAILROOM_LISTEN") {
             config.listen = listen
                 .parse()
@@ -171,6 +196,17 @@ impl Config {
                 anyhow!("MAILROOM_DB_POOL_SIZE must be a whole number of at least 1")
             })?;
         }
+        if let Ok(listen) = std::env::var("MAILROOM_METRICS_LISTEN") {
+            config.metrics_listen = Some(listen.parse().with_context(|| {
+                format!("MAILROOM_METRICS_LISTEN must be host:port, got {listen:?}")
+            })?);
+        }
+        config.rate_limit = parse_rate_limit(
+            std::env::var("MAILROOM_RATE_LIMIT_PER_SECOND")
+                .ok()
+                .as_deref(),
+            std::env::var("MAILROOM_RATE_LIMIT_BURST").ok().as_deref(),
+        )?;
         Ok(config)
     }
 }
@@ -184,6 +220,40 @@ fn parse_mailto(text: &str) -> Result<Option<String>> {
     mailroom_domain::email::EmailAddress::parse(text)
         .map(|address| Some(address.as_str().to_owned()))
         .map_err(|error| anyhow!("MAILROOM_UNSUBSCRIBE_MAILTO must be an email address: {error}"))
+}
+
+/// The rate limit from its two variables: a rate of `0` or `off` turns limiting off; the
+/// burst defaults to twice the rate (at least 1).
+fn parse_rate_limit(per_second: Option<&str>, burst: Option<&str>) -> Result<Option<RateLimit>> {
+    let per_second = match per_second.map(str::trim) {
+        None => RateLimit::DEFAULT.per_second,
+        Some(text) if text.eq_ignore_ascii_case("off") => return Ok(None),
+        Some(text) => text
+            .parse::<f64>()
+            .ok()
+            .filter(|rate| rate.is_finite() && *rate >= 0.0)
+            .ok_or_else(|| {
+                anyhow!("MAILROOM_RATE_LIMIT_PER_SECOND must be a number of requests per second, or 0/off, got {text:?}")
+            })?,
+    };
+    if per_second == 0.0 {
+        return Ok(None);
+    }
+    let burst = match burst.map(str::trim) {
+        None if per_second == RateLimit::DEFAULT.per_second => RateLimit::DEFAULT.burst,
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        None => (per_second * 2.0).ceil().clamp(1.0, f64::from(u32::MAX)) as u32,
+        Some(text) => text
+            .parse::<u32>()
+            .ok()
+            .filter(|b| *b >= 1)
+            .ok_or_else(|| {
+                anyhow!(
+                    "MAILROOM_RATE_LIMIT_BURST must be a whole number of at least 1, got {text:?}"
+                )
+            })?,
+    };
+    Ok(Some(RateLimit { per_second, burst }))
 }
 
 fn env_bool(name: &str, default: bool) -> Result<bool> {
@@ -288,5 +358,36 @@ mod tests {
         );
         assert_eq!(parse_mailto("").expect("blank"), None);
         assert!(parse_mailto("not an address?subject=x").is_err());
+    }
+
+    #[test]
+    fn rate_limit_defaults_on_and_turns_off() {
+        assert_eq!(
+            parse_rate_limit(None, None).expect("valid"),
+            Some(RateLimit::DEFAULT)
+        );
+        assert_eq!(
+            Config::new("x", [0; 32]).rate_limit,
+            Some(RateLimit::DEFAULT)
+        );
+        assert_eq!(parse_rate_limit(Some("0"), Some("5")).expect("valid"), None);
+        assert_eq!(parse_rate_limit(Some("OFF"), None).expect("valid"), None);
+        assert_eq!(
+            parse_rate_limit(Some("2.5"), None).expect("valid"),
+            Some(RateLimit {
+                per_second: 2.5,
+                burst: 5
+            })
+        );
+        assert_eq!(
+            parse_rate_limit(Some("10"), Some("3")).expect("valid"),
+            Some(RateLimit {
+                per_second: 10.0,
+                burst: 3
+            })
+        );
+        assert!(parse_rate_limit(Some("-1"), None).is_err());
+        assert!(parse_rate_limit(Some("fast"), None).is_err());
+        assert!(parse_rate_limit(None, Some("0")).is_err());
     }
 }

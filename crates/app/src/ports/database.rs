@@ -3,8 +3,9 @@ use crate::{
     ports::{
         AccountRepository, AnnouncementRepository, AutomationRepository, ContactImportRepository,
         ContactRepository, FeedbackRepository, MailServerRepository, MessageRepository,
-        SegmentRepository, StarterDataRepository, TemplateRepository, TokenRepository,
-        TopicRepository, UserRepository, WebhookEventRepository,
+        QueueStatsRepository, SealedSecretRepository, SegmentRepository, StarterDataRepository,
+        TemplateRepository, TokenRepository, TopicRepository, UserRepository,
+        WebhookEventRepository,
     },
     AppError, StoreError,
 };
@@ -28,6 +29,8 @@ pub trait UnitOfWork:
     + FeedbackRepository
     + TrackingRepository
     + SubscriptionRepository
+    + QueueStatsRepository
+    + SealedSecretRepository
 {
 }
 

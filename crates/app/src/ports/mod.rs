@@ -13,8 +13,10 @@ mod feedback;
 mod mail_server_records;
 mod mail_servers;
 mod messages;
+mod queue_stats;
 mod records;
 mod repositories;
+mod sealed_secrets;
 mod segments;
 mod system;
 mod templates;
@@ -34,8 +36,10 @@ pub use mail_servers::{CredentialCheck, MailServerProbe, ProbeError, SmtpEndpoin
 pub use messages::{
     IdempotentMessage, ListUnsubscribe, MailFuture, Mailer, MessageRepository, OutgoingMail,
 };
+pub use queue_stats::{QueueDepth, QueueStats, QueueStatsRepository};
 pub use records::*;
 pub use repositories::*;
+pub use sealed_secrets::{SealedColumn, SealedRow, SealedRowKey, SealedSecretRepository};
 pub use segments::SegmentRepository;
 pub use system::*;
 pub use templates::TemplateRepository;

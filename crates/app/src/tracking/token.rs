@@ -131,7 +131,10 @@ impl LinkToken {
             _ => return None,
         };
         let expected = secrets.sign(token.purpose(), payload);
-        constant_time_eq(&expected[..TAG_LEN], tag).then_some(token)
+        let previous = secrets.sign_with_previous(token.purpose(), payload);
+        let valid = constant_time_eq(&expected[..TAG_LEN], tag)
+            || previous.is_some_and(|previous| constant_time_eq(&previous[..TAG_LEN], tag));
+        valid.then_some(token)
     }
 }
 

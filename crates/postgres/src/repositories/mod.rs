@@ -8,6 +8,8 @@ mod contacts;
 mod feedback;
 mod mail_servers;
 mod messages;
+mod queue_stats;
+mod sealed_secrets;
 mod segments;
 mod starter;
 mod templates;
