@@ -17,7 +17,7 @@ INSERT INTO messages (account_id, id, contact_id, email, template_id, kind, stat
                       next_attempt_at, message_id_header, created_at, updated_at, sent_at)
 SELECT '0190a000-0000-7000-8000-000000000001', gen_random_uuid(),
        '0190a000-0000-7000-8000-000000000002', 'a@example.com',
-       '0190a000-0000-7000-8000-000000000003', 'announcement',
+       '0190a000-0000-7000-8000-000000000003', 'transactional',
        CASE WHEN g % 50 = 0 THEN 'queued' WHEN g % 10 = 0 THEN 'failed' ELSE 'sent' END,
        CASE WHEN g % 50 = 0 THEN now() - interval '1 second' END,
        '<' || g || '@x>', now(), now(),
