@@ -83,8 +83,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // Two runtime threads for the load generators, matching the machine's two cores; the
-    // server runs on its own actix worker threads.
+    run_on_runtime(audience::run(&options))
+}
+
+/// Runs a benchmark on a two-thread runtime (the machine's two cores; the server runs on
+/// its own actix worker threads) and turns its outcome into the exit code.
+pub fn run_on_runtime(
+    benchmark: impl std::future::Future<Output = anyhow::Result<()>>,
+) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -96,7 +102,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(audience::run(&options)) {
+    match runtime.block_on(benchmark) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("mailroom-bench: {error:#}");

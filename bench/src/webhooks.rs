@@ -89,24 +89,7 @@ pub fn main(args: &[String]) -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("mailroom-bench: cannot start the runtime: {error}");
-            return std::process::ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(run(&options)) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("mailroom-bench: {error:#}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    crate::run_on_runtime(run(&options))
 }
 
 async fn run(options: &Options) -> Result<()> {

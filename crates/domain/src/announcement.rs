@@ -117,37 +117,8 @@ impl AnnouncementInput {
     /// Every problem, each under its field.
     pub fn parse(self) -> Result<NewAnnouncement, ValidationErrors> {
         let mut errors = ValidationErrors::new();
-        let name = match self.name.as_deref().map(str::trim) {
-            None => {
-                errors.push("name", "is required");
-                None
-            }
-            Some("") => {
-                errors.push("name", "must not be empty");
-                None
-            }
-            Some(name) if name.chars().count() > MAX_NAME_CHARS => {
-                errors.push(
-                    "name",
-                    format!("must be at most {MAX_NAME_CHARS} characters"),
-                );
-                None
-            }
-            Some(name) => Some(name.to_owned()),
-        };
-        let template_id = match self.template_id.as_deref() {
-            None => {
-                errors.push("templateId", "is required");
-                None
-            }
-            Some(text) => {
-                let parsed = TemplateId::parse(text).ok();
-                if parsed.is_none() {
-                    errors.push("templateId", "must be the id of a template of this account");
-                }
-                parsed
-            }
-        };
+        let name = errors.required_name("name", self.name.as_deref(), MAX_NAME_CHARS);
+        let template_id = errors.required_id("templateId", self.template_id.as_deref(), "template");
         let topic_id = self.topic_id.as_deref().and_then(|text| {
             let parsed = TopicId::parse(text).ok();
             if parsed.is_none() {

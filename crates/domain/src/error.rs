@@ -57,6 +57,43 @@ impl ValidationErrors {
         }
     }
 
+    /// A required name: trimmed, not empty, at most `max` characters.
+    pub fn required_name(
+        &mut self,
+        field: &str,
+        value: Option<&str>,
+        max: usize,
+    ) -> Option<String> {
+        match value.map(str::trim) {
+            None => self.push(field, "is required"),
+            Some("") => self.push(field, "must not be empty"),
+            Some(name) if name.chars().count() > max => {
+                self.push(field, format!("must be at most {max} characters"));
+            }
+            Some(name) => return Some(name.to_owned()),
+        }
+        None
+    }
+
+    /// A required id of one of the account's records (`what` names the kind, e.g.
+    /// "template"); whether the record exists is the use case's question.
+    pub fn required_id<T: std::str::FromStr>(
+        &mut self,
+        field: &str,
+        value: Option<&str>,
+        what: &str,
+    ) -> Option<T> {
+        let Some(text) = value else {
+            self.push(field, "is required");
+            return None;
+        };
+        let parsed = text.parse().ok();
+        if parsed.is_none() {
+            self.push(field, format!("must be the id of a {what} of this account"));
+        }
+        parsed
+    }
+
     /// True when nothing was recorded.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()

@@ -575,3 +575,43 @@ impl ContactRepository for PgUnitOfWork<'_> {
             .collect()
     }
 }
+
+/// A suppression time of a contact that is set once and then kept.
+#[derive(Clone, Copy)]
+pub(super) enum ContactMark {
+    HardBounced,
+    Complained,
+    Unsubscribed,
+}
+
+impl ContactMark {
+    fn column(self) -> &'static str {
+        match self {
+            Self::HardBounced => "hard_bounced_at",
+            Self::Complained => "complaint_at",
+            Self::Unsubscribed => "unsubscribed_at",
+        }
+    }
+}
+
+/// Sets `mark` on the contact to `now` unless it is set already, and returns whether this
+/// call set it. The `IS NULL` guard is re-checked after a concurrent writer's commit (READ
+/// COMMITTED), so two identical reports or clicks set it, and count it, once.
+pub(super) fn set_contact_mark(
+    conn: &mut PgConnection,
+    account: AccountId,
+    contact: ContactId,
+    mark: ContactMark,
+    now: Timestamp,
+) -> Result<bool, StoreError> {
+    let column = mark.column();
+    diesel::sql_query(format!(
+        "UPDATE contacts SET {column} = $3 WHERE account_id = $1 AND id = $2 AND {column} IS NULL"
+    ))
+    .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
+    .bind::<diesel::sql_types::Uuid, _>(contact.as_uuid())
+    .bind::<diesel::sql_types::Timestamptz, _>(now.as_datetime())
+    .execute(conn)
+    .map(|n| n > 0)
+    .map_err(store_error)
+}

@@ -13,6 +13,7 @@ use mailroom_domain::{
 };
 use uuid::Uuid;
 
+use super::contacts::{set_contact_mark, ContactMark};
 use super::PgUnitOfWork;
 use crate::{
     error::store_error,
@@ -87,17 +88,7 @@ impl FeedbackRepository for PgUnitOfWork<'_> {
         contact: ContactId,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
-        // The `IS NULL` guard is re-checked after a concurrent writer's commit (READ
-        // COMMITTED), so two identical complaints set the time once.
-        diesel::update(
-            contacts::table
-                .find((account.as_uuid(), contact.as_uuid()))
-                .filter(contacts::complaint_at.is_null()),
-        )
-        .set(contacts::complaint_at.eq(Some(now.as_datetime())))
-        .execute(self.conn)
-        .map(|n| n > 0)
-        .map_err(store_error)
+        set_contact_mark(self.conn, account, contact, ContactMark::Complained, now)
     }
 
     fn mark_sent_message_bounced(

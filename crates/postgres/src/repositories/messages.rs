@@ -19,6 +19,7 @@ use serde_json::Value;
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
 
+use super::contacts::{set_contact_mark, ContactMark};
 use super::{corrupt, templates::page_bounds, timestamp, PgUnitOfWork};
 use crate::{
     error::store_error,
@@ -350,15 +351,7 @@ impl MessageRepository for PgUnitOfWork<'_> {
         contact: ContactId,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
-        diesel::update(
-            contacts::table
-                .find((account.as_uuid(), contact.as_uuid()))
-                .filter(contacts::hard_bounced_at.is_null()),
-        )
-        .set(contacts::hard_bounced_at.eq(Some(now.as_datetime())))
-        .execute(self.conn)
-        .map(|n| n > 0)
-        .map_err(store_error)
+        set_contact_mark(self.conn, account, contact, ContactMark::HardBounced, now)
     }
 
     fn count_message_to_contact(

@@ -13,10 +13,11 @@ use mailroom_app::{
 use mailroom_domain::{AccountId, ContactId, MessageId, Timestamp, TopicId};
 use time::OffsetDateTime;
 
+use super::contacts::{set_contact_mark, ContactMark};
 use super::{timestamp, PgUnitOfWork};
 use crate::{
     error::store_error,
-    schema::{contacts, message_tracking, topic_unsubscriptions},
+    schema::{message_tracking, topic_unsubscriptions},
 };
 
 #[derive(QueryableByName)]
@@ -133,15 +134,7 @@ impl SubscriptionRepository for PgUnitOfWork<'_> {
         contact: ContactId,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
-        diesel::update(
-            contacts::table
-                .find((account.as_uuid(), contact.as_uuid()))
-                .filter(contacts::unsubscribed_at.is_null()),
-        )
-        .set(contacts::unsubscribed_at.eq(Some(now.as_datetime())))
-        .execute(self.conn)
-        .map(|n| n > 0)
-        .map_err(store_error)
+        set_contact_mark(self.conn, account, contact, ContactMark::Unsubscribed, now)
     }
 
     fn unsubscribe_contact_from_topic(
