@@ -113,6 +113,7 @@ fn data_is_recorded_dot_unstuffed() {
             data: "Subject: hi\r\n\r\n.leading dot\r\nend\r\n".into(),
             authenticated_as: None,
             tls: false,
+            hello: "test".into(),
         }]
     );
 }

@@ -13,6 +13,7 @@ use std::net::{SocketAddr, TcpListener as StdTcpListener};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
@@ -51,6 +52,10 @@ pub struct TestSmtpOptions {
     /// Answer the end of DATA with this line instead of 250. A reply not starting with
     /// `2` means the message is not recorded.
     pub reply_to_data: Option<String>,
+    /// Wait this long after the end of DATA before accepting (recording, then answering),
+    /// as a busy server does: it keeps messages in flight, so a client killed in that
+    /// window has delivered a message it never learns about.
+    pub accept_delay: Option<Duration>,
 }
 
 /// One message the server accepted (the end of DATA answered 2xx).
@@ -67,6 +72,8 @@ pub struct ReceivedMessage {
     pub authenticated_as: Option<String>,
     /// Whether the connection was encrypted (implicit TLS or after STARTTLS).
     pub tls: bool,
+    /// The name the client gave in EHLO (or HELO) on this connection.
+    pub hello: String,
 }
 
 /// A running test SMTP server on `127.0.0.1` at a free port. Stops on drop.
@@ -153,6 +160,11 @@ impl TestSmtpServer {
         lock(&self.shared.rcpt_script).extend(replies.into_iter().map(Into::into));
     }
 
+    /// How many messages were accepted so far (cheaper than `messages().len()`).
+    pub fn message_count(&self) -> usize {
+        lock(&self.shared.messages).len()
+    }
+
     /// How many TCP connections were accepted (egress tests assert 0).
     pub fn connection_count(&self) -> usize {
         self.shared.connections.load(Ordering::SeqCst)
@@ -237,6 +249,7 @@ async fn run_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
 struct State {
     secured: bool,
     hello: bool,
+    hello_name: String,
     user: Option<String>,
     from: Option<String>,
     recipients: Vec<String>,
@@ -265,6 +278,7 @@ where
         match verb.to_ascii_uppercase().as_str() {
             "EHLO" => {
                 state.hello = true;
+                argument.trim().clone_into(&mut state.hello_name);
                 state.from = None;
                 state.recipients.clear();
                 let mut lines = vec![
@@ -283,6 +297,7 @@ where
             }
             "HELO" => {
                 state.hello = true;
+                argument.trim().clone_into(&mut state.hello_name);
                 reply(&mut io, "250 localhost").await?;
             }
             "STARTTLS" if offers_starttls => {
@@ -330,6 +345,9 @@ where
                 let Some(data) = read_data(&mut io).await? else {
                     return Ok(None);
                 };
+                if let Some(delay) = options.accept_delay {
+                    tokio::time::sleep(delay).await;
+                }
                 // The lock lives in this block only: never across an await.
                 let answer = {
                     let mut messages = lock(&shared.messages);
@@ -342,6 +360,7 @@ where
                             data: String::from_utf8_lossy(&data).into_owned(),
                             authenticated_as: state.user.clone(),
                             tls: state.secured,
+                            hello: state.hello_name.clone(),
                         });
                     }
                     answer
