@@ -48,7 +48,7 @@ pub struct Config {
     /// The bound on each step of an SMTP session (`MAILROOM_SMTP_TIMEOUT`, seconds).
     pub smtp_timeout: Duration,
     /// How long a claimed message stays leased to the worker sending it
-    /// (`MAILROOM_MESSAGE_LEASE`, seconds). `None`: twice the SMTP timeout plus 60 s.
+    /// (`MAILROOM_MESSAGE_LEASE`, seconds). `None`: three SMTP timeouts plus 60 s.
     /// A worker that dies holding messages delays them by at most this much.
     pub message_lease: Option<Duration>,
     /// The name the mailer gives in EHLO (`MAILROOM_SMTP_HELLO_NAME`). `None`: the
