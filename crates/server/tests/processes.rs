@@ -275,3 +275,42 @@ async fn sigterm_lets_a_worker_finish_its_messages_and_another_sends_the_rest() 
     assert_eq!(deployment.sent_today().await, contacts as u64);
     assert_eq!(announcement["audienceSize"], contacts, "{announcement}");
 }
+
+/// The knobs these tests turn are checked at start-up: a lease that does not outlast a
+/// session, a zero SMTP timeout, or an EHLO name that is not a host name, stops the
+/// process with a message naming the variable.
+#[tokio::test]
+async fn a_lease_shorter_than_a_session_or_a_bad_hello_name_stops_the_worker() {
+    let database = mailroom_test_support::TestDatabase::create();
+    let dir = support::ScratchDir::new("bad_knobs");
+    for (variable, value, extra) in [
+        (
+            "MAILROOM_MESSAGE_LEASE",
+            "6",
+            ("MAILROOM_SMTP_TIMEOUT", "2"),
+        ),
+        ("MAILROOM_SMTP_TIMEOUT", "0", ("MAILROOM_LOG", "warn")),
+        (
+            "MAILROOM_SMTP_HELLO_NAME",
+            "worker a\r\nMAIL FROM:<x@y>",
+            ("MAILROOM_LOG", "warn"),
+        ),
+    ] {
+        let mut command = support::mailroom_command(&dir, &database);
+        // The helper sets a valid lease; only the case under test sets one here.
+        command
+            .env_remove("MAILROOM_MESSAGE_LEASE")
+            .arg("worker")
+            .env(extra.0, extra.1)
+            .env(variable, value);
+        // A worker that accepted the value would run on: `wait_exit` fails then.
+        let mut worker = support::Process::spawn(variable, &dir, command);
+        let status = worker.wait_exit(Duration::from_secs(30)).await;
+        let log = worker.log();
+        assert!(
+            !status.success() && log.contains(variable),
+            "{variable}={value:?}: expected a refusal naming the variable, got {} with log:\n{log}",
+            describe(status)
+        );
+    }
+}
