@@ -7,7 +7,7 @@
 //! competes with the test's own runtime. Dropping it stops the runtime, which closes
 //! every connection.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::{SocketAddr, TcpListener as StdTcpListener};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -92,6 +92,8 @@ struct Shared {
     connections: AtomicUsize,
     /// Replies to the next RCPT TOs, one each, before the options' reply applies again.
     rcpt_script: Mutex<VecDeque<String>>,
+    /// Messages whose DATA has ended and that wait out `accept_delay`, by EHLO name.
+    accepting: Mutex<HashMap<String, usize>>,
 }
 
 impl TestSmtpServer {
@@ -115,6 +117,7 @@ impl TestSmtpServer {
             messages: Mutex::new(Vec::new()),
             connections: AtomicUsize::new(0),
             rcpt_script: Mutex::new(VecDeque::new()),
+            accepting: Mutex::new(HashMap::new()),
         });
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -163,6 +166,17 @@ impl TestSmtpServer {
     /// How many messages were accepted so far (cheaper than `messages().len()`).
     pub fn message_count(&self) -> usize {
         lock(&self.shared.messages).len()
+    }
+
+    /// Messages from clients that introduced themselves as `hello` which are fully
+    /// received and wait out [`TestSmtpOptions::accept_delay`]: the server will accept
+    /// them whatever happens to the client, so a client killed now has sent them without
+    /// learning it.
+    pub fn in_flight(&self, hello: &str) -> usize {
+        lock(&self.shared.accepting)
+            .get(hello)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// How many TCP connections were accepted (egress tests assert 0).
@@ -346,6 +360,9 @@ where
                     return Ok(None);
                 };
                 if let Some(delay) = options.accept_delay {
+                    *lock(&shared.accepting)
+                        .entry(state.hello_name.clone())
+                        .or_default() += 1;
                     tokio::time::sleep(delay).await;
                 }
                 // The lock lives in this block only: never across an await.
@@ -362,6 +379,11 @@ where
                             tls: state.secured,
                             hello: state.hello_name.clone(),
                         });
+                    }
+                    if options.accept_delay.is_some() {
+                        if let Some(waiting) = lock(&shared.accepting).get_mut(&state.hello_name) {
+                            *waiting -= 1;
+                        }
                     }
                     answer
                 };

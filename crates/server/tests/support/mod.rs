@@ -7,6 +7,8 @@
 //! Every process writes its stderr (its logs) to a file in the test's scratch directory;
 //! when a test panics, the tail of each process's log is printed, so a failure shows what
 //! the processes were doing. Processes still running at the end are killed and reaped.
+//! With `KEEP_PROCESS_LOGS` set, the scratch directories (and the logs in them) are kept
+//! under `target/tmp/` after the test.
 
 #![allow(dead_code)] // Each test binary uses a different part.
 
@@ -67,7 +69,9 @@ impl ScratchDir {
 
 impl Drop for ScratchDir {
     fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.path);
+        if std::env::var_os("KEEP_PROCESS_LOGS").is_none() {
+            let _ = fs::remove_dir_all(&self.path);
+        }
     }
 }
 
