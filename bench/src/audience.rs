@@ -114,6 +114,8 @@ async fn measure(options: &Options, report: &Report, url: &str) -> Result<()> {
     config.db_pool_size = options.pool;
     config.http_workers = 2;
     config.run_workers = false;
+    // The benchmarks measure the service, not the rate limit.
+    config.rate_limit = None;
     let build_config = config.clone();
     let application =
         tokio::task::spawn_blocking(move || Application::build(&build_config)).await??;

@@ -7,6 +7,7 @@
 //! statements the API runs. Every loop is bounded in count or time, and the only addresses
 //! used are the server's on 127.0.0.1 and `DATABASE_URL`.
 
+mod announcement;
 mod audience;
 mod data;
 mod events;
@@ -70,6 +71,9 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("webhooks") {
         return webhooks::main(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("announcement") {
+        return announcement::main(&args[1..]);
     }
     let options = match parse(&args) {
         Ok(options) => options,

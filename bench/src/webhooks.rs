@@ -130,6 +130,8 @@ async fn measure(options: &Options, url: &str) -> Result<()> {
     config.db_pool_size = 8;
     config.http_workers = 1;
     config.run_workers = false;
+    // The benchmarks measure the service, not the rate limit.
+    config.rate_limit = None;
     config.allow_private_egress = true;
     let build_config = config.clone();
     let application =

@@ -1,7 +1,7 @@
 use mailroom_tests::{expect_json, spawn_app};
 
 /// Every route of the API, as DESIGN.md §6 and the specification name them for this stage.
-pub const ROUTES: [(&str, &str); 63] = [
+pub const ROUTES: [(&str, &str); 68] = [
     ("post", "/v2/users/me/tokens"),
     ("get", "/v2/users/me/tokens"),
     ("delete", "/v2/users/me/tokens/{tokenId}"),
@@ -86,6 +86,12 @@ pub const ROUTES: [(&str, &str); 63] = [
     ("get", "/v2/accounts/{accountId}/messages/count"),
     ("get", "/v2/accounts/{accountId}/messages/stats"),
     ("get", "/v2/accounts/{accountId}/messages/{messageId}"),
+    ("post", "/v2/accounts/{accountId}/feedback"),
+    // Public link endpoints (no auth; the signed token is the credential).
+    ("get", "/t/o/{token}"),
+    ("get", "/t/c/{token}"),
+    ("get", "/u/{token}"),
+    ("post", "/u/{token}"),
 ];
 
 #[tokio::test]

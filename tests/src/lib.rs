@@ -51,6 +51,9 @@ pub async fn spawn_app_with(configure: impl FnOnce(&mut Config)) -> TestApp {
     config.db_pool_size = 4;
     config.http_workers = 1;
     config.run_workers = false;
+    // Tests fire requests faster than any client should; tests/api/rate_limit.rs turns
+    // the limit back on with a small bucket.
+    config.rate_limit = None;
     configure(&mut config);
     let clock = Arc::new(TestClock::new());
     let build_config = config.clone();

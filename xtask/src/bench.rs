@@ -11,7 +11,7 @@ use crate::system::{self, note};
 use crate::Result;
 
 /// The benchmarks `mailroom-bench` knows.
-const BENCHMARKS: [&str; 2] = ["audience", "webhooks"];
+const BENCHMARKS: [&str; 3] = ["audience", "webhooks", "announcement"];
 /// The benchmark compares the API with pgbench from the system's PostgreSQL tools.
 const PGBENCH: &str = "/usr/bin/pgbench";
 

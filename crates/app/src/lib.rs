@@ -11,14 +11,18 @@ pub mod auth;
 pub mod automations;
 pub mod contacts;
 pub mod error;
+pub mod feedback;
 pub mod mail_servers;
 pub mod messages;
+pub mod operations;
 pub mod ports;
 pub mod rendering;
 pub mod services;
 pub mod templates;
 pub mod tokens;
 pub mod topics;
+pub mod tracking;
+pub mod unsubscribe;
 pub mod users;
 pub mod webhook_events;
 

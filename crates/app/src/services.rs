@@ -5,6 +5,7 @@ use std::sync::Arc;
 use crate::ports::{
     Clock, Database, Ids, MailServerProbe, Mailer, Secrets, WebhookSender, WebhookUrlGuard,
 };
+use crate::tracking::LinkSettings;
 
 /// Everything use cases depend on. Cheap to clone.
 #[derive(Clone)]
@@ -27,4 +28,6 @@ pub struct Services {
     pub webhook_sender: Arc<dyn WebhookSender>,
     /// Sends email (async; used by the message worker only).
     pub mailer: Arc<dyn Mailer>,
+    /// Where tracking and unsubscribe links point.
+    pub links: LinkSettings,
 }

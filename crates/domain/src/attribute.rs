@@ -153,8 +153,8 @@ impl AttributeValue {
     /// number, an RFC 3339 string a date, any other string a string.
     ///
     /// # Errors
-    /// [`InvalidAttribute::Value`] for null, arrays, objects, non-finite numbers and
-    /// strings over 1000 characters.
+    /// [`InvalidAttribute::Value`] for null, arrays, objects, non-finite numbers,
+    /// strings over 1000 characters and strings holding NUL.
     pub fn from_json(value: &Value) -> Result<Self, InvalidAttribute> {
         match value {
             Value::Bool(flag) => Ok(Self::Boolean(*flag)),
@@ -163,7 +163,10 @@ impl AttributeValue {
                 .filter(|n| n.is_finite())
                 .map(Self::Number)
                 .ok_or(InvalidAttribute::Value),
-            Value::String(text) if text.chars().count() > MAX_STRING_VALUE => {
+            // NUL is refused because no text column can store it.
+            Value::String(text)
+                if text.chars().count() > MAX_STRING_VALUE || text.contains('\0') =>
+            {
                 Err(InvalidAttribute::Value)
             }
             Value::String(text) => {

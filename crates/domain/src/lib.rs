@@ -17,6 +17,7 @@ pub mod contact;
 pub mod egress;
 pub mod email;
 pub mod error;
+pub mod feedback;
 pub mod id;
 pub mod mail_server;
 pub mod message;

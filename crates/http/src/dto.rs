@@ -1006,6 +1006,14 @@ pub struct MessageDto {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub sent_at: Option<Timestamp>,
+    /// When it was first opened (open tracking); on `GET …/messages/{messageId}` only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub opened_at: Option<Timestamp>,
+    /// When a tracked link in it was first clicked; on `GET …/messages/{messageId}` only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub clicked_at: Option<Timestamp>,
 }
 
 impl From<mailroom_domain::message::Message> for MessageDto {
@@ -1029,6 +1037,8 @@ impl From<mailroom_domain::message::Message> for MessageDto {
             create_date: message.created_at,
             update_date: message.updated_at,
             sent_at: message.sent_at,
+            opened_at: None,
+            clicked_at: None,
         }
     }
 }

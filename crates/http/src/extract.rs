@@ -1,17 +1,22 @@
 //! Request extractors shared by every route: the bearer-token caller, path ids, paging,
 //! and the absent/null/value distinction of PATCH bodies.
 
-use std::{future::Future, pin::Pin};
+use std::{future::Future, pin::Pin, time::Instant};
 
 use actix_web::{dev::Payload, http::header, web, FromRequest, HttpRequest};
 use mailroom_app::{tokens::authenticate, Actor, Services};
 use mailroom_domain::{paging::PageRequest, token::RawToken, AccountId};
 
-use crate::{blocking::run_blocking, problem::ApiError};
+use crate::{
+    blocking::run_blocking,
+    problem::ApiError,
+    rate_limit::{self, RateLimiter},
+};
 
 /// The authenticated caller. Extraction fails with 401 for a missing header, another
 /// scheme, a value that is not a Mailroom token (refused without touching the database
-/// thanks to its check digits), or an unknown, revoked or expired token.
+/// thanks to its check digits), or an unknown, revoked or expired token; and with 429
+/// when the token has used up its rate limit ([`crate::rate_limit`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Caller(pub Actor);
 
@@ -22,6 +27,8 @@ impl FromRequest for Caller {
     fn from_request(req: &HttpRequest, _payload: &mut Payload) -> Self::Future {
         let raw = bearer_token(req);
         let services = req.app_data::<web::Data<Services>>().cloned();
+        let limiter = req.app_data::<web::Data<RateLimiter>>().cloned();
+        let req = req.clone();
         Box::pin(async move {
             let raw = raw.ok_or_else(ApiError::unauthorized)?;
             let services = services.ok_or_else(|| {
@@ -30,6 +37,14 @@ impl FromRequest for Caller {
                 ))
             })?;
             let actor = run_blocking(move || authenticate(&services, &raw)).await?;
+            if let Some(decision) =
+                limiter.and_then(|limiter| limiter.check(actor.token_id, Instant::now()))
+            {
+                rate_limit::remember(&req, decision);
+                if !decision.allowed {
+                    return Err(ApiError::too_many_requests());
+                }
+            }
             Ok(Self(actor))
         })
     }
@@ -164,6 +179,13 @@ impl<T: serde::de::DeserializeOwned + 'static> FromRequest for JsonBody<T> {
 }
 
 fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    // PostgreSQL text cannot hold U+0000; refusing it here keeps it from ever reaching a
+    // write as a 500, whatever field it hides in.
+    if has_escaped_nul(bytes) {
+        return Err(ApiError::bad_request(
+            "strings must not contain the NUL character (\\u0000)",
+        ));
+    }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
         let path = error.path().to_string();
@@ -178,4 +200,35 @@ fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiErro
         ApiError::bad_request(format!("the body is not acceptable JSON: {error}"))
     })?;
     Ok(value)
+}
+
+/// Whether JSON text holds the escape `\u0000` (valid JSON can carry NUL no other way).
+/// Escapes are skipped whole, so an escaped backslash followed by `u0000` is not one.
+fn has_escaped_nul(bytes: &[u8]) -> bool {
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] == b'\\' {
+            if bytes.get(at + 1) == Some(&b'u') && bytes.get(at + 2..at + 6) == Some(b"0000") {
+                return true;
+            }
+            at += 2;
+        } else {
+            at += 1;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod nul_tests {
+    use super::has_escaped_nul;
+
+    #[test]
+    fn finds_the_nul_escape_and_only_it() {
+        assert!(has_escaped_nul(br#"{"name": "a\u0000b"}"#));
+        assert!(has_escaped_nul(br#"["\\\u0000"]"#));
+        assert!(!has_escaped_nul(br#"{"name": "a\\u0000b"}"#));
+        assert!(!has_escaped_nul(br#"{"name": "\u0001 \n"}"#));
+        assert!(!has_escaped_nul(br#"{"name": "trailing \"#));
+    }
 }

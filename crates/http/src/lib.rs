@@ -9,7 +9,9 @@ pub mod campaign_dto;
 pub mod dto;
 pub mod extract;
 pub mod metrics;
+pub mod metrics_server;
 pub mod problem;
+pub mod rate_limit;
 pub mod routes;
 
 use std::{net::TcpListener, sync::Arc, time::Instant};
@@ -31,6 +33,7 @@ use utoipa_actix_web::{scope, AppExt, UtoipaApp};
 
 pub use metrics::Metrics;
 use problem::ApiError;
+pub use rate_limit::{RateLimit, RateLimiter};
 use routes::system::OpenApiDocument;
 
 /// The largest request body accepted (413 beyond).
@@ -70,6 +73,7 @@ fn routed_app() -> UtoipaApp<
         .openapi(ApiDoc::openapi())
         .service(scope("/v2").configure(routes::v2))
         .configure(routes::operations)
+        .configure(routes::links)
 }
 
 /// The OpenAPI document of every route this adapter serves.
@@ -134,6 +138,8 @@ pub struct HttpOptions {
     pub workers: usize,
     /// Seconds in-flight requests get to finish after SIGTERM.
     pub shutdown_timeout_secs: u64,
+    /// The per-token rate limit; `None` turns limiting off.
+    pub rate_limit: Option<RateLimit>,
 }
 
 impl Default for HttpOptions {
@@ -141,6 +147,7 @@ impl Default for HttpOptions {
         Self {
             workers: 2,
             shutdown_timeout_secs: 30,
+            rate_limit: Some(RateLimit::DEFAULT),
         }
     }
 }
@@ -163,6 +170,9 @@ pub fn serve(
     let table = web::Data::new(RouteTable::from_openapi(&api));
     let services = web::Data::new(services);
     let metrics = web::Data::from(metrics);
+    // One limiter for all actix workers: a token's bucket must not depend on which
+    // worker thread took the connection.
+    let limiter = web::Data::new(RateLimiter::new(options.rate_limit));
     let server = HttpServer::new(move || {
         let metrics_for_requests = metrics.clone();
         let (app, _) = routed_app().split_for_parts();
@@ -170,6 +180,7 @@ pub fn serve(
             .app_data(metrics.clone())
             .app_data(document.clone())
             .app_data(table.clone())
+            .app_data(limiter.clone())
             .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
             .app_data(web::QueryConfig::default().error_handler(problem::query_error))
             .app_data(web::PathConfig::default().error_handler(problem::path_error))
@@ -186,6 +197,7 @@ pub fn serve(
                 let response = srv.call(req);
                 async move {
                     let mut response = response.await?;
+                    rate_limit::stamp_headers(&mut response);
                     let route = response
                         .request()
                         .match_pattern()

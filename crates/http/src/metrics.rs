@@ -1,9 +1,15 @@
-//! Prometheus metrics of the HTTP layer and the connection pool.
+//! Prometheus metrics of the HTTP layer and the connection pool, the outboxes as the
+//! database sees them at scrape time, and the delivery counters the workers bump.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{Arc, OnceLock},
+    time::Duration,
+};
 
+use mailroom_app::ports::QueueStats;
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+    Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
 
 /// Reports (connections open, connections idle) of the database pool.
@@ -17,6 +23,214 @@ pub struct Metrics {
     pool_connections: IntGauge,
     pool_idle: IntGauge,
     pool_state: PoolStateFn,
+    queue: QueueGauges,
+}
+
+/// The gauges filled from a [`QueueStats`] snapshot at scrape time.
+struct QueueGauges {
+    depth: IntGaugeVec,
+    due: IntGaugeVec,
+    oldest_due_age: GaugeVec,
+    messages: IntGaugeVec,
+    messages_exact: IntGauge,
+    up: IntGauge,
+}
+
+impl QueueGauges {
+    fn new(registry: &Registry) -> Self {
+        let gauges = Self {
+            depth: IntGaugeVec::new(
+                Opts::new(
+                    "queue_depth",
+                    "Rows a worker will still handle, by outbox (queued and in-flight, due or not).",
+                ),
+                &["queue"],
+            )
+            .expect("valid metric"),
+            due: IntGaugeVec::new(
+                Opts::new(
+                    "queue_due",
+                    "Rows due now and not leased by a worker, by outbox.",
+                ),
+                &["queue"],
+            )
+            .expect("valid metric"),
+            oldest_due_age: GaugeVec::new(
+                Opts::new(
+                    "queue_oldest_due_age_seconds",
+                    "Seconds since the oldest row waiting for a worker became due, by outbox (0 when none waits).",
+                ),
+                &["queue"],
+            )
+            .expect("valid metric"),
+            messages: IntGaugeVec::new(
+                Opts::new("messages", "Messages by status (all accounts)."),
+                &["status"],
+            )
+            .expect("valid metric"),
+            messages_exact: IntGauge::new(
+                "messages_counts_exact",
+                "1 when mailroom_messages was counted, 0 when its final statuses were estimated from planner statistics (large tables).",
+            )
+            .expect("valid metric"),
+            up: IntGauge::new(
+                "queue_stats_up",
+                "1 when the last scrape read the queue statistics from the database, else 0 (and the queue series are absent).",
+            )
+            .expect("valid metric"),
+        };
+        for collector in [
+            Box::new(gauges.depth.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(gauges.due.clone()),
+            Box::new(gauges.oldest_due_age.clone()),
+            Box::new(gauges.messages.clone()),
+            Box::new(gauges.messages_exact.clone()),
+            Box::new(gauges.up.clone()),
+        ] {
+            registry.register(collector).expect("distinct metric names");
+        }
+        gauges
+    }
+
+    fn set(&self, stats: Option<&QueueStats>) {
+        let Some(stats) = stats else {
+            // Stale values would look like a stuck queue: drop them instead.
+            self.depth.reset();
+            self.due.reset();
+            self.oldest_due_age.reset();
+            self.messages.reset();
+            self.up.set(0);
+            return;
+        };
+        for (queue, depth) in [
+            ("messages", &stats.messages),
+            ("webhook_events", &stats.webhook_events),
+        ] {
+            self.depth
+                .with_label_values(&[queue])
+                .set(i64::try_from(depth.pending).unwrap_or(i64::MAX));
+            self.due
+                .with_label_values(&[queue])
+                .set(i64::try_from(depth.due).unwrap_or(i64::MAX));
+            self.oldest_due_age
+                .with_label_values(&[queue])
+                .set(depth.oldest_due_age_secs);
+        }
+        for (status, count) in &stats.messages_by_status {
+            self.messages
+                .with_label_values(&[status.as_str()])
+                .set(i64::try_from(*count).unwrap_or(i64::MAX));
+        }
+        self.messages_exact
+            .set(i64::from(stats.message_counts_exact));
+        self.up.set(1);
+    }
+}
+
+/// Counters the delivery workers bump, one set per process (a `serve` process with
+/// workers exports them on its `/metrics`). Process-wide rather than per [`Metrics`]
+/// because workers are built apart from the HTTP server.
+pub struct DeliveryCounters {
+    registry: Registry,
+    smtp_replies: IntCounterVec,
+    webhook_deliveries: IntCounterVec,
+}
+
+/// How one SMTP session ended, as counted by `mailroom_smtp_replies_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmtpReplyClass {
+    /// 2xx to the end of DATA.
+    Accepted,
+    /// A permanent refusal of the recipient.
+    HardBounce,
+    /// Any other permanent refusal, or a local permanent fault.
+    Permanent,
+    /// A 3xx/4xx reply.
+    Transient,
+    /// No reply: a time-out, a dropped connection, a TLS or DNS failure.
+    Connection,
+}
+
+impl SmtpReplyClass {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Accepted => "accepted",
+            Self::HardBounce => "hard_bounce",
+            Self::Permanent => "permanent",
+            Self::Transient => "transient",
+            Self::Connection => "connection",
+        }
+    }
+}
+
+impl DeliveryCounters {
+    fn new() -> Self {
+        let registry = Registry::new_custom(Some("mailroom".into()), None).expect("valid prefix");
+        let smtp_replies = IntCounterVec::new(
+            Opts::new(
+                "smtp_replies_total",
+                "SMTP sessions of the message worker by how they ended.",
+            ),
+            &["class"],
+        )
+        .expect("valid metric");
+        let webhook_deliveries = IntCounterVec::new(
+            Opts::new(
+                "webhook_deliveries_total",
+                "Webhook delivery attempts recorded, by the event's resulting status.",
+            ),
+            &["outcome"],
+        )
+        .expect("valid metric");
+        registry
+            .register(Box::new(smtp_replies.clone()))
+            .expect("distinct metric names");
+        registry
+            .register(Box::new(webhook_deliveries.clone()))
+            .expect("distinct metric names");
+        // Every label present from the start, so rates work from the first scrape.
+        for class in [
+            SmtpReplyClass::Accepted,
+            SmtpReplyClass::HardBounce,
+            SmtpReplyClass::Permanent,
+            SmtpReplyClass::Transient,
+            SmtpReplyClass::Connection,
+        ] {
+            smtp_replies.with_label_values(&[class.label()]);
+        }
+        for outcome in ["delivered", "retrying", "failed"] {
+            webhook_deliveries.with_label_values(&[outcome]);
+        }
+        Self {
+            registry,
+            smtp_replies,
+            webhook_deliveries,
+        }
+    }
+
+    /// Counts one SMTP session.
+    pub fn smtp_reply(&self, class: SmtpReplyClass) {
+        self.smtp_replies.with_label_values(&[class.label()]).inc();
+    }
+
+    /// Counts recorded webhook attempts by the status they left their events in.
+    pub fn webhook_deliveries(&self, delivered: usize, retrying: usize, failed: usize) {
+        for (outcome, count) in [
+            ("delivered", delivered),
+            ("retrying", retrying),
+            ("failed", failed),
+        ] {
+            self.webhook_deliveries
+                .with_label_values(&[outcome])
+                .inc_by(u64::try_from(count).unwrap_or(u64::MAX));
+        }
+    }
+}
+
+/// This process's delivery counters.
+pub fn delivery_counters() -> &'static DeliveryCounters {
+    static COUNTERS: OnceLock<DeliveryCounters> = OnceLock::new();
+    COUNTERS.get_or_init(DeliveryCounters::new)
 }
 
 impl Metrics {
@@ -57,6 +271,7 @@ impl Metrics {
         ] {
             registry.register(collector).expect("distinct metric names");
         }
+        let queue = QueueGauges::new(&registry);
         Self {
             registry,
             requests,
@@ -64,6 +279,7 @@ impl Metrics {
             pool_connections,
             pool_idle,
             pool_state,
+            queue,
         }
     }
 
@@ -78,13 +294,17 @@ impl Metrics {
             .observe(elapsed.as_secs_f64());
     }
 
-    /// The text exposition of every series.
-    pub fn render(&self) -> String {
+    /// The text exposition of every series, with the queue gauges from `queue_stats`
+    /// (`None` when the database could not be read: the queue series are left out).
+    pub fn render(&self, queue_stats: Option<&QueueStats>) -> String {
         let (connections, idle) = (self.pool_state)();
         self.pool_connections.set(i64::from(connections));
         self.pool_idle.set(i64::from(idle));
+        self.queue.set(queue_stats);
+        let mut families = self.registry.gather();
+        families.extend(delivery_counters().registry.gather());
         let mut buffer = Vec::new();
-        if let Err(error) = TextEncoder::new().encode(&self.registry.gather(), &mut buffer) {
+        if let Err(error) = TextEncoder::new().encode(&families, &mut buffer) {
             tracing::error!(%error, "metrics encoding failed");
         }
         String::from_utf8(buffer).unwrap_or_default()

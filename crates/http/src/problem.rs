@@ -91,6 +91,15 @@ impl ApiError {
         Self::new(StatusCode::NOT_FOUND, "no such resource")
     }
 
+    /// 429: the token's rate limit is used up (`Retry-After` and `RateLimit-*` are added
+    /// on the way out by [`crate::rate_limit::stamp_headers`]).
+    pub fn too_many_requests() -> Self {
+        Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "this token has sent too many requests; retry after the time in Retry-After",
+        )
+    }
+
     /// 405 naming the allowed methods.
     pub fn method_not_allowed(allow: String) -> Self {
         let mut error = Self::new(

@@ -275,6 +275,16 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    message_tracking (account_id, message_id) {
+        account_id -> Uuid,
+        message_id -> Uuid,
+        links -> Array<Text>,
+        opened_at -> Nullable<Timestamptz>,
+        clicked_at -> Nullable<Timestamptz>,
+    }
+}
+
 diesel::joinable!(tokens -> users (user_id));
 diesel::joinable!(memberships -> accounts (account_id));
 diesel::joinable!(memberships -> users (user_id));
@@ -299,4 +309,5 @@ diesel::allow_tables_to_appear_in_same_query!(
     message_stats_daily,
     automation_firings,
     announcements,
+    message_tracking,
 );

@@ -3,7 +3,7 @@
 use std::{net::TcpListener, sync::Arc, time::Duration};
 
 use anyhow::{Context, Result};
-use mailroom_app::{ports::Clock, Services};
+use mailroom_app::{ports::Clock, tracking::LinkSettings, Services};
 use mailroom_http::{HttpOptions, Metrics};
 use mailroom_postgres::{ensure_database_exists, run_migrations, PgDatabase, PoolSettings};
 use mailroom_smtp::{MailerSettings, ProbeSettings, SmtpMailer, SmtpProbe};
@@ -45,7 +45,10 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
         db: Arc::new(database.clone()),
         clock,
         ids: Arc::new(UuidV7Ids),
-        secrets: Arc::new(SealingSecrets::new(&config.secret_key)),
+        secrets: Arc::new(SealingSecrets::with_previous(
+            &config.secret_key,
+            config.secret_key_previous.as_ref(),
+        )),
         mail_server_probe: Arc::new(SmtpProbe::new(ProbeSettings {
             allow_private_egress: config.allow_private_egress,
             timeout: Duration::from_secs(10),
@@ -69,6 +72,10 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
                 None => SmtpMailer::new(settings),
             }
         }),
+        links: LinkSettings {
+            public_url: config.public_url.trim_end_matches('/').to_owned(),
+            unsubscribe_mailto: config.unsubscribe_mailto.clone(),
+        },
     };
     Ok((services, database))
 }
@@ -102,6 +109,7 @@ impl Application {
         let metrics = Arc::new(Metrics::new(Arc::new(move || database.pool_state())));
         let options = HttpOptions {
             workers: config.http_workers,
+            rate_limit: config.rate_limit,
             ..HttpOptions::default()
         };
         let server = mailroom_http::serve(listener, services.clone(), metrics, &options)?;
@@ -129,4 +137,33 @@ impl Application {
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         self.server.await
     }
+}
+
+/// Serves `/metrics` and `/healthz` on `address` from a thread of its own (an actix
+/// system beside the workers' tokio runtime), for `mailroom worker`. The thread ends with
+/// the process.
+///
+/// # Errors
+/// When the address cannot be bound.
+pub fn spawn_metrics_listener(
+    address: std::net::SocketAddr,
+    services: Services,
+    database: PgDatabase,
+) -> Result<u16> {
+    let listener =
+        TcpListener::bind(address).with_context(|| format!("binding {address} for metrics"))?;
+    let port = listener.local_addr()?.port();
+    let metrics = Arc::new(Metrics::new(Arc::new(move || database.pool_state())));
+    std::thread::Builder::new()
+        .name("metrics".into())
+        .spawn(move || {
+            let served = actix_web::rt::System::new().block_on(async move {
+                mailroom_http::metrics_server::serve_metrics(listener, services, metrics)?.await
+            });
+            if let Err(error) = served {
+                tracing::error!(%error, "the metrics listener stopped");
+            }
+        })
+        .context("starting the metrics thread")?;
+    Ok(port)
 }

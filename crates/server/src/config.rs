@@ -11,6 +11,7 @@ use std::{
 
 use anyhow::{anyhow, bail, Context, Result};
 use base64::Engine as _;
+pub use mailroom_http::RateLimit;
 
 /// The default webhook retry schedule, in seconds between attempts.
 pub const DEFAULT_RETRY_SCHEDULE: [u64; 7] = [5, 300, 1800, 7200, 18000, 36000, 36000];
@@ -33,8 +34,14 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Base URL for links in mail (tracking, unsubscribe).
     pub public_url: String,
+    /// An address for a `mailto:` entry of `List-Unsubscribe`
+    /// (`MAILROOM_UNSUBSCRIBE_MAILTO`); unset leaves the header with the URL only.
+    pub unsubscribe_mailto: Option<String>,
     /// 32-byte key that seals stored secrets.
     pub secret_key: [u8; 32],
+    /// The key before the last rotation (`MAILROOM_SECRET_KEY_PREVIOUS`): it still opens
+    /// values sealed under it, and never seals.
+    pub secret_key_previous: Option<[u8; 32]>,
     /// Whether mail servers and webhooks may point at private addresses.
     pub allow_private_egress: bool,
     /// Seconds between webhook delivery attempts.
@@ -45,6 +52,9 @@ pub struct Config {
     /// Attempts per message before a transient failure is final
     /// (`MAILROOM_MESSAGE_MAX_ATTEMPTS`).
     pub message_max_attempts: u32,
+    /// Messages an account may send per UTC calendar month; `None` (unset) is no limit
+    /// (`MAILROOM_MONTHLY_SEND_LIMIT`).
+    pub monthly_send_limit: Option<u64>,
     /// The bound on each step of an SMTP session (`MAILROOM_SMTP_TIMEOUT`, seconds).
     pub smtp_timeout: Duration,
     /// How long a claimed message stays leased to the worker sending it
@@ -60,6 +70,12 @@ pub struct Config {
     pub db_pool_size: u32,
     /// HTTP worker threads.
     pub http_workers: usize,
+    /// Where `mailroom worker` serves `/metrics` and `/healthz`
+    /// (`MAILROOM_METRICS_LISTEN`); `None`: it serves no HTTP.
+    pub metrics_listen: Option<SocketAddr>,
+    /// The per-token API rate limit (`MAILROOM_RATE_LIMIT_PER_SECOND`,
+    /// `MAILROOM_RATE_LIMIT_BURST`); `None` turns it off.
+    pub rate_limit: Option<RateLimit>,
 }
 
 impl std::fmt::Debug for Config {
@@ -68,17 +84,25 @@ impl std::fmt::Debug for Config {
             .field("database_url", &redact_url(&self.database_url))
             .field("listen", &self.listen)
             .field("public_url", &self.public_url)
+            .field("unsubscribe_mailto", &self.unsubscribe_mailto)
             .field("secret_key", &"[redacted]")
+            .field(
+                "secret_key_previous",
+                &self.secret_key_previous.map(|_| "[redacted]"),
+            )
             .field("allow_private_egress", &self.allow_private_egress)
             .field("webhook_retry_schedule", &self.webhook_retry_schedule)
             .field("webhook_timeout", &self.webhook_timeout)
             .field("message_max_attempts", &self.message_max_attempts)
+            .field("monthly_send_limit", &self.monthly_send_limit)
             .field("smtp_timeout", &self.smtp_timeout)
             .field("message_lease", &self.message_lease)
             .field("smtp_hello_name", &self.smtp_hello_name)
             .field("run_workers", &self.run_workers)
             .field("db_pool_size", &self.db_pool_size)
             .field("http_workers", &self.http_workers)
+            .field("metrics_listen", &self.metrics_listen)
+            .field("rate_limit", &self.rate_limit)
             .finish()
     }
 }
@@ -106,17 +130,22 @@ impl Config {
             database_url: database_url.into(),
             listen,
             public_url: format!("http://{listen}"),
+            unsubscribe_mailto: None,
             secret_key,
+            secret_key_previous: None,
             allow_private_egress: false,
             webhook_retry_schedule: DEFAULT_RETRY_SCHEDULE.to_vec(),
             webhook_timeout: DEFAULT_WEBHOOK_TIMEOUT,
             message_max_attempts: DEFAULT_MESSAGE_MAX_ATTEMPTS,
+            monthly_send_limit: None,
             smtp_timeout: DEFAULT_SMTP_TIMEOUT,
             message_lease: None,
             smtp_hello_name: None,
             run_workers: true,
             db_pool_size: 16,
             http_workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            metrics_listen: None,
+            rate_limit: Some(RateLimit::DEFAULT),
         }
     }
 
@@ -133,6 +162,12 @@ impl Config {
             Err(_) => load_or_create_key_file(Path::new(".mailroom/secret.key"))?,
         };
         let mut config = Self::new(database_url, secret_key);
+        if let Ok(text) = std::env::var("MAILROOM_SECRET_KEY_PREVIOUS") {
+            if !text.trim().is_empty() {
+                config.secret_key_previous =
+                    Some(parse_key(&text).context("MAILROOM_SECRET_KEY_PREVIOUS")?);
+            }
+        }
         if let Ok(listen) = std::env::var("MAILROOM_LISTEN") {
             config.listen = listen
                 .parse()
@@ -142,6 +177,9 @@ impl Config {
             .unwrap_or_else(|_| format!("http://{}", config.listen))
             .trim_end_matches('/')
             .to_owned();
+        if let Ok(address) = std::env::var("MAILROOM_UNSUBSCRIBE_MAILTO") {
+            config.unsubscribe_mailto = parse_mailto(&address)?;
+        }
         config.allow_private_egress = env_bool("MAILROOM_ALLOW_PRIVATE_EGRESS", false)?;
         config.run_workers = env_bool("MAILROOM_WORKERS", true)?;
         if let Ok(schedule) = std::env::var("MAILROOM_WEBHOOK_RETRY_SCHEDULE") {
@@ -181,13 +219,73 @@ impl Config {
             config.smtp_hello_name =
                 Some(parse_hello_name(&name).context("MAILROOM_SMTP_HELLO_NAME")?);
         }
+        if let Ok(limit) = std::env::var("MAILROOM_MONTHLY_SEND_LIMIT") {
+            config.monthly_send_limit =
+                parse_send_limit(&limit).context("MAILROOM_MONTHLY_SEND_LIMIT")?;
+        }
         if let Ok(size) = std::env::var("MAILROOM_DB_POOL_SIZE") {
             config.db_pool_size = size.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
                 anyhow!("MAILROOM_DB_POOL_SIZE must be a whole number of at least 1")
             })?;
         }
+        if let Ok(listen) = std::env::var("MAILROOM_METRICS_LISTEN") {
+            config.metrics_listen = Some(listen.parse().with_context(|| {
+                format!("MAILROOM_METRICS_LISTEN must be host:port, got {listen:?}")
+            })?);
+        }
+        config.rate_limit = parse_rate_limit(
+            std::env::var("MAILROOM_RATE_LIMIT_PER_SECOND")
+                .ok()
+                .as_deref(),
+            std::env::var("MAILROOM_RATE_LIMIT_BURST").ok().as_deref(),
+        )?;
         Ok(config)
     }
+}
+
+/// An email address for `List-Unsubscribe`'s `mailto:`; blank means none.
+fn parse_mailto(text: &str) -> Result<Option<String>> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    mailroom_domain::email::EmailAddress::parse(text)
+        .map(|address| Some(address.as_str().to_owned()))
+        .map_err(|error| anyhow!("MAILROOM_UNSUBSCRIBE_MAILTO must be an email address: {error}"))
+}
+
+/// The rate limit from its two variables: a rate of `0` or `off` turns limiting off; the
+/// burst defaults to twice the rate (at least 1).
+fn parse_rate_limit(per_second: Option<&str>, burst: Option<&str>) -> Result<Option<RateLimit>> {
+    let per_second = match per_second.map(str::trim) {
+        None => RateLimit::DEFAULT.per_second,
+        Some(text) if text.eq_ignore_ascii_case("off") => return Ok(None),
+        Some(text) => text
+            .parse::<f64>()
+            .ok()
+            .filter(|rate| rate.is_finite() && *rate >= 0.0)
+            .ok_or_else(|| {
+                anyhow!("MAILROOM_RATE_LIMIT_PER_SECOND must be a number of requests per second, or 0/off, got {text:?}")
+            })?,
+    };
+    if per_second == 0.0 {
+        return Ok(None);
+    }
+    let burst = match burst.map(str::trim) {
+        None if per_second == RateLimit::DEFAULT.per_second => RateLimit::DEFAULT.burst,
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        None => (per_second * 2.0).ceil().clamp(1.0, f64::from(u32::MAX)) as u32,
+        Some(text) => text
+            .parse::<u32>()
+            .ok()
+            .filter(|b| *b >= 1)
+            .ok_or_else(|| {
+                anyhow!(
+                    "MAILROOM_RATE_LIMIT_BURST must be a whole number of at least 1, got {text:?}"
+                )
+            })?,
+    };
+    Ok(Some(RateLimit { per_second, burst }))
 }
 
 fn env_bool(name: &str, default: bool) -> Result<bool> {
@@ -250,6 +348,18 @@ fn parse_schedule(text: &str) -> Result<Vec<u64>> {
     Ok(schedule)
 }
 
+/// A whole number of messages; an empty value is the same as unset (no limit), so a
+/// deployment template can leave the variable blank.
+fn parse_send_limit(text: &str) -> Result<Option<u64>> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    text.parse()
+        .map(Some)
+        .map_err(|_| anyhow!("must be a whole number of messages, got {text:?}"))
+}
+
 /// Decodes a base64 key of exactly 32 bytes.
 ///
 /// # Errors
@@ -306,6 +416,48 @@ mod tests {
         assert!(parse_schedule("5,x").is_err());
         assert_eq!(redact_url("postgres://u:pw@h/db"), "postgres://u:***@h/db");
         assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(parse_send_limit(" 3000 ").expect("valid"), Some(3000));
+        assert_eq!(parse_send_limit("0").expect("valid"), Some(0));
+        assert_eq!(parse_send_limit("").expect("valid"), None);
+        assert!(parse_send_limit("-1").is_err());
+        assert!(parse_send_limit("1e3").is_err());
+        assert_eq!(
+            parse_mailto(" unsubscribe@acme.example ").expect("valid"),
+            Some("unsubscribe@acme.example".to_owned())
+        );
+        assert_eq!(parse_mailto("").expect("blank"), None);
+        assert!(parse_mailto("not an address?subject=x").is_err());
+    }
+
+    #[test]
+    fn rate_limit_defaults_on_and_turns_off() {
+        assert_eq!(
+            parse_rate_limit(None, None).expect("valid"),
+            Some(RateLimit::DEFAULT)
+        );
+        assert_eq!(
+            Config::new("x", [0; 32]).rate_limit,
+            Some(RateLimit::DEFAULT)
+        );
+        assert_eq!(parse_rate_limit(Some("0"), Some("5")).expect("valid"), None);
+        assert_eq!(parse_rate_limit(Some("OFF"), None).expect("valid"), None);
+        assert_eq!(
+            parse_rate_limit(Some("2.5"), None).expect("valid"),
+            Some(RateLimit {
+                per_second: 2.5,
+                burst: 5
+            })
+        );
+        assert_eq!(
+            parse_rate_limit(Some("10"), Some("3")).expect("valid"),
+            Some(RateLimit {
+                per_second: 10.0,
+                burst: 3
+            })
+        );
+        assert!(parse_rate_limit(Some("-1"), None).is_err());
+        assert!(parse_rate_limit(Some("fast"), None).is_err());
+        assert!(parse_rate_limit(None, Some("0")).is_err());
     }
 
     #[test]

@@ -4,9 +4,12 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use mailroom_app::users::{bootstrap_user, BootstrapRequest};
+use mailroom_app::{
+    operations::rotate_secrets,
+    users::{bootstrap_user, BootstrapRequest},
+};
 use mailroom_server::{
-    application::{build_services, prepare_database},
+    application::{build_services, prepare_database, spawn_metrics_listener},
     system::SystemClock,
     telemetry, workers, Application, Config,
 };
@@ -31,6 +34,13 @@ enum Command {
     Worker,
     /// Apply pending database migrations and exit.
     Migrate,
+    /// Re-seal every stored secret under MAILROOM_SECRET_KEY (opening old values with
+    /// MAILROOM_SECRET_KEY_PREVIOUS); prints one JSON summary. Idempotent.
+    RotateSecrets {
+        /// Rows re-sealed per transaction.
+        #[arg(long, default_value_t = 500)]
+        batch_size: u32,
+    },
     /// Manage users.
     User {
         #[command(subcommand)]
@@ -76,10 +86,15 @@ fn main() -> Result<()> {
                     expires_in_days,
                 },
         } => create_user(&config, email, token_name, expires_in_days),
+        Command::RotateSecrets { batch_size } => rotate(&config, batch_size),
         Command::Serve => serve(config),
         Command::Worker => {
             prepare_database(&config.database_url)?;
-            let (services, _) = build_services(&config, Arc::new(SystemClock))?;
+            let (services, database) = build_services(&config, Arc::new(SystemClock))?;
+            if let Some(address) = config.metrics_listen {
+                let port = spawn_metrics_listener(address, services.clone(), database)?;
+                tracing::info!(%address, port, "serving /metrics");
+            }
             runtime()?.block_on(workers::run_until_shutdown(services, &config))?;
             Ok(())
         }
@@ -109,6 +124,61 @@ fn serve(config: Config) -> Result<()> {
         tracing::info!("mailroom stopped");
         Ok(())
     })
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RotatedColumn {
+    column: &'static str,
+    resealed: u64,
+    already_current: u64,
+    changed_meanwhile: u64,
+    unreadable: Vec<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Rotation {
+    /// True when every stored secret opens with MAILROOM_SECRET_KEY alone: the previous
+    /// key may be dropped.
+    complete: bool,
+    resealed: u64,
+    columns: Vec<RotatedColumn>,
+}
+
+fn rotate(config: &Config, batch_size: u32) -> Result<()> {
+    prepare_database(&config.database_url)?;
+    // One connection, as for `user create`: a short command must not exit while a pool
+    // thread is still connecting.
+    let mut one_connection = config.clone();
+    one_connection.db_pool_size = 1;
+    let (services, _) = build_services(&one_connection, Arc::new(SystemClock))?;
+    let summary = rotate_secrets(&services, batch_size).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let output = Rotation {
+        complete: summary.complete(),
+        resealed: summary.columns.iter().map(|c| c.resealed).sum(),
+        columns: summary
+            .columns
+            .into_iter()
+            .map(|c| RotatedColumn {
+                column: c.column.name(),
+                resealed: c.resealed,
+                already_current: c.already_current,
+                changed_meanwhile: c.changed_meanwhile,
+                unreadable: c.unreadable,
+            })
+            .collect(),
+    };
+    #[allow(clippy::print_stdout)] // The one JSON object on stdout is this command's contract.
+    {
+        println!("{}", serde_json::to_string(&output)?);
+    }
+    if !output.complete {
+        anyhow::bail!(
+            "some stored secrets open with neither MAILROOM_SECRET_KEY nor MAILROOM_SECRET_KEY_PREVIOUS (listed as `unreadable`); keep the previous key until they are re-entered"
+        );
+    }
+    Ok(())
 }
 
 fn create_user(

@@ -13,9 +13,12 @@ use futures_util::future::join_all;
 use mailroom_app::{
     messages::{
         claim_messages, record_message_outcome, send_claimed_message, DeliverySettings, MessageJob,
+        SendOutcome,
     },
     Services,
 };
+use mailroom_domain::message::{AttemptFault, ReplyClass};
+use mailroom_http::metrics::{delivery_counters, SmtpReplyClass};
 use tokio::sync::watch;
 
 use crate::Config;
@@ -56,6 +59,7 @@ impl MessageWorker {
                 .unwrap_or(config.smtp_timeout * 3 + Duration::from_secs(60)),
             batch_size: BATCH_SIZE,
             max_attempts: config.message_max_attempts,
+            monthly_send_limit: config.monthly_send_limit,
         };
         Self { services, settings }
     }
@@ -89,6 +93,7 @@ impl MessageWorker {
 
     async fn deliver(&self, job: MessageJob, lease: mailroom_app::ports::Lease) {
         let outcome = send_claimed_message(&self.services, &job).await;
+        delivery_counters().smtp_reply(reply_class(&outcome));
         let (services, settings) = (self.services.clone(), self.settings.clone());
         let id = job.message.id;
         let recorded = tokio::task::spawn_blocking(move || {
@@ -129,5 +134,59 @@ impl MessageWorker {
                 _ = shutdown.changed() => {}
             }
         }
+    }
+}
+
+/// How a session counts in `mailroom_smtp_replies_total`.
+fn reply_class(outcome: &SendOutcome) -> SmtpReplyClass {
+    match outcome {
+        SendOutcome::Accepted(_) => SmtpReplyClass::Accepted,
+        SendOutcome::Refused(AttemptFault::Connection(_)) => SmtpReplyClass::Connection,
+        SendOutcome::Refused(fault) => match fault.classify() {
+            ReplyClass::HardBounce => SmtpReplyClass::HardBounce,
+            ReplyClass::Transient => SmtpReplyClass::Transient,
+            ReplyClass::PermanentFailure | ReplyClass::Accepted => SmtpReplyClass::Permanent,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mailroom_domain::message::SmtpReply;
+
+    use super::*;
+
+    #[test]
+    fn sessions_are_counted_by_how_they_ended() {
+        let reply = |text: &str| SmtpReply::parse(text).expect("reply");
+        let refused = |text: &str| SendOutcome::Refused(AttemptFault::Reply(reply(text)));
+        assert_eq!(
+            reply_class(&SendOutcome::Accepted(reply("250 2.0.0 ok"))),
+            SmtpReplyClass::Accepted
+        );
+        assert_eq!(
+            reply_class(&refused("550 5.1.1 no such user")),
+            SmtpReplyClass::HardBounce
+        );
+        assert_eq!(
+            reply_class(&refused("552 5.3.4 too big")),
+            SmtpReplyClass::Permanent
+        );
+        assert_eq!(
+            reply_class(&refused("421 4.3.2 closing")),
+            SmtpReplyClass::Transient
+        );
+        assert_eq!(
+            reply_class(&SendOutcome::Refused(AttemptFault::Connection(
+                "reset".into()
+            ))),
+            SmtpReplyClass::Connection
+        );
+        assert_eq!(
+            reply_class(&SendOutcome::Refused(AttemptFault::Permanent(
+                "egress".into()
+            ))),
+            SmtpReplyClass::Permanent
+        );
     }
 }

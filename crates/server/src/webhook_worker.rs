@@ -16,6 +16,7 @@ use mailroom_app::{
     Services,
 };
 use mailroom_domain::webhook_event::RetrySchedule;
+use mailroom_http::metrics::delivery_counters;
 use tokio::sync::watch;
 
 use crate::Config;
@@ -76,12 +77,14 @@ impl WebhookWorker {
         let reports = join_all(sends).await;
         let (services, settings, lease) =
             (self.services.clone(), self.settings.clone(), batch.lease);
-        tokio::task::spawn_blocking(move || {
+        let round = tokio::task::spawn_blocking(move || {
             record_webhook_attempts(&services, &settings, &lease, reports)
         })
         .await
         .context("the record task")?
-        .map_err(|error| anyhow::anyhow!("recording webhook attempts: {error}"))
+        .map_err(|error| anyhow::anyhow!("recording webhook attempts: {error}"))?;
+        delivery_counters().webhook_deliveries(round.delivered, round.retrying, round.failed);
+        Ok(round)
     }
 
     /// Runs rounds until `shutdown` turns true: at once again after a full batch,

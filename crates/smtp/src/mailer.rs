@@ -11,7 +11,10 @@ use std::io;
 use std::time::{Duration, SystemTime};
 
 use lettre::address::Envelope;
-use lettre::message::{header::ContentType, Mailbox, Mailboxes, MultiPart, SinglePart};
+use lettre::message::{
+    header::{ContentType, HeaderName, HeaderValue},
+    Mailbox, Mailboxes, MultiPart, SinglePart,
+};
 use lettre::transport::smtp::authentication::{Credentials, Mechanism};
 use lettre::transport::smtp::client::{AsyncSmtpConnection, TlsParameters};
 use lettre::transport::smtp::extension::ClientId;
@@ -258,6 +261,17 @@ fn build_message(mail: &OutgoingMail) -> Result<(Envelope, Vec<u8>), AttemptFaul
         .subject(rendered.subject.clone())
         .message_id(Some(mail.message_id_header.clone()))
         .date(SystemTime::from(mail.date.as_datetime()));
+    if let Some(list_unsubscribe) = &mail.list_unsubscribe {
+        builder = builder
+            .raw_header(HeaderValue::new(
+                HeaderName::new_from_ascii_str("List-Unsubscribe"),
+                list_unsubscribe.header_value(),
+            ))
+            .raw_header(HeaderValue::new(
+                HeaderName::new_from_ascii_str("List-Unsubscribe-Post"),
+                "List-Unsubscribe=One-Click".to_owned(),
+            ));
+    }
     for (list, field) in [
         (&rendered.cc, "cc"),
         (&rendered.bcc, "bcc"),
@@ -328,6 +342,7 @@ mod tests {
             },
             message_id_header: "<m1@acme.example>".into(),
             date: Timestamp::parse("2026-11-22T12:00:00.000Z").unwrap(),
+            list_unsubscribe: None,
         }
     }
 
@@ -343,6 +358,33 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("multipart/alternative"), "{text}");
+    }
+
+    #[test]
+    fn list_unsubscribe_headers_are_written_only_when_given() {
+        let (_, bytes) = build_message(&mail(None)).unwrap();
+        let plain = String::from_utf8(bytes).unwrap();
+        assert!(!plain.contains("List-Unsubscribe"), "{plain}");
+
+        let mut listed = mail(None);
+        listed.list_unsubscribe = Some(mailroom_app::ports::ListUnsubscribe {
+            url: "https://mail.acme.example/u/TOKEN".into(),
+            mailto: Some("mailto:unsubscribe@acme.example?subject=unsubscribe".into()),
+        });
+        let (_, bytes) = build_message(&listed).unwrap();
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(
+            text.contains("List-Unsubscribe: <https://mail.acme.example/u/TOKEN>,"),
+            "{text}"
+        );
+        assert!(
+            text.contains("<mailto:unsubscribe@acme.example?subject=unsubscribe>"),
+            "{text}"
+        );
+        assert!(
+            text.contains("List-Unsubscribe-Post: List-Unsubscribe=One-Click\r\n"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -29,7 +29,7 @@ use crate::{
 
 const WEBHOOK_TABLE: &str = "webhook_configs";
 
-fn webhook_slot(account: AccountId, column: &'static str) -> SecretSlot {
+pub(crate) fn webhook_slot(account: AccountId, column: &'static str) -> SecretSlot {
     SecretSlot {
         table: WEBHOOK_TABLE,
         column,

@@ -320,6 +320,10 @@ fn split_row(import: &ContactImport, row: ImportRow) -> Result<Candidate, Reject
         Ok(cells) => cells,
         Err(reason) => return Err(reject(reason)),
     };
+    if cells.iter().any(|cell| cell.contains('\0')) {
+        // PostgreSQL text cannot hold U+0000.
+        return Err(reject("contains the NUL character".to_owned()));
+    }
     if cells.len() != import.slugs.len() {
         return Err(reject(format!(
             "has {} columns; the header has {}",

@@ -25,16 +25,15 @@ use mailroom_domain::{
 };
 use serde_json::{Map, Value};
 
-use super::count;
+use super::{count, send_limit::MonthlySendLimit};
 use crate::{
     mail_servers::password_slot,
     ports::{
         in_transaction, Lease, MailServerRecord, OutgoingMail, SmtpEndpoint, SmtpSecurity,
         UnitOfWork,
     },
-    rendering::{
-        render_message, AccountDefaults, MessageLinks, Recipient, RenderedMessage, ServerDefaults,
-    },
+    rendering::{render_message, AccountDefaults, Recipient, RenderedMessage, ServerDefaults},
+    tracking::delivery::{apply_tracking, mint_links},
     webhook_events::queue_webhook_event,
     AppError, Services,
 };
@@ -49,6 +48,9 @@ pub struct DeliverySettings {
     pub batch_size: u32,
     /// Attempts a message gets before a transient failure becomes `failed`.
     pub max_attempts: u32,
+    /// Messages an account may send per UTC calendar month; `None` is no limit. Beyond
+    /// it, messages are `skipped` with `free_limit_capped` (see `send_limit`).
+    pub monthly_send_limit: Option<u64>,
 }
 
 /// One claimed, rendered message, ready to send.
@@ -98,8 +100,17 @@ pub fn claim_messages(
         let messages = tx.claim_due_messages(now, &lease, settings.batch_size)?;
         let claimed = messages.len();
         let mut jobs = Vec::with_capacity(claimed);
+        let mut send_limit = MonthlySendLimit::new(settings.monthly_send_limit);
         for message in messages {
-            match prepare(tx, services, &message)? {
+            let prepared = prepare(tx, services, &message)?;
+            // The monthly limit applies only to what would really be sent.
+            let prepared = match prepared {
+                Prepared::Send(_) if !send_limit.admit(tx, message.account_id, now)? => {
+                    Prepared::Skip(SkipReason::FreeLimitCapped)
+                }
+                other => other,
+            };
+            match prepared {
                 Prepared::Send(mail) => jobs.push(MessageJob {
                     message,
                     mail: *mail,
@@ -186,6 +197,8 @@ fn prepare(
             .map(|(slug, value)| (slug.clone(), value.to_json()))
             .collect::<Map<String, Value>>(),
     };
+    // Tracking and unsubscribe links (crate::tracking::delivery).
+    let links = mint_links(services, message);
     let rendered = match render_message(
         &template,
         &AccountDefaults {
@@ -198,10 +211,9 @@ fn prepare(
         },
         &recipient,
         &message.data,
-        // Unsubscribe and preference pages are not built yet: the links render empty.
-        &MessageLinks::default(),
+        &links.render,
     ) {
-        Ok(rendered) => rendered,
+        Ok(rendered) => apply_tracking(tx, services, message, rendered)?,
         Err(error) => {
             return Ok(Prepared::Fail(format!(
                 "the template does not render: {error}"
@@ -217,6 +229,7 @@ fn prepare(
         rendered: addressed(rendered, message),
         message_id_header: message.message_id_header.clone(),
         date: services.clock.now(),
+        list_unsubscribe: links.list_unsubscribe,
     })))
 }
 

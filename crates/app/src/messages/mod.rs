@@ -10,6 +10,7 @@ mod get_message;
 mod list_messages;
 mod message_stats;
 pub(crate) mod outbox;
+mod send_limit;
 mod send_message;
 
 pub use deliver::{
@@ -27,7 +28,7 @@ use crate::{ports::UnitOfWork, StoreError};
 
 /// Counts one `counter` event for the account on the UTC day of `at`, in the caller's
 /// transaction, so the count commits exactly when the change it counts does.
-fn count(
+pub(crate) fn count(
     tx: &mut dyn UnitOfWork,
     account: AccountId,
     at: Timestamp,

@@ -1,9 +1,11 @@
+use crate::ports::{SubscriptionRepository, TrackingRepository};
 use crate::{
     ports::{
         AccountRepository, AnnouncementRepository, AutomationRepository, ContactImportRepository,
-        ContactRepository, MailServerRepository, MessageRepository, SegmentRepository,
-        StarterDataRepository, TemplateRepository, TokenRepository, TopicRepository,
-        UserRepository, WebhookEventRepository,
+        ContactRepository, FeedbackRepository, MailServerRepository, MessageRepository,
+        QueueStatsRepository, SealedSecretRepository, SegmentRepository, StarterDataRepository,
+        TemplateRepository, TokenRepository, TopicRepository, UserRepository,
+        WebhookEventRepository,
     },
     AppError, StoreError,
 };
@@ -24,6 +26,11 @@ pub trait UnitOfWork:
     + MessageRepository
     + AutomationRepository
     + AnnouncementRepository
+    + FeedbackRepository
+    + TrackingRepository
+    + SubscriptionRepository
+    + QueueStatsRepository
+    + SealedSecretRepository
 {
 }
 

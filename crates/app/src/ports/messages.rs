@@ -163,6 +163,30 @@ pub struct OutgoingMail {
     pub message_id_header: String,
     /// The `Date` header.
     pub date: Timestamp,
+    /// `List-Unsubscribe` and `List-Unsubscribe-Post` (RFC 8058) for announcement and
+    /// automation mail; `None` for transactional mail, which carries neither.
+    pub list_unsubscribe: Option<ListUnsubscribe>,
+}
+
+/// The targets of a `List-Unsubscribe` header (RFC 2369). A mailer that sends one also
+/// sends `List-Unsubscribe-Post: List-Unsubscribe=One-Click` (RFC 8058), which the
+/// one-click URL honours.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListUnsubscribe {
+    /// The one-click URL (`{public_url}/u/{token}`).
+    pub url: String,
+    /// A `mailto:` URI, only when the operator configured an address.
+    pub mailto: Option<String>,
+}
+
+impl ListUnsubscribe {
+    /// The header value: `<url>`, then `<mailto:…>` when there is one.
+    pub fn header_value(&self) -> String {
+        match &self.mailto {
+            Some(mailto) => format!("<{}>, <{mailto}>", self.url),
+            None => format!("<{}>", self.url),
+        }
+    }
 }
 
 /// What [`Mailer::send`] returns.

@@ -9,15 +9,19 @@ mod automations;
 mod contact_import;
 mod contacts;
 mod database;
+mod feedback;
 mod mail_server_records;
 mod mail_servers;
 mod messages;
+mod queue_stats;
 mod records;
 mod repositories;
+mod sealed_secrets;
 mod segments;
 mod system;
 mod templates;
 mod topics;
+mod tracking;
 mod webhook_events;
 mod webhook_sender;
 
@@ -26,15 +30,21 @@ pub use automations::AutomationRepository;
 pub use contact_import::{ContactImportRepository, ImportedContact};
 pub use contacts::{ContactEvent, ContactRepository, EventName};
 pub use database::{in_transaction, Database, UnitOfWork};
+pub use feedback::FeedbackRepository;
 pub use mail_server_records::{MailServerRecord, MailServerRepository};
 pub use mail_servers::{CredentialCheck, MailServerProbe, ProbeError, SmtpEndpoint, SmtpSecurity};
-pub use messages::{IdempotentMessage, MailFuture, Mailer, MessageRepository, OutgoingMail};
+pub use messages::{
+    IdempotentMessage, ListUnsubscribe, MailFuture, Mailer, MessageRepository, OutgoingMail,
+};
+pub use queue_stats::{QueueDepth, QueueStats, QueueStatsRepository};
 pub use records::*;
 pub use repositories::*;
+pub use sealed_secrets::{SealedColumn, SealedRow, SealedRowKey, SealedSecretRepository};
 pub use segments::SegmentRepository;
 pub use system::*;
 pub use templates::TemplateRepository;
 pub use topics::TopicRepository;
+pub use tracking::{SubscriptionRepository, TrackingRepository};
 pub use webhook_events::{Lease, WebhookEventRepository};
 pub use webhook_sender::{
     SendError, SendFuture, UrlRefusal, WebhookAnswer, WebhookAuth, WebhookRequest, WebhookSender,

@@ -52,4 +52,23 @@ pub trait Secrets: Send + Sync {
     /// # Errors
     /// [`UnsealError`] when it does not open.
     fn open(&self, sealed: &SealedSecret, slot: &SecretSlot) -> Result<SecretString, UnsealError>;
+
+    /// HMAC-SHA256 of `message` under a key derived from the secret key for link signing
+    /// (tracking and unsubscribe tokens), with `purpose` bound in, so a tag made for one
+    /// purpose never verifies for another. Pure computation; the same inputs always give
+    /// the same tag under the same secret key.
+    fn sign(&self, purpose: &str, message: &[u8]) -> [u8; 32];
+
+    /// [`Secrets::sign`] under the previous secret key during a key rotation, so links
+    /// mailed before it still verify; `None` when there is no previous key.
+    fn sign_with_previous(&self, _purpose: &str, _message: &[u8]) -> Option<[u8; 32]> {
+        None
+    }
+
+    /// Whether `sealed` was sealed under the current key, so key rotation can leave it
+    /// as it is. The default (`false`) makes rotation re-seal everything, which is
+    /// always correct, only slower.
+    fn sealed_under_current_key(&self, _sealed: &SealedSecret) -> bool {
+        false
+    }
 }

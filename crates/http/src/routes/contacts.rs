@@ -53,6 +53,14 @@ fn contact_query(params: ContactListParams) -> Result<ContactQuery, ApiError> {
         }
     }
     query.search = params.search.filter(|search| !search.is_empty());
+    if query
+        .search
+        .as_deref()
+        .is_some_and(|search| search.contains('\0'))
+    {
+        // PostgreSQL text cannot hold U+0000.
+        errors.push("search", "must not contain the NUL character");
+    }
     errors.into_result().map_err(AppError::Invalid)?;
     Ok(query)
 }

@@ -2,7 +2,7 @@
 //! daily stats.
 
 use actix_web::{get, post, web, HttpRequest};
-use mailroom_app::{messages, AppError, Services};
+use mailroom_app::{messages, tracking, AppError, Services};
 use mailroom_domain::{
     email::EmailAddress,
     message::{MessageFilter, MessageStatus},
@@ -213,7 +213,14 @@ pub(crate) async fn get_message(
 ) -> Result<web::Json<MessageDto>, ApiError> {
     let account = account_id(&path.0)?;
     let id: MessageId = record_id(&path.1)?;
-    let found =
-        run_blocking(move || messages::get_message(&services, &caller.0, account, id)).await?;
-    Ok(web::Json(MessageDto::from(found)))
+    let (found, engagement) = run_blocking(move || {
+        let found = messages::get_message(&services, &caller.0, account, id)?;
+        let engagement = tracking::message_engagement(&services, &caller.0, account, id)?;
+        Ok((found, engagement))
+    })
+    .await?;
+    let mut dto = MessageDto::from(found);
+    dto.opened_at = engagement.opened_at;
+    dto.clicked_at = engagement.clicked_at;
+    Ok(web::Json(dto))
 }

@@ -5,12 +5,15 @@ mod announcements;
 mod automations;
 mod contacts;
 mod contacts_import;
+mod feedback;
 mod mail_servers;
 mod messages;
 pub mod system;
 mod templates;
 mod tokens;
 mod topics;
+mod tracking;
+mod unsubscribe;
 mod webhook_events;
 
 use utoipa_actix_web::service_config::ServiceConfig;
@@ -77,6 +80,7 @@ pub fn v2(cfg: &mut ServiceConfig) {
         .service(messages::count_messages)
         .service(messages::message_stats)
         .service(messages::get_message)
+        .service(feedback::record_feedback)
         .service(system::openapi_json);
 }
 
@@ -85,4 +89,13 @@ pub fn operations(cfg: &mut ServiceConfig) {
     cfg.service(system::healthz)
         .service(system::readyz)
         .service(system::metrics);
+}
+
+/// The public link endpoints at the root: tracking and unsubscribe. No authentication;
+/// the signed token in the path is the credential.
+pub fn links(cfg: &mut ServiceConfig) {
+    cfg.service(tracking::open_pixel)
+        .service(tracking::follow_link)
+        .service(unsubscribe::unsubscribe_page)
+        .service(unsubscribe::unsubscribe_post);
 }

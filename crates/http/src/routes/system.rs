@@ -1,7 +1,7 @@
 //! Unauthenticated operational routes and the OpenAPI document.
 
 use actix_web::{get, http::header, web, HttpResponse};
-use mailroom_app::Services;
+use mailroom_app::{operations::queue_stats, Services};
 use serde::Serialize;
 
 use crate::{blocking::run_blocking, metrics::Metrics, problem::ApiError};
@@ -36,10 +36,21 @@ pub(crate) async fn readyz(
 /// Prometheus metrics in the text exposition format.
 #[utoipa::path(tag = "operations", responses((status = 200, content_type = "text/plain", body = String)))]
 #[get("/metrics")]
-pub(crate) async fn metrics(metrics: web::Data<Metrics>) -> HttpResponse {
+pub(crate) async fn metrics(
+    metrics: web::Data<Metrics>,
+    services: web::Data<Services>,
+) -> HttpResponse {
+    // A database outage must not take the process's own series down with it.
+    let stats = match run_blocking(move || queue_stats(&services)).await {
+        Ok(stats) => Some(stats),
+        Err(error) => {
+            tracing::warn!(%error, "metrics: reading the queue statistics failed");
+            None
+        }
+    };
     HttpResponse::Ok()
         .insert_header((header::CONTENT_TYPE, "text/plain; version=0.0.4"))
-        .body(metrics.render())
+        .body(metrics.render(stats.as_ref()))
 }
 
 /// This API's OpenAPI 3.1 document.

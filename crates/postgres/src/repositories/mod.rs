@@ -5,13 +5,17 @@ mod announcements;
 mod automations;
 mod contact_import;
 mod contacts;
+mod feedback;
 mod mail_servers;
 mod messages;
+mod queue_stats;
+mod sealed_secrets;
 mod segments;
 mod starter;
 mod templates;
 mod tokens;
 mod topics;
+mod tracking;
 mod users;
 mod webhook_events;
 

@@ -1,0 +1,200 @@
+use mailroom_domain::{
+    contact::Contact,
+    feedback::{FeedbackKind, FeedbackReport},
+    message::{Message, StatsCounter},
+    webhook_event::{ContactChange, ContactNotice},
+    AccountId, ContactId, MessageId, Timestamp,
+};
+
+use super::parse::parse_feedback;
+use crate::{
+    auth::require_member,
+    messages::count,
+    ports::{in_transaction, UnitOfWork},
+    webhook_events::queue_webhook_event,
+    Actor, AppError, Services,
+};
+
+/// What a report was, as the answer names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FeedbackType {
+    /// A spam complaint (ARF `abuse`).
+    Complaint,
+    /// A permanent delivery failure (DSN `failed`, `5.x.x`).
+    Bounce,
+    /// A report that records nothing (a delay, a success, another feedback type).
+    Ignored,
+}
+
+impl FeedbackType {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Complaint => "complaint",
+            Self::Bounce => "bounce",
+            Self::Ignored => "ignored",
+        }
+    }
+}
+
+/// What recording a report did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeedbackOutcome {
+    /// What the report was.
+    pub kind: FeedbackType,
+    /// The message it was matched to, if any (a report may match only a contact).
+    pub message_id: Option<MessageId>,
+    /// The contact it is about.
+    pub contact_id: ContactId,
+    /// Whether anything changed: `false` for an ignored report and for a repeat of a
+    /// report already recorded.
+    pub recorded: bool,
+    /// Why an ignored report records nothing.
+    pub reason: Option<String>,
+}
+
+/// Records a raw ARF complaint or DSN posted to `POST …/feedback`, in one transaction: a
+/// complaint sets the contact's complaint time, counts `complained` and queues
+/// `contact.complained`; a permanent failure makes a `sent` message `bounced`, flags the
+/// contact hard-bounced, counts `bounced` and queues `contact.bounced`. Each only once: a
+/// repeat of the same report changes, counts and queues nothing.
+///
+/// The report is matched by the original `Message-ID`, else by its recipient (the most
+/// recent message to that address), else to the contact with that address.
+///
+/// # Errors
+/// [`AppError::BadRequest`] when the body is not a report or matches nothing of the
+/// account; [`AppError::Unauthorized`] for a non-member.
+pub fn record_feedback(
+    services: &Services,
+    actor: &Actor,
+    account: AccountId,
+    raw: &[u8],
+) -> Result<FeedbackOutcome, AppError> {
+    // Pure work first: no connection is held while a large body is parsed.
+    let report = parse_feedback(raw).map_err(|error| AppError::BadRequest(error.0))?;
+    let now = services.clock.now();
+    in_transaction(services.db.as_ref(), |tx| {
+        require_member(tx, actor, account)?;
+        let (message, contact) = find_target(tx, account, &report)?;
+        let message_id = message.as_ref().map(|message| message.id);
+        let outcome = |kind, recorded, reason| FeedbackOutcome {
+            kind,
+            message_id,
+            contact_id: contact.id,
+            recorded,
+            reason,
+        };
+        match report.kind {
+            FeedbackKind::Complaint => {
+                let recorded = tx.mark_contact_complained(account, contact.id, now)?;
+                if recorded {
+                    count(tx, account, now, StatsCounter::Complained)?;
+                    notify(
+                        tx,
+                        services,
+                        account,
+                        &contact,
+                        now,
+                        ContactChange::Complained,
+                    )?;
+                }
+                Ok(outcome(FeedbackType::Complaint, recorded, None))
+            }
+            FeedbackKind::Bounce { diagnostic } => {
+                let message_bounced = match &message {
+                    Some(message) => {
+                        tx.mark_sent_message_bounced(account, message.id, &diagnostic, now)?
+                    }
+                    None => false,
+                };
+                let contact_flagged = tx.mark_contact_hard_bounced(account, contact.id, now)?;
+                if message_bounced || contact_flagged {
+                    count(tx, account, now, StatsCounter::Bounced)?;
+                }
+                if contact_flagged {
+                    let change = ContactChange::Bounced {
+                        smtp_reply: diagnostic,
+                    };
+                    notify(tx, services, account, &contact, now, change)?;
+                }
+                let recorded = message_bounced || contact_flagged;
+                Ok(outcome(FeedbackType::Bounce, recorded, None))
+            }
+            FeedbackKind::Ignored { reason } => {
+                Ok(outcome(FeedbackType::Ignored, false, Some(reason)))
+            }
+        }
+    })
+}
+
+/// The message and contact the report is about: by `Message-ID`, else the latest message
+/// to the recipient, else the contact with the recipient's address.
+fn find_target(
+    tx: &mut dyn UnitOfWork,
+    account: AccountId,
+    report: &FeedbackReport,
+) -> Result<(Option<Message>, Contact), AppError> {
+    let mut message = None;
+    if let Some(header) = &report.original_message_id {
+        message = tx.find_message_by_header(account, header)?;
+    }
+    if message.is_none() {
+        if let Some(recipient) = &report.recipient {
+            message = tx.find_latest_message_to(account, recipient)?;
+        }
+    }
+    let contact_id = match (&message, &report.recipient) {
+        (Some(message), _) => Some(message.contact_id),
+        (None, Some(recipient)) => tx.find_contact_id_by_email(account, recipient)?,
+        (None, None) => None,
+    };
+    let contact = match contact_id {
+        Some(id) => tx.find_contact(account, id)?,
+        None => None,
+    };
+    let Some(contact) = contact else {
+        return Err(AppError::BadRequest(no_match(report)));
+    };
+    Ok((message, contact))
+}
+
+fn no_match(report: &FeedbackReport) -> String {
+    let mut clues = Vec::new();
+    if let Some(header) = &report.original_message_id {
+        clues.push(format!("Message-ID {header}"));
+    }
+    if let Some(recipient) = &report.recipient {
+        clues.push(format!("recipient {recipient}"));
+    }
+    if clues.is_empty() {
+        "the report names neither the original Message-ID nor a recipient".into()
+    } else {
+        format!(
+            "the report matches no message or contact of this account ({})",
+            clues.join(", ")
+        )
+    }
+}
+
+fn notify(
+    tx: &mut dyn UnitOfWork,
+    services: &Services,
+    account: AccountId,
+    contact: &Contact,
+    now: Timestamp,
+    change: ContactChange,
+) -> Result<(), AppError> {
+    queue_webhook_event(
+        tx,
+        services,
+        &ContactNotice {
+            account_id: account,
+            contact_id: contact.id,
+            email: contact.email.clone(),
+            occurred_at: now,
+            change,
+        },
+    )?;
+    Ok(())
+}

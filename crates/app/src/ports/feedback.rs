@@ -1,0 +1,65 @@
+use mailroom_domain::{
+    email::EmailAddress, message::Message, AccountId, ContactId, MessageId, Timestamp,
+};
+
+use crate::StoreError;
+
+/// What feedback intake reads and writes: finding the message a report is about, and the
+/// guarded state changes a complaint or a late bounce makes.
+pub trait FeedbackRepository {
+    /// The account's message whose `Message-ID` header is `header` (`<…>` form, exact).
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn find_message_by_header(
+        &mut self,
+        account: AccountId,
+        header: &str,
+    ) -> Result<Option<Message>, StoreError>;
+
+    /// The account's most recent message to `email` (compared without case).
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn find_latest_message_to(
+        &mut self,
+        account: AccountId,
+        email: &EmailAddress,
+    ) -> Result<Option<Message>, StoreError>;
+
+    /// The id of the account's contact with address `email` (compared without case).
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn find_contact_id_by_email(
+        &mut self,
+        account: AccountId,
+        email: &EmailAddress,
+    ) -> Result<Option<ContactId>, StoreError>;
+
+    /// Sets the contact's complaint time to `now` unless it is already set; whether it
+    /// was newly set (`false` also for an unknown contact). Concurrent calls for one
+    /// contact set it once.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn mark_contact_complained(
+        &mut self,
+        account: AccountId,
+        contact: ContactId,
+        now: Timestamp,
+    ) -> Result<bool, StoreError>;
+
+    /// Moves the message from `sent` to `bounced` with `reply` as its last reply; whether
+    /// it moved (`false` when it is in any other state, or unknown).
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn mark_sent_message_bounced(
+        &mut self,
+        account: AccountId,
+        message: MessageId,
+        reply: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError>;
+}

@@ -1,0 +1,124 @@
+//! Feedback intake: the message lookups by `Message-ID` and by recipient (indexed by
+//! migration 000008), and the guarded complaint and late-bounce writes.
+
+use diesel::prelude::*;
+use mailroom_app::{
+    ports::{FeedbackRepository, MessageRepository},
+    StoreError,
+};
+use mailroom_domain::{
+    email::EmailAddress,
+    message::{Message, MessageStatus},
+    AccountId, ContactId, MessageId, Timestamp,
+};
+use uuid::Uuid;
+
+use super::PgUnitOfWork;
+use crate::{
+    error::store_error,
+    schema::{contacts, messages},
+};
+
+diesel::define_sql_function!(fn lower(x: diesel::sql_types::Text) -> diesel::sql_types::Text);
+
+impl PgUnitOfWork<'_> {
+    fn message_by_id(
+        &mut self,
+        account: AccountId,
+        id: Option<Uuid>,
+    ) -> Result<Option<Message>, StoreError> {
+        match id {
+            Some(id) => self.find_message(account, MessageId::from_uuid(id)),
+            None => Ok(None),
+        }
+    }
+}
+
+impl FeedbackRepository for PgUnitOfWork<'_> {
+    fn find_message_by_header(
+        &mut self,
+        account: AccountId,
+        header: &str,
+    ) -> Result<Option<Message>, StoreError> {
+        let id = messages::table
+            .filter(messages::account_id.eq(account.as_uuid()))
+            .filter(messages::message_id_header.eq(header))
+            .select(messages::id)
+            .first::<Uuid>(self.conn)
+            .optional()
+            .map_err(store_error)?;
+        self.message_by_id(account, id)
+    }
+
+    fn find_latest_message_to(
+        &mut self,
+        account: AccountId,
+        email: &EmailAddress,
+    ) -> Result<Option<Message>, StoreError> {
+        let id = messages::table
+            .filter(messages::account_id.eq(account.as_uuid()))
+            .filter(lower(messages::email).eq(email.normalized()))
+            .order((messages::created_at.desc(), messages::id.desc()))
+            .select(messages::id)
+            .first::<Uuid>(self.conn)
+            .optional()
+            .map_err(store_error)?;
+        self.message_by_id(account, id)
+    }
+
+    fn find_contact_id_by_email(
+        &mut self,
+        account: AccountId,
+        email: &EmailAddress,
+    ) -> Result<Option<ContactId>, StoreError> {
+        contacts::table
+            .filter(contacts::account_id.eq(account.as_uuid()))
+            .filter(contacts::email_lower.eq(email.normalized()))
+            .select(contacts::id)
+            .first::<Uuid>(self.conn)
+            .optional()
+            .map(|id| id.map(ContactId::from_uuid))
+            .map_err(store_error)
+    }
+
+    fn mark_contact_complained(
+        &mut self,
+        account: AccountId,
+        contact: ContactId,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        // The `IS NULL` guard is re-checked after a concurrent writer's commit (READ
+        // COMMITTED), so two identical complaints set the time once.
+        diesel::update(
+            contacts::table
+                .find((account.as_uuid(), contact.as_uuid()))
+                .filter(contacts::complaint_at.is_null()),
+        )
+        .set(contacts::complaint_at.eq(Some(now.as_datetime())))
+        .execute(self.conn)
+        .map(|n| n > 0)
+        .map_err(store_error)
+    }
+
+    fn mark_sent_message_bounced(
+        &mut self,
+        account: AccountId,
+        message: MessageId,
+        reply: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        diesel::update(
+            messages::table
+                .find((account.as_uuid(), message.as_uuid()))
+                .filter(messages::status.eq(MessageStatus::Sent.as_str())),
+        )
+        .set((
+            messages::status.eq(MessageStatus::Bounced.as_str()),
+            messages::last_reply.eq(Some(reply)),
+            messages::updated_at.eq(now.as_datetime()),
+        ))
+        .execute(self.conn)
+        .map(|n| n > 0)
+        .map_err(store_error)
+    }
+}

