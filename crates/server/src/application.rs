@@ -62,10 +62,16 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
             timeout: config.webhook_timeout,
             extra_roots: Vec::new(),
         })),
-        mailer: Arc::new(SmtpMailer::new(MailerSettings {
-            allow_private_egress: config.allow_private_egress,
-            timeout: config.smtp_timeout,
-        })),
+        mailer: Arc::new({
+            let settings = MailerSettings {
+                allow_private_egress: config.allow_private_egress,
+                timeout: config.smtp_timeout,
+            };
+            match &config.smtp_hello_name {
+                Some(name) => SmtpMailer::with_hello_name(settings, name.clone()),
+                None => SmtpMailer::new(settings),
+            }
+        }),
         links: LinkSettings {
             public_url: config.public_url.trim_end_matches('/').to_owned(),
             unsubscribe_mailto: config.unsubscribe_mailto.clone(),

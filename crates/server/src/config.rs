@@ -55,9 +55,15 @@ pub struct Config {
     /// Messages an account may send per UTC calendar month; `None` (unset) is no limit
     /// (`MAILROOM_MONTHLY_SEND_LIMIT`).
     pub monthly_send_limit: Option<u64>,
-    /// The bound on each step of an SMTP session. Not an environment variable; tests
-    /// shorten it.
+    /// The bound on each step of an SMTP session (`MAILROOM_SMTP_TIMEOUT`, seconds).
     pub smtp_timeout: Duration,
+    /// How long a claimed message stays leased to the worker sending it
+    /// (`MAILROOM_MESSAGE_LEASE`, seconds). `None`: three SMTP timeouts plus 60 s.
+    /// A worker that dies holding messages delays them by at most this much.
+    pub message_lease: Option<Duration>,
+    /// The name the mailer gives in EHLO (`MAILROOM_SMTP_HELLO_NAME`). `None`: the
+    /// machine's host name.
+    pub smtp_hello_name: Option<String>,
     /// Whether `serve` also runs the background workers.
     pub run_workers: bool,
     /// Database pool size.
@@ -90,6 +96,8 @@ impl std::fmt::Debug for Config {
             .field("message_max_attempts", &self.message_max_attempts)
             .field("monthly_send_limit", &self.monthly_send_limit)
             .field("smtp_timeout", &self.smtp_timeout)
+            .field("message_lease", &self.message_lease)
+            .field("smtp_hello_name", &self.smtp_hello_name)
             .field("run_workers", &self.run_workers)
             .field("db_pool_size", &self.db_pool_size)
             .field("http_workers", &self.http_workers)
@@ -131,6 +139,8 @@ impl Config {
             message_max_attempts: DEFAULT_MESSAGE_MAX_ATTEMPTS,
             monthly_send_limit: None,
             smtp_timeout: DEFAULT_SMTP_TIMEOUT,
+            message_lease: None,
+            smtp_hello_name: None,
             run_workers: true,
             db_pool_size: 16,
             http_workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
@@ -186,6 +196,28 @@ impl Config {
                 .ok_or_else(|| {
                     anyhow!("MAILROOM_MESSAGE_MAX_ATTEMPTS must be a whole number of at least 2")
                 })?;
+        }
+        if let Ok(seconds) = std::env::var("MAILROOM_SMTP_TIMEOUT") {
+            config.smtp_timeout = Duration::from_secs(
+                seconds
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=600).contains(n))
+                    .ok_or_else(|| {
+                        anyhow!("MAILROOM_SMTP_TIMEOUT must be whole seconds from 1 to 600")
+                    })?,
+            );
+        }
+        if let Ok(seconds) = std::env::var("MAILROOM_MESSAGE_LEASE") {
+            config.message_lease = Some(
+                parse_message_lease(&seconds, config.smtp_timeout)
+                    .context("MAILROOM_MESSAGE_LEASE")?,
+            );
+        }
+        if let Ok(name) = std::env::var("MAILROOM_SMTP_HELLO_NAME") {
+            config.smtp_hello_name =
+                Some(parse_hello_name(&name).context("MAILROOM_SMTP_HELLO_NAME")?);
         }
         if let Ok(limit) = std::env::var("MAILROOM_MONTHLY_SEND_LIMIT") {
             config.monthly_send_limit =
@@ -265,6 +297,43 @@ fn env_bool(name: &str, default: bool) -> Result<bool> {
             other => bail!("{name} must be true or false, got {other:?}"),
         },
     }
+}
+
+/// The lease must outlast a live session: resolution, connecting and the rest of the
+/// session are each bounded by the SMTP timeout, so anything shorter than three of them
+/// would let a second worker send a message the first is still sending.
+fn parse_message_lease(text: &str, smtp_timeout: Duration) -> Result<Duration> {
+    let lease = text
+        .trim()
+        .parse::<u64>()
+        .map(Duration::from_secs)
+        .map_err(|_| anyhow!("must be whole seconds, got {text:?}"))?;
+    if lease <= smtp_timeout * 3 {
+        bail!(
+            "must be more than three SMTP timeouts ({} s), got {} s",
+            (smtp_timeout * 3).as_secs(),
+            lease.as_secs()
+        );
+    }
+    Ok(lease)
+}
+
+/// An EHLO name is a domain (RFC 5321 §4.1.2): dot-separated labels of letters, digits and
+/// inner hyphens, each at most 63 characters, at most 253 in all.
+fn parse_hello_name(text: &str) -> Result<String> {
+    let name = text.trim();
+    let label_ok = |label: &str| {
+        (1..=63).contains(&label.len())
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            && !label.starts_with('-')
+            && !label.ends_with('-')
+    };
+    if name.is_empty() || name.len() > 253 || !name.split('.').all(label_ok) {
+        bail!("must be a host name such as mail.example.com, got {text:?}");
+    }
+    Ok(name.to_owned())
 }
 
 fn parse_schedule(text: &str) -> Result<Vec<u64>> {
@@ -389,5 +458,38 @@ mod tests {
         assert!(parse_rate_limit(Some("-1"), None).is_err());
         assert!(parse_rate_limit(Some("fast"), None).is_err());
         assert!(parse_rate_limit(None, Some("0")).is_err());
+    }
+
+    #[test]
+    fn a_lease_must_outlast_three_smtp_timeouts() {
+        let timeout = Duration::from_secs(2);
+        assert_eq!(
+            parse_message_lease(" 7 ", timeout).expect("valid"),
+            Duration::from_secs(7)
+        );
+        assert!(parse_message_lease("6", timeout).is_err());
+        assert!(parse_message_lease("-1", timeout).is_err());
+        assert!(parse_message_lease("soon", timeout).is_err());
+    }
+
+    #[test]
+    fn hello_names_are_host_names() {
+        assert_eq!(
+            parse_hello_name("mail-1.example.com").expect("valid"),
+            "mail-1.example.com"
+        );
+        assert_eq!(parse_hello_name("worker-a").expect("valid"), "worker-a");
+        for bad in [
+            "",
+            "-a.example",
+            "a-.example",
+            "a..b",
+            "a b",
+            "a\r\nMAIL",
+            "é.example",
+        ] {
+            assert!(parse_hello_name(bad).is_err(), "{bad:?} was accepted");
+        }
+        assert!(parse_hello_name(&"a".repeat(64)).is_err());
     }
 }

@@ -47,12 +47,16 @@ pub struct MessageWorker {
 }
 
 impl MessageWorker {
-    /// A worker with the configuration's attempt limit. The lease outlasts the two
-    /// bounded steps of a session (connect, then the rest) plus a margin, so a live round
-    /// never loses its messages.
+    /// A worker with the configuration's attempt limit and lease. The default lease
+    /// outlasts the three bounded steps of a session (resolve, connect, then the rest)
+    /// plus a margin for the record, so a live round never loses its messages; an
+    /// operator's lease is checked against the SMTP timeout when the configuration is
+    /// read.
     pub fn new(services: Services, config: &Config) -> Self {
         let settings = DeliverySettings {
-            lease: config.smtp_timeout * 2 + Duration::from_secs(60),
+            lease: config
+                .message_lease
+                .unwrap_or(config.smtp_timeout * 3 + Duration::from_secs(60)),
             batch_size: BATCH_SIZE,
             max_attempts: config.message_max_attempts,
             monthly_send_limit: config.monthly_send_limit,

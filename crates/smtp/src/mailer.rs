@@ -49,12 +49,28 @@ pub struct MailerSettings {
 #[derive(Debug, Clone)]
 pub struct SmtpMailer {
     settings: MailerSettings,
+    /// The name given in EHLO: the machine's host name unless the operator set one.
+    client_id: ClientId,
 }
 
 impl SmtpMailer {
-    /// A mailer with these settings.
+    /// A mailer with these settings that introduces itself (EHLO) by the machine's host
+    /// name, as lettre does by default.
     pub fn new(settings: MailerSettings) -> Self {
-        Self { settings }
+        Self {
+            settings,
+            client_id: ClientId::default(),
+        }
+    }
+
+    /// A mailer that introduces itself in EHLO as `hello_name` (`MAILROOM_SMTP_HELLO_NAME`):
+    /// receiving servers check that name against the sending address's reverse DNS, and a
+    /// container's host name is rarely a public one. The caller validates the name.
+    pub fn with_hello_name(settings: MailerSettings, hello_name: String) -> Self {
+        Self {
+            settings,
+            client_id: ClientId::Domain(hello_name),
+        }
     }
 
     async fn deliver(&self, mail: &OutgoingMail) -> Result<SmtpReply, AttemptFault> {
@@ -77,7 +93,7 @@ impl SmtpMailer {
             ProbeError::EgressRefused(_) => AttemptFault::Permanent(error.to_string()),
             other => AttemptFault::Connection(other.to_string()),
         })?;
-        let client_id = ClientId::default();
+        let client_id = &self.client_id;
         let endpoint = &mail.endpoint;
         let mut connection = timeout(self.settings.timeout, async {
             let stream = TcpStream::connect(address)
@@ -97,13 +113,13 @@ impl SmtpMailer {
                     )
                     .await
                     .map_err(|error| AttemptFault::Connection(format!("TLS: {error}")))?;
-                    AsyncSmtpConnection::connect_with_transport(Box::new(tls), &client_id)
+                    AsyncSmtpConnection::connect_with_transport(Box::new(tls), client_id)
                         .await
                         .map_err(|error| fault(&error))?
                 }
                 SmtpSecurity::StartTlsRequired | SmtpSecurity::StartTlsOpportunistic => {
                     let mut connection =
-                        AsyncSmtpConnection::connect_with_transport(Box::new(stream), &client_id)
+                        AsyncSmtpConnection::connect_with_transport(Box::new(stream), client_id)
                             .await
                             .map_err(|error| fault(&error))?;
                     let offers = connection.can_starttls();
@@ -119,7 +135,7 @@ impl SmtpMailer {
                     };
                     if upgrade {
                         connection
-                            .starttls(tls_parameters(endpoint)?, &client_id)
+                            .starttls(tls_parameters(endpoint)?, client_id)
                             .await
                             .map_err(|error| fault(&error))?;
                     }

@@ -113,6 +113,7 @@ fn data_is_recorded_dot_unstuffed() {
             data: "Subject: hi\r\n\r\n.leading dot\r\nend\r\n".into(),
             authenticated_as: None,
             tls: false,
+            hello: "test".into(),
         }]
     );
 }
@@ -144,4 +145,33 @@ fn scripted_replies_override_rcpt_and_data() {
     client.send("DATA");
     assert_eq!(client.send("body\r\n."), "451 4.3.0 try again later");
     assert!(server.messages().is_empty());
+}
+
+#[test]
+fn a_delayed_acceptance_holds_the_message_in_flight_even_when_the_client_hangs_up() {
+    let server = TestSmtpServer::start(TestSmtpOptions {
+        accept_delay: Some(Duration::from_millis(300)),
+        ..TestSmtpOptions::default()
+    });
+    let mut client = Client::connect(&server);
+    assert!(client.send("EHLO worker-a").starts_with("250"));
+    assert!(client.send("MAIL FROM:<a@example.com>").starts_with("250 "));
+    assert!(client.send("RCPT TO:<b@example.com>").starts_with("250 "));
+    assert!(client.send("DATA").starts_with("354 "));
+    // The end of DATA without waiting for the answer, then hang up, as a killed client.
+    let stream = client.reader.get_mut();
+    stream
+        .write_all(b"Subject: hi\r\n\r\nbody\r\n.\r\n")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(server.in_flight("worker-a"), 1);
+    assert_eq!(server.in_flight("someone-else"), 0);
+    assert_eq!(server.message_count(), 0, "not accepted before the delay");
+    drop(client);
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(server.in_flight("worker-a"), 0);
+    let messages = server.messages();
+    assert_eq!(messages.len(), 1, "accepted although the client left");
+    assert_eq!(messages[0].hello, "worker-a");
+    assert_eq!(messages[0].recipients, ["b@example.com"]);
 }

@@ -7,12 +7,13 @@
 //! competes with the test's own runtime. Dropping it stops the runtime, which closes
 //! every connection.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::{SocketAddr, TcpListener as StdTcpListener};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
@@ -51,6 +52,10 @@ pub struct TestSmtpOptions {
     /// Answer the end of DATA with this line instead of 250. A reply not starting with
     /// `2` means the message is not recorded.
     pub reply_to_data: Option<String>,
+    /// Wait this long after the end of DATA before accepting (recording, then answering),
+    /// as a busy server does: it keeps messages in flight, so a client killed in that
+    /// window has delivered a message it never learns about.
+    pub accept_delay: Option<Duration>,
 }
 
 /// One message the server accepted (the end of DATA answered 2xx).
@@ -67,6 +72,8 @@ pub struct ReceivedMessage {
     pub authenticated_as: Option<String>,
     /// Whether the connection was encrypted (implicit TLS or after STARTTLS).
     pub tls: bool,
+    /// The name the client gave in EHLO (or HELO) on this connection.
+    pub hello: String,
 }
 
 /// A running test SMTP server on `127.0.0.1` at a free port. Stops on drop.
@@ -85,6 +92,8 @@ struct Shared {
     connections: AtomicUsize,
     /// Replies to the next RCPT TOs, one each, before the options' reply applies again.
     rcpt_script: Mutex<VecDeque<String>>,
+    /// Messages whose DATA has ended and that wait out `accept_delay`, by EHLO name.
+    accepting: Mutex<HashMap<String, usize>>,
 }
 
 impl TestSmtpServer {
@@ -108,6 +117,7 @@ impl TestSmtpServer {
             messages: Mutex::new(Vec::new()),
             connections: AtomicUsize::new(0),
             rcpt_script: Mutex::new(VecDeque::new()),
+            accepting: Mutex::new(HashMap::new()),
         });
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -151,6 +161,22 @@ impl TestSmtpServer {
         S: Into<String>,
     {
         lock(&self.shared.rcpt_script).extend(replies.into_iter().map(Into::into));
+    }
+
+    /// How many messages were accepted so far (cheaper than `messages().len()`).
+    pub fn message_count(&self) -> usize {
+        lock(&self.shared.messages).len()
+    }
+
+    /// Messages from clients that introduced themselves as `hello` which are fully
+    /// received and wait out [`TestSmtpOptions::accept_delay`]: the server will accept
+    /// them whatever happens to the client, so a client killed now has sent them without
+    /// learning it.
+    pub fn in_flight(&self, hello: &str) -> usize {
+        lock(&self.shared.accepting)
+            .get(hello)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// How many TCP connections were accepted (egress tests assert 0).
@@ -237,6 +263,7 @@ async fn run_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
 struct State {
     secured: bool,
     hello: bool,
+    hello_name: String,
     user: Option<String>,
     from: Option<String>,
     recipients: Vec<String>,
@@ -265,6 +292,7 @@ where
         match verb.to_ascii_uppercase().as_str() {
             "EHLO" => {
                 state.hello = true;
+                argument.trim().clone_into(&mut state.hello_name);
                 state.from = None;
                 state.recipients.clear();
                 let mut lines = vec![
@@ -283,6 +311,7 @@ where
             }
             "HELO" => {
                 state.hello = true;
+                argument.trim().clone_into(&mut state.hello_name);
                 reply(&mut io, "250 localhost").await?;
             }
             "STARTTLS" if offers_starttls => {
@@ -330,6 +359,12 @@ where
                 let Some(data) = read_data(&mut io).await? else {
                     return Ok(None);
                 };
+                if let Some(delay) = options.accept_delay {
+                    *lock(&shared.accepting)
+                        .entry(state.hello_name.clone())
+                        .or_default() += 1;
+                    tokio::time::sleep(delay).await;
+                }
                 // The lock lives in this block only: never across an await.
                 let answer = {
                     let mut messages = lock(&shared.messages);
@@ -342,7 +377,13 @@ where
                             data: String::from_utf8_lossy(&data).into_owned(),
                             authenticated_as: state.user.clone(),
                             tls: state.secured,
+                            hello: state.hello_name.clone(),
                         });
+                    }
+                    if options.accept_delay.is_some() {
+                        if let Some(waiting) = lock(&shared.accepting).get_mut(&state.hello_name) {
+                            *waiting -= 1;
+                        }
                     }
                     answer
                 };
