@@ -21,10 +21,16 @@ pub(crate) struct Setup {
 
 impl Setup {
     pub async fn new() -> Self {
+        Self::new_with(|_| {}).await
+    }
+
+    /// As [`Setup::new`], after `configure` adjusts the configuration.
+    pub async fn new_with(configure: impl FnOnce(&mut mailroom_server::Config)) -> Self {
         let app = spawn_app_with(|config| {
             config.allow_private_egress = true;
             config.message_max_attempts = 3;
             config.smtp_timeout = std::time::Duration::from_secs(5);
+            configure(config);
         })
         .await;
         let token = app.user_token("ada@example.com").await;
