@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use mailroom_app::{ports::Clock, Services};
 use mailroom_http::{HttpOptions, Metrics};
 use mailroom_postgres::{ensure_database_exists, run_migrations, PgDatabase, PoolSettings};
-use mailroom_smtp::{MailerSettings, ProbeSettings, SmtpMailer, SmtpProbe};
+use mailroom_smtp::{MailerSettings, ProbeSettings, SmtpMailer, SmtpPoolSettings, SmtpProbe};
 use mailroom_webhook::{EgressUrlGuard, HyperWebhookSender, SenderSettings};
 
 use crate::{
@@ -62,6 +62,11 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
         mailer: Arc::new(SmtpMailer::new(MailerSettings {
             allow_private_egress: config.allow_private_egress,
             timeout: config.smtp_timeout,
+            pool: SmtpPoolSettings {
+                max_connections: config.smtp_connections_per_server,
+                messages_per_second: config.smtp_rate_limit,
+                ..SmtpPoolSettings::default()
+            },
         })),
     };
     Ok((services, database))

@@ -24,6 +24,9 @@ pub const DEFAULT_MESSAGE_MAX_ATTEMPTS: u32 = 8;
 /// The bound on each step of one SMTP session (connect, then the rest).
 pub const DEFAULT_SMTP_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// SMTP connections open to one mail server at once, unless configured.
+pub const DEFAULT_SMTP_CONNECTIONS_PER_SERVER: usize = 8;
+
 /// Everything the process is configured with.
 #[derive(Clone)]
 pub struct Config {
@@ -48,6 +51,12 @@ pub struct Config {
     /// The bound on each step of an SMTP session. Not an environment variable; tests
     /// shorten it.
     pub smtp_timeout: Duration,
+    /// The most SMTP connections open to one mail server at once
+    /// (`MAILROOM_SMTP_CONNECTIONS_PER_SERVER`).
+    pub smtp_connections_per_server: usize,
+    /// The most messages per second handed to one mail server
+    /// (`MAILROOM_SMTP_RATE_LIMIT`); `None` is unlimited.
+    pub smtp_rate_limit: Option<f64>,
     /// Whether `serve` also runs the background workers.
     pub run_workers: bool,
     /// Database pool size.
@@ -68,6 +77,11 @@ impl std::fmt::Debug for Config {
             .field("webhook_timeout", &self.webhook_timeout)
             .field("message_max_attempts", &self.message_max_attempts)
             .field("smtp_timeout", &self.smtp_timeout)
+            .field(
+                "smtp_connections_per_server",
+                &self.smtp_connections_per_server,
+            )
+            .field("smtp_rate_limit", &self.smtp_rate_limit)
             .field("run_workers", &self.run_workers)
             .field("db_pool_size", &self.db_pool_size)
             .field("http_workers", &self.http_workers)
@@ -104,6 +118,8 @@ impl Config {
             webhook_timeout: DEFAULT_WEBHOOK_TIMEOUT,
             message_max_attempts: DEFAULT_MESSAGE_MAX_ATTEMPTS,
             smtp_timeout: DEFAULT_SMTP_TIMEOUT,
+            smtp_connections_per_server: DEFAULT_SMTP_CONNECTIONS_PER_SERVER,
+            smtp_rate_limit: None,
             run_workers: true,
             db_pool_size: 16,
             http_workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
@@ -149,6 +165,21 @@ impl Config {
                     anyhow!("MAILROOM_MESSAGE_MAX_ATTEMPTS must be a whole number of at least 2")
                 })?;
         }
+        if let Ok(connections) = std::env::var("MAILROOM_SMTP_CONNECTIONS_PER_SERVER") {
+            config.smtp_connections_per_server = connections
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n| (1..=1_000).contains(n))
+                .ok_or_else(|| {
+                    anyhow!(
+                        "MAILROOM_SMTP_CONNECTIONS_PER_SERVER must be a whole number from 1 to 1000"
+                    )
+                })?;
+        }
+        if let Ok(rate) = std::env::var("MAILROOM_SMTP_RATE_LIMIT") {
+            config.smtp_rate_limit = parse_rate(&rate).context("MAILROOM_SMTP_RATE_LIMIT")?;
+        }
         if let Ok(size) = std::env::var("MAILROOM_DB_POOL_SIZE") {
             config.db_pool_size = size.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
                 anyhow!("MAILROOM_DB_POOL_SIZE must be a whole number of at least 1")
@@ -167,6 +198,21 @@ fn env_bool(name: &str, default: bool) -> Result<bool> {
             other => bail!("{name} must be true or false, got {other:?}"),
         },
     }
+}
+
+/// Messages per second: a positive number (fractions allowed, e.g. `0.5`), or empty for
+/// no limit.
+fn parse_rate(text: &str) -> Result<Option<f64>> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let rate: f64 = text
+        .parse()
+        .ok()
+        .filter(|rate: &f64| rate.is_finite() && *rate >= 0.001 && *rate <= 1_000_000.0)
+        .ok_or_else(|| anyhow!("must be messages per second above 0, got {text:?}"))?;
+    Ok(Some(rate))
 }
 
 fn parse_schedule(text: &str) -> Result<Vec<u64>> {
@@ -235,6 +281,12 @@ mod tests {
         assert!(parse_key("short").is_err());
         assert_eq!(parse_schedule("5, 10,20").expect("valid"), vec![5, 10, 20]);
         assert!(parse_schedule("5,x").is_err());
+        assert_eq!(parse_rate("").expect("valid"), None);
+        assert_eq!(parse_rate(" 12.5 ").expect("valid"), Some(12.5));
+        assert!(parse_rate("0").is_err());
+        assert!(parse_rate("-3").is_err());
+        assert!(parse_rate("fast").is_err());
+        assert!(parse_rate("inf").is_err());
         assert_eq!(redact_url("postgres://u:pw@h/db"), "postgres://u:***@h/db");
         assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
     }
