@@ -9,6 +9,7 @@
 
 mod audience;
 mod data;
+mod delivery;
 mod events;
 mod stats;
 mod webhooks;
@@ -70,6 +71,9 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("webhooks") {
         return webhooks::main(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("delivery") {
+        return delivery::main(&args[1..]);
     }
     let options = match parse(&args) {
         Ok(options) => options,

@@ -2,9 +2,11 @@
 //! record) that tests call directly; [`MessageWorker::run`] loops rounds until shutdown.
 //!
 //! The database steps are synchronous (diesel) and run on the blocking pool; the SMTP
-//! sessions of a round run concurrently on the async runtime with no transaction open,
-//! and each message's outcome is recorded as soon as its own session ends, so a crash
-//! after a 250 repeats at most the messages still in flight.
+//! sessions of a round run concurrently on the async runtime with no transaction open
+//! (over the mailer's pooled connections), and outcomes are recorded as soon as their
+//! sessions end: the ones that finished while the previous record ran go together in one
+//! short transaction, so a crash after a 250 repeats at most the messages in flight or
+//! waiting for that one transaction.
 
 use std::time::Duration;
 
@@ -12,11 +14,13 @@ use anyhow::{Context, Result};
 use futures_util::future::join_all;
 use mailroom_app::{
     messages::{
-        claim_messages, record_message_outcome, send_claimed_message, DeliverySettings, MessageJob,
+        claim_messages, record_message_outcomes, send_claimed_message, DeliverySettings,
+        MessageJob, SendOutcome,
     },
+    ports::Lease,
     Services,
 };
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 use crate::Config;
 
@@ -73,31 +77,50 @@ impl MessageWorker {
             .await
             .context("the claim task")?
             .map_err(|error| anyhow::anyhow!("claiming messages: {error}"))?;
-        let attempted = batch.jobs.len();
-        let lease = batch.lease;
-        let rounds = batch.jobs.into_iter().map(|job| self.deliver(job, lease));
-        join_all(rounds).await;
-        Ok(MessageRound {
-            claimed: batch.claimed,
-            attempted,
-        })
+        let (claimed, attempted, lease, jobs) =
+            (batch.claimed, batch.jobs.len(), batch.lease, batch.jobs);
+        let (finished, mut outcomes) = mpsc::unbounded_channel();
+        let sessions = async move {
+            let sends = jobs.into_iter().map(|job| {
+                let finished = finished.clone();
+                async move {
+                    let outcome = send_claimed_message(&self.services, &job).await;
+                    // The receiver lives until every sender is gone.
+                    let _ = finished.send((job, outcome));
+                }
+            });
+            join_all(sends).await;
+        };
+        let recorder = async {
+            // Whatever finished while the last record ran goes into the next one: one
+            // transaction per group, each still right after its sessions.
+            while let Some(first) = outcomes.recv().await {
+                let mut group = vec![first];
+                while let Ok(next) = outcomes.try_recv() {
+                    group.push(next);
+                }
+                self.record(group, lease).await;
+            }
+        };
+        tokio::join!(sessions, recorder);
+        Ok(MessageRound { claimed, attempted })
     }
 
-    async fn deliver(&self, job: MessageJob, lease: mailroom_app::ports::Lease) {
-        let outcome = send_claimed_message(&self.services, &job).await;
+    async fn record(&self, group: Vec<(MessageJob, SendOutcome)>, lease: Lease) {
         let (services, settings) = (self.services.clone(), self.settings.clone());
-        let id = job.message.id;
+        let count = group.len();
         let recorded = tokio::task::spawn_blocking(move || {
-            record_message_outcome(&services, &settings, &lease, &job, &outcome)
+            let pairs: Vec<_> = group.iter().map(|(job, outcome)| (job, outcome)).collect();
+            record_message_outcomes(&services, &settings, &lease, &pairs)
         })
         .await;
         match recorded {
             Ok(Ok(_)) => {}
             Ok(Err(error)) => {
-                tracing::warn!(message = %id, %error, "recording a message outcome failed");
+                tracing::warn!(messages = count, %error, "recording message outcomes failed");
             }
             Err(error) => {
-                tracing::warn!(message = %id, %error, "the record task failed");
+                tracing::warn!(messages = count, %error, "the record task failed");
             }
         }
     }
