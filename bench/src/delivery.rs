@@ -399,9 +399,8 @@ async fn drain(
     let queued = Instant::now();
     let statement = format!(
         "WITH new_contacts AS (
-             INSERT INTO contacts (account_id, id, email, email_lower, created_at, message_count)
-             SELECT '{account}', gen_random_uuid(), 'reader' || n || '@bench.example',
-                    'reader' || n || '@bench.example', now(), 0
+             INSERT INTO contacts (account_id, id, email, created_at, message_count)
+             SELECT '{account}', gen_random_uuid(), 'reader' || n || '@bench.example', now(), 0
              FROM generate_series({from}, {to}) AS n
              RETURNING id, email
          )
@@ -497,13 +496,13 @@ impl Api {
                 .bearer_auth(&token)
                 .json(&body);
             async move {
-                request
-                    .send()
-                    .await?
-                    .error_for_status()?
-                    .json::<Value>()
-                    .await
-                    .context("reading the API's answer")
+                let response = request.send().await?;
+                let status = response.status();
+                let body: Value = response.json().await.context("reading the API's answer")?;
+                if !status.is_success() {
+                    bail!("the API answered {status}: {body}");
+                }
+                Ok(body)
             }
         };
         let account = post("/v2/accounts".into(), json!({"name": "Delivery bench"})).await?;
@@ -528,7 +527,7 @@ impl Api {
         let template = post(
             format!("/v2/accounts/{account}/templates"),
             json!({
-                "name": "Newsletter", "slug": "newsletter",
+                "name": "Bench newsletter", "slug": "bench-newsletter",
                 "subject": "News for {{ first_name }}",
                 "content": content,
                 "clickTracking": false, "openTracking": false

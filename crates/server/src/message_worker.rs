@@ -31,6 +31,23 @@ pub const PARALLEL_ROUNDS: usize = 2;
 /// How long an idle loop waits before looking for due messages again.
 pub const IDLE_POLL: Duration = Duration::from_millis(100);
 
+/// How long a claim holds: the messages of every round in the process may queue for one
+/// server's connections and pace, so the lease covers that wait in the worst case (each
+/// session taking its two bounded steps, connect and transaction, in full) plus a
+/// margin. Only a crashed worker's messages wait this long to be taken back.
+pub fn lease(config: &Config) -> Duration {
+    let in_flight = BATCH_SIZE as usize * PARALLEL_ROUNDS;
+    let waves = in_flight.div_ceil(config.smtp_connections_per_server.max(1));
+    let sessions = config.smtp_timeout * 2 * u32::try_from(waves).unwrap_or(u32::MAX);
+    let paced = config
+        .smtp_rate_limit
+        .filter(|rate| *rate > 0.0)
+        .map_or(Duration::ZERO, |rate| {
+            Duration::from_secs_f64(in_flight as f64 / rate)
+        });
+    sessions + paced + Duration::from_secs(60)
+}
+
 /// What one round did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MessageRound {
@@ -48,12 +65,11 @@ pub struct MessageWorker {
 }
 
 impl MessageWorker {
-    /// A worker with the configuration's attempt limit. The lease outlasts the two
-    /// bounded steps of a session (connect, then the rest) plus a margin, so a live round
-    /// never loses its messages.
+    /// A worker with the configuration's attempt limit and a lease long enough that a
+    /// live round never loses its messages (see [`lease`]).
     pub fn new(services: Services, config: &Config) -> Self {
         let settings = DeliverySettings {
-            lease: config.smtp_timeout * 2 + Duration::from_secs(60),
+            lease: lease(config),
             batch_size: BATCH_SIZE,
             max_attempts: config.message_max_attempts,
         };
