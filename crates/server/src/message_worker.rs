@@ -25,9 +25,9 @@ use tokio::sync::{mpsc, watch};
 use crate::Config;
 
 /// Messages claimed (and sent concurrently) per round.
-pub const BATCH_SIZE: u32 = 32;
+pub const BATCH_SIZE: u32 = 128;
 /// Rounds one process runs side by side, each claiming its own messages (`SKIP LOCKED`).
-pub const PARALLEL_ROUNDS: usize = 2;
+pub const PARALLEL_ROUNDS: usize = 3;
 /// How long an idle loop waits before looking for due messages again.
 pub const IDLE_POLL: Duration = Duration::from_millis(100);
 
