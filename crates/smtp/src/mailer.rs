@@ -72,12 +72,16 @@ impl std::fmt::Debug for SmtpMailer {
     }
 }
 
-/// Where a transaction stopped, for deciding whether the message may go again.
+/// Where a transaction stopped, for deciding whether the message may go again and
+/// whether the transaction needs `RSET`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
     /// Before the `DATA` command: the server cannot have taken the message.
     Envelope,
-    /// `DATA` was sent: from here on the server may have the message.
+    /// `DATA` was sent, the content not yet: never resent at once from here on (the
+    /// duplicate window), but a refused `DATA` leaves the transaction open.
+    Data,
+    /// The content was sent: its reply, if any, ends the transaction.
     Content,
 }
 
@@ -277,8 +281,8 @@ impl SmtpMailer {
     }
 }
 
-/// `MAIL FROM`, `RCPT TO` each, `DATA`, the content; `stage` moves to
-/// [`Stage::Content`] just before `DATA` is written.
+/// `MAIL FROM`, `RCPT TO` each, `DATA`, the content; `stage` moves to [`Stage::Data`]
+/// just before `DATA` is written and to [`Stage::Content`] once it is answered 354.
 async fn transaction(
     connection: &mut AsyncSmtpConnection,
     envelope: &Envelope,
@@ -306,8 +310,9 @@ async fn transaction(
             .command(Rcpt::new(recipient.clone(), Vec::new()))
             .await?;
     }
-    *stage = Stage::Content;
+    *stage = Stage::Data;
     connection.command(Data).await?;
+    *stage = Stage::Content;
     let response = connection.message(bytes).await?;
     let code: u16 = response.code().to_string().parse().unwrap_or(250);
     let text = response.message().collect::<Vec<_>>().join(" ");

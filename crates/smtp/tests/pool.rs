@@ -191,6 +191,17 @@ async fn a_refusal_after_data_is_not_sent_again() {
         "{refused:?}"
     );
     assert_eq!(server.connection_count(), 1, "no second session");
+    // The refused content ended the transaction: the next one starts cleanly on the
+    // same connection (a left-over transaction would be answered 503).
+    let again = mailer
+        .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, 1))
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(&again, AttemptFault::Reply(reply) if reply.code == 451),
+        "{again:?}"
+    );
+    assert_eq!(server.connection_count(), 1);
 }
 
 #[tokio::test]
