@@ -10,6 +10,7 @@
 mod announcement;
 mod audience;
 mod data;
+mod delivery;
 mod events;
 mod stats;
 mod webhooks;
@@ -74,6 +75,9 @@ fn main() -> ExitCode {
     }
     if args.first().map(String::as_str) == Some("announcement") {
         return announcement::main(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("delivery") {
+        return delivery::main(&args[1..]);
     }
     let options = match parse(&args) {
         Ok(options) => options,

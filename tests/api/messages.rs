@@ -853,3 +853,51 @@ async fn complaints_block_and_unsubscribes_do_not_block_transactional_mail() {
     .await;
     assert_eq!(skipped["count"], 1);
 }
+
+#[tokio::test]
+async fn a_round_shares_pooled_connections_and_counts_every_outcome_of_a_batch() {
+    let app = spawn_app_with(|config| {
+        config.allow_private_egress = true;
+        config.smtp_timeout = std::time::Duration::from_secs(5);
+        config.smtp_connections_per_server = 2;
+    })
+    .await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Acme").await;
+    let setup = Setup {
+        app,
+        token,
+        account,
+    };
+    let server = smtp();
+    setup.add_mail_server(&server).await;
+    setup.add_template().await;
+    for n in 0..12 {
+        setup.queue(&format!("reader{n}@example.org")).await;
+    }
+    // Saving the mail server probed it once.
+    let probes = server.connection_count();
+    let round = setup.run_once().await;
+    assert_eq!((round.claimed, round.attempted), (12, 12));
+    assert_eq!(server.messages().len(), 12);
+    assert!(
+        (1..=2).contains(&(server.connection_count() - probes)),
+        "{} connections for 12 messages",
+        server.connection_count()
+    );
+    // A second round reuses the same connections.
+    setup.queue("late@example.org").await;
+    let before = server.connection_count();
+    setup.run_once().await;
+    assert_eq!(server.connection_count(), before);
+    assert_eq!(setup.today().await["sent"], 13);
+    let sent = expect_json(
+        setup
+            .app
+            .get(&setup.path("/messages/count?status=sent"), &setup.token)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(sent["count"], 13);
+}

@@ -1,8 +1,13 @@
-//! `cargo xtask bench audience [args…]`: the audience benchmark (`bench/`, package
-//! `mailroom-bench`) in release mode against the PostgreSQL that discovery finds, the
-//! same one `test` uses. The benchmark creates and drops a database of its own there.
+//! `cargo xtask bench audience|webhooks|delivery [args…]`: the benchmarks (`bench/`,
+//! package `mailroom-bench`) in release mode against the PostgreSQL that discovery finds,
+//! the same one `test` uses. The benchmark creates and drops a database of its own there.
+//!
+//! `delivery` also needs Postfix's `smtp-sink` and `smtp-source`: they are unpacked from
+//! Debian's postfix package into `target/postfix` (`apt-get download`, `dpkg -x`; the
+//! package is never installed and no daemon starts), and `mailroom` is built in release
+//! mode so the benchmark can run the real worker process.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
@@ -11,7 +16,7 @@ use crate::system::{self, note};
 use crate::Result;
 
 /// The benchmarks `mailroom-bench` knows.
-const BENCHMARKS: [&str; 3] = ["audience", "webhooks", "announcement"];
+const BENCHMARKS: [&str; 4] = ["audience", "webhooks", "announcement", "delivery"];
 /// The benchmark compares the API with pgbench from the system's PostgreSQL tools.
 const PGBENCH: &str = "/usr/bin/pgbench";
 
@@ -43,6 +48,22 @@ pub fn run(args: &[String]) -> Result<()> {
         note("wrk not found; installing it with apt-get");
         system::apt_install(&["wrk"])?;
     }
+    let mut extra_env = Vec::new();
+    if name == "delivery" {
+        extra_env.push(("MAILROOM_BENCH_POSTFIX", unpack_postfix()?));
+        system::run(Command::new("cargo").args([
+            "build",
+            "--release",
+            "--package",
+            "mailroom-server",
+            "--bin",
+            "mailroom",
+        ]))?;
+        extra_env.push((
+            "MAILROOM_BENCH_BIN",
+            system::workspace_root().join("target/release/mailroom"),
+        ));
+    }
     let mut postgres = Postgres::provide()?;
     let url = postgres.maintenance_url();
     // A benchmark that was interrupted leaves a database of a few GiB behind.
@@ -53,7 +74,8 @@ pub fn run(args: &[String]) -> Result<()> {
         .args(["run", "--release", "--package", "mailroom-bench", "--"])
         .arg(name)
         .args(rest)
-        .env("DATABASE_URL", &url);
+        .env("DATABASE_URL", &url)
+        .envs(extra_env);
     eprintln!("$ {}", system::describe(&bench));
     let started = Instant::now();
     let mut child = bench
@@ -73,4 +95,63 @@ pub fn run(args: &[String]) -> Result<()> {
     } else {
         Err(format!("the benchmark failed ({status})"))
     }
+}
+
+/// `target/postfix` with `usr/sbin/smtp-sink` and `usr/sbin/smtp-source` (and the postfix
+/// libraries they link), unpacked from the postfix package when missing.
+fn unpack_postfix() -> Result<PathBuf> {
+    let target = system::workspace_root().join("target/postfix");
+    let sink = target.join("usr/sbin/smtp-sink");
+    if sink.exists() && target.join("usr/sbin/smtp-source").exists() {
+        return Ok(target);
+    }
+    if system::find_in_path("apt-get").is_none() || system::find_in_path("dpkg").is_none() {
+        return Err(
+            "smtp-sink is needed: apt-get and dpkg are not available to unpack the postfix package"
+                .into(),
+        );
+    }
+    let download = system::workspace_root().join("target/postfix-download");
+    std::fs::create_dir_all(&download)
+        .map_err(|error| format!("creating {}: {error}", download.display()))?;
+    note(
+        "unpacking smtp-sink and smtp-source from the postfix package (not installed, not started)",
+    );
+    let fetch = |update: bool| -> Result<()> {
+        if update {
+            system::run(
+                Command::new("apt-get")
+                    .arg("update")
+                    .env("DEBIAN_FRONTEND", "noninteractive"),
+            )?;
+        }
+        system::run(
+            Command::new("apt-get")
+                .args(["download", "postfix"])
+                .current_dir(&download),
+        )
+    };
+    // A fresh machine has no package lists yet; a known one needs no update.
+    if fetch(false).is_err() {
+        if !system::is_root() {
+            return Err(
+                "`apt-get download postfix` failed; run `sudo apt-get update` and try again".into(),
+            );
+        }
+        fetch(true)?;
+    }
+    let package = std::fs::read_dir(&download)
+        .map_err(|error| format!("reading {}: {error}", download.display()))?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .find(|path| {
+            path.file_name()
+                .is_some_and(|name| name.to_string_lossy().starts_with("postfix_"))
+                && path.extension().is_some_and(|extension| extension == "deb")
+        })
+        .ok_or("apt-get download postfix left no postfix_*.deb")?;
+    system::run(Command::new("dpkg").arg("-x").arg(&package).arg(&target))?;
+    if !sink.exists() {
+        return Err(format!("{} is not in the postfix package", sink.display()));
+    }
+    Ok(target)
 }

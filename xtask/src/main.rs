@@ -36,6 +36,12 @@ Commands:
                       contacts (default 1000000) through the API, then times
                       search, count and event recording (S s per run, default
                       30) beside a flat table and pgbench. Prints a report.
+  bench delivery [--messages N] [--single M]
+                      The delivery benchmark: N messages of about 5 KB (default
+                      100000) drained by `mailroom worker` through Postfix's
+                      smtp-sink (unpacked from the postfix package into
+                      target/postfix), beside smtp-source → smtp-sink; then M
+                      messages over one connection. Rates, worker CPU and RSS.
   db start            Create (if needed) and start the private cluster in
                       target/pgdata on 127.0.0.1:55432. It keeps running.
   db stop             Stop the private cluster.

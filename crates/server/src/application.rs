@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use mailroom_app::{ports::Clock, tracking::LinkSettings, Services};
 use mailroom_http::{HttpOptions, Metrics};
 use mailroom_postgres::{ensure_database_exists, run_migrations, PgDatabase, PoolSettings};
-use mailroom_smtp::{MailerSettings, ProbeSettings, SmtpMailer, SmtpProbe};
+use mailroom_smtp::{MailerSettings, ProbeSettings, SmtpMailer, SmtpPoolSettings, SmtpProbe};
 use mailroom_webhook::{EgressUrlGuard, HyperWebhookSender, SenderSettings};
 
 use crate::{
@@ -66,6 +66,11 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
             let settings = MailerSettings {
                 allow_private_egress: config.allow_private_egress,
                 timeout: config.smtp_timeout,
+                pool: SmtpPoolSettings {
+                    max_connections: config.smtp_connections_per_server,
+                    messages_per_second: config.smtp_rate_limit,
+                    ..SmtpPoolSettings::default()
+                },
             };
             match &config.smtp_hello_name {
                 Some(name) => SmtpMailer::with_hello_name(settings, name.clone()),

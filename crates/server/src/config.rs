@@ -25,6 +25,9 @@ pub const DEFAULT_MESSAGE_MAX_ATTEMPTS: u32 = 8;
 /// The bound on each step of one SMTP session (connect, then the rest).
 pub const DEFAULT_SMTP_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// SMTP connections open to one mail server at once, unless configured.
+pub const DEFAULT_SMTP_CONNECTIONS_PER_SERVER: usize = 8;
+
 /// Everything the process is configured with.
 #[derive(Clone)]
 pub struct Config {
@@ -64,6 +67,12 @@ pub struct Config {
     /// The name the mailer gives in EHLO (`MAILROOM_SMTP_HELLO_NAME`). `None`: the
     /// machine's host name.
     pub smtp_hello_name: Option<String>,
+    /// The most SMTP connections open to one mail server at once
+    /// (`MAILROOM_SMTP_CONNECTIONS_PER_SERVER`).
+    pub smtp_connections_per_server: usize,
+    /// The most messages per second handed to one mail server
+    /// (`MAILROOM_SMTP_RATE_LIMIT`); `None` is unlimited.
+    pub smtp_rate_limit: Option<f64>,
     /// Whether `serve` also runs the background workers.
     pub run_workers: bool,
     /// Database pool size.
@@ -98,6 +107,11 @@ impl std::fmt::Debug for Config {
             .field("smtp_timeout", &self.smtp_timeout)
             .field("message_lease", &self.message_lease)
             .field("smtp_hello_name", &self.smtp_hello_name)
+            .field(
+                "smtp_connections_per_server",
+                &self.smtp_connections_per_server,
+            )
+            .field("smtp_rate_limit", &self.smtp_rate_limit)
             .field("run_workers", &self.run_workers)
             .field("db_pool_size", &self.db_pool_size)
             .field("http_workers", &self.http_workers)
@@ -141,6 +155,8 @@ impl Config {
             smtp_timeout: DEFAULT_SMTP_TIMEOUT,
             message_lease: None,
             smtp_hello_name: None,
+            smtp_connections_per_server: DEFAULT_SMTP_CONNECTIONS_PER_SERVER,
+            smtp_rate_limit: None,
             run_workers: true,
             db_pool_size: 16,
             http_workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
@@ -222,6 +238,21 @@ impl Config {
         if let Ok(limit) = std::env::var("MAILROOM_MONTHLY_SEND_LIMIT") {
             config.monthly_send_limit =
                 parse_send_limit(&limit).context("MAILROOM_MONTHLY_SEND_LIMIT")?;
+        }
+        if let Ok(connections) = std::env::var("MAILROOM_SMTP_CONNECTIONS_PER_SERVER") {
+            config.smtp_connections_per_server = connections
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n| (1..=1_000).contains(n))
+                .ok_or_else(|| {
+                    anyhow!(
+                        "MAILROOM_SMTP_CONNECTIONS_PER_SERVER must be a whole number from 1 to 1000"
+                    )
+                })?;
+        }
+        if let Ok(rate) = std::env::var("MAILROOM_SMTP_RATE_LIMIT") {
+            config.smtp_rate_limit = parse_rate(&rate).context("MAILROOM_SMTP_RATE_LIMIT")?;
         }
         if let Ok(size) = std::env::var("MAILROOM_DB_POOL_SIZE") {
             config.db_pool_size = size.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
@@ -336,6 +367,21 @@ fn parse_hello_name(text: &str) -> Result<String> {
     Ok(name.to_owned())
 }
 
+/// Messages per second: a positive number (fractions allowed, e.g. `0.5`), or empty for
+/// no limit.
+fn parse_rate(text: &str) -> Result<Option<f64>> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let rate: f64 = text
+        .parse()
+        .ok()
+        .filter(|rate: &f64| rate.is_finite() && *rate >= 0.001 && *rate <= 1_000_000.0)
+        .ok_or_else(|| anyhow!("must be messages per second above 0, got {text:?}"))?;
+    Ok(Some(rate))
+}
+
 fn parse_schedule(text: &str) -> Result<Vec<u64>> {
     let schedule: Vec<u64> = text
         .split(',')
@@ -414,6 +460,12 @@ mod tests {
         assert!(parse_key("short").is_err());
         assert_eq!(parse_schedule("5, 10,20").expect("valid"), vec![5, 10, 20]);
         assert!(parse_schedule("5,x").is_err());
+        assert_eq!(parse_rate("").expect("valid"), None);
+        assert_eq!(parse_rate(" 12.5 ").expect("valid"), Some(12.5));
+        assert!(parse_rate("0").is_err());
+        assert!(parse_rate("-3").is_err());
+        assert!(parse_rate("fast").is_err());
+        assert!(parse_rate("inf").is_err());
         assert_eq!(redact_url("postgres://u:pw@h/db"), "postgres://u:***@h/db");
         assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
         assert_eq!(parse_send_limit(" 3000 ").expect("valid"), Some(3000));

@@ -2,9 +2,11 @@
 //! record) that tests call directly; [`MessageWorker::run`] loops rounds until shutdown.
 //!
 //! The database steps are synchronous (diesel) and run on the blocking pool; the SMTP
-//! sessions of a round run concurrently on the async runtime with no transaction open,
-//! and each message's outcome is recorded as soon as its own session ends, so a crash
-//! after a 250 repeats at most the messages still in flight.
+//! sessions of a round run concurrently on the async runtime with no transaction open
+//! (over the mailer's pooled connections), and outcomes are recorded as soon as their
+//! sessions end: the ones that finished while the previous record ran go together in one
+//! short transaction, so a crash after a 250 repeats at most the messages in flight or
+//! waiting for that one transaction.
 
 use std::time::Duration;
 
@@ -12,23 +14,43 @@ use anyhow::{Context, Result};
 use futures_util::future::join_all;
 use mailroom_app::{
     messages::{
-        claim_messages, record_message_outcome, send_claimed_message, DeliverySettings, MessageJob,
-        SendOutcome,
+        claim_messages, record_message_outcomes, send_claimed_message, DeliverySettings,
+        MessageJob, SendOutcome,
     },
+    ports::Lease,
     Services,
 };
 use mailroom_domain::message::{AttemptFault, ReplyClass};
 use mailroom_http::metrics::{delivery_counters, SmtpReplyClass};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 use crate::Config;
 
 /// Messages claimed (and sent concurrently) per round.
-pub const BATCH_SIZE: u32 = 32;
+pub const BATCH_SIZE: u32 = 128;
 /// Rounds one process runs side by side, each claiming its own messages (`SKIP LOCKED`).
-pub const PARALLEL_ROUNDS: usize = 2;
+pub const PARALLEL_ROUNDS: usize = 3;
 /// How long an idle loop waits before looking for due messages again.
 pub const IDLE_POLL: Duration = Duration::from_millis(100);
+
+/// How long a claim holds by default: the messages of every round in the process may
+/// queue for one server's connections and pace, so the lease covers that wait in the worst
+/// case (each session taking its three bounded steps, resolve, connect and the rest, in
+/// full) plus a margin. Only a crashed worker's messages wait this long to be taken back;
+/// `MAILROOM_MESSAGE_LEASE` sets it shorter at the price of possible duplicates when a
+/// server is slow.
+pub fn lease(config: &Config) -> Duration {
+    let in_flight = BATCH_SIZE as usize * PARALLEL_ROUNDS;
+    let waves = in_flight.div_ceil(config.smtp_connections_per_server.max(1));
+    let sessions = config.smtp_timeout * 3 * u32::try_from(waves).unwrap_or(u32::MAX);
+    let paced = config
+        .smtp_rate_limit
+        .filter(|rate| *rate > 0.0)
+        .map_or(Duration::ZERO, |rate| {
+            Duration::from_secs_f64(in_flight as f64 / rate)
+        });
+    sessions + paced + Duration::from_secs(60)
+}
 
 /// What one round did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -47,16 +69,13 @@ pub struct MessageWorker {
 }
 
 impl MessageWorker {
-    /// A worker with the configuration's attempt limit and lease. The default lease
-    /// outlasts the three bounded steps of a session (resolve, connect, then the rest)
-    /// plus a margin for the record, so a live round never loses its messages; an
-    /// operator's lease is checked against the SMTP timeout when the configuration is
-    /// read.
+    /// A worker with the configuration's attempt limit and lease: the operator's
+    /// `MAILROOM_MESSAGE_LEASE` when set (checked against the SMTP timeout when the
+    /// configuration is read), else one long enough that a live round never loses its
+    /// messages (see [`lease`]).
     pub fn new(services: Services, config: &Config) -> Self {
         let settings = DeliverySettings {
-            lease: config
-                .message_lease
-                .unwrap_or(config.smtp_timeout * 3 + Duration::from_secs(60)),
+            lease: config.message_lease.unwrap_or_else(|| lease(config)),
             batch_size: BATCH_SIZE,
             max_attempts: config.message_max_attempts,
             monthly_send_limit: config.monthly_send_limit,
@@ -81,32 +100,51 @@ impl MessageWorker {
             .await
             .context("the claim task")?
             .map_err(|error| anyhow::anyhow!("claiming messages: {error}"))?;
-        let attempted = batch.jobs.len();
-        let lease = batch.lease;
-        let rounds = batch.jobs.into_iter().map(|job| self.deliver(job, lease));
-        join_all(rounds).await;
-        Ok(MessageRound {
-            claimed: batch.claimed,
-            attempted,
-        })
+        let (claimed, attempted, lease, jobs) =
+            (batch.claimed, batch.jobs.len(), batch.lease, batch.jobs);
+        let (finished, mut outcomes) = mpsc::unbounded_channel();
+        let sessions = async move {
+            let sends = jobs.into_iter().map(|job| {
+                let finished = finished.clone();
+                async move {
+                    let outcome = send_claimed_message(&self.services, &job).await;
+                    delivery_counters().smtp_reply(reply_class(&outcome));
+                    // The receiver lives until every sender is gone.
+                    let _ = finished.send((job, outcome));
+                }
+            });
+            join_all(sends).await;
+        };
+        let recorder = async {
+            // Whatever finished while the last record ran goes into the next one: one
+            // transaction per group, each still right after its sessions.
+            while let Some(first) = outcomes.recv().await {
+                let mut group = vec![first];
+                while let Ok(next) = outcomes.try_recv() {
+                    group.push(next);
+                }
+                self.record(group, lease).await;
+            }
+        };
+        tokio::join!(sessions, recorder);
+        Ok(MessageRound { claimed, attempted })
     }
 
-    async fn deliver(&self, job: MessageJob, lease: mailroom_app::ports::Lease) {
-        let outcome = send_claimed_message(&self.services, &job).await;
-        delivery_counters().smtp_reply(reply_class(&outcome));
+    async fn record(&self, group: Vec<(MessageJob, SendOutcome)>, lease: Lease) {
         let (services, settings) = (self.services.clone(), self.settings.clone());
-        let id = job.message.id;
+        let count = group.len();
         let recorded = tokio::task::spawn_blocking(move || {
-            record_message_outcome(&services, &settings, &lease, &job, &outcome)
+            let pairs: Vec<_> = group.iter().map(|(job, outcome)| (job, outcome)).collect();
+            record_message_outcomes(&services, &settings, &lease, &pairs)
         })
         .await;
         match recorded {
             Ok(Ok(_)) => {}
             Ok(Err(error)) => {
-                tracing::warn!(message = %id, %error, "recording a message outcome failed");
+                tracing::warn!(messages = count, %error, "recording message outcomes failed");
             }
             Err(error) => {
-                tracing::warn!(message = %id, %error, "the record task failed");
+                tracing::warn!(messages = count, %error, "the record task failed");
             }
         }
     }

@@ -1,6 +1,7 @@
 //! Mailroom's SMTP adapter (lettre over rustls with the `ring` provider).
 //!
-//! [`SmtpMailer`] implements the `Mailer` port: it sends the message outbox's emails.
+//! [`SmtpMailer`] implements the `Mailer` port: it sends the message outbox's emails over
+//! a pool of live connections per mail server ([`SmtpPoolSettings`]).
 //! [`SmtpProbe`] implements the `MailServerProbe` port: it checks a mail server's
 //! connection settings and credentials before they are saved. [`resolve_pinned`] is the
 //! egress guard's front door for every outbound SMTP connection.
@@ -18,10 +19,12 @@
 
 mod implicit_tls;
 mod mailer;
+mod pool;
 mod probe;
 mod resolve;
 
 pub use mailer::{MailerSettings, SmtpMailer};
+pub use pool::SmtpPoolSettings;
 
 pub use probe::{ProbeSettings, SmtpProbe, DEFAULT_TIMEOUT};
 pub use resolve::resolve_pinned;

@@ -1,13 +1,21 @@
-//! The `Mailer` port over lettre's async SMTP client, on connections Mailroom dials itself.
+//! The `Mailer` port over lettre's async SMTP client, on connections Mailroom dials itself
+//! and keeps in a pool per mail server.
 //!
-//! One session per message for now: resolve once through the egress guard, dial the
-//! checked address (with `TCP_NODELAY`), secure the connection as the server's mode says
-//! (implicit TLS here, STARTTLS through lettre), authenticate when
-//! AUTH is advertised, send, quit. Connection reuse (a pool per mail server) and per-server
-//! rate limits are later work.
+//! A new connection: resolve once through the egress guard, dial the checked address
+//! (with `TCP_NODELAY`), secure it as the server's mode says (implicit TLS here, STARTTLS
+//! through lettre), authenticate when AUTH is advertised. Then each message is one mail
+//! transaction on a pooled connection (see [`crate::pool`]): `MAIL FROM`, `RCPT TO`,
+//! `DATA`. A transaction refused before `DATA` is reset (`RSET`) and the connection kept.
+//!
+//! # Never twice
+//! A pooled connection the server closed while it was idle fails at `MAIL FROM`: the
+//! message is then sent once more on a fresh connection, because the server cannot have
+//! taken it. Once `DATA` was sent, a lost connection is reported as it is (the worker
+//! retries later, with backoff): resending at once is how duplicates happen.
 
 use std::error::Error as _;
 use std::io;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use lettre::address::Envelope;
@@ -17,7 +25,8 @@ use lettre::message::{
 };
 use lettre::transport::smtp::authentication::{Credentials, Mechanism};
 use lettre::transport::smtp::client::{AsyncSmtpConnection, TlsParameters};
-use lettre::transport::smtp::extension::ClientId;
+use lettre::transport::smtp::commands::{Data, Mail, Rcpt, Rset};
+use lettre::transport::smtp::extension::{ClientId, Extension, MailBodyParameter, MailParameter};
 use lettre::transport::smtp::Error as SmtpError;
 use lettre::{Address, Message};
 use mailroom_app::ports::{
@@ -29,62 +38,158 @@ use tokio::net::TcpStream;
 use tokio::time::timeout;
 
 use crate::implicit_tls::ImplicitTlsStream;
+use crate::pool::{close_all, Pooled, Pools, ServerPool, SmtpPoolSettings};
 use crate::resolve::resolve_pinned;
 
 /// The mechanisms Mailroom speaks, in order of preference.
 const MECHANISMS: [Mechanism; 2] = [Mechanism::Plain, Mechanism::Login];
 
+/// How long `RSET` after a refused transaction may take before the connection is dropped.
+const RSET_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Operator settings of [`SmtpMailer`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MailerSettings {
     /// Let connections reach private and loopback addresses
     /// (`MAILROOM_ALLOW_PRIVATE_EGRESS`). Off in production; tests on loopback need it.
     pub allow_private_egress: bool,
-    /// Bound on resolution, on connecting (with TLS and EHLO), and on the rest of the
-    /// session each.
+    /// Bound on resolution, on connecting (with TLS, EHLO and AUTH), and on each mail
+    /// transaction.
     pub timeout: Duration,
+    /// Connections per server, pace and connection lifetimes.
+    pub pool: SmtpPoolSettings,
 }
 
-/// Sends each message in its own SMTP session to the pinned address of its server.
-#[derive(Debug, Clone)]
+/// Sends messages over pooled connections to the pinned address of their server.
+#[derive(Clone)]
 pub struct SmtpMailer {
     settings: MailerSettings,
+    pools: Arc<Pools>,
     /// The name given in EHLO: the machine's host name unless the operator set one.
     client_id: ClientId,
 }
 
+impl std::fmt::Debug for SmtpMailer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SmtpMailer")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where a transaction stopped, for deciding whether the message may go again and
+/// whether the transaction needs `RSET`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Before the `DATA` command: the server cannot have taken the message.
+    Envelope,
+    /// `DATA` was sent, the content not yet: never resent at once from here on (the
+    /// duplicate window), but a refused `DATA` leaves the transaction open.
+    Data,
+    /// The content was sent: its reply, if any, ends the transaction.
+    Content,
+}
+
+/// A transaction that did not end in acceptance.
+struct Refusal {
+    fault: AttemptFault,
+    stage: Stage,
+    /// The connection answered and can take the next transaction (after `RSET` when the
+    /// refusal came before the content).
+    alive: bool,
+}
+
 impl SmtpMailer {
-    /// A mailer with these settings that introduces itself (EHLO) by the machine's host
-    /// name, as lettre does by default.
+    /// A mailer with these settings and empty pools that introduces itself (EHLO) by the
+    /// machine's host name, as lettre does by default.
     pub fn new(settings: MailerSettings) -> Self {
-        Self {
-            settings,
-            client_id: ClientId::default(),
-        }
+        Self::with_client_id(settings, ClientId::default())
     }
 
     /// A mailer that introduces itself in EHLO as `hello_name` (`MAILROOM_SMTP_HELLO_NAME`):
     /// receiving servers check that name against the sending address's reverse DNS, and a
     /// container's host name is rarely a public one. The caller validates the name.
     pub fn with_hello_name(settings: MailerSettings, hello_name: String) -> Self {
+        Self::with_client_id(settings, ClientId::Domain(hello_name))
+    }
+
+    fn with_client_id(settings: MailerSettings, client_id: ClientId) -> Self {
         Self {
             settings,
-            client_id: ClientId::Domain(hello_name),
+            pools: Pools::new(settings.pool),
+            client_id,
         }
     }
 
     async fn deliver(&self, mail: &OutgoingMail) -> Result<SmtpReply, AttemptFault> {
         let (envelope, bytes) = build_message(mail)?;
-        let endpoint = mail.endpoint.clone();
+        let server = self.pools.server(&mail.endpoint);
+        let settings = self.pools.settings();
+        // The semaphore is never closed; a failure here would be a bug, not the network.
+        let _permit = server
+            .permits
+            .acquire()
+            .await
+            .map_err(|error| AttemptFault::Connection(format!("connection pool: {error}")))?;
+        server.pace(settings).await;
+        let mut reused = server.checkout(settings);
+        loop {
+            let was_reused = reused.is_some();
+            let mut pooled = match reused.take() {
+                Some(pooled) => pooled,
+                None => Pooled::new(self.connect(&mail.endpoint).await?),
+            };
+            match self
+                .transact(&mut pooled.connection, &envelope, &bytes)
+                .await
+            {
+                Ok(reply) => {
+                    server.checkin(pooled, settings);
+                    return Ok(reply);
+                }
+                Err(refusal) => {
+                    let retry = was_reused && refusal.stage == Stage::Envelope && !refusal.alive;
+                    self.release(&server, pooled, &refusal).await;
+                    if retry {
+                        tracing::debug!(
+                            fault = %refusal.fault,
+                            "a pooled SMTP connection was gone; sending on a fresh one"
+                        );
+                        continue;
+                    }
+                    return Err(refusal.fault);
+                }
+            }
+        }
+    }
+
+    /// After a refusal: keeps a connection that still answers (resetting an unfinished
+    /// transaction), closes the others.
+    async fn release(&self, server: &ServerPool, mut pooled: Pooled, refusal: &Refusal) {
+        let settings = self.pools.settings();
+        if !refusal.alive {
+            close_all(vec![pooled]);
+            return;
+        }
+        if refusal.stage == Stage::Content {
+            // The final dot was answered: the transaction is over, nothing to reset.
+            server.checkin(pooled, settings);
+            return;
+        }
+        match timeout(RSET_TIMEOUT, pooled.connection.command(Rset)).await {
+            Ok(Ok(_)) => server.checkin(pooled, settings),
+            _ => close_all(vec![pooled]),
+        }
+    }
+
+    /// A new connection: resolved through the egress guard, dialled, secured,
+    /// greeted and authenticated.
+    async fn connect(&self, endpoint: &SmtpEndpoint) -> Result<AsyncSmtpConnection, AttemptFault> {
         let settings = self.settings;
+        let (host, port) = (endpoint.host.clone(), endpoint.port);
         // The system resolver blocks; `resolve_pinned` bounds it with its own thread.
         let address = tokio::task::spawn_blocking(move || {
-            resolve_pinned(
-                &endpoint.host,
-                endpoint.port,
-                settings.allow_private_egress,
-                settings.timeout,
-            )
+            resolve_pinned(&host, port, settings.allow_private_egress, settings.timeout)
         })
         .await
         .map_err(|error| AttemptFault::Connection(format!("resolver task: {error}")))?
@@ -94,7 +199,6 @@ impl SmtpMailer {
             other => AttemptFault::Connection(other.to_string()),
         })?;
         let client_id = &self.client_id;
-        let endpoint = &mail.endpoint;
         let mut connection = timeout(self.settings.timeout, async {
             let stream = TcpStream::connect(address)
                 .await
@@ -147,7 +251,7 @@ impl SmtpMailer {
         .await
         .map_err(|_| timed_out(self.settings.timeout))??;
 
-        let session = timeout(self.settings.timeout, async {
+        let authenticated = timeout(self.settings.timeout, async {
             let info = connection.server_info();
             if MECHANISMS.iter().any(|&m| info.supports_auth_mechanism(m)) {
                 let credentials =
@@ -157,28 +261,94 @@ impl SmtpMailer {
                     .await
                     .map_err(|error| fault(&error))?;
             }
-            let response = connection
-                .send(&envelope, &bytes)
-                .await
-                .map_err(|error| fault(&error))?;
-            let code: u16 = response.code().to_string().parse().unwrap_or(250);
-            let text = response.message().collect::<Vec<_>>().join(" ");
-            Ok::<_, AttemptFault>(SmtpReply::new(code, &text))
+            Ok::<_, AttemptFault>(())
         })
         .await
         .map_err(|_| timed_out(self.settings.timeout));
-        match session {
-            Ok(Ok(reply)) => {
-                // The message is accepted; a server that hangs up before answering QUIT
-                // does not undo that.
-                let _ = timeout(Duration::from_secs(2), connection.quit()).await;
-                Ok(reply)
-            }
+        match authenticated {
+            Ok(Ok(())) => Ok(connection),
             Ok(Err(error)) | Err(error) => {
                 connection.abort().await;
                 Err(error)
             }
         }
+    }
+
+    /// One mail transaction, bounded by the timeout, reporting where it stopped.
+    async fn transact(
+        &self,
+        connection: &mut AsyncSmtpConnection,
+        envelope: &Envelope,
+        bytes: &[u8],
+    ) -> Result<SmtpReply, Refusal> {
+        let mut stage = Stage::Envelope;
+        let outcome = timeout(
+            self.settings.timeout,
+            transaction(connection, envelope, bytes, &mut stage),
+        )
+        .await;
+        match outcome {
+            Ok(Ok(reply)) => Ok(reply),
+            Ok(Err(error)) => Err(refusal(&error, stage)),
+            Err(_) => Err(Refusal {
+                fault: timed_out(self.settings.timeout),
+                stage,
+                alive: false,
+            }),
+        }
+    }
+}
+
+/// `MAIL FROM`, `RCPT TO` each, `DATA`, the content; `stage` moves to [`Stage::Data`]
+/// just before `DATA` is written and to [`Stage::Content`] once it is answered 354.
+async fn transaction(
+    connection: &mut AsyncSmtpConnection,
+    envelope: &Envelope,
+    bytes: &[u8],
+    stage: &mut Stage,
+) -> Result<SmtpReply, SmtpError> {
+    let info = connection.server_info();
+    let mut parameters = Vec::new();
+    // RFC 6531 and RFC 6152: announce what the server said it takes; a server that does
+    // not take it refuses, which is its answer to give.
+    let ascii = |address: &Address| AsRef::<str>::as_ref(address).is_ascii();
+    let non_ascii_address = envelope.from().is_some_and(|from| !ascii(from))
+        || envelope.to().iter().any(|to| !ascii(to));
+    if non_ascii_address && info.supports_feature(Extension::SmtpUtfEight) {
+        parameters.push(MailParameter::SmtpUtfEight);
+    }
+    if !bytes.is_ascii() && info.supports_feature(Extension::EightBitMime) {
+        parameters.push(MailParameter::Body(MailBodyParameter::EightBitMime));
+    }
+    connection
+        .command(Mail::new(envelope.from().cloned(), parameters))
+        .await?;
+    for recipient in envelope.to() {
+        connection
+            .command(Rcpt::new(recipient.clone(), Vec::new()))
+            .await?;
+    }
+    *stage = Stage::Data;
+    connection.command(Data).await?;
+    *stage = Stage::Content;
+    let response = connection.message(bytes).await?;
+    let code: u16 = response.code().to_string().parse().unwrap_or(250);
+    let text = response.message().collect::<Vec<_>>().join(" ");
+    Ok(SmtpReply::new(code, &text))
+}
+
+/// Sorts a failed transaction: a reply other than 421 leaves the connection usable; 421
+/// (the server is closing) and any I/O error do not.
+fn refusal(error: &SmtpError, stage: Stage) -> Refusal {
+    let fault = fault(error);
+    let alive = match &fault {
+        AttemptFault::Reply(reply) => reply.code != 421,
+        _ => false,
+    };
+    Refusal {
+        fault,
+        stage,
+        alive,
     }
 }
 

@@ -56,6 +56,9 @@ pub struct TestSmtpOptions {
     /// as a busy server does: it keeps messages in flight, so a client killed in that
     /// window has delivered a message it never learns about.
     pub accept_delay: Option<Duration>,
+    /// Close a connection that sent nothing for this long, saying `421 4.4.2` first (as
+    /// Postfix does at its `smtpd_timeout`).
+    pub idle_disconnect: Option<Duration>,
 }
 
 /// One message the server accepted (the end of DATA answered 2xx).
@@ -90,6 +93,9 @@ struct Shared {
     acceptor: Option<TlsAcceptor>,
     messages: Mutex<Vec<ReceivedMessage>>,
     connections: AtomicUsize,
+    /// Connections open now, and the most ever open at once.
+    open: AtomicUsize,
+    peak_open: AtomicUsize,
     /// Replies to the next RCPT TOs, one each, before the options' reply applies again.
     rcpt_script: Mutex<VecDeque<String>>,
     /// Messages whose DATA has ended and that wait out `accept_delay`, by EHLO name.
@@ -116,6 +122,8 @@ impl TestSmtpServer {
             acceptor,
             messages: Mutex::new(Vec::new()),
             connections: AtomicUsize::new(0),
+            open: AtomicUsize::new(0),
+            peak_open: AtomicUsize::new(0),
             rcpt_script: Mutex::new(VecDeque::new()),
             accepting: Mutex::new(HashMap::new()),
         });
@@ -183,6 +191,11 @@ impl TestSmtpServer {
     pub fn connection_count(&self) -> usize {
         self.shared.connections.load(Ordering::SeqCst)
     }
+
+    /// The most connections that were open at the same time.
+    pub fn peak_open_connections(&self) -> usize {
+        self.shared.peak_open.load(Ordering::SeqCst)
+    }
 }
 
 impl Drop for TestSmtpServer {
@@ -230,9 +243,14 @@ async fn serve(listener: StdTcpListener, shared: Arc<Shared>, mut stop: oneshot:
                 // fault; keep serving.
                 let Ok((stream, _)) = accepted else { continue };
                 shared.connections.fetch_add(1, Ordering::SeqCst);
+                let open = shared.open.fetch_add(1, Ordering::SeqCst) + 1;
+                shared.peak_open.fetch_max(open, Ordering::SeqCst);
                 let shared = Arc::clone(&shared);
-                // Errors just end the connection, as a client hanging up would.
-                tokio::spawn(async move { run_connection(stream, &shared).await });
+                tokio::spawn(async move {
+                    // Errors just end the connection, as a client hanging up would.
+                    let _ = run_connection(stream, &shared).await;
+                    shared.open.fetch_sub(1, Ordering::SeqCst);
+                });
             }
         }
     }
@@ -286,7 +304,19 @@ where
     if greet {
         reply(&mut io, "220 localhost ESMTP Mailroom test server").await?;
     }
-    while let Some(line) = read_line(&mut io).await? {
+    loop {
+        let line = match options.idle_disconnect {
+            None => read_line(&mut io).await?,
+            Some(limit) => match tokio::time::timeout(limit, read_line(&mut io)).await {
+                Ok(line) => line?,
+                Err(_) => {
+                    reply(&mut io, "421 4.4.2 localhost Error: timeout exceeded").await?;
+                    let _ = io.shutdown().await;
+                    return Ok(None);
+                }
+            },
+        };
+        let Some(line) = line else { break };
         let line = String::from_utf8_lossy(&line).into_owned();
         let (verb, argument) = line.split_once(' ').unwrap_or((line.as_str(), ""));
         match verb.to_ascii_uppercase().as_str() {
@@ -549,7 +579,11 @@ async fn reply<S>(io: &mut BufReader<S>, text: &str) -> io::Result<()>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    io.write_all(text.as_bytes()).await?;
-    io.write_all(b"\r\n").await?;
+    // One write per reply: two small writes would wait on the client's delayed ACK
+    // (Nagle), about 40 ms per command.
+    let mut line = Vec::with_capacity(text.len() + 2);
+    line.extend_from_slice(text.as_bytes());
+    line.extend_from_slice(b"\r\n");
+    io.write_all(&line).await?;
     io.flush().await
 }

@@ -5,9 +5,10 @@
 //!    (`failed`, counted), and renders the rest into [`MessageJob`]s.
 //! 2. [`send_claimed_message`] (no transaction): one SMTP session per job through the
 //!    [`Mailer`](crate::ports::Mailer) port.
-//! 3. [`record_message_outcome`] (one short transaction per message, right after its
-//!    session): `sent`, `bounced` (contact flagged, `contact.bounced` queued), `failed`,
-//!    or back to `queued` with a backoff; counted in the same transaction.
+//! 3. [`record_message_outcomes`] (one short transaction for the sessions that ended
+//!    together, right after them; [`record_message_outcome`] for one): `sent`, `bounced`
+//!    (contact flagged, `contact.bounced` queued), `failed`, or back to `queued` with a
+//!    backoff; counted in the same transaction.
 //!
 //! A worker that dies between 1 and 3 leaves `sending` rows whose lease runs out; the
 //! next claim takes them back, so at most the messages in flight are sent twice.
@@ -25,7 +26,7 @@ use mailroom_domain::{
 };
 use serde_json::{Map, Value};
 
-use super::{count, send_limit::MonthlySendLimit};
+use super::{claim_batch::ClaimBatch, count, send_limit::MonthlySendLimit};
 use crate::{
     mail_servers::password_slot,
     ports::{
@@ -101,8 +102,9 @@ pub fn claim_messages(
         let claimed = messages.len();
         let mut jobs = Vec::with_capacity(claimed);
         let mut send_limit = MonthlySendLimit::new(settings.monthly_send_limit);
+        let mut batch = ClaimBatch::load(tx, &messages)?;
         for message in messages {
-            let prepared = prepare(tx, services, &message)?;
+            let prepared = prepare(tx, services, &mut batch, &message)?;
             // The monthly limit applies only to what would really be sent.
             let prepared = match prepared {
                 Prepared::Send(_) if !send_limit.admit(tx, message.account_id, now)? => {
@@ -155,22 +157,24 @@ enum Prepared {
     Fail(String),
 }
 
-/// Applies suppression and renders, reading only (in the claim's transaction).
+/// Applies suppression and renders, reading only (in the claim's transaction); what the
+/// claim's messages share comes from `batch`.
 fn prepare(
     tx: &mut dyn UnitOfWork,
     services: &Services,
+    batch: &mut ClaimBatch,
     message: &Message,
 ) -> Result<Prepared, AppError> {
     let account = message.account_id;
-    let Some(contact) = tx.find_contact(account, message.contact_id)? else {
+    let Some(contact) = batch.contact(tx, account, message.contact_id)? else {
         // The foreign key deletes a contact's messages with it; this is only reachable
         // in a race with the deletion, and the row is gone once that commits.
         return Ok(Prepared::Fail("the contact was deleted".into()));
     };
-    let Some(template) = tx.find_template(account, message.template_id)? else {
+    let Some(template) = batch.template(tx, account, message.template_id)? else {
         return Ok(Prepared::Fail("the template was deleted".into()));
     };
-    let server = choose_server(tx, account, template.preferred_mail_server)?;
+    let server = batch.server(tx, account, template.preferred_mail_server)?;
     let include_unsubscribed = match origin_rules(tx, message, &contact)? {
         OriginRules::Skip(reason) => return Ok(Prepared::Skip(reason)),
         OriginRules::Send {
@@ -185,11 +189,8 @@ fn prepare(
     let Some(server) = server else {
         return Ok(Prepared::Skip(SkipReason::NoMailServer));
     };
-    let account_record = tx.find_account(account)?.ok_or(AppError::NotFound)?;
-    let attributes = tx
-        .resolved_attributes(account, &[contact.id])?
-        .remove(&contact.id)
-        .unwrap_or_default();
+    let account_record = batch.account(tx, account)?.ok_or(AppError::NotFound)?;
+    let attributes = batch.attributes(tx, account, contact.id)?;
     let recipient = Recipient {
         email: contact.email.clone(),
         attributes: attributes
@@ -220,7 +221,7 @@ fn prepare(
             )))
         }
     };
-    let endpoint = match endpoint(services, account, &server) {
+    let endpoint = match batch.endpoint(services, account, &server) {
         Ok(endpoint) => endpoint,
         Err(reason) => return Ok(Prepared::Fail(reason)),
     };
@@ -290,7 +291,7 @@ fn flags(contact: &Contact) -> Suppression {
 }
 
 /// The template's preferred server, else the account's oldest.
-fn choose_server(
+pub(super) fn choose_server(
     tx: &mut dyn UnitOfWork,
     account: mailroom_domain::AccountId,
     preferred: Option<mailroom_domain::MailServerId>,
@@ -304,7 +305,7 @@ fn choose_server(
     Ok(tx.list_mail_servers(account, first)?.into_iter().next())
 }
 
-fn endpoint(
+pub(super) fn endpoint(
     services: &Services,
     account: mailroom_domain::AccountId,
     record: &MailServerRecord,
@@ -355,7 +356,78 @@ pub fn record_message_outcome(
     job: &MessageJob,
     outcome: &SendOutcome,
 ) -> Result<Message, AppError> {
+    let mut recorded = record_message_outcomes(services, settings, lease, &[(job, outcome)])?;
+    Ok(recorded.pop().unwrap_or_else(|| job.message.clone()))
+}
+
+/// Step 3 for the sessions that ended together: every outcome in one short transaction
+/// (each as [`record_message_outcome`] would write it), with the day's counters added
+/// once per account and counter. Returns the messages as recorded, in order.
+///
+/// # Errors
+/// [`AppError`] when the store fails; nothing of the batch is written then, and its rows
+/// keep their lease until it runs out and are then sent again (never lost).
+pub fn record_message_outcomes(
+    services: &Services,
+    settings: &DeliverySettings,
+    lease: &Lease,
+    outcomes: &[(&MessageJob, &SendOutcome)],
+) -> Result<Vec<Message>, AppError> {
     let now = services.clock.now();
+    let settled: Vec<Settled> = outcomes
+        .iter()
+        .map(|(job, outcome)| settle(services, settings, now, job, outcome))
+        .collect();
+    // Rows are locked in one order (contacts by id, the day's counters last, by account),
+    // so concurrent batches that share a contact wait for each other, never deadlock.
+    let mut order: Vec<usize> = (0..settled.len()).collect();
+    order.sort_by_key(|&i| (settled[i].message.account_id, settled[i].message.contact_id));
+    in_transaction(services.db.as_ref(), |tx| {
+        let mut counts: Vec<(mailroom_domain::AccountId, StatsCounter, u64)> = Vec::new();
+        let mut recorded: Vec<Message> = outcomes
+            .iter()
+            .map(|(job, _)| job.message.clone())
+            .collect();
+        for &i in &order {
+            let settled = &settled[i];
+            if !write_settled(tx, services, lease, now, settled)? {
+                continue;
+            }
+            if let Some(counter) = settled.counter {
+                let account = settled.message.account_id;
+                match counts
+                    .iter_mut()
+                    .find(|(a, c, _)| *a == account && *c == counter)
+                {
+                    Some((_, _, n)) => *n += 1,
+                    None => counts.push((account, counter, 1)),
+                }
+            }
+            recorded[i] = settled.message.clone();
+        }
+        counts.sort_by_key(|(account, _, _)| *account);
+        for (account, counter, n) in counts {
+            tx.add_to_stats(account, now.as_datetime().date(), counter, n)?;
+        }
+        Ok(recorded)
+    })
+}
+
+/// A message's new state after its session, before it is written.
+struct Settled {
+    message: Message,
+    counter: Option<StatsCounter>,
+    /// The reply of a hard bounce.
+    bounce: Option<String>,
+}
+
+fn settle(
+    services: &Services,
+    settings: &DeliverySettings,
+    now: mailroom_domain::Timestamp,
+    job: &MessageJob,
+    outcome: &SendOutcome,
+) -> Settled {
     let mut message = job.message.clone();
     message.attempts = message.attempts.saturating_add(1);
     message.updated_at = now;
@@ -393,36 +465,48 @@ pub fn record_message_outcome(
             }
         }
     }
-    in_transaction(services.db.as_ref(), |tx| {
-        if !tx.record_message_state(&message, lease.token)? {
-            tracing::warn!(message = %message.id, "lease lost before the outcome was recorded");
-            return Ok(job.message.clone());
-        }
-        if let Some(counter) = counter {
-            count(tx, message.account_id, now, counter)?;
-        }
-        if message.status == MessageStatus::Sent {
-            tx.count_message_to_contact(message.account_id, message.contact_id)?;
-        }
-        if let Some(reply) = &bounce {
-            if tx.mark_contact_hard_bounced(message.account_id, message.contact_id, now)? {
-                queue_webhook_event(
-                    tx,
-                    services,
-                    &ContactNotice {
-                        account_id: message.account_id,
-                        contact_id: message.contact_id,
-                        email: message.email.clone(),
-                        occurred_at: now,
-                        change: ContactChange::Bounced {
-                            smtp_reply: reply.clone(),
-                        },
+    Settled {
+        message,
+        counter,
+        bounce,
+    }
+}
+
+/// Writes one settled message (not its counter); `false` when the lease was lost and
+/// nothing was written.
+fn write_settled(
+    tx: &mut dyn UnitOfWork,
+    services: &Services,
+    lease: &Lease,
+    now: mailroom_domain::Timestamp,
+    settled: &Settled,
+) -> Result<bool, AppError> {
+    let message = &settled.message;
+    if !tx.record_message_state(message, lease.token)? {
+        tracing::warn!(message = %message.id, "lease lost before the outcome was recorded");
+        return Ok(false);
+    }
+    if message.status == MessageStatus::Sent {
+        tx.count_message_to_contact(message.account_id, message.contact_id)?;
+    }
+    if let Some(reply) = &settled.bounce {
+        if tx.mark_contact_hard_bounced(message.account_id, message.contact_id, now)? {
+            queue_webhook_event(
+                tx,
+                services,
+                &ContactNotice {
+                    account_id: message.account_id,
+                    contact_id: message.contact_id,
+                    email: message.email.clone(),
+                    occurred_at: now,
+                    change: ContactChange::Bounced {
+                        smtp_reply: reply.clone(),
                     },
-                )?;
-            }
+                },
+            )?;
         }
-        Ok(message.clone())
-    })
+    }
+    Ok(true)
 }
 
 /// A uniform draw from `[0, 1)` for the backoff's jitter.

@@ -5,6 +5,7 @@
 //! the worker claims due rows under a lease, renders and sends them with no transaction
 //! open, and records each outcome in a short transaction of its own (see [`deliver`]).
 
+mod claim_batch;
 pub mod deliver;
 mod get_message;
 mod list_messages;
@@ -14,8 +15,8 @@ mod send_limit;
 mod send_message;
 
 pub use deliver::{
-    claim_messages, record_message_outcome, send_claimed_message, ClaimedMessages,
-    DeliverySettings, MessageJob, SendOutcome,
+    claim_messages, record_message_outcome, record_message_outcomes, send_claimed_message,
+    ClaimedMessages, DeliverySettings, MessageJob, SendOutcome,
 };
 pub use get_message::get_message;
 pub use list_messages::{count_messages, list_messages};

@@ -1,0 +1,149 @@
+//! What the messages of one claim share, read once per claim instead of once per message:
+//! the contacts and their attributes in one query each per account, and each template,
+//! chosen mail server (with its opened password) and account the first time a message
+//! needs it. `prepare` asks this cache where it would ask the store; anything not
+//! preloaded falls back to the store, so a cache miss is slower, never wrong.
+//!
+//! Everything is read in the claim's transaction, so the cache sees what a per-message
+//! read would have seen.
+
+use std::collections::HashMap;
+
+use mailroom_domain::{
+    attribute::ResolvedAttributes, contact::Contact, message::Message, template::Template,
+    AccountId, ContactId, MailServerId, TemplateId,
+};
+
+use super::deliver::{choose_server, endpoint};
+use crate::{
+    ports::{AccountRecord, MailServerRecord, SmtpEndpoint, UnitOfWork},
+    AppError, Services,
+};
+
+/// The claim's shared reads.
+#[derive(Default)]
+pub(super) struct ClaimBatch {
+    contacts: HashMap<(AccountId, ContactId), Contact>,
+    attributes: HashMap<(AccountId, ContactId), ResolvedAttributes>,
+    templates: HashMap<(AccountId, TemplateId), Option<Template>>,
+    servers: HashMap<(AccountId, Option<MailServerId>), Option<MailServerRecord>>,
+    accounts: HashMap<AccountId, Option<AccountRecord>>,
+    endpoints: HashMap<(AccountId, MailServerId), Result<SmtpEndpoint, String>>,
+}
+
+impl ClaimBatch {
+    /// Loads the contacts of `messages` and their resolved attributes: one query each per
+    /// account in the batch.
+    pub(super) fn load(tx: &mut dyn UnitOfWork, messages: &[Message]) -> Result<Self, AppError> {
+        let mut by_account: HashMap<AccountId, Vec<ContactId>> = HashMap::new();
+        for message in messages {
+            by_account
+                .entry(message.account_id)
+                .or_default()
+                .push(message.contact_id);
+        }
+        let mut batch = Self::default();
+        for (account, mut ids) in by_account {
+            ids.sort_unstable();
+            ids.dedup();
+            for contact in tx.find_contacts(account, &ids)? {
+                batch.contacts.insert((account, contact.id), contact);
+            }
+            for (id, attributes) in tx.resolved_attributes(account, &ids)? {
+                batch.attributes.insert((account, id), attributes);
+            }
+        }
+        Ok(batch)
+    }
+
+    /// The contact; `None` when it was deleted.
+    pub(super) fn contact(
+        &mut self,
+        tx: &mut dyn UnitOfWork,
+        account: AccountId,
+        id: ContactId,
+    ) -> Result<Option<Contact>, AppError> {
+        if let Some(contact) = self.contacts.get(&(account, id)) {
+            return Ok(Some(contact.clone()));
+        }
+        Ok(tx.find_contact(account, id)?)
+    }
+
+    /// The contact's resolved attributes (empty when it has none).
+    pub(super) fn attributes(
+        &mut self,
+        tx: &mut dyn UnitOfWork,
+        account: AccountId,
+        id: ContactId,
+    ) -> Result<ResolvedAttributes, AppError> {
+        if let Some(attributes) = self.attributes.get(&(account, id)) {
+            return Ok(attributes.clone());
+        }
+        if self.contacts.contains_key(&(account, id)) {
+            // Loaded with the batch and absent: the contact has no attributes.
+            return Ok(ResolvedAttributes::new());
+        }
+        Ok(tx
+            .resolved_attributes(account, &[id])?
+            .remove(&id)
+            .unwrap_or_default())
+    }
+
+    /// The template; `None` when it was deleted.
+    pub(super) fn template(
+        &mut self,
+        tx: &mut dyn UnitOfWork,
+        account: AccountId,
+        id: TemplateId,
+    ) -> Result<Option<Template>, AppError> {
+        if let Some(template) = self.templates.get(&(account, id)) {
+            return Ok(template.clone());
+        }
+        let template = tx.find_template(account, id)?;
+        self.templates.insert((account, id), template.clone());
+        Ok(template)
+    }
+
+    /// The server a message of this template goes through (see `choose_server`).
+    pub(super) fn server(
+        &mut self,
+        tx: &mut dyn UnitOfWork,
+        account: AccountId,
+        preferred: Option<MailServerId>,
+    ) -> Result<Option<MailServerRecord>, AppError> {
+        if let Some(server) = self.servers.get(&(account, preferred)) {
+            return Ok(server.clone());
+        }
+        let server = choose_server(tx, account, preferred)?;
+        self.servers.insert((account, preferred), server.clone());
+        Ok(server)
+    }
+
+    /// The account's record; `None` when it is gone.
+    pub(super) fn account(
+        &mut self,
+        tx: &mut dyn UnitOfWork,
+        account: AccountId,
+    ) -> Result<Option<AccountRecord>, AppError> {
+        if let Some(record) = self.accounts.get(&account) {
+            return Ok(record.clone());
+        }
+        let record = tx.find_account(account)?;
+        self.accounts.insert(account, record.clone());
+        Ok(record)
+    }
+
+    /// The server's endpoint with its password opened once per claim (opening is a
+    /// decryption).
+    pub(super) fn endpoint(
+        &mut self,
+        services: &Services,
+        account: AccountId,
+        record: &MailServerRecord,
+    ) -> Result<SmtpEndpoint, String> {
+        self.endpoints
+            .entry((account, record.server.id))
+            .or_insert_with(|| endpoint(services, account, record))
+            .clone()
+    }
+}

@@ -1,0 +1,224 @@
+//! The mailer's connection pool against the real test SMTP server on loopback: reuse,
+//! the per-server bound, the pace, and a server that closes idle connections.
+
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+use mailroom_app::ports::{Mailer, OutgoingMail, SmtpEndpoint, SmtpSecurity};
+use mailroom_app::rendering::{Mailbox, RenderedMessage};
+use mailroom_domain::message::AttemptFault;
+use mailroom_domain::{secret::SecretString, Timestamp};
+use mailroom_smtp::{MailerSettings, SmtpMailer, SmtpPoolSettings};
+use mailroom_test_support::{TestSmtpOptions, TestSmtpServer, TlsMode};
+
+fn mailer(pool: SmtpPoolSettings) -> SmtpMailer {
+    SmtpMailer::new(MailerSettings {
+        allow_private_egress: true,
+        timeout: Duration::from_secs(10),
+        pool,
+    })
+}
+
+fn mail(server: &TestSmtpServer, security: SmtpSecurity, n: usize) -> OutgoingMail {
+    OutgoingMail {
+        endpoint: SmtpEndpoint {
+            host: "127.0.0.1".into(),
+            port: server.port(),
+            security,
+            allow_insecure_tls: true,
+            user: "ann".into(),
+            password: SecretString::new("secret"),
+        },
+        rendered: RenderedMessage {
+            subject: format!("Message {n}"),
+            html: format!("<p>Hello {n}</p>"),
+            text: None,
+            from: Mailbox {
+                name: None,
+                email: "hello@acme.example".into(),
+            },
+            to: Mailbox {
+                name: None,
+                email: format!("reader{n}@example.org"),
+            },
+            cc: None,
+            bcc: None,
+            reply_to: None,
+            click_tracking: false,
+            open_tracking: false,
+        },
+        message_id_header: format!("<m{n}@acme.example>"),
+        date: Timestamp::parse("2026-11-22T12:00:00.000Z").unwrap(),
+        list_unsubscribe: None,
+    }
+}
+
+fn server(options: TestSmtpOptions) -> TestSmtpServer {
+    TestSmtpServer::start(TestSmtpOptions {
+        auth: Some(("ann".into(), "secret".into())),
+        ..options
+    })
+}
+
+/// Sends `mails` concurrently and expects every one accepted.
+async fn send_all(mailer: &SmtpMailer, mails: &[OutgoingMail]) {
+    let results = join_all(mails.iter().map(|mail| mailer.send(mail))).await;
+    for result in results {
+        let reply = result.expect("accepted");
+        assert_eq!(reply.code, 250, "{reply:?}");
+    }
+}
+
+fn subjects(server: &TestSmtpServer) -> Vec<String> {
+    let mut subjects: Vec<String> = server
+        .messages()
+        .iter()
+        .filter_map(|message| {
+            message
+                .data
+                .lines()
+                .find_map(|line| line.strip_prefix("Subject: ").map(str::to_owned))
+        })
+        .collect();
+    subjects.sort();
+    subjects
+}
+
+#[tokio::test]
+async fn ten_messages_in_a_row_share_one_connection() {
+    let server = server(TestSmtpOptions::default());
+    let mailer = mailer(SmtpPoolSettings::default());
+    for n in 0..10 {
+        let reply = mailer
+            .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, n))
+            .await
+            .expect("accepted");
+        assert_eq!(reply.code, 250);
+    }
+    assert_eq!(server.messages().len(), 10);
+    assert_eq!(server.connection_count(), 1);
+    assert!(server
+        .messages()
+        .iter()
+        .all(|message| message.authenticated_as.as_deref() == Some("ann")));
+}
+
+#[tokio::test]
+async fn concurrent_messages_reuse_at_most_the_bound_of_connections() {
+    let server = server(TestSmtpOptions {
+        tls: TlsMode::Implicit,
+        ..TestSmtpOptions::default()
+    });
+    let mailer = mailer(SmtpPoolSettings {
+        max_connections: 3,
+        ..SmtpPoolSettings::default()
+    });
+    let mails: Vec<_> = (0..30)
+        .map(|n| mail(&server, SmtpSecurity::ImplicitTls, n))
+        .collect();
+    send_all(&mailer, &mails).await;
+    assert_eq!(server.messages().len(), 30);
+    assert!(server.messages().iter().all(|message| message.tls));
+    assert!(
+        (1..=3).contains(&server.connection_count()),
+        "{} connections",
+        server.connection_count()
+    );
+    assert!(server.peak_open_connections() <= 3);
+    // A second wave reuses the same connections.
+    let before = server.connection_count();
+    send_all(&mailer, &mails[..10]).await;
+    assert_eq!(server.connection_count(), before);
+}
+
+#[tokio::test]
+async fn a_connection_the_server_closed_while_idle_is_replaced_and_nothing_is_sent_twice() {
+    let server = server(TestSmtpOptions {
+        idle_disconnect: Some(Duration::from_millis(200)),
+        ..TestSmtpOptions::default()
+    });
+    let mailer = mailer(SmtpPoolSettings::default());
+    for n in 0..3 {
+        let reply = mailer
+            .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, n))
+            .await;
+        assert_eq!(reply.expect("accepted").code, 250);
+        // Long enough for the server to say 421 and hang up on the idle connection.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(
+        subjects(&server),
+        ["Message 0", "Message 1", "Message 2"],
+        "each message exactly once"
+    );
+    assert_eq!(server.connection_count(), 3);
+}
+
+#[tokio::test]
+async fn a_refused_recipient_keeps_the_connection_for_the_next_message() {
+    let server = server(TestSmtpOptions::default());
+    server.script_rcpt_replies(["550 5.1.1 no such user"]);
+    let mailer = mailer(SmtpPoolSettings::default());
+    let refused = mailer
+        .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, 0))
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(&refused, AttemptFault::Reply(reply) if reply.code == 550),
+        "{refused:?}"
+    );
+    let reply = mailer
+        .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, 1))
+        .await
+        .expect("accepted after RSET");
+    assert_eq!(reply.code, 250);
+    assert_eq!(subjects(&server), ["Message 1"]);
+    assert_eq!(server.connection_count(), 1);
+}
+
+#[tokio::test]
+async fn a_refusal_after_data_is_not_sent_again() {
+    let server = server(TestSmtpOptions {
+        reply_to_data: Some("451 4.3.0 try again later".into()),
+        ..TestSmtpOptions::default()
+    });
+    let mailer = mailer(SmtpPoolSettings::default());
+    let refused = mailer
+        .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, 0))
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(&refused, AttemptFault::Reply(reply) if reply.code == 451),
+        "{refused:?}"
+    );
+    assert_eq!(server.connection_count(), 1, "no second session");
+    // The refused content ended the transaction: the next one starts cleanly on the
+    // same connection (a left-over transaction would be answered 503).
+    let again = mailer
+        .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, 1))
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(&again, AttemptFault::Reply(reply) if reply.code == 451),
+        "{again:?}"
+    );
+    assert_eq!(server.connection_count(), 1);
+}
+
+#[tokio::test]
+async fn the_rate_limit_spaces_messages_to_one_server() {
+    let server = server(TestSmtpOptions::default());
+    let mailer = mailer(SmtpPoolSettings {
+        messages_per_second: Some(5.0),
+        ..SmtpPoolSettings::default()
+    });
+    let mails: Vec<_> = (0..10)
+        .map(|n| mail(&server, SmtpSecurity::StartTlsOpportunistic, n))
+        .collect();
+    let started = Instant::now();
+    send_all(&mailer, &mails).await;
+    let elapsed = started.elapsed();
+    assert_eq!(server.messages().len(), 10);
+    // The first at once, then one every 200 ms.
+    assert!(elapsed >= Duration::from_millis(1_750), "{elapsed:?}");
+}
