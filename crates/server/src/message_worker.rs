@@ -15,7 +15,7 @@ use mailroom_app::{
         claim_messages, record_message_outcome, send_claimed_message, DeliverySettings, MessageJob,
         SendOutcome,
     },
-    Services,
+    AppError, Services,
 };
 use mailroom_domain::message::{AttemptFault, ReplyClass};
 use mailroom_http::metrics::{delivery_counters, SmtpReplyClass};
@@ -29,6 +29,10 @@ pub const BATCH_SIZE: u32 = 32;
 pub const PARALLEL_ROUNDS: usize = 2;
 /// How long an idle loop waits before looking for due messages again.
 pub const IDLE_POLL: Duration = Duration::from_millis(100);
+/// How long an outcome that could not be recorded because the database was unavailable
+/// is retried; well inside the lease, which outlasts the session by a minute.
+const RECORD_RETRY_FOR: Duration = Duration::from_secs(30);
+const RECORD_RETRY_PAUSE: Duration = Duration::from_millis(500);
 
 /// What one round did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -90,19 +94,32 @@ impl MessageWorker {
     async fn deliver(&self, job: MessageJob, lease: mailroom_app::ports::Lease) {
         let outcome = send_claimed_message(&self.services, &job).await;
         delivery_counters().smtp_reply(reply_class(&outcome));
-        let (services, settings) = (self.services.clone(), self.settings.clone());
         let id = job.message.id;
-        let recorded = tokio::task::spawn_blocking(move || {
-            record_message_outcome(&services, &settings, &lease, &job, &outcome)
-        })
-        .await;
-        match recorded {
-            Ok(Ok(_)) => {}
-            Ok(Err(error)) => {
-                tracing::warn!(message = %id, %error, "recording a message outcome failed");
-            }
-            Err(error) => {
-                tracing::warn!(message = %id, %error, "the record task failed");
+        // The message has been handed to its server: while the database is away, keep
+        // trying to record that (a little longer than an outage of a restart takes) rather
+        // than leave it `sending` until the lease runs out and send it a second time.
+        let started = std::time::Instant::now();
+        loop {
+            let (services, settings) = (self.services.clone(), self.settings.clone());
+            let (job, outcome) = (job.clone(), outcome.clone());
+            let recorded = tokio::task::spawn_blocking(move || {
+                record_message_outcome(&services, &settings, &lease, &job, &outcome)
+            })
+            .await;
+            match recorded {
+                Ok(Ok(_)) => return,
+                Ok(Err(AppError::Unavailable(reason))) if started.elapsed() < RECORD_RETRY_FOR => {
+                    tracing::warn!(message = %id, %reason, "recording a message outcome failed; retrying");
+                    tokio::time::sleep(RECORD_RETRY_PAUSE).await;
+                }
+                Ok(Err(error)) => {
+                    tracing::warn!(message = %id, %error, "recording a message outcome failed");
+                    return;
+                }
+                Err(error) => {
+                    tracing::warn!(message = %id, %error, "the record task failed");
+                    return;
+                }
             }
         }
     }
