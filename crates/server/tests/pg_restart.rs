@@ -96,7 +96,7 @@ async fn service_answers_503_while_postgres_is_down_and_recovers_without_losing_
     let token = create_user(&dir, &database_url, "ada@example.com");
     let http = client();
     let base = server.base.clone();
-    let account = create_sending_account(&http, &base, &token, smtp.port()).await;
+    let (account, _template) = create_sending_account(&http, &base, &token, smtp.port()).await;
 
     let start = Instant::now();
     let running = Arc::new(AtomicBool::new(true));

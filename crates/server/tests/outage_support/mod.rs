@@ -368,13 +368,13 @@ pub fn create_user(dir: &ScratchDir, database_url: &str, email: &str) -> String 
 }
 
 /// An account with a plain-SMTP mail server on loopback `smtp_port` and the
-/// `order-receipt` template; returns the account id.
+/// `order-receipt` template; returns the account id and the template id.
 pub async fn create_sending_account(
     client: &reqwest::Client,
     base: &str,
     token: &str,
     smtp_port: u16,
-) -> String {
+) -> (String, String) {
     let account = post_ok(
         client,
         &format!("{base}/v2/accounts"),
@@ -399,14 +399,15 @@ pub async fn create_sending_account(
         "name": "Receipt", "slug": "order-receipt",
         "subject": "Your receipt", "content": "<p>Total: {{ total }}</p>"
     });
-    post_ok(
+    let template = post_ok(
         client,
         &format!("{base}/v2/accounts/{account}/templates"),
         token,
         &template,
     )
     .await;
-    account
+    let template = template["_id"].as_str().expect("template id").to_owned();
+    (account, template)
 }
 
 /// POSTs JSON and expects 200, returning the body.
