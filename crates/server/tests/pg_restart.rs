@@ -74,6 +74,18 @@ async fn send(request: reqwest::RequestBuilder) -> Outcome {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn service_answers_503_while_postgres_is_down_and_recovers_without_losing_events() {
+    // `fast`: PostgreSQL disconnects every client and shuts down cleanly.
+    outage_and_recovery("fast").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn service_answers_503_while_postgres_has_crashed_and_recovers_without_losing_events() {
+    // `immediate`: PostgreSQL stops without a shutdown checkpoint, as in a crash, and
+    // replays its WAL on the restart; acknowledged events must survive that too.
+    outage_and_recovery("immediate").await;
+}
+
+async fn outage_and_recovery(stop_mode: &'static str) {
     let cluster = match PrivateCluster::start() {
         Ok(cluster) => Arc::new(cluster),
         Err(reason) => {
@@ -189,7 +201,7 @@ async fn service_answers_503_while_postgres_is_down_and_recovers_without_losing_
     server.assert_running();
     let stopping = start.elapsed();
     let stopper = cluster.clone();
-    tokio::task::spawn_blocking(move || stopper.stop_server("fast"))
+    tokio::task::spawn_blocking(move || stopper.stop_server(stop_mode))
         .await
         .expect("the stop task")
         .unwrap_or_else(|error| panic!("{error}"));
@@ -370,7 +382,7 @@ async fn service_answers_503_while_postgres_is_down_and_recovers_without_losing_
         .filter(|attempt| matches!(attempt.outcome, Outcome::Status { code: 503, .. }))
         .count();
     eprintln!(
-        "pg_restart figures: stop took {:?}, outage {:?}; requests during the outage {} \
+        "pg_restart figures (pg_ctl stop -m {stop_mode}): stop took {:?}, outage {:?}; requests during the outage {} \
          (503: {outage_503}, slowest answer {:?}); events sent {}, acknowledged {}, 503 {}, \
          stored {} (stored though unacknowledged: {}); messages queued {}, delivered {} \
          (duplicates {}), all sent {:?} after the clients stopped; recovered {:?} after \
