@@ -9,6 +9,7 @@ mod bench;
 mod commands;
 mod mail_catcher;
 mod postgres;
+mod reliability;
 mod system;
 
 use std::process::ExitCode;
@@ -31,6 +32,11 @@ Commands:
                       and -p/--package replaces --workspace.
   ci                  `cargo fmt --check`, the domain-purity check, `cargo clippy
                       -D warnings`, then the same as `test`.
+  reliability [args...]
+                      The long reliability tests (`#[ignore]`d in `test`):
+                      `cargo nextest run --workspace --run-ignored only
+                      --test-threads 1 --success-output immediate`, printing
+                      their figures. Extra args go to nextest.
   bench audience [--contacts N] [--seconds S]
                       The audience benchmark in release mode: imports N
                       contacts (default 1000000) through the API, then times
@@ -90,6 +96,7 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
             no_extra_args("ci", rest)?;
             commands::ci().map(|()| ExitCode::SUCCESS)
         }
+        "reliability" => reliability::run(rest).map(|()| ExitCode::SUCCESS),
         "bench" => bench::run(rest).map(|()| ExitCode::SUCCESS),
         "mail-catcher" => mail_catcher::run(rest).map(|()| ExitCode::SUCCESS),
         "db" => match rest.split_first() {

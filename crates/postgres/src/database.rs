@@ -12,7 +12,13 @@ use mailroom_app::{
     AppError, StoreError,
 };
 
-use crate::{error::store_error, repositories::PgUnitOfWork};
+use std::sync::Arc;
+
+use crate::{
+    error::store_error,
+    pool_health::{checkout, ConnectHealth, ReportFailures, ReportSuccess},
+    repositories::PgUnitOfWork,
+};
 
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations");
 
@@ -41,6 +47,9 @@ impl Default for PoolSettings {
 #[derive(Clone)]
 pub struct PgDatabase {
     pool: Pool<ConnectionManager<PgConnection>>,
+    /// Whether connecting currently fails, so checkouts answer at once during an outage.
+    health: Arc<ConnectHealth>,
+    connection_timeout: Duration,
 }
 
 impl PgDatabase {
@@ -51,6 +60,7 @@ impl PgDatabase {
     /// [`StoreError::Other`] when the pool cannot be built.
     pub fn connect(url: &str, settings: &PoolSettings) -> Result<Self, StoreError> {
         let manager = ConnectionManager::<PgConnection>::new(url);
+        let health = Arc::new(ConnectHealth::default());
         let pool = Pool::builder()
             .max_size(settings.max_size)
             .min_idle(Some(1))
@@ -58,8 +68,14 @@ impl PgDatabase {
             // Diesel marks a connection broken after a failed command, so r2d2's check on
             // return suffices; a `SELECT 1` on every checkout would double round trips.
             .test_on_check_out(false)
+            .error_handler(Box::new(ReportFailures(health.clone())))
+            .connection_customizer(Box::new(ReportSuccess(health.clone())))
             .build_unchecked(manager);
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            health,
+            connection_timeout: settings.connection_timeout,
+        })
     }
 
     /// How many connections the pool holds and how many are idle.
@@ -85,10 +101,8 @@ impl Database for PgDatabase {
         &self,
         work: &mut dyn FnMut(&mut dyn UnitOfWork) -> Result<(), AppError>,
     ) -> Result<(), AppError> {
-        let mut conn = self
-            .pool
-            .get()
-            .map_err(|e| AppError::Unavailable(format!("no database connection: {e}")))?;
+        let mut conn = checkout(&self.pool, &self.health, self.connection_timeout)
+            .map_err(AppError::Unavailable)?;
         conn.transaction::<(), TxError, _>(|conn| {
             let mut unit = PgUnitOfWork::new(conn);
             work(&mut unit).map_err(TxError::App)
@@ -100,10 +114,8 @@ impl Database for PgDatabase {
     }
 
     fn check_health(&self) -> Result<(), StoreError> {
-        let mut conn = self
-            .pool
-            .get()
-            .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        let mut conn = checkout(&self.pool, &self.health, self.connection_timeout)
+            .map_err(StoreError::Unavailable)?;
         conn.batch_execute("SELECT 1")
             .map_err(|e| match store_error(e) {
                 StoreError::Other(message) => StoreError::Unavailable(message),

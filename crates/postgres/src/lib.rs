@@ -6,6 +6,7 @@
 
 mod database;
 mod error;
+mod pool_health;
 mod queue;
 mod repositories;
 pub mod schema;

@@ -18,7 +18,7 @@ use mailroom_app::{
         MessageJob, SendOutcome,
     },
     ports::Lease,
-    Services,
+    AppError, Services,
 };
 use mailroom_domain::message::{AttemptFault, ReplyClass};
 use mailroom_http::metrics::{delivery_counters, SmtpReplyClass};
@@ -32,6 +32,10 @@ pub const BATCH_SIZE: u32 = 128;
 pub const PARALLEL_ROUNDS: usize = 3;
 /// How long an idle loop waits before looking for due messages again.
 pub const IDLE_POLL: Duration = Duration::from_millis(100);
+/// How long an outcome that could not be recorded because the database was unavailable
+/// is retried; well inside the lease, which outlasts the session by a minute.
+const RECORD_RETRY_FOR: Duration = Duration::from_secs(30);
+const RECORD_RETRY_PAUSE: Duration = Duration::from_millis(500);
 
 /// How long a claim holds by default: the messages of every round in the process may
 /// queue for one server's connections and pace, so the lease covers that wait in the worst
@@ -131,20 +135,34 @@ impl MessageWorker {
     }
 
     async fn record(&self, group: Vec<(MessageJob, SendOutcome)>, lease: Lease) {
-        let (services, settings) = (self.services.clone(), self.settings.clone());
         let count = group.len();
-        let recorded = tokio::task::spawn_blocking(move || {
-            let pairs: Vec<_> = group.iter().map(|(job, outcome)| (job, outcome)).collect();
-            record_message_outcomes(&services, &settings, &lease, &pairs)
-        })
-        .await;
-        match recorded {
-            Ok(Ok(_)) => {}
-            Ok(Err(error)) => {
-                tracing::warn!(messages = count, %error, "recording message outcomes failed");
-            }
-            Err(error) => {
-                tracing::warn!(messages = count, %error, "the record task failed");
+        let group = std::sync::Arc::new(group);
+        // The messages have been handed to their server: while the database is away, keep
+        // trying to record that (a little longer than an outage of a restart takes) rather
+        // than leave them `sending` until the lease runs out and send them a second time.
+        let started = std::time::Instant::now();
+        loop {
+            let (services, settings) = (self.services.clone(), self.settings.clone());
+            let batch = group.clone();
+            let recorded = tokio::task::spawn_blocking(move || {
+                let pairs: Vec<_> = batch.iter().map(|(job, outcome)| (job, outcome)).collect();
+                record_message_outcomes(&services, &settings, &lease, &pairs)
+            })
+            .await;
+            match recorded {
+                Ok(Ok(_)) => return,
+                Ok(Err(AppError::Unavailable(reason))) if started.elapsed() < RECORD_RETRY_FOR => {
+                    tracing::warn!(messages = count, %reason, "recording message outcomes failed; retrying");
+                    tokio::time::sleep(RECORD_RETRY_PAUSE).await;
+                }
+                Ok(Err(error)) => {
+                    tracing::warn!(messages = count, %error, "recording message outcomes failed");
+                    return;
+                }
+                Err(error) => {
+                    tracing::warn!(messages = count, %error, "the record task failed");
+                    return;
+                }
             }
         }
     }
