@@ -65,9 +65,18 @@ pub fn up() -> Result<()> {
     ))
 }
 
-/// `cargo xtask test [args…]`: every test, against the discovered PostgreSQL.
+/// `cargo xtask test [args…]`: every test, against the discovered PostgreSQL. The whole
+/// suite (no arguments) ends with the long reliability tests of `cargo xtask reliability`
+/// (the 60 s load test): they fit in CI's time, and CI runs this command.
 pub fn test(args: &[String]) -> Result<()> {
-    timed("test", || run_tests(args))
+    timed("test", || {
+        run_tests(args)?;
+        if args.is_empty() {
+            crate::reliability::run(&[])
+        } else {
+            Ok(())
+        }
+    })
 }
 
 /// `cargo xtask ci`: the checks CI runs, cheapest first, then the tests.

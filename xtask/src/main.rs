@@ -33,7 +33,8 @@ Commands:
   ci                  `cargo fmt --check`, the domain-purity check, `cargo clippy
                       -D warnings`, then the same as `test`.
   reliability [args...]
-                      The long reliability tests (`#[ignore]`d in `test`):
+                      The long reliability tests (`#[ignore]`d by nextest;
+                      `test` without arguments runs them after the suite):
                       `cargo nextest run --workspace --run-ignored only
                       --test-threads 1 --success-output immediate`, printing
                       their figures. Extra args go to nextest.
