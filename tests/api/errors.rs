@@ -353,3 +353,42 @@ async fn error_answers_are_documented_as_problem_json() {
         .await;
     expect_problem(unauthorized.expect("GET /v2/accounts"), 401).await;
 }
+
+/// Found by schemathesis (`cargo xtask fuzz`): `limit` was documented as an int32 of at
+/// least 0, but 0 is refused and any larger whole number is clamped to 100.
+#[tokio::test]
+async fn limit_is_documented_as_clamped_whole_number_of_at_least_one() {
+    let app = spawn_app().await;
+    let response = app
+        .client
+        .get(format!("{}/v2/openapi.json", app.address))
+        .send()
+        .await
+        .expect("GET openapi.json");
+    let document: serde_json::Value = mailroom_tests::expect_json(response, 200).await;
+    let mut limits = 0;
+    for (path, item) in document["paths"].as_object().expect("paths") {
+        for operation in item.as_object().expect("path item").values() {
+            for parameter in operation["parameters"].as_array().into_iter().flatten() {
+                if parameter["name"] == "limit" {
+                    assert_eq!(
+                        parameter["schema"],
+                        json!({"type": "integer", "minimum": 1}),
+                        "{path}"
+                    );
+                    limits += 1;
+                }
+            }
+        }
+    }
+    assert!(limits >= 10, "only {limits} lists document `limit`");
+    let token = app.user_token("ada@example.com").await;
+    let id = app.create_account(&token, "Acme").await;
+    let huge = app
+        .get(
+            &format!("/v2/accounts/{id}/topics?limit=2147483648"),
+            &token,
+        )
+        .await;
+    assert_eq!(mailroom_tests::expect_json(huge, 200).await["limit"], 100);
+}

@@ -146,6 +146,9 @@ fn fuzz_against(
         wait_until_healthy(&base, &mut server.0)?;
         let token = create_user(binary, database_url)?;
         let account_id = create_account(&base, &token)?;
+        // Kept beside the reports: the failures refer to the document of this build.
+        let document = http(&base, "GET", "/v2/openapi.json", None, None)?;
+        let _ = fs::write(work_dir.join("openapi.json"), document.body);
         note(&format!("fuzzing account {account_id}"));
         run_schemathesis(schemathesis, &base, &token, &account_id, work_dir, options)?;
         // A run that left the server dead or unhealthy is a finding of its own.

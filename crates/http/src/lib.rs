@@ -10,7 +10,7 @@ pub mod dto;
 pub mod extract;
 pub mod metrics;
 pub mod metrics_server;
-mod openapi_media_types;
+mod openapi_fixups;
 pub mod problem;
 pub mod rate_limit;
 pub mod routes;
@@ -80,7 +80,8 @@ fn routed_app() -> UtoipaApp<
 /// The OpenAPI document of every route this adapter serves.
 pub fn openapi() -> utoipa::openapi::OpenApi {
     let mut api = routed_app().split_for_parts().1;
-    openapi_media_types::document_problem_media_type(&mut api);
+    openapi_fixups::document_problem_media_type(&mut api);
+    openapi_fixups::document_limit_as_clamped(&mut api);
     api
 }
 
