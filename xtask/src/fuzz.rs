@@ -23,6 +23,16 @@ use crate::Result;
 /// between 3.x and 4.x: `--max-time`, `--config-file`, `[parameters]`). 4.x needs
 /// Python 3.9 or later.
 const SCHEMATHESIS_VERSION: &str = "4.32.5";
+/// Checks turned off for single operations, each a schemathesis false positive explained
+/// in docs/fuzzing.md. Topics use one body type for create and PATCH; schemathesis
+/// learns "name: is required" from the create's 400 answers and then expects the PATCH
+/// `{"description": null}` (valid: a PATCH changes only what it names) to be refused.
+const ACCEPTED_FALSE_POSITIVES: &str = "\
+[[operations]]
+include-path = \"/v2/accounts/{accountId}/topics/{topicId}\"
+include-method = \"PATCH\"
+checks.negative_data_rejection.enabled = false
+";
 const DEFAULT_MINUTES: u64 = 10;
 /// Per operation; with ~60 operations and the coverage phase on top this is a few
 /// thousand requests, which fits the default time bound on a laptop.
@@ -274,7 +284,7 @@ fn run_schemathesis(
     let config_path = work_dir.join("schemathesis.toml");
     let config = format!(
         "# Written by `cargo xtask fuzz`; rewritten on every run.\n\
-         [parameters]\n\"path.accountId\" = \"{account_id}\"\n"
+         [parameters]\n\"path.accountId\" = \"{account_id}\"\n\n{ACCEPTED_FALSE_POSITIVES}"
     );
     fs::write(&config_path, config)
         .map_err(|error| format!("could not write {}: {error}", config_path.display()))?;
