@@ -272,3 +272,123 @@ async fn no_route_answers_5xx_to_junk() {
     );
     assert!(requests > 2000, "{requests}");
 }
+
+/// Found by schemathesis (`cargo xtask fuzz`): a `start` beyond what the database can
+/// express was clamped to `i64::MAX`, so the page echoed another `start` than asked.
+#[tokio::test]
+async fn a_start_beyond_the_largest_offset_is_refused_not_clamped() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let id = app.create_account(&token, "Acme").await;
+    let largest = app
+        .get(
+            &format!("/v2/accounts/{id}/topics?start=9223372036854775807"),
+            &token,
+        )
+        .await;
+    let page = mailroom_tests::expect_json(largest, 200).await;
+    assert_eq!(page["start"], json!(9_223_372_036_854_775_807_u64));
+    assert_eq!(page["items"], json!([]));
+    for path in [
+        "topics",
+        "templates",
+        "contacts",
+        "messages",
+        "webhook-events",
+    ] {
+        let response = app
+            .get(
+                &format!("/v2/accounts/{id}/{path}?start=9223372036854775808"),
+                &token,
+            )
+            .await;
+        let problem = expect_problem(response, 400).await;
+        assert_eq!(problem["errors"][0]["field"], "start", "{path}: {problem}");
+    }
+}
+
+/// Found by schemathesis (`cargo xtask fuzz`): every error is sent as
+/// `application/problem+json`, and the document said `application/json`.
+#[tokio::test]
+async fn error_answers_are_documented_as_problem_json() {
+    let app = spawn_app().await;
+    let response = app
+        .client
+        .get(format!("{}/v2/openapi.json", app.address))
+        .send()
+        .await
+        .expect("GET openapi.json");
+    let document: serde_json::Value = mailroom_tests::expect_json(response, 200).await;
+    let mut problem_responses = 0;
+    for (path, item) in document["paths"].as_object().expect("paths") {
+        for (method, operation) in item.as_object().expect("path item") {
+            let Some(responses) = operation["responses"].as_object() else {
+                continue;
+            };
+            for (status, response) in responses {
+                let Some(content) = response["content"].as_object() else {
+                    continue;
+                };
+                for (media_type, body) in content {
+                    let is_problem = body["schema"]["$ref"] == "#/components/schemas/Problem";
+                    assert_eq!(
+                        is_problem,
+                        media_type == "application/problem+json",
+                        "{method} {path} {status}: {media_type} {body}"
+                    );
+                    problem_responses += usize::from(is_problem);
+                }
+            }
+        }
+    }
+    assert!(
+        problem_responses > 100,
+        "only {problem_responses} problem answers documented"
+    );
+    // And the answers really carry that media type.
+    let unauthorized = app
+        .client
+        .get(format!("{}/v2/accounts", app.address))
+        .send()
+        .await;
+    expect_problem(unauthorized.expect("GET /v2/accounts"), 401).await;
+}
+
+/// Found by schemathesis (`cargo xtask fuzz`): `limit` was documented as an int32 of at
+/// least 0, but 0 is refused and any larger whole number is clamped to 100.
+#[tokio::test]
+async fn limit_is_documented_as_clamped_whole_number_of_at_least_one() {
+    let app = spawn_app().await;
+    let response = app
+        .client
+        .get(format!("{}/v2/openapi.json", app.address))
+        .send()
+        .await
+        .expect("GET openapi.json");
+    let document: serde_json::Value = mailroom_tests::expect_json(response, 200).await;
+    let mut limits = 0;
+    for (path, item) in document["paths"].as_object().expect("paths") {
+        for operation in item.as_object().expect("path item").values() {
+            for parameter in operation["parameters"].as_array().into_iter().flatten() {
+                if parameter["name"] == "limit" {
+                    assert_eq!(
+                        parameter["schema"],
+                        json!({"type": "integer", "minimum": 1}),
+                        "{path}"
+                    );
+                    limits += 1;
+                }
+            }
+        }
+    }
+    assert!(limits >= 10, "only {limits} lists document `limit`");
+    let token = app.user_token("ada@example.com").await;
+    let id = app.create_account(&token, "Acme").await;
+    let huge = app
+        .get(
+            &format!("/v2/accounts/{id}/topics?limit=2147483648"),
+            &token,
+        )
+        .await;
+    assert_eq!(mailroom_tests::expect_json(huge, 200).await["limit"], 100);
+}

@@ -7,6 +7,7 @@
 
 mod bench;
 mod commands;
+mod fuzz;
 mod mail_catcher;
 mod postgres;
 mod reliability;
@@ -49,6 +50,13 @@ Commands:
                       smtp-sink (unpacked from the postfix package into
                       target/postfix), beside smtp-source → smtp-sink; then M
                       messages over one connection. Rates, worker CPU and RSS.
+  fuzz [--minutes N] [--max-examples N] [--release] [-- schemathesis args...]
+                      schemathesis (PyPI, in target/fuzz-venv) against the real
+                      server's /v2/openapi.json with a real token and account:
+                      every check, N examples per operation (default 100), at
+                      most N minutes (default 10). Builds and starts the server
+                      (debug unless --release) on a database of its own,
+                      dropped at the end. Reports in target/fuzz. Not in CI.
   db start            Create (if needed) and start the private cluster in
                       target/pgdata on 127.0.0.1:55432. It keeps running.
   db stop             Stop the private cluster.
@@ -99,6 +107,7 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
         }
         "reliability" => reliability::run(rest).map(|()| ExitCode::SUCCESS),
         "bench" => bench::run(rest).map(|()| ExitCode::SUCCESS),
+        "fuzz" => fuzz::run(rest).map(|()| ExitCode::SUCCESS),
         "mail-catcher" => mail_catcher::run(rest).map(|()| ExitCode::SUCCESS),
         "db" => match rest.split_first() {
             Some((sub, sub_rest)) => match sub.as_str() {

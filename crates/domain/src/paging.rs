@@ -1,9 +1,15 @@
-//! Offset paging: `start` ≥ 0 (default 0), `limit` ≥ 1 (default 25, clamped to 100).
+//! Offset paging: `start` from 0 to [`MAX_START`] (default 0), `limit` ≥ 1 (default 25,
+//! clamped to 100).
 
 /// The default page size.
 pub const DEFAULT_LIMIT: u32 = 25;
 /// The largest page size; larger requests are clamped to it, not refused.
 pub const MAX_LIMIT: u32 = 100;
+
+/// The largest `start`: the largest offset the database can express (a signed 64-bit
+/// integer). A larger one is refused rather than clamped, because the answer echoes
+/// `start` and must echo what was asked.
+pub const MAX_START: u64 = i64::MAX as u64;
 
 /// One requested page, already clamped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,8 +23,8 @@ pub struct PageRequest {
 /// Why a paging parameter was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InvalidPaging {
-    /// `start` is not a whole number ≥ 0.
-    #[error("start must be a whole number of at least 0")]
+    /// `start` is not a whole number from 0 to [`MAX_START`].
+    #[error("start must be a whole number from 0 to 9223372036854775807")]
     Start,
     /// `limit` is not a whole number ≥ 1.
     #[error("limit must be a whole number of at least 1")]
@@ -42,7 +48,11 @@ impl PageRequest {
     pub fn parse(start: Option<&str>, limit: Option<&str>) -> Result<Self, InvalidPaging> {
         let start = match start {
             None => 0,
-            Some(text) => text.parse::<u64>().map_err(|_| InvalidPaging::Start)?,
+            Some(text) => text
+                .parse::<u64>()
+                .ok()
+                .filter(|start| *start <= MAX_START)
+                .ok_or(InvalidPaging::Start)?,
         };
         let limit = match limit {
             None => DEFAULT_LIMIT,
@@ -57,8 +67,6 @@ impl PageRequest {
                 }
             }
         };
-        // An offset beyond i64 cannot be expressed to the database; it is past the end anyway.
-        let start = start.min(i64::MAX as u64);
         Ok(Self { start, limit })
     }
 }
@@ -89,6 +97,14 @@ mod tests {
         );
         assert_eq!(
             PageRequest::parse(Some("-1"), None),
+            Err(InvalidPaging::Start)
+        );
+        assert_eq!(
+            PageRequest::parse(Some("9223372036854775807"), None).map(|p| p.start),
+            Ok(MAX_START)
+        );
+        assert_eq!(
+            PageRequest::parse(Some("9223372036854775808"), None),
             Err(InvalidPaging::Start)
         );
         assert_eq!(

@@ -10,6 +10,7 @@ pub mod dto;
 pub mod extract;
 pub mod metrics;
 pub mod metrics_server;
+mod openapi_fixups;
 pub mod problem;
 pub mod rate_limit;
 pub mod routes;
@@ -78,7 +79,10 @@ fn routed_app() -> UtoipaApp<
 
 /// The OpenAPI document of every route this adapter serves.
 pub fn openapi() -> utoipa::openapi::OpenApi {
-    routed_app().split_for_parts().1
+    let mut api = routed_app().split_for_parts().1;
+    openapi_fixups::document_problem_media_type(&mut api);
+    openapi_fixups::document_limit_as_clamped(&mut api);
+    api
 }
 
 /// Paths and methods from the OpenAPI document, so an unmatched request can be told

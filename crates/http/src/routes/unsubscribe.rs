@@ -24,6 +24,21 @@ use crate::{blocking::run_blocking, problem::ApiError};
 
 const FORM_URLENCODED: &str = "application/x-www-form-urlencoded";
 
+/// The fields `POST /u/{token}` reads, for the OpenAPI document only: the body is parsed
+/// by hand ([`choice`]) because any post that is not the topic form means "everything".
+/// (Documented as a plain string, schemathesis could not build a form from it.)
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct UnsubscribeForm {
+    /// `One-Click` (RFC 8058).
+    #[schema(rename = "List-Unsubscribe")]
+    list_unsubscribe: Option<String>,
+    /// `all` or `topics`.
+    action: Option<String>,
+    /// With `action=topics`: a topic id; the field repeats, once per topic.
+    topic: Option<Vec<String>>,
+}
+
 /// The unsubscribe page: unsubscribe from all mail of the account, or tick topics.
 #[utoipa::path(
     tag = "links",
@@ -48,7 +63,7 @@ pub(crate) async fn unsubscribe_page(
 #[utoipa::path(
     tag = "links",
     params(("token" = String, Path, description = "Unsubscribe token from the message's `unsubscribe_url`")),
-    request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "`List-Unsubscribe=One-Click`, `action=all`, or `action=topics&topic=<id>&topic=<id>`"),
+    request_body(content = UnsubscribeForm, content_type = "application/x-www-form-urlencoded", description = "`List-Unsubscribe=One-Click`, `action=all`, or `action=topics&topic=<id>&topic=<id>`"),
     responses(
         (status = 200, content_type = "text/html", description = "The page after the change"),
         (status = 400, body = crate::problem::Problem, description = "A topic form without topics, or with a topic that is not the account's"),

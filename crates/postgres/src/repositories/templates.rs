@@ -91,7 +91,7 @@ fn template_row(account: AccountId, t: &Template) -> TemplateRow {
     }
 }
 
-/// A page offset as SQL wants it; offsets were clamped to `i64::MAX` when parsed.
+/// A page offset as SQL wants it; offsets above `i64::MAX` are refused when parsed.
 pub(crate) fn page_bounds(page: PageRequest) -> (i64, i64) {
     (
         i64::try_from(page.start).unwrap_or(i64::MAX),
