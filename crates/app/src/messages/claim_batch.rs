@@ -10,8 +10,9 @@
 use std::collections::HashMap;
 
 use mailroom_domain::{
-    attribute::ResolvedAttributes, contact::Contact, message::Message, template::Template,
-    AccountId, ContactId, MailServerId, TemplateId,
+    announcement::Announcement, attribute::ResolvedAttributes, automation::Automation,
+    contact::Contact, message::Message, template::Template, AccountId, AnnouncementId,
+    AutomationId, ContactId, MailServerId, TemplateId,
 };
 
 use super::deliver::{choose_server, endpoint};
@@ -29,6 +30,8 @@ pub(super) struct ClaimBatch {
     servers: HashMap<(AccountId, Option<MailServerId>), Option<MailServerRecord>>,
     accounts: HashMap<AccountId, Option<AccountRecord>>,
     endpoints: HashMap<(AccountId, MailServerId), Result<SmtpEndpoint, String>>,
+    automations: HashMap<(AccountId, AutomationId), Option<Automation>>,
+    announcements: HashMap<(AccountId, AnnouncementId), Option<Announcement>>,
 }
 
 impl ClaimBatch {
@@ -90,6 +93,38 @@ impl ClaimBatch {
     }
 
     /// The template; `None` when it was deleted.
+    /// The automation that queued a message, read once per claim.
+    pub(super) fn automation(
+        &mut self,
+        tx: &mut dyn UnitOfWork,
+        account: AccountId,
+        id: AutomationId,
+    ) -> Result<Option<Automation>, AppError> {
+        if let Some(automation) = self.automations.get(&(account, id)) {
+            return Ok(automation.clone());
+        }
+        let automation = tx.find_automation(account, id)?;
+        self.automations.insert((account, id), automation.clone());
+        Ok(automation)
+    }
+
+    /// The announcement that queued a message, read once per claim (a claim of an
+    /// announcement's messages is mostly one announcement).
+    pub(super) fn announcement(
+        &mut self,
+        tx: &mut dyn UnitOfWork,
+        account: AccountId,
+        id: AnnouncementId,
+    ) -> Result<Option<Announcement>, AppError> {
+        if let Some(announcement) = self.announcements.get(&(account, id)) {
+            return Ok(announcement.clone());
+        }
+        let announcement = tx.find_announcement(account, id)?;
+        self.announcements
+            .insert((account, id), announcement.clone());
+        Ok(announcement)
+    }
+
     pub(super) fn template(
         &mut self,
         tx: &mut dyn UnitOfWork,

@@ -175,7 +175,7 @@ fn prepare(
         return Ok(Prepared::Fail("the template was deleted".into()));
     };
     let server = batch.server(tx, account, template.preferred_mail_server)?;
-    let include_unsubscribed = match origin_rules(tx, message, &contact)? {
+    let include_unsubscribed = match origin_rules(tx, batch, message, &contact)? {
         OriginRules::Skip(reason) => return Ok(Prepared::Skip(reason)),
         OriginRules::Send {
             include_unsubscribed,
@@ -246,20 +246,21 @@ enum OriginRules {
 /// the audience was expanded.
 fn origin_rules(
     tx: &mut dyn UnitOfWork,
+    batch: &mut ClaimBatch,
     message: &Message,
     contact: &Contact,
 ) -> Result<OriginRules, AppError> {
     let account = message.account_id;
     if let Some(id) = message.automation_id {
-        let enabled = tx
-            .find_automation(account, id)?
+        let enabled = batch
+            .automation(tx, account, id)?
             .is_some_and(|automation| automation.settings.is_enabled);
         if !enabled {
             return Ok(OriginRules::Skip(SkipReason::AutomationDisabled));
         }
     }
     if let Some(id) = message.announcement_id {
-        if let Some(announcement) = tx.find_announcement(account, id)? {
+        if let Some(announcement) = batch.announcement(tx, account, id)? {
             let left_topic = announcement
                 .topic_id
                 .is_some_and(|topic| contact.topic_unsubscriptions.contains(&topic));
