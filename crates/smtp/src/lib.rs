@@ -17,12 +17,14 @@
 //! that checked [`std::net::SocketAddr`]. TLS still verifies the certificate against the
 //! host *name* the caller gave, not the address.
 
+mod bounded;
 mod implicit_tls;
 mod mailer;
 mod pool;
 mod probe;
 mod resolve;
 
+pub use bounded::{MAX_LINE_BYTES, MAX_REPLY_BYTES};
 pub use mailer::{MailerSettings, SmtpMailer};
 pub use pool::SmtpPoolSettings;
 

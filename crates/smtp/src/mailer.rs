@@ -37,6 +37,7 @@ use mailroom_domain::message::{AttemptFault, SmtpReply};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 
+use crate::bounded::bounded;
 use crate::implicit_tls::ImplicitTlsStream;
 use crate::pool::{close_all, Pooled, Pools, ServerPool, SmtpPoolSettings};
 use crate::resolve::resolve_pinned;
@@ -217,13 +218,13 @@ impl SmtpMailer {
                     )
                     .await
                     .map_err(|error| AttemptFault::Connection(format!("TLS: {error}")))?;
-                    AsyncSmtpConnection::connect_with_transport(Box::new(tls), client_id)
+                    AsyncSmtpConnection::connect_with_transport(bounded(tls), client_id)
                         .await
                         .map_err(|error| fault(&error))?
                 }
                 SmtpSecurity::StartTlsRequired | SmtpSecurity::StartTlsOpportunistic => {
                     let mut connection =
-                        AsyncSmtpConnection::connect_with_transport(Box::new(stream), client_id)
+                        AsyncSmtpConnection::connect_with_transport(bounded(stream), client_id)
                             .await
                             .map_err(|error| fault(&error))?;
                     let offers = connection.can_starttls();
