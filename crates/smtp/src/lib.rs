@@ -28,5 +28,5 @@ pub use bounded::{MAX_LINE_BYTES, MAX_REPLY_BYTES};
 pub use mailer::{MailerSettings, SmtpMailer};
 pub use pool::SmtpPoolSettings;
 
-pub use probe::{ProbeSettings, SmtpProbe, DEFAULT_TIMEOUT};
+pub use probe::{ProbeSettings, SmtpProbe, DEFAULT_TIMEOUT, PROBE_DEADLINE};
 pub use resolve::resolve_pinned;
