@@ -23,6 +23,7 @@ use tokio::time::{timeout_at, Instant};
 use crate::bounded::{bounded, ReplyTooLong};
 use crate::implicit_tls::ImplicitTlsStream;
 use crate::resolve::resolve_pinned;
+use mailroom_dns::DnsResolver;
 
 /// How long each step (resolution, connect, every exchange) may take when nothing else is
 /// configured.
@@ -63,12 +64,23 @@ impl Default for ProbeSettings {
 #[derive(Debug, Clone)]
 pub struct SmtpProbe {
     settings: ProbeSettings,
+    resolver: DnsResolver,
 }
 
 impl SmtpProbe {
-    /// A probe with these settings.
+    /// A probe with these settings, resolving with the process's default resolver.
     pub fn new(settings: ProbeSettings) -> Self {
-        Self { settings }
+        Self {
+            settings,
+            resolver: DnsResolver::process_default(),
+        }
+    }
+
+    /// The same probe resolving hosts with `resolver` (the server's shared one).
+    #[must_use]
+    pub fn with_resolver(mut self, resolver: DnsResolver) -> Self {
+        self.resolver = resolver;
+        self
     }
 }
 
@@ -78,10 +90,10 @@ impl MailServerProbe for SmtpProbe {
         let deadline = PROBE_DEADLINE;
         let timeout = self.settings.timeout.min(deadline);
         let address = resolve_pinned(
+            &self.resolver,
             &endpoint.host,
             endpoint.port,
             self.settings.allow_private_egress,
-            timeout,
         )?;
         let remaining = deadline.saturating_sub(started.elapsed());
         let runtime = tokio::runtime::Builder::new_current_thread()
