@@ -78,6 +78,9 @@ pub enum LookupError {
 #[derive(Clone)]
 pub struct DnsResolver {
     inner: Arc<Inner>,
+    /// Owns the resolver's thread. Tasks on that thread hold only `inner`, so the runtime
+    /// is never dropped from one of its own tasks.
+    _runtime: Arc<RuntimeOwner>,
 }
 
 impl std::fmt::Debug for DnsResolver {
@@ -88,19 +91,21 @@ impl std::fmt::Debug for DnsResolver {
     }
 }
 
+/// What a lookup needs, shared with the tasks that run lookups.
 struct Inner {
     settings: DnsSettings,
     resolver: TokioResolver,
-    slots: Arc<Semaphore>,
-    /// The resolver's own runtime; `None` only while dropping.
-    runtime: Option<Runtime>,
+    slots: Semaphore,
     handle: Handle,
 }
 
-impl Drop for Inner {
+/// The resolver's own runtime; `None` only while dropping.
+struct RuntimeOwner(Option<Runtime>);
+
+impl Drop for RuntimeOwner {
     fn drop(&mut self) {
         // The last clone may go away inside async code, where a runtime may not block.
-        if let Some(runtime) = self.runtime.take() {
+        if let Some(runtime) = self.0.take() {
             runtime.shutdown_background();
         }
     }
@@ -146,10 +151,10 @@ impl DnsResolver {
             inner: Arc::new(Inner {
                 settings,
                 resolver,
-                slots: Arc::new(Semaphore::new(settings.max_concurrent_lookups.max(1))),
-                runtime: Some(runtime),
+                slots: Semaphore::new(settings.max_concurrent_lookups.max(1)),
                 handle,
             }),
+            _runtime: Arc::new(RuntimeOwner(Some(runtime))),
         })
     }
 
@@ -182,21 +187,16 @@ impl DnsResolver {
         host: &str,
         allow_private: bool,
     ) -> Result<Vec<IpAddr>, LookupError> {
-        let bare = bare_host(host)?;
-        let addresses = match bare.parse::<IpAddr>() {
-            Ok(literal) => vec![literal],
-            Err(_) => {
-                let lookup = self
-                    .inner
-                    .handle
-                    .spawn(lookup(Arc::clone(&self.inner), bare.to_owned()));
-                lookup.await.map_err(|error| {
-                    LookupError::NotFound(format!("{bare}: the lookup task failed: {error}"))
-                })??
-            }
-        };
-        check_addresses(bare, &addresses, allow_private).map_err(LookupError::Refused)?;
-        Ok(addresses)
+        let lookup = self.inner.handle.spawn(resolve_checked(
+            Arc::clone(&self.inner),
+            host.to_owned(),
+            allow_private,
+        ));
+        lookup.await.unwrap_or_else(|error| {
+            Err(LookupError::NotFound(format!(
+                "{host}: the lookup task failed: {error}"
+            )))
+        })
     }
 
     /// [`DnsResolver::resolve_checked`] for blocking callers: the calling thread waits
@@ -211,10 +211,9 @@ impl DnsResolver {
         allow_private: bool,
     ) -> Result<Vec<IpAddr>, LookupError> {
         let (sender, receiver) = mpsc::sync_channel(1);
-        let resolver = self.clone();
-        let host = host.to_owned();
+        let lookup = resolve_checked(Arc::clone(&self.inner), host.to_owned(), allow_private);
         self.inner.handle.spawn(async move {
-            let _ = sender.send(resolver.resolve_checked(&host, allow_private).await);
+            let _ = sender.send(lookup.await);
         });
         // The task ends by its own timeout; the margin only guards against a stalled
         // resolver thread.
@@ -241,30 +240,41 @@ fn bare_host(host: &str) -> Result<&str, LookupError> {
     Ok(bare)
 }
 
-/// One bounded lookup of `name`, on the resolver's runtime.
-async fn lookup(inner: Arc<Inner>, name: String) -> Result<Vec<IpAddr>, LookupError> {
+/// `host` resolved (unless a literal) and checked, on the resolver's runtime.
+async fn resolve_checked(
+    inner: Arc<Inner>,
+    host: String,
+    allow_private: bool,
+) -> Result<Vec<IpAddr>, LookupError> {
+    let bare = bare_host(&host)?;
+    let addresses = match bare.parse::<IpAddr>() {
+        Ok(literal) => vec![literal],
+        Err(_) => lookup(&inner, bare).await?,
+    };
+    check_addresses(bare, &addresses, allow_private).map_err(LookupError::Refused)?;
+    Ok(addresses)
+}
+
+/// One bounded lookup of `name`.
+async fn lookup(inner: &Inner, name: &str) -> Result<Vec<IpAddr>, LookupError> {
     let limit = inner.settings.lookup_timeout;
     let bounded = tokio::time::timeout(limit, async {
         // The semaphore is never closed.
         let _slot = inner.slots.acquire().await.map_err(|error| {
             LookupError::NotFound(format!("{name}: the resolver is shut down: {error}"))
         })?;
-        let found = inner
-            .resolver
-            .lookup_ip(name.as_str())
-            .await
-            .map_err(|error| {
-                let timed_out = error
-                    .proto()
-                    .is_some_and(|proto| matches!(proto.kind(), ProtoErrorKind::Timeout));
-                if timed_out {
-                    LookupError::Timeout(format!("resolving {name}: {error}"))
-                } else if error.is_no_records_found() || error.is_nx_domain() {
-                    LookupError::NotFound(format!("{name} does not resolve"))
-                } else {
-                    LookupError::NotFound(format!("{name}: {error}"))
-                }
-            })?;
+        let found = inner.resolver.lookup_ip(name).await.map_err(|error| {
+            let timed_out = error
+                .proto()
+                .is_some_and(|proto| matches!(proto.kind(), ProtoErrorKind::Timeout));
+            if timed_out {
+                LookupError::Timeout(format!("resolving {name}: {error}"))
+            } else if error.is_no_records_found() || error.is_nx_domain() {
+                LookupError::NotFound(format!("{name} does not resolve"))
+            } else {
+                LookupError::NotFound(format!("{name}: {error}"))
+            }
+        })?;
         let mut unique: Vec<IpAddr> = Vec::new();
         for address in found.iter() {
             if !unique.contains(&address) {

@@ -161,3 +161,26 @@ fn localhost_resolves_from_the_hosts_file_and_is_refused_as_loopback() {
     );
     assert_eq!(queries.load(Ordering::Relaxed), 0);
 }
+
+#[tokio::test]
+async fn a_resolver_dropped_on_an_executor_with_a_lookup_in_flight_shuts_down_quietly() {
+    let (nameserver, _) = swallowing_nameserver();
+    let resolver = DnsResolver::new(DnsSettings {
+        nameserver: Some(nameserver),
+        lookup_timeout: Duration::from_millis(300),
+        max_concurrent_lookups: 2,
+    })
+    .expect("resolver");
+    let in_flight = {
+        let resolver = resolver.clone();
+        tokio::spawn(async move { resolver.resolve_checked("slow.example.com", false).await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    drop(resolver);
+    // The caller's clone still owns the thread; the lookup ends by its timeout.
+    let outcome = in_flight.await.expect("no panic");
+    assert!(
+        matches!(outcome, Err(LookupError::Timeout(_))),
+        "{outcome:?}"
+    );
+}
