@@ -1,4 +1,8 @@
-use mailroom_test_support::{TestSmtpOptions, TestSmtpServer, TlsMode};
+use std::time::{Duration, Instant};
+
+use mailroom_test_support::{
+    HostileSmtpServer, Hostility, TestSmtpOptions, TestSmtpServer, TlsMode,
+};
 use mailroom_tests::{expect_json, expect_problem, spawn_app, spawn_app_with, TestApp};
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -392,4 +396,106 @@ async fn a_preferred_server_must_belong_to_the_account() {
         404,
     )
     .await;
+}
+
+/// Resident or peak resident memory of this process (the server runs in it), in KiB.
+fn memory_kib(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("{field} in /proc/self/status"))
+}
+
+fn hostile_body(server: &HostileSmtpServer) -> Value {
+    json!({
+        "serviceType": "smtp", "host": "127.0.0.1", "port": server.port(),
+        "secure": false, "requireTLS": false, "user": "mailer", "password": "pw",
+        "defaultFromEmail": "hello@example.com", "defaultFromName": "Acme"
+    })
+}
+
+#[tokio::test]
+async fn a_server_streaming_1_gib_without_a_newline_is_400_within_35_s_and_rss_grows_at_most_32_mib(
+) {
+    let app = loopback_app().await;
+    let (token, path) = setup(&app).await;
+    const GIB: u64 = 1 << 30;
+    // The EHLO reply is `250 ` and then a gibibyte without a newline.
+    let server = HostileSmtpServer::start(Some(0), Hostility::Stream { bytes: GIB });
+    let rss_before = memory_kib("VmRSS:");
+    let started = Instant::now();
+    let problem = expect_problem(
+        app.send_json(Method::POST, &path, &token, &hostile_body(&server))
+            .await,
+        400,
+    )
+    .await;
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed < Duration::from_secs(35),
+        "answered after {elapsed:?}"
+    );
+    let peak_growth_kib = memory_kib("VmHWM:").saturating_sub(rss_before);
+    println!(
+        "answered in {elapsed:?}; peak RSS growth {peak_growth_kib} KiB; {} hostile bytes sent",
+        server.hostile_bytes_sent()
+    );
+    assert!(
+        peak_growth_kib <= 32 * 1024,
+        "peak RSS grew by {peak_growth_kib} KiB (bound: 32 MiB)"
+    );
+    assert!(
+        problem["errors"][0]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("longer than 4096 bytes"),
+        "{problem}"
+    );
+    assert_eq!(problem["errors"][0]["field"], "host", "{problem}");
+    assert!(
+        server.hostile_bytes_sent() < GIB / 16,
+        "the probe stopped reading: {} bytes were sent",
+        server.hostile_bytes_sent()
+    );
+    assert_eq!(
+        expect_json(app.get(&path, &token).await, 200).await["items"],
+        json!([])
+    );
+}
+
+#[tokio::test]
+async fn a_server_dripping_a_byte_a_second_is_400_within_35_s() {
+    let app = loopback_app().await;
+    let (token, path) = setup(&app).await;
+    // The greeting comes one byte a second (`222xxx…`, never a newline).
+    let server = HostileSmtpServer::start(
+        None,
+        Hostility::Drip {
+            every: Duration::from_secs(1),
+            bytes: 120,
+        },
+    );
+    let started = Instant::now();
+    let problem = expect_problem(
+        app.send_json(Method::POST, &path, &token, &hostile_body(&server))
+            .await,
+        400,
+    )
+    .await;
+    let elapsed = started.elapsed();
+    // The service's probe gives each step 10 s, and the whole check 30 s.
+    println!("answered after {elapsed:?}");
+    assert!(
+        elapsed >= Duration::from_secs(9) && elapsed < Duration::from_secs(35),
+        "answered after {elapsed:?}, expected the 10 s step timeout (30 s deadline at most)"
+    );
+    let detail = problem["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(detail.contains("did not answer within"), "{problem}");
+    assert!(
+        server.hostile_bytes_sent() < 40,
+        "{}",
+        server.hostile_bytes_sent()
+    );
 }

@@ -304,3 +304,64 @@ async fn last_used_at_is_written_at_most_once_a_minute() {
     let third = last_used(&expect_json(app.get("/v2/users/me/tokens", &admin).await, 200).await);
     assert_ne!(second, third, "rewritten after a minute");
 }
+
+/// Creates a token with `days` (null: never expires) using `minter`, returning the response.
+async fn mint(app: &mailroom_tests::TestApp, minter: &str, days: Value) -> reqwest::Response {
+    app.send_json(
+        Method::POST,
+        "/v2/users/me/tokens",
+        minter,
+        &json!({"name": "child", "expiresInDays": days}),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_token_cannot_mint_a_token_that_outlives_it() {
+    let app = spawn_app().await;
+    let admin = app.user_token("ada@example.com").await;
+    let sixty = expect_json(mint(&app, &admin, json!(60)).await, 200).await;
+    let sixty = sixty["token"].as_str().expect("raw token").to_owned();
+    let thirty = expect_json(mint(&app, &admin, json!(30)).await, 200).await;
+    let thirty = thirty["token"].as_str().expect("raw token").to_owned();
+
+    // A 30-day token creates neither a never-expiring nor a 90-day one, nor (a moment
+    // later) another 30-day one, which would expire after it.
+    app.clock.advance(Duration::seconds(1));
+    for days in [Value::Null, json!(90), json!(60), json!(30)] {
+        let problem = expect_problem(mint(&app, &thirty, days.clone()).await, 400).await;
+        assert_eq!(
+            problem["errors"][0]["field"], "expiresInDays",
+            "{days}: {problem}"
+        );
+        let message = problem["errors"][0]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("may not outlive the token that creates it"),
+            "{days}: {problem}"
+        );
+        assert!(
+            problem["detail"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("expiresInDays"),
+            "{days}: {problem}"
+        );
+    }
+    // A 60-day token 29 days on may still create a 30-day token (expiring a day before it),
+    // but not 31 days on.
+    app.clock.advance(Duration::days(29));
+    let child = expect_json(mint(&app, &sixty, json!(30)).await, 200).await;
+    assert!(child["expiresAt"].is_string());
+    app.clock.advance(Duration::days(2));
+    expect_problem(mint(&app, &sixty, json!(30)).await, 400).await;
+    // A never-expiring token creates any lifetime, never-expiring included.
+    for days in [Value::Null, json!(90)] {
+        expect_json(mint(&app, &admin, days).await, 200).await;
+    }
+    let listed = expect_json(app.get("/v2/users/me/tokens", &admin).await, 200).await;
+    assert_eq!(
+        listed["items"].as_array().map(Vec::len),
+        Some(6),
+        "bootstrap, 60-day, 30-day, the 60-day's child and two from the bootstrap token: {listed}"
+    );
+}

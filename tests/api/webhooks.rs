@@ -212,3 +212,42 @@ async fn auth_type_none_stores_no_credentials() {
         "{saved}"
     );
 }
+
+#[tokio::test]
+async fn credentials_under_8_characters_are_refused_and_8_show_only_their_last_4() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let id = app.create_account(&token, "Acme").await;
+    let path = format!("/v2/accounts/{id}/webhooks");
+    // 4 characters would read back whole as `****` + last four; 7 would show four of seven.
+    for (auth_type, credential) in [
+        ("bearer", "abcd"),
+        ("basic", "abcdefg"),
+        ("bearer", "é123456"),
+    ] {
+        let mut body = valid();
+        body["authType"] = json!(auth_type);
+        body["username"] = json!("mailroom");
+        body["passwordOrToken"] = json!(credential);
+        let problem =
+            expect_problem(app.send_json(Method::PUT, &path, &token, &body).await, 400).await;
+        assert_eq!(
+            problem["errors"][0]["field"], "passwordOrToken",
+            "{problem}"
+        );
+        assert_eq!(
+            problem["errors"][0]["message"], "must be at least 8 characters",
+            "{problem}"
+        );
+        assert!(!problem.to_string().contains(credential), "{problem}");
+    }
+    let account = expect_json(app.get(&format!("/v2/accounts/{id}"), &token).await, 200).await;
+    assert!(account["webhooks"].is_null(), "nothing stored: {account}");
+
+    let mut body = valid();
+    body["passwordOrToken"] = json!("abcd1234");
+    let saved = expect_json(app.send_json(Method::PUT, &path, &token, &body).await, 200).await;
+    assert_eq!(saved["passwordOrToken"], "****1234");
+    let account = expect_json(app.get(&format!("/v2/accounts/{id}"), &token).await, 200).await;
+    assert_eq!(account["webhooks"]["passwordOrToken"], "****1234");
+}

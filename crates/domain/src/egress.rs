@@ -79,6 +79,9 @@ pub enum BlockedRange {
     Ipv6SiteLocal,
     /// `ff00::/8`, IPv6 multicast.
     Ipv6Multicast,
+    /// `64:ff9b:1::/48`, the local-use NAT64 prefix (RFC 8215): translators inside the
+    /// operator's network, with an IPv4 embedding of their own choosing.
+    Nat64LocalUse,
 }
 
 impl BlockedRange {
@@ -104,6 +107,7 @@ impl BlockedRange {
             Self::Ipv6Discard => "discard-only",
             Self::Ipv6UniqueLocal => "unique local (IPv6 private network)",
             Self::Ipv6SiteLocal => "deprecated site-local",
+            Self::Nat64LocalUse => "local-use NAT64",
         }
     }
 
@@ -135,6 +139,7 @@ impl BlockedRange {
             Self::Ipv6LinkLocal => "fe80::/10",
             Self::Ipv6SiteLocal => "fec0::/10",
             Self::Ipv6Multicast => "ff00::/8",
+            Self::Nat64LocalUse => "64:ff9b:1::/48",
         }
     }
 }
@@ -152,10 +157,14 @@ impl fmt::Display for BlockedRange {
 
 /// The blocked range `ip` falls in, or `None` for an address that may be reached.
 ///
-/// IPv6 forms that carry an IPv4 address are judged by that address: IPv4-mapped
-/// `::ffff:a.b.c.d` (the kernel connects to `a.b.c.d` over IPv4) and the NAT64 prefix
-/// `64:ff9b::/96` (a translator connects to `a.b.c.d`). So `::ffff:127.0.0.1` is
-/// [`BlockedRange::Loopback`], and `::ffff:8.8.8.8` is allowed.
+/// IPv6 forms that carry an IPv4 address are judged by that address (see
+/// [`embedded_ipv4`]): IPv4-mapped `::ffff:a.b.c.d` (the kernel connects to `a.b.c.d` over
+/// IPv4), SIIT IPv4-translated `::ffff:0:a.b.c.d`, well-known NAT64 `64:ff9b::/96`, 6to4
+/// `2002::/16` and Teredo `2001::/32` (a relay or translator carries the traffic to the
+/// IPv4 address, which may be inside the network). So `::ffff:127.0.0.1` is
+/// [`BlockedRange::Loopback`], and `::ffff:8.8.8.8` is allowed. The local-use NAT64
+/// prefix `64:ff9b:1::/48` is refused whole ([`BlockedRange::Nat64LocalUse`]): its
+/// translators are the operator's own and its IPv4 embedding is theirs to choose.
 pub fn blocked_range(ip: IpAddr) -> Option<BlockedRange> {
     match ip {
         IpAddr::V4(v4) => blocked_v4(v4),
@@ -163,14 +172,46 @@ pub fn blocked_range(ip: IpAddr) -> Option<BlockedRange> {
     }
 }
 
-/// The IPv4 address an IPv6 address stands for, when it is IPv4-mapped (`::ffff:0:0/96`)
-/// or NAT64 (`64:ff9b::/96`).
-pub fn embedded_ipv4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
+/// The IPv4 addresses an IPv6 address stands for, in the order they are judged; empty for
+/// an address that carries none.
+///
+/// - IPv4-mapped `::ffff:0:0/96` and SIIT IPv4-translated `::ffff:0:0:0/96` (RFC 7915):
+///   the last 32 bits.
+/// - Well-known NAT64 `64:ff9b::/96` (RFC 6052): the last 32 bits.
+/// - 6to4 `2002::/16` (RFC 3056): bits 16–47, the site's IPv4 address.
+/// - Teredo `2001::/32` (RFC 4380): the client's IPv4 address, which is the last 32 bits
+///   inverted, then the Teredo server's IPv4 address in bits 32–63.
+///
+/// ```
+/// use std::net::Ipv4Addr;
+/// use mailroom_domain::egress::embedded_ipv4;
+///
+/// assert_eq!(embedded_ipv4("2002:a00:1::".parse().unwrap()), [Ipv4Addr::new(10, 0, 0, 1)]);
+/// assert!(embedded_ipv4("2606:4700::1111".parse().unwrap()).is_empty());
+/// ```
+pub fn embedded_ipv4(ip: Ipv6Addr) -> Vec<Ipv4Addr> {
     let s = ip.segments();
-    let tail = || Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
-    let mapped = s[..5] == [0, 0, 0, 0, 0] && s[5] == 0xffff;
+    let bits = u128::from(ip);
+    let v4_at = |shift: u32| Ipv4Addr::from((bits >> shift) as u32);
+    let mapped = s[..6] == [0, 0, 0, 0, 0, 0xffff];
+    let translated = s[..6] == [0, 0, 0, 0, 0xffff, 0];
     let nat64 = s[..6] == [0x64, 0xff9b, 0, 0, 0, 0];
-    (mapped || nat64).then(tail)
+    if mapped || translated || nat64 {
+        vec![v4_at(0)]
+    } else if s[0] == 0x2002 {
+        vec![v4_at(80)]
+    } else if s[..2] == [0x2001, 0] {
+        vec![Ipv4Addr::from(!(bits as u32)), v4_at(64)]
+    } else {
+        Vec::new()
+    }
+}
+
+/// The first IPv4 address carried by `ip` that is blocked, with its range.
+fn blocked_embedded(ip: Ipv6Addr) -> Option<(Ipv4Addr, BlockedRange)> {
+    embedded_ipv4(ip)
+        .into_iter()
+        .find_map(|v4| blocked_v4(v4).map(|range| (v4, range)))
 }
 
 fn blocked_v4(ip: Ipv4Addr) -> Option<BlockedRange> {
@@ -200,8 +241,8 @@ fn blocked_v4(ip: Ipv4Addr) -> Option<BlockedRange> {
 }
 
 fn blocked_v6(ip: Ipv6Addr) -> Option<BlockedRange> {
-    if let Some(v4) = embedded_ipv4(ip) {
-        return blocked_v4(v4);
+    if !embedded_ipv4(ip).is_empty() {
+        return blocked_embedded(ip).map(|(_, range)| range);
     }
     let bits = u128::from(ip);
     if bits == 0 {
@@ -210,8 +251,9 @@ fn blocked_v6(ip: Ipv6Addr) -> Option<BlockedRange> {
     if bits == 1 {
         return Some(BlockedRange::Ipv6Loopback);
     }
-    const RANGES: [(u128, u32, BlockedRange); 7] = [
+    const RANGES: [(u128, u32, BlockedRange); 8] = [
         (0, 96, BlockedRange::Ipv4Compatible),
+        (0x0064_ff9b_0001 << 80, 48, BlockedRange::Nat64LocalUse),
         (0x0100 << 112, 64, BlockedRange::Ipv6Discard),
         (0x2001_0db8 << 96, 32, BlockedRange::Ipv6Documentation),
         (0xfc00 << 112, 7, BlockedRange::Ipv6UniqueLocal),
@@ -257,7 +299,7 @@ fn describe_blocked(host: &str, address: IpAddr, range: BlockedRange) -> String 
         text.push_str(&format!(" (resolved from {host})"));
     }
     let embedded = match address {
-        IpAddr::V6(v6) => embedded_ipv4(v6),
+        IpAddr::V6(v6) => blocked_embedded(v6).map(|(v4, _)| v4),
         IpAddr::V4(_) => None,
     };
     match embedded {
@@ -410,9 +452,92 @@ mod tests {
         assert_eq!(range("64:ff9b::8.8.8.8"), None);
         assert_eq!(
             embedded_ipv4("::ffff:1.2.3.4".parse().unwrap()),
-            Some(Ipv4Addr::new(1, 2, 3, 4))
+            [Ipv4Addr::new(1, 2, 3, 4)]
         );
-        assert_eq!(embedded_ipv4("2606:4700::1111".parse().unwrap()), None);
+        assert!(embedded_ipv4("2606:4700::1111".parse().unwrap()).is_empty());
+    }
+
+    #[test]
+    fn six_to_four_is_judged_by_the_ipv4_address_in_bits_16_to_47() {
+        // 2002:7f00:1:: carries 127.0.0.1, 2002:a9fe:a9fe:: the metadata service.
+        assert_eq!(range("2002:7f00:1::"), Some(Loopback));
+        assert_eq!(
+            range("2002:7f00:1:ffff:ffff:ffff:ffff:ffff"),
+            Some(Loopback)
+        );
+        assert_eq!(range("2002:a9fe:a9fe::1"), Some(LinkLocal));
+        assert_eq!(range("2002:c0a8:101::"), Some(Private192));
+        assert_eq!(range("2002:a00:1::"), Some(Private10));
+        // 2002:808:808:: carries 8.8.8.8.
+        assert_eq!(range("2002:808:808::1"), None);
+        assert_eq!(
+            check_addresses("2002:7f00:1::", &[ip("2002:7f00:1::")], false)
+                .unwrap_err()
+                .to_string(),
+            "2002:7f00:1:: stands for 127.0.0.1, which is loopback (127.0.0.0/8)"
+        );
+    }
+
+    #[test]
+    fn teredo_is_judged_by_the_inverted_client_and_the_server_ipv4_addresses() {
+        // Client 127.0.0.1 inverted is 80ff:fffe; the server 65.54.227.120 is public.
+        assert_eq!(
+            range("2001:0:4136:e378:8000:63bf:80ff:fffe"),
+            Some(Loopback)
+        );
+        // Client 10.0.0.1 inverted is f5ff:fffe.
+        assert_eq!(range("2001:0:4136:e378::f5ff:fffe"), Some(Private10));
+        // Client 169.254.169.254 inverted is 5601:5601.
+        assert_eq!(range("2001:0:4136:e378::5601:5601"), Some(LinkLocal));
+        // Server 192.168.1.1 (c0a8:101), client 8.8.8.8 (f7f7:f7f7) public.
+        assert_eq!(range("2001:0:c0a8:101::f7f7:f7f7"), Some(Private192));
+        // Server 65.54.227.120 and client 8.8.8.8: both public.
+        assert_eq!(range("2001:0:4136:e378:8000:63bf:f7f7:f7f7"), None);
+        // The last 32 bits taken as they are (not inverted) would be 127.0.0.1; inverted
+        // they are 128.255.255.254, which is public.
+        assert_eq!(range("2001:0:4136:e378::7f00:1"), None);
+        assert_eq!(
+            embedded_ipv4("2001:0:4136:e378::f5ff:fffe".parse().unwrap()),
+            [Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(65, 54, 227, 120)]
+        );
+        assert_eq!(
+            check_addresses("t.example", &[ip("2001:0:c0a8:101::f7f7:f7f7")], false)
+                .unwrap_err()
+                .to_string(),
+            "2001:0:c0a8:101::f7f7:f7f7 (resolved from t.example) stands for 192.168.1.1, \
+             which is a private network (192.168.0.0/16)"
+        );
+    }
+
+    #[test]
+    fn nat64_local_use_is_refused_whole_and_the_well_known_prefix_by_its_ipv4_address() {
+        assert_eq!(range("64:ff9b:1::"), Some(Nat64LocalUse));
+        assert_eq!(range("64:ff9b:1::808:808"), Some(Nat64LocalUse));
+        assert_eq!(
+            range("64:ff9b:1:ffff:ffff:ffff:ffff:ffff"),
+            Some(Nat64LocalUse)
+        );
+        assert_eq!(range("64:ff9b:2::"), None);
+        assert_eq!(range("64:ff9b::a9fe:a9fe"), Some(LinkLocal));
+        assert_eq!(range("64:ff9b::a00:1"), Some(Private10));
+        assert_eq!(range("64:ff9b::808:808"), None);
+        assert_eq!(
+            Nat64LocalUse.to_string(),
+            "local-use NAT64 (64:ff9b:1::/48)"
+        );
+    }
+
+    #[test]
+    fn siit_translated_addresses_are_judged_by_their_ipv4_address() {
+        // ::ffff:0:a.b.c.d, one 16-bit group after `ffff` compared with the mapped form.
+        assert_eq!(range("::ffff:0:127.0.0.1"), Some(Loopback));
+        assert_eq!(range("::ffff:0:a9fe:a9fe"), Some(LinkLocal));
+        assert_eq!(range("::ffff:0:172.16.0.1"), Some(Private172));
+        assert_eq!(range("::ffff:0:8.8.8.8"), None);
+        assert_eq!(
+            embedded_ipv4("::ffff:0:10.1.2.3".parse().unwrap()),
+            [Ipv4Addr::new(10, 1, 2, 3)]
+        );
     }
 
     #[test]

@@ -9,6 +9,8 @@ use std::fmt;
 
 use sha2::{Digest, Sha256};
 
+use crate::Timestamp;
+
 /// The fixed prefix of every raw token.
 pub const TOKEN_PREFIX: &str = "mailroom_pat_";
 /// How many random bytes a token carries (56 hex digits).
@@ -133,6 +135,51 @@ impl TokenLifetime {
             Self::Days90 => Some(90),
             Self::Unlimited => None,
         }
+    }
+}
+
+/// A token asked to outlive the token that creates it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "may not outlive the token that creates it, which expires at {minter_expires_at}: \
+     ask for a shorter lifetime, or create this token with a longer-lived one"
+)]
+pub struct OutlivesMinter {
+    /// When the creating token expires.
+    pub minter_expires_at: Timestamp,
+}
+
+/// Checks that a token expiring at `expires_at` (`None`: never) does not outlive the
+/// token that creates it, expiring at `minter_expires_at`. A token that never expires may
+/// create any token; an expiring one only tokens that expire no later than itself, so a
+/// leaked short-lived token cannot be turned into a lasting one (a 30-day token cannot
+/// create a never-expiring one, nor a 90-day one, nor, once a moment has passed, a
+/// 30-day one).
+///
+/// ```
+/// use mailroom_domain::{token::within_minter, Timestamp};
+/// use time::Duration;
+///
+/// let now = Timestamp::parse("2026-11-24T12:00:00.000Z").unwrap();
+/// let minter = Some(now.plus(Duration::days(60)));
+/// assert!(within_minter(Some(now.plus(Duration::days(30))), minter).is_ok());
+/// assert!(within_minter(Some(now.plus(Duration::days(90))), minter).is_err());
+/// assert!(within_minter(None, minter).is_err());
+/// assert!(within_minter(None, None).is_ok());
+/// ```
+///
+/// # Errors
+/// [`OutlivesMinter`] when the new token would expire later, or never.
+pub fn within_minter(
+    expires_at: Option<Timestamp>,
+    minter_expires_at: Option<Timestamp>,
+) -> Result<(), OutlivesMinter> {
+    match (expires_at, minter_expires_at) {
+        (_, None) => Ok(()),
+        (Some(new), Some(minter)) if new <= minter => Ok(()),
+        (_, Some(minter)) => Err(OutlivesMinter {
+            minter_expires_at: minter,
+        }),
     }
 }
 

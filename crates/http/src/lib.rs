@@ -4,6 +4,7 @@
 //! use case on the blocking pool ([`blocking::run_blocking`]), and shapes the result as
 //! JSON or as an `application/problem+json` error ([`problem::ApiError`]).
 
+pub mod access_log;
 pub mod blocking;
 pub mod campaign_dto;
 pub mod dto;
@@ -25,7 +26,7 @@ use actix_web::{
     web, App, HttpMessage, HttpRequest, HttpResponse, HttpServer, ResponseError,
 };
 use mailroom_app::Services;
-use tracing_actix_web::{RequestId, TracingLogger};
+use tracing_actix_web::RequestId;
 use utoipa::{
     openapi::security::{Http, HttpAuthScheme, SecurityScheme},
     Modify, OpenApi,
@@ -223,7 +224,7 @@ pub fn serve(
                     Ok(response)
                 }
             })
-            .wrap(TracingLogger::default())
+            .wrap(access_log::access_logger())
     })
     .listen(listener)?
     .workers(options.workers)

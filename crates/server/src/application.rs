@@ -4,6 +4,7 @@ use std::{net::TcpListener, sync::Arc, time::Duration};
 
 use anyhow::{Context, Result};
 use mailroom_app::{ports::Clock, tracking::LinkSettings, Services};
+use mailroom_dns::{DnsResolver, DnsSettings};
 use mailroom_http::{HttpOptions, Metrics};
 use mailroom_postgres::{ensure_database_exists, run_migrations, PgDatabase, PoolSettings};
 use mailroom_smtp::{MailerSettings, ProbeSettings, SmtpMailer, SmtpPoolSettings, SmtpProbe};
@@ -41,6 +42,13 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
             connection_timeout: Duration::from_secs(5),
         },
     )?;
+    // One resolver for every outbound connection (mail servers and webhooks): one bound
+    // on concurrent lookups, one cache, one thread.
+    let resolver = DnsResolver::new(DnsSettings {
+        nameserver: config.dns_server,
+        ..DnsSettings::default()
+    })
+    .context("the DNS resolver")?;
     let services = Services {
         db: Arc::new(database.clone()),
         clock,
@@ -49,18 +57,22 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
             &config.secret_key,
             config.secret_key_previous.as_ref(),
         )),
-        mail_server_probe: Arc::new(SmtpProbe::new(ProbeSettings {
-            allow_private_egress: config.allow_private_egress,
-            timeout: Duration::from_secs(10),
-        })),
+        mail_server_probe: Arc::new(
+            SmtpProbe::new(ProbeSettings {
+                allow_private_egress: config.allow_private_egress,
+                timeout: Duration::from_secs(10),
+            })
+            .with_resolver(resolver.clone()),
+        ),
         webhook_url_guard: Arc::new(EgressUrlGuard::new(
             config.allow_private_egress,
-            Duration::from_secs(10),
+            resolver.clone(),
         )),
         webhook_sender: Arc::new(HyperWebhookSender::new(SenderSettings {
             allow_private_egress: config.allow_private_egress,
             timeout: config.webhook_timeout,
             extra_roots: Vec::new(),
+            resolver: resolver.clone(),
         })),
         mailer: Arc::new({
             let settings = MailerSettings {
@@ -76,6 +88,7 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
                 Some(name) => SmtpMailer::with_hello_name(settings, name.clone()),
                 None => SmtpMailer::new(settings),
             }
+            .with_resolver(resolver)
         }),
         links: LinkSettings {
             public_url: config.public_url.trim_end_matches('/').to_owned(),

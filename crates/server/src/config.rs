@@ -67,6 +67,9 @@ pub struct Config {
     /// The name the mailer gives in EHLO (`MAILROOM_SMTP_HELLO_NAME`). `None`: the
     /// machine's host name.
     pub smtp_hello_name: Option<String>,
+    /// The nameserver every outbound lookup asks (`MAILROOM_DNS_SERVER`, an IP address
+    /// with an optional port, 53 by default). `None`: those of `/etc/resolv.conf`.
+    pub dns_server: Option<SocketAddr>,
     /// The most SMTP connections open to one mail server at once
     /// (`MAILROOM_SMTP_CONNECTIONS_PER_SERVER`).
     pub smtp_connections_per_server: usize,
@@ -107,6 +110,7 @@ impl std::fmt::Debug for Config {
             .field("smtp_timeout", &self.smtp_timeout)
             .field("message_lease", &self.message_lease)
             .field("smtp_hello_name", &self.smtp_hello_name)
+            .field("dns_server", &self.dns_server)
             .field(
                 "smtp_connections_per_server",
                 &self.smtp_connections_per_server,
@@ -155,6 +159,7 @@ impl Config {
             smtp_timeout: DEFAULT_SMTP_TIMEOUT,
             message_lease: None,
             smtp_hello_name: None,
+            dns_server: None,
             smtp_connections_per_server: DEFAULT_SMTP_CONNECTIONS_PER_SERVER,
             smtp_rate_limit: None,
             run_workers: true,
@@ -234,6 +239,9 @@ impl Config {
         if let Ok(name) = std::env::var("MAILROOM_SMTP_HELLO_NAME") {
             config.smtp_hello_name =
                 Some(parse_hello_name(&name).context("MAILROOM_SMTP_HELLO_NAME")?);
+        }
+        if let Ok(server) = std::env::var("MAILROOM_DNS_SERVER") {
+            config.dns_server = Some(parse_dns_server(&server).context("MAILROOM_DNS_SERVER")?);
         }
         if let Ok(limit) = std::env::var("MAILROOM_MONTHLY_SEND_LIMIT") {
             config.monthly_send_limit =
@@ -333,6 +341,21 @@ fn env_bool(name: &str, default: bool) -> Result<bool> {
 /// The lease must outlast a live session: resolution, connecting and the rest of the
 /// session are each bounded by the SMTP timeout, so anything shorter than three of them
 /// would let a second worker send a message the first is still sending.
+/// `MAILROOM_DNS_SERVER`: `192.0.2.53`, `192.0.2.53:5353`, `2001:db8::53` or
+/// `[2001:db8::53]:5353`. An address, not a name: resolving the resolver would need a
+/// resolver.
+fn parse_dns_server(text: &str) -> Result<SocketAddr> {
+    let text = text.trim();
+    if let Ok(address) = text.parse::<SocketAddr>() {
+        return Ok(address);
+    }
+    text.parse::<std::net::IpAddr>()
+        .map(|ip| SocketAddr::new(ip, 53))
+        .map_err(|_| {
+            anyhow!("must be an IP address with an optional port, such as 10.0.0.2 or 10.0.0.2:53")
+        })
+}
+
 fn parse_message_lease(text: &str, smtp_timeout: Duration) -> Result<Duration> {
     let lease = text
         .trim()
@@ -510,6 +533,29 @@ mod tests {
         assert!(parse_rate_limit(Some("-1"), None).is_err());
         assert!(parse_rate_limit(Some("fast"), None).is_err());
         assert!(parse_rate_limit(None, Some("0")).is_err());
+    }
+
+    #[test]
+    fn the_dns_server_is_an_address_with_port_53_unless_given() {
+        assert_eq!(
+            parse_dns_server(" 10.0.0.2 ").unwrap(),
+            "10.0.0.2:53".parse().unwrap()
+        );
+        assert_eq!(
+            parse_dns_server("127.0.0.1:5353").unwrap(),
+            "127.0.0.1:5353".parse().unwrap()
+        );
+        assert_eq!(
+            parse_dns_server("2001:db8::53").unwrap(),
+            "[2001:db8::53]:53".parse().unwrap()
+        );
+        assert_eq!(
+            parse_dns_server("[::1]:5353").unwrap(),
+            "[::1]:5353".parse().unwrap()
+        );
+        for bad in ["", "dns.example.com", "10.0.0.2:", "10.0.0.256"] {
+            assert!(parse_dns_server(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

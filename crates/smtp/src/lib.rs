@@ -4,7 +4,8 @@
 //! a pool of live connections per mail server ([`SmtpPoolSettings`]).
 //! [`SmtpProbe`] implements the `MailServerProbe` port: it checks a mail server's
 //! connection settings and credentials before they are saved. [`resolve_pinned`] is the
-//! egress guard's front door for every outbound SMTP connection.
+//! egress guard's front door for every outbound SMTP connection; both resolve through
+//! the shared [`mailroom_dns::DnsResolver`] the server hands them (`with_resolver`).
 //!
 //! # Why addresses are pinned
 //!
@@ -17,14 +18,16 @@
 //! that checked [`std::net::SocketAddr`]. TLS still verifies the certificate against the
 //! host *name* the caller gave, not the address.
 
+mod bounded;
 mod implicit_tls;
 mod mailer;
 mod pool;
 mod probe;
 mod resolve;
 
+pub use bounded::{MAX_LINE_BYTES, MAX_REPLY_BYTES};
 pub use mailer::{MailerSettings, SmtpMailer};
 pub use pool::SmtpPoolSettings;
 
-pub use probe::{ProbeSettings, SmtpProbe, DEFAULT_TIMEOUT};
-pub use resolve::resolve_pinned;
+pub use probe::{ProbeSettings, SmtpProbe, DEFAULT_TIMEOUT, PROBE_DEADLINE};
+pub use resolve::{resolve_pinned, resolve_pinned_async};

@@ -33,13 +33,15 @@ use mailroom_app::ports::{
     MailFuture, Mailer, OutgoingMail, ProbeError, SmtpEndpoint, SmtpSecurity,
 };
 use mailroom_app::rendering;
+use mailroom_dns::DnsResolver;
 use mailroom_domain::message::{AttemptFault, SmtpReply};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 
+use crate::bounded::bounded;
 use crate::implicit_tls::ImplicitTlsStream;
 use crate::pool::{close_all, Pooled, Pools, ServerPool, SmtpPoolSettings};
-use crate::resolve::resolve_pinned;
+use crate::resolve::resolve_pinned_async;
 
 /// The mechanisms Mailroom speaks, in order of preference.
 const MECHANISMS: [Mechanism; 2] = [Mechanism::Plain, Mechanism::Login];
@@ -67,6 +69,8 @@ pub struct SmtpMailer {
     pools: Arc<Pools>,
     /// The name given in EHLO: the machine's host name unless the operator set one.
     client_id: ClientId,
+    /// Resolves every new connection's host once, through the egress guard.
+    resolver: DnsResolver,
 }
 
 impl std::fmt::Debug for SmtpMailer {
@@ -118,7 +122,16 @@ impl SmtpMailer {
             settings,
             pools: Pools::new(settings.pool),
             client_id,
+            resolver: DnsResolver::process_default(),
         }
+    }
+
+    /// The same mailer resolving hosts with `resolver` (the server's shared one) instead
+    /// of the process default.
+    #[must_use]
+    pub fn with_resolver(mut self, resolver: DnsResolver) -> Self {
+        self.resolver = resolver;
+        self
     }
 
     async fn deliver(&self, mail: &OutgoingMail) -> Result<SmtpReply, AttemptFault> {
@@ -186,13 +199,13 @@ impl SmtpMailer {
     /// greeted and authenticated.
     async fn connect(&self, endpoint: &SmtpEndpoint) -> Result<AsyncSmtpConnection, AttemptFault> {
         let settings = self.settings;
-        let (host, port) = (endpoint.host.clone(), endpoint.port);
-        // The system resolver blocks; `resolve_pinned` bounds it with its own thread.
-        let address = tokio::task::spawn_blocking(move || {
-            resolve_pinned(&host, port, settings.allow_private_egress, settings.timeout)
-        })
+        let address = resolve_pinned_async(
+            &self.resolver,
+            &endpoint.host,
+            endpoint.port,
+            settings.allow_private_egress,
+        )
         .await
-        .map_err(|error| AttemptFault::Connection(format!("resolver task: {error}")))?
         .map_err(|error| match error {
             // The operator's policy, not the network: retrying gives the same answer.
             ProbeError::EgressRefused(_) => AttemptFault::Permanent(error.to_string()),
@@ -217,13 +230,13 @@ impl SmtpMailer {
                     )
                     .await
                     .map_err(|error| AttemptFault::Connection(format!("TLS: {error}")))?;
-                    AsyncSmtpConnection::connect_with_transport(Box::new(tls), client_id)
+                    AsyncSmtpConnection::connect_with_transport(bounded(tls), client_id)
                         .await
                         .map_err(|error| fault(&error))?
                 }
                 SmtpSecurity::StartTlsRequired | SmtpSecurity::StartTlsOpportunistic => {
                     let mut connection =
-                        AsyncSmtpConnection::connect_with_transport(Box::new(stream), client_id)
+                        AsyncSmtpConnection::connect_with_transport(bounded(stream), client_id)
                             .await
                             .map_err(|error| fault(&error))?;
                     let offers = connection.can_starttls();

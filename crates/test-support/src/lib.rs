@@ -10,10 +10,12 @@
 
 mod clock;
 mod database;
+mod hostile_smtp;
 mod smtp_server;
 mod webhook_receiver;
 
 pub use clock::TestClock;
 pub use database::{admin_url, TestDatabase};
+pub use hostile_smtp::{HostileSmtpServer, Hostility};
 pub use smtp_server::{ReceivedMessage, TestSmtpOptions, TestSmtpServer, TlsMode};
 pub use webhook_receiver::{ReceivedRequest, ReceiverReply, TestWebhookReceiver};

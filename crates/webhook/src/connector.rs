@@ -4,7 +4,7 @@
 use std::{
     future::Future,
     io,
-    net::{IpAddr, SocketAddr},
+    net::SocketAddr,
     pin::Pin,
     sync::Arc,
     task::{Context, Poll},
@@ -20,7 +20,7 @@ use hyper_util::{
     rt::TokioIo,
 };
 use mailroom_app::ports::SendError;
-use mailroom_domain::egress::check_addresses;
+use mailroom_dns::{DnsResolver, LookupError};
 use tokio::net::TcpStream;
 use tokio_rustls::{
     client::TlsStream,
@@ -46,6 +46,8 @@ impl std::error::Error for ConnectFailure {}
 pub(crate) struct PinnedConnector {
     pub allow_private_egress: bool,
     pub tls: Arc<ClientConfig>,
+    /// The shared resolver: one bounded lookup per connection, every answer checked.
+    pub resolver: DnsResolver,
     /// Bounds resolution and the TCP and TLS handshakes (the sender's overall timeout
     /// bounds the whole attempt as well).
     pub connect_timeout: Duration,
@@ -121,29 +123,17 @@ impl PinnedConnector {
 
     /// Resolves `host` once and returns its addresses, every one checked by the guard.
     async fn resolve_pinned(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, SendError> {
-        let addresses = match host.parse::<IpAddr>() {
-            Ok(literal) => vec![literal],
-            Err(_) => {
-                let found = tokio::time::timeout(
-                    self.connect_timeout,
-                    tokio::net::lookup_host((host, port)),
-                )
-                .await
-                .map_err(|_| SendError::Timeout(format!("resolving {host}")))?
-                .map_err(|error| SendError::Resolve(format!("{host}: {error}")))?;
-                let mut unique: Vec<IpAddr> = Vec::new();
-                for address in found.map(|address| address.ip()) {
-                    if !unique.contains(&address) {
-                        unique.push(address);
-                    }
-                }
-                unique
-            }
-        };
-        // `check_addresses` refuses the host when any address is blocked, so on success
-        // every one of them may be connected to.
-        check_addresses(host, &addresses, self.allow_private_egress)
-            .map_err(|refusal| SendError::Refused(refusal.to_string()))?;
+        // The resolver refuses the host when any address is blocked, so on success every
+        // one of them may be connected to.
+        let addresses = self
+            .resolver
+            .resolve_checked(host, self.allow_private_egress)
+            .await
+            .map_err(|error| match error {
+                LookupError::Refused(refusal) => SendError::Refused(refusal.to_string()),
+                LookupError::Timeout(text) => SendError::Timeout(text),
+                LookupError::NotFound(text) => SendError::Resolve(text),
+            })?;
         Ok(addresses
             .into_iter()
             .map(|address| SocketAddr::new(address, port))

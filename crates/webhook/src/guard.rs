@@ -1,14 +1,8 @@
 //! [`EgressUrlGuard`]: the save-time check of a webhook URL.
 
-use std::{
-    net::{IpAddr, ToSocketAddrs},
-    sync::mpsc,
-    thread,
-    time::Duration,
-};
-
 use mailroom_app::ports::{UrlRefusal, WebhookUrlGuard};
-use mailroom_domain::{egress::check_addresses, webhook::WebhookUrl};
+use mailroom_dns::{DnsResolver, LookupError};
+use mailroom_domain::webhook::WebhookUrl;
 
 /// Checks webhook URLs against the egress policy before they are saved: `https` only, and
 /// a host whose every address the egress guard allows.
@@ -19,15 +13,16 @@ use mailroom_domain::{egress::check_addresses, webhook::WebhookUrl};
 #[derive(Debug, Clone)]
 pub struct EgressUrlGuard {
     allow_private_egress: bool,
-    resolve_timeout: Duration,
+    resolver: DnsResolver,
 }
 
 impl EgressUrlGuard {
-    /// A guard; `allow_private_egress` is `MAILROOM_ALLOW_PRIVATE_EGRESS`.
-    pub fn new(allow_private_egress: bool, resolve_timeout: Duration) -> Self {
+    /// A guard resolving with `resolver` (the server's shared one, whose timeout bounds
+    /// each lookup); `allow_private_egress` is `MAILROOM_ALLOW_PRIVATE_EGRESS`.
+    pub fn new(allow_private_egress: bool, resolver: DnsResolver) -> Self {
         Self {
             allow_private_egress,
-            resolve_timeout,
+            resolver,
         }
     }
 }
@@ -40,48 +35,14 @@ impl WebhookUrlGuard for EgressUrlGuard {
         if !url.is_https() {
             return Err(UrlRefusal::NotHttps);
         }
-        let host = url.host();
-        let addresses = match host.parse::<IpAddr>() {
-            Ok(literal) => vec![literal],
-            Err(_) => resolve(host, url.port(), self.resolve_timeout)?,
-        };
-        check_addresses(host, &addresses, false)
-            .map(drop)
-            .map_err(|refusal| UrlRefusal::Egress(refusal.to_string()))
-    }
-}
-
-/// Every address of `name`, asked of the system resolver on a helper thread, so a resolver
-/// that hangs costs the request at most `timeout`.
-fn resolve(name: &str, port: u16, timeout: Duration) -> Result<Vec<IpAddr>, UrlRefusal> {
-    let (sender, receiver) = mpsc::channel();
-    let query = name.to_owned();
-    // getaddrinfo has no timeout of its own. On a time-out the thread is left to finish by
-    // itself; its answer is dropped with the channel.
-    thread::Builder::new()
-        .name("mailroom-resolve".to_owned())
-        .spawn(move || {
-            let answer = (query.as_str(), port)
-                .to_socket_addrs()
-                .map(|found| found.map(|address| address.ip()).collect::<Vec<_>>());
-            let _ = sender.send(answer);
-        })
-        .map_err(|error| UrlRefusal::Resolve(format!("{name}: {error}")))?;
-    match receiver.recv_timeout(timeout) {
-        Ok(Ok(found)) => {
-            let mut unique = Vec::with_capacity(found.len());
-            for address in found {
-                if !unique.contains(&address) {
-                    unique.push(address);
-                }
+        // The save-time check runs on a blocking thread (the port is synchronous).
+        match self.resolver.resolve_checked_blocking(url.host(), false) {
+            Ok(_) => Ok(()),
+            Err(LookupError::Refused(refusal)) => Err(UrlRefusal::Egress(refusal.to_string())),
+            Err(LookupError::NotFound(text) | LookupError::Timeout(text)) => {
+                Err(UrlRefusal::Resolve(text))
             }
-            Ok(unique)
         }
-        Ok(Err(error)) => Err(UrlRefusal::Resolve(format!("{name}: {error}"))),
-        Err(_) => Err(UrlRefusal::Resolve(format!(
-            "{name}: no answer within {} s",
-            timeout.as_secs_f32()
-        ))),
     }
 }
 
@@ -91,7 +52,7 @@ mod tests {
 
     fn check(allow: bool, url: &str) -> Result<(), UrlRefusal> {
         let url = WebhookUrl::parse(url).expect("valid URL");
-        EgressUrlGuard::new(allow, Duration::from_secs(5)).check_url(&url)
+        EgressUrlGuard::new(allow, DnsResolver::process_default()).check_url(&url)
     }
 
     #[test]
@@ -115,7 +76,8 @@ mod tests {
             check(false, "https://10.1.2.3/"),
             Err(UrlRefusal::Egress(_))
         ));
-        // `.invalid` never resolves (RFC 6761).
+        // `.invalid` never resolves (RFC 6761); without a reachable nameserver the lookup
+        // times out, which is refused the same way.
         assert!(matches!(
             check(false, "https://hooks.example.invalid/x"),
             Err(UrlRefusal::Resolve(_))

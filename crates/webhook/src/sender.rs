@@ -21,6 +21,7 @@ use hyper_util::{
 use mailroom_app::ports::{
     SendError, SendFuture, WebhookAnswer, WebhookAuth, WebhookRequest, WebhookSender,
 };
+use mailroom_dns::DnsResolver;
 use mailroom_domain::webhook_signature::{self, ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 use tokio_rustls::rustls::{
     crypto::ring::default_provider, pki_types::CertificateDer, ClientConfig, RootCertStore,
@@ -43,6 +44,8 @@ pub struct SenderSettings {
     pub timeout: Duration,
     /// Trust anchors beside the webpki roots (a private CA; tests).
     pub extra_roots: Vec<CertificateDer<'static>>,
+    /// Resolves each new connection's host (the server's shared resolver).
+    pub resolver: DnsResolver,
 }
 
 impl Default for SenderSettings {
@@ -51,6 +54,7 @@ impl Default for SenderSettings {
             allow_private_egress: false,
             timeout: DEFAULT_TIMEOUT,
             extra_roots: Vec::new(),
+            resolver: DnsResolver::process_default(),
         }
     }
 }
@@ -88,6 +92,7 @@ impl HyperWebhookSender {
             allow_private_egress: settings.allow_private_egress,
             tls: Arc::new(tls),
             connect_timeout: settings.timeout,
+            resolver: settings.resolver,
         };
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))

@@ -33,6 +33,7 @@ fn sender(allow_private_egress: bool, trust: Option<&[u8]>) -> HyperWebhookSende
         extra_roots: trust
             .map(|der| vec![CertificateDer::from(der.to_vec())])
             .unwrap_or_default(),
+        ..SenderSettings::default()
     })
 }
 

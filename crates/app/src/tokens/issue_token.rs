@@ -1,12 +1,12 @@
 use mailroom_domain::{
-    token::{RawToken, TokenLifetime, TokenName, TOKEN_RANDOM_BYTES},
+    token::{within_minter, RawToken, TokenLifetime, TokenName, TOKEN_RANDOM_BYTES},
     TokenId, UserId, ValidationErrors,
 };
 use time::Duration;
 
 use crate::{
     ports::{in_transaction, NewTokenRecord, TokenRecord},
-    AppError, Services,
+    Actor, AppError, Services,
 };
 
 /// The raw body of a token request.
@@ -27,13 +27,37 @@ pub struct IssuedToken {
     pub raw: RawToken,
 }
 
-/// Issues a token for `user`. Only the hash of the raw value is stored.
+/// Issues a token for `user` with no token behind the request (the operator's bootstrap).
+/// Only the hash of the raw value is stored.
 ///
 /// # Errors
 /// [`AppError::Invalid`] for a missing or bad name or a lifetime other than 30/60/90/null.
 pub fn issue_token(
     services: &Services,
     user: UserId,
+    request: IssueTokenRequest,
+) -> Result<IssuedToken, AppError> {
+    issue(services, user, None, request)
+}
+
+/// Issues a token for the caller, minted by the token the caller presented: the new token
+/// may not outlive that one (see [`within_minter`]).
+///
+/// # Errors
+/// As [`issue_token`], and [`AppError::Invalid`] naming `expiresInDays` when the new
+/// token would expire after the caller's token.
+pub fn issue_token_as(
+    services: &Services,
+    actor: &Actor,
+    request: IssueTokenRequest,
+) -> Result<IssuedToken, AppError> {
+    issue(services, actor.user_id, Some(actor.token_id), request)
+}
+
+fn issue(
+    services: &Services,
+    user: UserId,
+    minter: Option<TokenId>,
     request: IssueTokenRequest,
 ) -> Result<IssuedToken, AppError> {
     let mut errors = ValidationErrors::new();
@@ -72,6 +96,21 @@ pub fn issue_token(
         record: record.clone(),
         hash: raw.hash(),
     };
-    in_transaction(services.db.as_ref(), |tx| Ok(tx.insert_token(&new)?))?;
+    in_transaction(services.db.as_ref(), |tx| {
+        if let Some(minter) = minter {
+            // The presented token was authenticated just before; one revoked since then
+            // mints nothing, as if it had been revoked first.
+            let minter_expires_at = tx
+                .list_active_tokens(user)?
+                .into_iter()
+                .find(|token| token.id == minter)
+                .ok_or(AppError::Unauthorized)?
+                .expires_at;
+            within_minter(new.record.expires_at, minter_expires_at).map_err(|refusal| {
+                ValidationErrors::single("expiresInDays", refusal.to_string())
+            })?;
+        }
+        Ok(tx.insert_token(&new)?)
+    })?;
     Ok(IssuedToken { record, raw })
 }

@@ -6,6 +6,6 @@ mod list_tokens;
 mod revoke_token;
 
 pub use authenticate::{authenticate, LAST_USED_WRITE_INTERVAL};
-pub use issue_token::{issue_token, IssueTokenRequest, IssuedToken};
+pub use issue_token::{issue_token, issue_token_as, IssueTokenRequest, IssuedToken};
 pub use list_tokens::list_tokens;
 pub use revoke_token::revoke_token;

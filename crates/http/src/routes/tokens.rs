@@ -28,7 +28,7 @@ pub(crate) async fn create_token(
         expires_in_days: body.expires_in_days,
     };
     let issued =
-        run_blocking(move || tokens::issue_token(&services, caller.0.user_id, request)).await?;
+        run_blocking(move || tokens::issue_token_as(&services, &caller.0, request)).await?;
     Ok(web::Json(issued.into()))
 }
 

@@ -1,0 +1,293 @@
+//! One DNS resolver for every outbound connection Mailroom makes on a customer's behalf
+//! (mail servers and webhooks), with the egress guard applied to every answer.
+//!
+//! [`DnsResolver`] wraps hickory-resolver (asynchronous, with the system configuration of
+//! `/etc/resolv.conf`, honouring `/etc/hosts`, so `localhost` resolves in tests) and adds
+//! what the adapters need:
+//!
+//! - **one timeout per lookup**, waiting for a free slot included: the lookup is a future
+//!   that is dropped when its time is up, so nothing outlives it (the system resolver,
+//!   `getaddrinfo`, has no timeout and used to cost a thread per lookup that lived on
+//!   after its caller gave up);
+//! - **bounded concurrency**: at most [`DnsSettings::max_concurrent_lookups`] lookups at
+//!   once, the others wait for a slot within their own timeout and then fail;
+//! - **the egress check** ([`mailroom_domain::egress::check_addresses`]) on every address
+//!   of the answer, so the callers connect only to checked addresses and never resolve a
+//!   second time (DNS rebinding).
+//!
+//! The lookups run on a runtime of the resolver's own (one thread, `mailroom-dns`), so
+//! blocking callers (the save-time checks) and async callers on any runtime share one
+//! resolver, one cache and one bound. The server builds one instance and hands it to
+//! both the SMTP and the webhook adapters.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{mpsc, Arc, OnceLock};
+use std::time::Duration;
+
+use hickory_resolver::config::{NameServerConfigGroup, ResolveHosts, ResolverConfig, ResolverOpts};
+use hickory_resolver::name_server::TokioConnectionProvider;
+use hickory_resolver::proto::ProtoErrorKind;
+use hickory_resolver::TokioResolver;
+use mailroom_domain::egress::{check_addresses, EgressRefusal};
+use tokio::runtime::{Handle, Runtime};
+use tokio::sync::Semaphore;
+
+/// How the resolver is set up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DnsSettings {
+    /// Ask this nameserver (UDP, then TCP for truncated answers) instead of those in
+    /// `/etc/resolv.conf`.
+    pub nameserver: Option<SocketAddr>,
+    /// The most one lookup may take, its wait for a slot included.
+    pub lookup_timeout: Duration,
+    /// The most lookups in flight at once.
+    pub max_concurrent_lookups: usize,
+}
+
+/// The default lookup timeout.
+pub const DEFAULT_LOOKUP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The default bound on concurrent lookups.
+pub const DEFAULT_MAX_CONCURRENT_LOOKUPS: usize = 64;
+
+impl Default for DnsSettings {
+    fn default() -> Self {
+        Self {
+            nameserver: None,
+            lookup_timeout: DEFAULT_LOOKUP_TIMEOUT,
+            max_concurrent_lookups: DEFAULT_MAX_CONCURRENT_LOOKUPS,
+        }
+    }
+}
+
+/// Why a host gave no address to connect to.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LookupError {
+    /// The host is empty, does not exist, or has no address; or the resolver failed.
+    #[error("{0}")]
+    NotFound(String),
+    /// No answer within the lookup timeout (waiting for a free slot included).
+    #[error("{0}")]
+    Timeout(String),
+    /// An address of the host is in a blocked range (no connection was attempted).
+    #[error("{0}")]
+    Refused(EgressRefusal),
+}
+
+/// The shared resolver; cheap to clone (clones share the cache, the bound and the thread).
+#[derive(Clone)]
+pub struct DnsResolver {
+    inner: Arc<Inner>,
+    /// Owns the resolver's thread. Tasks on that thread hold only `inner`, so the runtime
+    /// is never dropped from one of its own tasks.
+    _runtime: Arc<RuntimeOwner>,
+}
+
+impl std::fmt::Debug for DnsResolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DnsResolver")
+            .field("settings", &self.inner.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a lookup needs, shared with the tasks that run lookups.
+struct Inner {
+    settings: DnsSettings,
+    resolver: TokioResolver,
+    slots: Semaphore,
+    handle: Handle,
+}
+
+/// The resolver's own runtime; `None` only while dropping.
+struct RuntimeOwner(Option<Runtime>);
+
+impl Drop for RuntimeOwner {
+    fn drop(&mut self) {
+        // The last clone may go away inside async code, where a runtime may not block.
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl DnsResolver {
+    /// A resolver with `settings`, on a thread of its own.
+    ///
+    /// # Errors
+    /// When `/etc/resolv.conf` cannot be read (without [`DnsSettings::nameserver`]) or the
+    /// thread cannot be started.
+    pub fn new(settings: DnsSettings) -> std::io::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .max_blocking_threads(1)
+            .thread_name("mailroom-dns")
+            .enable_all()
+            .build()?;
+        let handle = runtime.handle().clone();
+        let (config, mut options) = match settings.nameserver {
+            Some(server) => (
+                ResolverConfig::from_parts(
+                    None,
+                    Vec::new(),
+                    NameServerConfigGroup::from_ips_clear(&[server.ip()], server.port(), true),
+                ),
+                ResolverOpts::default(),
+            ),
+            None => {
+                hickory_resolver::system_conf::read_system_conf().map_err(std::io::Error::other)?
+            }
+        };
+        options.timeout = options.timeout.min(settings.lookup_timeout);
+        // `/etc/hosts` first, also with a nameserver of the operator's choosing.
+        options.use_hosts_file = ResolveHosts::Always;
+        let resolver = {
+            let _entered = handle.enter();
+            TokioResolver::builder_with_config(config, TokioConnectionProvider::default())
+                .with_options(options)
+                .build()
+        };
+        Ok(Self {
+            inner: Arc::new(Inner {
+                settings,
+                resolver,
+                slots: Semaphore::new(settings.max_concurrent_lookups.max(1)),
+                handle,
+            }),
+            _runtime: Arc::new(RuntimeOwner(Some(runtime))),
+        })
+    }
+
+    /// One resolver per process with the default settings and the system configuration,
+    /// for callers that were handed none (tools and tests); the server builds its own.
+    ///
+    /// # Panics
+    /// When it cannot be built (see [`DnsResolver::new`]).
+    pub fn process_default() -> Self {
+        static DEFAULT: OnceLock<DnsResolver> = OnceLock::new();
+        DEFAULT
+            .get_or_init(|| Self::new(DnsSettings::default()).expect("the default DNS resolver"))
+            .clone()
+    }
+
+    /// The settings it was built with.
+    pub fn settings(&self) -> DnsSettings {
+        self.inner.settings
+    }
+
+    /// Resolves `host` (a name, or an IP literal with or without IPv6 brackets, taken as
+    /// it is) and checks every address with the egress guard; `allow_private` is the
+    /// operator's `MAILROOM_ALLOW_PRIVATE_EGRESS`. Returns every address, without
+    /// duplicates, in the resolver's order: connect only to these.
+    ///
+    /// # Errors
+    /// See [`LookupError`].
+    pub async fn resolve_checked(
+        &self,
+        host: &str,
+        allow_private: bool,
+    ) -> Result<Vec<IpAddr>, LookupError> {
+        let lookup = self.inner.handle.spawn(resolve_checked(
+            Arc::clone(&self.inner),
+            host.to_owned(),
+            allow_private,
+        ));
+        lookup.await.unwrap_or_else(|error| {
+            Err(LookupError::NotFound(format!(
+                "{host}: the lookup task failed: {error}"
+            )))
+        })
+    }
+
+    /// [`DnsResolver::resolve_checked`] for blocking callers: the calling thread waits
+    /// (at most the lookup timeout) while the resolver's thread resolves. Never call it on
+    /// an async executor thread.
+    ///
+    /// # Errors
+    /// See [`LookupError`].
+    pub fn resolve_checked_blocking(
+        &self,
+        host: &str,
+        allow_private: bool,
+    ) -> Result<Vec<IpAddr>, LookupError> {
+        let (sender, receiver) = mpsc::sync_channel(1);
+        let lookup = resolve_checked(Arc::clone(&self.inner), host.to_owned(), allow_private);
+        self.inner.handle.spawn(async move {
+            let _ = sender.send(lookup.await);
+        });
+        // The task ends by its own timeout; the margin only guards against a stalled
+        // resolver thread.
+        let limit = self.inner.settings.lookup_timeout + Duration::from_secs(1);
+        receiver.recv_timeout(limit).unwrap_or_else(|_| {
+            Err(LookupError::Timeout(format!(
+                "no answer from the resolver within {} s",
+                limit.as_secs_f32()
+            )))
+        })
+    }
+}
+
+/// `host` without surrounding space and IPv6 brackets.
+fn bare_host(host: &str) -> Result<&str, LookupError> {
+    let host = host.trim();
+    let bare = host
+        .strip_prefix('[')
+        .and_then(|inner| inner.strip_suffix(']'))
+        .unwrap_or(host);
+    if bare.is_empty() {
+        return Err(LookupError::NotFound("the host is empty".to_owned()));
+    }
+    Ok(bare)
+}
+
+/// `host` resolved (unless a literal) and checked, on the resolver's runtime.
+async fn resolve_checked(
+    inner: Arc<Inner>,
+    host: String,
+    allow_private: bool,
+) -> Result<Vec<IpAddr>, LookupError> {
+    let bare = bare_host(&host)?;
+    let addresses = match bare.parse::<IpAddr>() {
+        Ok(literal) => vec![literal],
+        Err(_) => lookup(&inner, bare).await?,
+    };
+    check_addresses(bare, &addresses, allow_private).map_err(LookupError::Refused)?;
+    Ok(addresses)
+}
+
+/// One bounded lookup of `name`.
+async fn lookup(inner: &Inner, name: &str) -> Result<Vec<IpAddr>, LookupError> {
+    let limit = inner.settings.lookup_timeout;
+    let bounded = tokio::time::timeout(limit, async {
+        // The semaphore is never closed.
+        let _slot = inner.slots.acquire().await.map_err(|error| {
+            LookupError::NotFound(format!("{name}: the resolver is shut down: {error}"))
+        })?;
+        let found = inner.resolver.lookup_ip(name).await.map_err(|error| {
+            let timed_out = error
+                .proto()
+                .is_some_and(|proto| matches!(proto.kind(), ProtoErrorKind::Timeout));
+            if timed_out {
+                LookupError::Timeout(format!("resolving {name}: {error}"))
+            } else if error.is_no_records_found() || error.is_nx_domain() {
+                LookupError::NotFound(format!("{name} does not resolve"))
+            } else {
+                LookupError::NotFound(format!("{name}: {error}"))
+            }
+        })?;
+        let mut unique: Vec<IpAddr> = Vec::new();
+        for address in found.iter() {
+            if !unique.contains(&address) {
+                unique.push(address);
+            }
+        }
+        Ok(unique)
+    })
+    .await;
+    bounded.unwrap_or_else(|_| {
+        Err(LookupError::Timeout(format!(
+            "resolving {name} took longer than {} s",
+            limit.as_secs_f32()
+        )))
+    })
+}
