@@ -28,6 +28,7 @@ fn mail(server: &TestSmtpServer, security: SmtpSecurity, n: usize) -> OutgoingMa
             allow_insecure_tls: true,
             user: "ann".into(),
             password: SecretString::new("secret"),
+            saved: None,
         },
         rendered: RenderedMessage {
             subject: format!("Message {n}"),
@@ -65,7 +66,7 @@ async fn send_all(mailer: &SmtpMailer, mails: &[OutgoingMail]) {
     let results = join_all(mails.iter().map(|mail| mailer.send(mail))).await;
     for result in results {
         let reply = result.expect("accepted");
-        assert_eq!(reply.code, 250, "{reply:?}");
+        assert_eq!(reply.reply.code, 250, "{reply:?}");
     }
 }
 
@@ -93,7 +94,7 @@ async fn ten_messages_in_a_row_share_one_connection() {
             .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, n))
             .await
             .expect("accepted");
-        assert_eq!(reply.code, 250);
+        assert_eq!(reply.reply.code, 250);
     }
     assert_eq!(server.messages().len(), 10);
     assert_eq!(server.connection_count(), 1);
@@ -142,7 +143,7 @@ async fn a_connection_the_server_closed_while_idle_is_replaced_and_nothing_is_se
         let reply = mailer
             .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, n))
             .await;
-        assert_eq!(reply.expect("accepted").code, 250);
+        assert_eq!(reply.expect("accepted").reply.code, 250);
         // Long enough for the server to say 421 and hang up on the idle connection.
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
@@ -164,14 +165,14 @@ async fn a_refused_recipient_keeps_the_connection_for_the_next_message() {
         .await
         .expect_err("refused");
     assert!(
-        matches!(&refused, AttemptFault::Reply(reply) if reply.code == 550),
+        matches!(&refused, AttemptFault::Reply(_, reply) if reply.code == 550),
         "{refused:?}"
     );
     let reply = mailer
         .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, 1))
         .await
         .expect("accepted after RSET");
-    assert_eq!(reply.code, 250);
+    assert_eq!(reply.reply.code, 250);
     assert_eq!(subjects(&server), ["Message 1"]);
     assert_eq!(server.connection_count(), 1);
 }
@@ -188,7 +189,7 @@ async fn a_refusal_after_data_is_not_sent_again() {
         .await
         .expect_err("refused");
     assert!(
-        matches!(&refused, AttemptFault::Reply(reply) if reply.code == 451),
+        matches!(&refused, AttemptFault::Reply(_, reply) if reply.code == 451),
         "{refused:?}"
     );
     assert_eq!(server.connection_count(), 1, "no second session");
@@ -199,7 +200,7 @@ async fn a_refusal_after_data_is_not_sent_again() {
         .await
         .expect_err("refused");
     assert!(
-        matches!(&again, AttemptFault::Reply(reply) if reply.code == 451),
+        matches!(&again, AttemptFault::Reply(_, reply) if reply.code == 451),
         "{again:?}"
     );
     assert_eq!(server.connection_count(), 1);
