@@ -77,7 +77,13 @@ async fn account(
     if let Some(bcc) = bcc {
         template["bcc"] = json!(bcc);
     }
-    post(app, token, &format!("/v2/accounts/{id}/templates"), &template).await;
+    post(
+        app,
+        token,
+        &format!("/v2/accounts/{id}/templates"),
+        &template,
+    )
+    .await;
     Account {
         token: token.to_owned(),
         id,
@@ -123,7 +129,10 @@ impl Account {
 
     async fn today(&self, app: &TestApp) -> Value {
         let days = get(app, &self.token, &self.path("/messages/stats")).await;
-        days.as_array().and_then(|d| d.last()).cloned().expect("today")
+        days.as_array()
+            .and_then(|d| d.last())
+            .cloned()
+            .expect("today")
     }
 }
 
@@ -211,9 +220,18 @@ async fn after_a_password_change_no_message_goes_over_a_session_of_the_old_one()
 
     assert_eq!(smtp.message_count(), 9);
     for n in 0..3 {
-        assert_eq!(password_for(&smtp, &format!("before-{n}@example.org")), "old-key");
-        assert_eq!(password_for(&smtp, &format!("after-{n}@example.org")), "new-key");
-        assert_eq!(password_for(&smtp, &format!("later-{n}@example.org")), "new-key");
+        assert_eq!(
+            password_for(&smtp, &format!("before-{n}@example.org")),
+            "old-key"
+        );
+        assert_eq!(
+            password_for(&smtp, &format!("after-{n}@example.org")),
+            "new-key"
+        );
+        assert_eq!(
+            password_for(&smtp, &format!("later-{n}@example.org")),
+            "new-key"
+        );
     }
 }
 
@@ -231,7 +249,10 @@ async fn a_refused_bcc_does_not_bounce_the_contact_and_the_message_still_goes() 
         Some("audit@acme.example"),
     )
     .await;
-    smtp.refuse_recipient("audit@acme.example", "550 5.1.1 <audit@acme.example>: no such user");
+    smtp.refuse_recipient(
+        "audit@acme.example",
+        "550 5.1.1 <audit@acme.example>: no such user",
+    );
 
     let queued = acme.queue(&app, "grace@example.org").await;
     run_once(&app).await;
@@ -250,7 +271,10 @@ async fn a_refused_bcc_does_not_bounce_the_contact_and_the_message_still_goes() 
     assert_eq!(received.len(), 1);
     assert_eq!(received[0].recipients, ["grace@example.org"]);
     let today = acme.today(&app).await;
-    assert_eq!((today["sent"].as_u64(), today["bounced"].as_u64()), (Some(1), Some(0)));
+    assert_eq!(
+        (today["sent"].as_u64(), today["bounced"].as_u64()),
+        (Some(1), Some(0))
+    );
 }
 
 #[tokio::test]
@@ -278,7 +302,10 @@ async fn a_550_to_mail_from_fails_the_message_without_bouncing_the_contact() {
     let contact = acme.contact_of(&app, &failed).await;
     assert!(contact["hardBounced"].is_null(), "{contact}");
     let today = acme.today(&app).await;
-    assert_eq!((today["failed"].as_u64(), today["bounced"].as_u64()), (Some(1), Some(0)));
+    assert_eq!(
+        (today["failed"].as_u64(), today["bounced"].as_u64()),
+        (Some(1), Some(0))
+    );
 
     // The contact is not blocked: the next message to it goes.
     let next = acme.queue(&app, "grace@example.org").await;
@@ -330,7 +357,10 @@ async fn a_refused_login_keeps_messages_queued_and_the_server_unhealthy_until_fi
         "{server}"
     );
     let today = acme.today(&app).await;
-    assert_eq!((today["failed"].as_u64(), today["sent"].as_u64()), (Some(0), Some(0)));
+    assert_eq!(
+        (today["failed"].as_u64(), today["sent"].as_u64()),
+        (Some(0), Some(0))
+    );
     let metrics = app
         .client
         .get(format!("{}/metrics", app.address))
@@ -355,7 +385,10 @@ async fn a_refused_login_keeps_messages_queued_and_the_server_unhealthy_until_fi
     }
     assert_eq!(smtp.message_count(), 4);
     for n in 0..4 {
-        assert_eq!(password_for(&smtp, &format!("m{n}@example.org")), "second-key");
+        assert_eq!(
+            password_for(&smtp, &format!("m{n}@example.org")),
+            "second-key"
+        );
     }
     let server = acme.mail_server(&app).await;
     assert_eq!(server["health"]["status"], "healthy", "{server}");

@@ -752,21 +752,61 @@ mod tests {
         let copy = || SmtpStage::CopyRecipient("bob@example.org".into());
         let cases = [
             (SmtpStage::ContactRecipient, no_such_user, HardBounce),
-            (SmtpStage::ContactRecipient, "552 5.2.2 full", PermanentFailure),
+            (
+                SmtpStage::ContactRecipient,
+                "552 5.2.2 full",
+                PermanentFailure,
+            ),
             (SmtpStage::ContactRecipient, "450 4.2.1 busy", Transient),
             (copy(), no_such_user, PermanentFailure),
             (copy(), "550 mailbox unavailable", PermanentFailure),
             (SmtpStage::MailFrom, no_such_user, PermanentFailure),
-            (SmtpStage::MailFrom, "550 5.7.1 sender rejected", PermanentFailure),
+            (
+                SmtpStage::MailFrom,
+                "550 5.7.1 sender rejected",
+                PermanentFailure,
+            ),
             (SmtpStage::MailFrom, "451 4.3.0 try later", Transient),
-            (SmtpStage::MailFrom, "530 5.7.0 Authentication required", ServerFault),
-            (SmtpStage::MailFrom, "550 5.7.8 bad credentials", ServerFault),
-            (SmtpStage::Authentication, "535 5.7.8 credentials invalid", ServerFault),
+            (
+                SmtpStage::MailFrom,
+                "530 5.7.0 Authentication required",
+                ServerFault,
+            ),
+            (
+                SmtpStage::MailFrom,
+                "550 5.7.8 bad credentials",
+                ServerFault,
+            ),
+            (
+                SmtpStage::Authentication,
+                "535 5.7.8 credentials invalid",
+                ServerFault,
+            ),
             (SmtpStage::Authentication, "454 4.7.0 try later", Transient),
-            (SmtpStage::Session, "554 5.7.1 no service for you", ServerFault),
-            (SmtpStage::Data { contact_only: true }, no_such_user, HardBounce),
-            (SmtpStage::Data { contact_only: false }, no_such_user, PermanentFailure),
-            (SmtpStage::Data { contact_only: false }, "250 2.0.0 ok", Accepted),
+            (
+                SmtpStage::Session,
+                "554 5.7.1 no service for you",
+                ServerFault,
+            ),
+            (
+                SmtpStage::Data { contact_only: true },
+                no_such_user,
+                HardBounce,
+            ),
+            (
+                SmtpStage::Data {
+                    contact_only: false,
+                },
+                no_such_user,
+                PermanentFailure,
+            ),
+            (
+                SmtpStage::Data {
+                    contact_only: false,
+                },
+                "250 2.0.0 ok",
+                Accepted,
+            ),
         ];
         for (stage, line, expected) in cases {
             assert_eq!(at(stage.clone(), line), expected, "{stage:?} {line}");
@@ -803,10 +843,19 @@ mod tests {
     #[test]
     fn an_unhealthy_server_is_retried_as_long_as_it_has_been_unhealthy() {
         assert_eq!(server_fault_delay(Duration::ZERO, 1.0), RETRY_BASE);
-        assert_eq!(server_fault_delay(Duration::minutes(10), 1.0), Duration::minutes(10));
-        assert_eq!(server_fault_delay(Duration::minutes(10), 0.0), Duration::minutes(5));
+        assert_eq!(
+            server_fault_delay(Duration::minutes(10), 1.0),
+            Duration::minutes(10)
+        );
+        assert_eq!(
+            server_fault_delay(Duration::minutes(10), 0.0),
+            Duration::minutes(5)
+        );
         assert_eq!(server_fault_delay(Duration::days(3), 1.0), SERVER_FAULT_CAP);
-        assert_eq!(server_fault_delay(-Duration::minutes(1), f64::NAN), RETRY_BASE / 2);
+        assert_eq!(
+            server_fault_delay(-Duration::minutes(1), f64::NAN),
+            RETRY_BASE / 2
+        );
     }
 
     #[test]

@@ -218,7 +218,10 @@ mod tests {
     fn sessions_are_counted_by_how_they_ended() {
         let reply = |text: &str| SmtpReply::parse(text).expect("reply");
         let refused = |text: &str| {
-            SendOutcome::Refused(AttemptFault::Reply(SmtpStage::ContactRecipient, reply(text)))
+            SendOutcome::Refused(AttemptFault::Reply(
+                SmtpStage::ContactRecipient,
+                reply(text),
+            ))
         };
         assert_eq!(
             reply_class(&SendOutcome::Accepted(MailAccepted {

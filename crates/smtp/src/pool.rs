@@ -94,9 +94,7 @@ impl PoolKey {
             digest.update(field);
         }
         Self {
-            owner: endpoint
-                .saved
-                .map(|saved| (saved.account_id, saved.id)),
+            owner: endpoint.saved.map(|saved| (saved.account_id, saved.id)),
             settings: digest.finalize().into(),
         }
     }
@@ -359,7 +357,11 @@ impl Pools {
                 pool.retire();
             }
             if let Some(owner) = key.owner {
-                if servers.current.get(&owner).is_some_and(|(_, current)| *current == key) {
+                if servers
+                    .current
+                    .get(&owner)
+                    .is_some_and(|(_, current)| *current == key)
+                {
                     servers.current.remove(&owner);
                 }
             }
@@ -465,7 +467,10 @@ mod tests {
     async fn newer_settings_retire_the_older_pool_and_older_ones_get_a_throwaway() {
         let pools = Pools::new(SmtpPoolSettings::default());
         let old = pools.server(&endpoint(1, 10, "old", V1));
-        assert!(Arc::ptr_eq(&old, &pools.server(&endpoint(1, 10, "old", V1))));
+        assert!(Arc::ptr_eq(
+            &old,
+            &pools.server(&endpoint(1, 10, "old", V1))
+        ));
         let new = pools.server(&endpoint(1, 10, "new", V2));
         assert!(old.is_retired(), "the old password's sessions are closed");
         assert!(!new.is_retired());
@@ -475,7 +480,10 @@ mod tests {
         let straggler = pools.server(&endpoint(1, 10, "old", V1));
         assert!(straggler.is_retired());
         assert!(!new.is_retired());
-        assert!(Arc::ptr_eq(&new, &pools.server(&endpoint(1, 10, "new", V2))));
+        assert!(Arc::ptr_eq(
+            &new,
+            &pools.server(&endpoint(1, 10, "new", V2))
+        ));
     }
 
     #[tokio::test]
@@ -488,7 +496,10 @@ mod tests {
         drop(busy);
         pools.reap();
         assert_eq!(pools.pool_count(), 0);
-        assert!(pool.is_retired(), "a sender still holding it keeps nothing in it");
+        assert!(
+            pool.is_retired(),
+            "a sender still holding it keeps nothing in it"
+        );
     }
 
     #[tokio::test]

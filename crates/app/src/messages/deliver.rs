@@ -19,8 +19,8 @@ use mailroom_domain::{
     contact::Contact,
     mail_server::MailServer,
     message::{
-        retry_delay, server_fault_delay, suppression_reason, AttemptFault, Message, MessageStatus, ReplyClass,
-        SkipReason, SmtpStage, StatsCounter, Suppression, RETRY_BASE,
+        retry_delay, server_fault_delay, suppression_reason, AttemptFault, Message, MessageStatus,
+        ReplyClass, SkipReason, SmtpStage, StatsCounter, Suppression, RETRY_BASE,
     },
     webhook_event::{ContactChange, ContactNotice},
 };

@@ -177,9 +177,11 @@ impl MailServerRepository for PgUnitOfWork<'_> {
                 .filter(mail_servers::updated_at.eq(version.as_datetime())),
         )
         .set((
-            mail_servers::unhealthy_since.eq(sql::<Nullable<Timestamptz>>("coalesce(unhealthy_since, ")
-                .bind::<Timestamptz, _>(now.as_datetime())
-                .sql(")")),
+            mail_servers::unhealthy_since.eq(sql::<Nullable<Timestamptz>>(
+                "coalesce(unhealthy_since, ",
+            )
+            .bind::<Timestamptz, _>(now.as_datetime())
+            .sql(")")),
             mail_servers::last_error.eq(Some(error)),
         ))
         .returning(mail_servers::unhealthy_since)
