@@ -7,6 +7,15 @@
 //! transaction on a pooled connection (see [`crate::pool`]): `MAIL FROM`, `RCPT TO`,
 //! `DATA`. A transaction refused before `DATA` is reset (`RSET`) and the connection kept.
 //!
+//! # Blame
+//! Every reply is reported with the step it answered ([`SmtpStage`]): the session
+//! (greeting, EHLO, STARTTLS), AUTH, `MAIL FROM`, the contact's own `RCPT TO`, a copy's
+//! `RCPT TO`, or `DATA`; the domain decides who is at fault
+//! ([`AttemptFault::classify`]). A refused Cc or Bcc does not end the transaction: the
+//! message goes to the others and the refusal comes back in
+//! [`MailAccepted::refused_copies`]. A login the server refused is remembered by the
+//! pool of those settings for a while, so the messages behind it do not each try again.
+//!
 //! # Never twice
 //! A pooled connection the server closed while it was idle fails at `MAIL FROM`: the
 //! message is then sent once more on a fresh connection, because the server cannot have

@@ -7,6 +7,10 @@
 //! before the server could have taken anything, and the mailer then retries once on a
 //! fresh connection. Connections older than the age limit, idle longer than the idle
 //! limit, or with enough messages behind them are closed instead of reused.
+//!
+//! Pools are keyed by account, mail server and a digest of the settings and password
+//! ([`PoolKey`]): a session authenticated for one account never carries another's mail,
+//! and newer settings of a saved server retire the sessions of the older ones.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
