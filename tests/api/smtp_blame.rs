@@ -394,3 +394,40 @@ async fn a_refused_login_keeps_messages_queued_and_the_server_unhealthy_until_fi
     assert_eq!(server["health"]["status"], "healthy", "{server}");
     assert!(server["health"]["since"].is_null(), "{server}");
 }
+
+#[tokio::test]
+async fn a_stored_password_that_no_longer_opens_keeps_messages_queued_until_saved_again() {
+    use diesel::RunQueryDsl;
+    let app = spawn_app_with(app_config).await;
+    let token = app.user_token("ada@example.com").await;
+    let smtp = relay(&["secret"]);
+    let acme = account(&app, &token, "Acme", &smtp, "secret", None).await;
+    // As after a wrong MAILROOM_SECRET_KEY: the sealed password no longer opens.
+    diesel::sql_query("UPDATE mail_servers SET password = '\\x00'::bytea")
+        .execute(&mut app.database.connection())
+        .expect("password spoiled");
+
+    let queued = acme.queue(&app, "grace@example.org").await;
+    for _ in 0..4 {
+        run_once(&app).await;
+        app.clock.advance(time::Duration::hours(2));
+    }
+    let waiting = acme.message(&app, &queued).await;
+    assert_eq!(waiting["status"], "queued", "{waiting}");
+    assert_eq!(waiting["attempts"], 0, "{waiting}");
+    let server = acme.mail_server(&app).await;
+    assert_eq!(server["health"]["status"], "unhealthy", "{server}");
+    assert!(
+        server["health"]["lastError"]
+            .as_str()
+            .expect("lastError")
+            .contains("cannot be opened"),
+        "{server}"
+    );
+
+    acme.change_password(&app, &smtp, "secret").await;
+    app.clock.advance(time::Duration::hours(2));
+    run_once(&app).await;
+    assert_eq!(acme.message(&app, &queued).await["status"], "sent");
+    assert_eq!(acme.mail_server(&app).await["health"]["status"], "healthy");
+}

@@ -130,6 +130,26 @@ pub fn claim_messages(
                         }
                     }
                 }
+                Prepared::WaitForServer(server, reason) => {
+                    let since = tx
+                        .mark_mail_server_unhealthy(
+                            server.account_id,
+                            server.id,
+                            server.updated_at,
+                            now,
+                            &reason,
+                        )?
+                        .unwrap_or(now);
+                    let mut waiting = message;
+                    waiting.status = MessageStatus::Queued;
+                    waiting.next_attempt_at = Some(now.plus(server_fault_delay(
+                        now.as_datetime() - since.as_datetime(),
+                        jitter(services),
+                    )));
+                    waiting.last_reply = Some(reason);
+                    waiting.updated_at = now;
+                    tx.record_message_state(&waiting, lease.token)?;
+                }
                 Prepared::Fail(reason) => {
                     let mut failed = message;
                     failed.status = MessageStatus::Failed;
@@ -153,9 +173,11 @@ pub fn claim_messages(
 enum Prepared {
     Send(Box<OutgoingMail>),
     Skip(SkipReason),
-    /// Permanent: the template is gone, does not render, or the server's password does
-    /// not open.
+    /// Permanent: the template is gone or does not render.
     Fail(String),
+    /// The server's stored password does not open: the server is unhealthy and the
+    /// message waits for it without spending an attempt.
+    WaitForServer(SavedServer, String),
 }
 
 /// Applies suppression and renders, reading only (in the claim's transaction); what the
@@ -224,7 +246,16 @@ fn prepare(
     };
     let endpoint = match batch.endpoint(services, account, &server) {
         Ok(endpoint) => endpoint,
-        Err(reason) => return Ok(Prepared::Fail(reason)),
+        // The server's fault, not the message's (docs/api-decisions.md, "Who a refusal
+        // blames"): the message waits for the server to be saved again.
+        Err(reason) => {
+            let server = SavedServer {
+                account_id: account,
+                id: server.server.id,
+                updated_at: server.server.updated_at,
+            };
+            return Ok(Prepared::WaitForServer(server, reason));
+        }
     };
     Ok(Prepared::Send(Box::new(OutgoingMail {
         endpoint,
