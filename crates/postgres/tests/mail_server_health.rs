@@ -3,7 +3,7 @@
 //! clear the mark, and the metrics snapshot counts unhealthy servers.
 
 use diesel::connection::SimpleConnection;
-use mailroom_app::ports::{in_transaction, MailServerRepository, QueueStatsRepository};
+use mailroom_app::ports::in_transaction;
 use mailroom_domain::{AccountId, MailServerId, Timestamp};
 use mailroom_postgres::{PgDatabase, PoolSettings};
 use mailroom_test_support::TestDatabase;
