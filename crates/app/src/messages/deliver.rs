@@ -452,21 +452,17 @@ pub fn record_message_outcomes(
     healthy.retain(|server| !faulted.iter().any(|(seen, _)| same_server(seen, server)));
     healthy.sort_by_key(|server| (server.account_id, server.id));
     in_transaction(services.db.as_ref(), |tx| {
-        // Mail server rows first, then messages and contacts, then counters: one lock
-        // order for every batch.
+        // Messages and contacts, then mail server rows, then counters: the claim also
+        // locks messages before a mail server, so no two transactions wait on each
+        // other in opposite orders. How long a faulted server has been unhealthy is
+        // read without a lock first (the waits only need to be about right).
         let mut unhealthy_since = Vec::with_capacity(faulted.len());
-        for (server, error) in &faulted {
-            let since = tx.mark_mail_server_unhealthy(
-                server.account_id,
-                server.id,
-                server.updated_at,
-                now,
-                error,
-            )?;
-            unhealthy_since.push((*server, since.unwrap_or(now)));
-        }
-        for server in &healthy {
-            tx.mark_mail_server_healthy(server.account_id, server.id)?;
+        for (server, _) in &faulted {
+            let since = tx
+                .find_mail_server(server.account_id, server.id)?
+                .and_then(|record| record.server.unhealthy)
+                .map_or(now, |unhealthy| unhealthy.since);
+            unhealthy_since.push((*server, since));
         }
         let mut counts: Vec<(mailroom_domain::AccountId, StatsCounter, u64)> = Vec::new();
         let mut recorded: Vec<Message> = outcomes
@@ -498,6 +494,18 @@ pub fn record_message_outcomes(
                 }
             }
             recorded[i] = settled.message;
+        }
+        for (server, error) in &faulted {
+            tx.mark_mail_server_unhealthy(
+                server.account_id,
+                server.id,
+                server.updated_at,
+                now,
+                error,
+            )?;
+        }
+        for server in &healthy {
+            tx.mark_mail_server_healthy(server.account_id, server.id)?;
         }
         counts.sort_by_key(|(account, _, _)| *account);
         for (account, counter, n) in counts {
