@@ -17,6 +17,7 @@ pub(crate) mod openapi;
 mod operations;
 mod rate_limit;
 mod send_limit;
+mod smtp_blame;
 mod smtp_faults;
 mod templates;
 mod tenancy;

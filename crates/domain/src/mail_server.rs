@@ -245,6 +245,20 @@ pub struct MailServer {
     pub created_at: Timestamp,
     /// Last change.
     pub updated_at: Timestamp,
+    /// Set while the server refuses Mailroom itself (see [`Unhealthy`]); `None` is
+    /// healthy.
+    pub unhealthy: Option<Unhealthy>,
+}
+
+/// Why a mail server is unhealthy: it refused Mailroom itself (wrong credentials, a
+/// refused session), so its messages wait. Set by delivery; cleared by the next message
+/// the server takes and by every save of its settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unhealthy {
+    /// The first refusal of the current spell.
+    pub since: Timestamp,
+    /// The latest refusal, as the server worded it.
+    pub last_error: String,
 }
 
 #[cfg(test)]

@@ -283,19 +283,62 @@ pub enum ReplyClass {
     /// 2xx: the server took the message.
     Accepted,
     /// A permanent refusal because of the recipient (5.1.x, 5.2.1, or 550/551/553 without
-    /// an enhanced code): the contact is hard-bounced.
+    /// an enhanced code) to the contact's own `RCPT TO`, or at `DATA` when the contact was
+    /// the only recipient: the contact is hard-bounced.
     HardBounce,
     /// Any other permanent refusal (5xx): the message fails, the contact is not flagged.
     PermanentFailure,
     /// 4xx, time-outs, dropped connections: try again later.
     Transient,
+    /// The mail server refused Mailroom itself, not the message: a 5xx to AUTH (535
+    /// wrong credentials), to the greeting, EHLO or STARTTLS, or "authentication
+    /// required" to `MAIL FROM`. The server is unhealthy; the message waits (no attempt
+    /// counted) until its settings or the server are fixed.
+    ServerFault,
+}
+
+/// The step of an SMTP session a reply answered. Who is to blame for a refusal depends
+/// on it: only the contact's own `RCPT TO` (or `DATA` when nobody else was addressed)
+/// speaks about the contact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SmtpStage {
+    /// The greeting, EHLO and STARTTLS: before any message is named.
+    Session,
+    /// AUTH with the mail server's credentials.
+    Authentication,
+    /// `MAIL FROM`: about the sender (and the session), never about a recipient.
+    MailFrom,
+    /// `RCPT TO` of the message's own recipient, the contact.
+    ContactRecipient,
+    /// `RCPT TO` of a Cc or Bcc address (carried).
+    CopyRecipient(String),
+    /// `DATA` and the end of the content. `contact_only` when the contact was the only
+    /// accepted recipient, so a recipient-class refusal can only be about the contact.
+    Data {
+        /// The contact was the transaction's only recipient.
+        contact_only: bool,
+    },
+}
+
+impl SmtpStage {
+    /// The command name shown before a reply in a message's `lastReply`; `None` for the
+    /// contact's own stages, whose replies read as they always did.
+    fn label(&self) -> Option<String> {
+        match self {
+            Self::Session => Some("session".into()),
+            Self::Authentication => Some("AUTH".into()),
+            Self::MailFrom => Some("MAIL FROM".into()),
+            Self::CopyRecipient(address) => Some(format!("RCPT TO <{address}>")),
+            Self::ContactRecipient | Self::Data { .. } => None,
+        }
+    }
 }
 
 /// How a message attempt failed when no reply explains it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AttemptFault {
-    /// The server answered.
-    Reply(SmtpReply),
+    /// The server answered this reply at this stage.
+    Reply(SmtpStage, SmtpReply),
     /// No answer in time, a dropped connection, a TLS or DNS failure: transient.
     Connection(String),
     /// The message cannot be built or is refused by policy before any connection (for
@@ -304,20 +347,48 @@ pub enum AttemptFault {
 }
 
 impl AttemptFault {
-    /// How delivery reads the fault.
+    /// How delivery reads the fault: [`SmtpReply::classify`], with the blame moved by
+    /// the stage. A hard-bounce reply hard-bounces the contact only at the contact's own
+    /// `RCPT TO`, or at `DATA` when the contact was the only recipient; elsewhere it is a
+    /// permanent failure of the message. A 5xx before `MAIL FROM` (greeting, EHLO,
+    /// STARTTLS, AUTH) and `530`/`5.7.0`/`5.7.8` ("authentication required") to
+    /// `MAIL FROM` are the mail server's fault ([`ReplyClass::ServerFault`]).
     pub fn classify(&self) -> ReplyClass {
-        match self {
-            Self::Reply(reply) => reply.classify(),
-            Self::Connection(_) => ReplyClass::Transient,
-            Self::Permanent(_) => ReplyClass::PermanentFailure,
+        let (stage, reply) = match self {
+            Self::Reply(stage, reply) => (stage, reply),
+            Self::Connection(_) => return ReplyClass::Transient,
+            Self::Permanent(_) => return ReplyClass::PermanentFailure,
+        };
+        let class = reply.classify();
+        if class == ReplyClass::Accepted || class == ReplyClass::Transient {
+            return class;
+        }
+        match stage {
+            SmtpStage::Session | SmtpStage::Authentication => ReplyClass::ServerFault,
+            SmtpStage::MailFrom if reply.code == 530 || is_auth_required(reply) => {
+                ReplyClass::ServerFault
+            }
+            SmtpStage::ContactRecipient | SmtpStage::Data { contact_only: true } => class,
+            SmtpStage::MailFrom | SmtpStage::CopyRecipient(_) | SmtpStage::Data { .. } => {
+                ReplyClass::PermanentFailure
+            }
         }
     }
+}
+
+/// RFC 3463 / RFC 4954: 5.7.0 "authentication required" and 5.7.8 "credentials
+/// invalid" on a 5xx.
+fn is_auth_required(reply: &SmtpReply) -> bool {
+    matches!(reply.enhanced, Some((5, 7, 0 | 8)))
 }
 
 impl fmt::Display for AttemptFault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Reply(reply) => reply.fmt(f),
+            Self::Reply(stage, reply) => match stage.label() {
+                Some(label) => write!(f, "{label}: {reply}"),
+                None => reply.fmt(f),
+            },
             Self::Connection(text) | Self::Permanent(text) => f.write_str(text),
         }
     }
@@ -337,6 +408,26 @@ pub fn retry_delay(attempt: u32, random: f64) -> Duration {
     let step = RETRY_BASE
         .checked_mul(1 << exponent)
         .map_or(RETRY_CAP, |step| step.min(RETRY_CAP));
+    let half = step / 2;
+    let random = if random.is_finite() {
+        random.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    half + half * random
+}
+
+/// The longest wait of a message held back by an unhealthy mail server.
+pub const SERVER_FAULT_CAP: Duration = Duration::hours(1);
+
+/// How long a message waits after its mail server refused Mailroom itself
+/// ([`ReplyClass::ServerFault`]), the server having been unhealthy for `unhealthy_for`:
+/// about as long again (so the waits double while the fault lasts, and a server that has
+/// just failed is tried again soon), from [`RETRY_BASE`] to [`SERVER_FAULT_CAP`], with
+/// the same equal jitter as [`retry_delay`] so the waiting messages do not return
+/// together.
+pub fn server_fault_delay(unhealthy_for: Duration, random: f64) -> Duration {
+    let step = unhealthy_for.clamp(RETRY_BASE, SERVER_FAULT_CAP);
     let half = step / 2;
     let random = if random.is_finite() {
         random.clamp(0.0, 1.0)
@@ -652,6 +743,92 @@ mod tests {
     }
 
     #[test]
+    fn the_stage_decides_who_is_blamed() {
+        use ReplyClass::{Accepted, HardBounce, PermanentFailure, ServerFault, Transient};
+        let at = |stage: SmtpStage, line: &str| {
+            AttemptFault::Reply(stage, SmtpReply::parse(line).expect(line)).classify()
+        };
+        let no_such_user = "550 5.1.1 no such user";
+        let copy = || SmtpStage::CopyRecipient("bob@example.org".into());
+        let cases = [
+            (SmtpStage::ContactRecipient, no_such_user, HardBounce),
+            (
+                SmtpStage::ContactRecipient,
+                "552 5.2.2 full",
+                PermanentFailure,
+            ),
+            (SmtpStage::ContactRecipient, "450 4.2.1 busy", Transient),
+            (copy(), no_such_user, PermanentFailure),
+            (copy(), "550 mailbox unavailable", PermanentFailure),
+            (SmtpStage::MailFrom, no_such_user, PermanentFailure),
+            (
+                SmtpStage::MailFrom,
+                "550 5.7.1 sender rejected",
+                PermanentFailure,
+            ),
+            (SmtpStage::MailFrom, "451 4.3.0 try later", Transient),
+            (
+                SmtpStage::MailFrom,
+                "530 5.7.0 Authentication required",
+                ServerFault,
+            ),
+            (
+                SmtpStage::MailFrom,
+                "550 5.7.8 bad credentials",
+                ServerFault,
+            ),
+            (
+                SmtpStage::Authentication,
+                "535 5.7.8 credentials invalid",
+                ServerFault,
+            ),
+            (SmtpStage::Authentication, "454 4.7.0 try later", Transient),
+            (
+                SmtpStage::Session,
+                "554 5.7.1 no service for you",
+                ServerFault,
+            ),
+            (
+                SmtpStage::Data { contact_only: true },
+                no_such_user,
+                HardBounce,
+            ),
+            (
+                SmtpStage::Data {
+                    contact_only: false,
+                },
+                no_such_user,
+                PermanentFailure,
+            ),
+            (
+                SmtpStage::Data {
+                    contact_only: false,
+                },
+                "250 2.0.0 ok",
+                Accepted,
+            ),
+        ];
+        for (stage, line, expected) in cases {
+            assert_eq!(at(stage.clone(), line), expected, "{stage:?} {line}");
+        }
+    }
+
+    #[test]
+    fn the_stage_is_shown_unless_it_is_the_contacts_own() {
+        let reply = SmtpReply::parse("550 5.1.1 no such user").unwrap();
+        let shown = |stage| AttemptFault::Reply(stage, reply.clone()).to_string();
+        assert_eq!(shown(SmtpStage::ContactRecipient), "550 5.1.1 no such user");
+        assert_eq!(
+            shown(SmtpStage::CopyRecipient("bob@example.org".into())),
+            "RCPT TO <bob@example.org>: 550 5.1.1 no such user"
+        );
+        assert_eq!(
+            shown(SmtpStage::MailFrom),
+            "MAIL FROM: 550 5.1.1 no such user"
+        );
+    }
+
+    #[test]
     fn faults_without_a_reply_are_transient_unless_permanent() {
         assert_eq!(
             AttemptFault::Connection("connection reset".into()).classify(),
@@ -660,6 +837,24 @@ mod tests {
         assert_eq!(
             AttemptFault::Permanent("egress refused".into()).classify(),
             ReplyClass::PermanentFailure
+        );
+    }
+
+    #[test]
+    fn an_unhealthy_server_is_retried_as_long_as_it_has_been_unhealthy() {
+        assert_eq!(server_fault_delay(Duration::ZERO, 1.0), RETRY_BASE);
+        assert_eq!(
+            server_fault_delay(Duration::minutes(10), 1.0),
+            Duration::minutes(10)
+        );
+        assert_eq!(
+            server_fault_delay(Duration::minutes(10), 0.0),
+            Duration::minutes(5)
+        );
+        assert_eq!(server_fault_delay(Duration::days(3), 1.0), SERVER_FAULT_CAP);
+        assert_eq!(
+            server_fault_delay(-Duration::minutes(1), f64::NAN),
+            RETRY_BASE / 2
         );
     }
 

@@ -541,6 +541,40 @@ pub struct MailServerDto {
     /// without AUTH).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warnings: Option<Vec<String>>,
+    /// Whether delivery can use the server (docs/api-decisions.md, "Mail server
+    /// health").
+    pub health: MailServerHealthDto,
+}
+
+/// A mail server's health: `unhealthy` while it refuses Mailroom itself (for example
+/// AUTH answered 535), with when that started and its latest refusal.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MailServerHealthDto {
+    /// `healthy` or `unhealthy`.
+    pub status: &'static str,
+    /// The first refusal of the current spell; `null` when healthy.
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub since: Option<Timestamp>,
+    /// The latest refusal; `null` when healthy.
+    pub last_error: Option<String>,
+}
+
+impl MailServerHealthDto {
+    fn of(unhealthy: Option<mailroom_domain::mail_server::Unhealthy>) -> Self {
+        match unhealthy {
+            Some(unhealthy) => Self {
+                status: "unhealthy",
+                since: Some(unhealthy.since),
+                last_error: Some(unhealthy.last_error),
+            },
+            None => Self {
+                status: "healthy",
+                since: None,
+                last_error: None,
+            },
+        }
+    }
 }
 
 impl MailServerDto {
@@ -561,6 +595,7 @@ impl MailServerDto {
             create_date: server.created_at,
             update_date: server.updated_at,
             warnings: None,
+            health: MailServerHealthDto::of(server.unhealthy),
         }
     }
 

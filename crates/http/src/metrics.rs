@@ -33,6 +33,8 @@ struct QueueGauges {
     oldest_due_age: GaugeVec,
     messages: IntGaugeVec,
     messages_exact: IntGauge,
+    /// No labels; a vector only so a failed scrape can drop the sample.
+    unhealthy_mail_servers: IntGaugeVec,
     up: IntGauge,
 }
 
@@ -73,6 +75,14 @@ impl QueueGauges {
                 "1 when mailroom_messages was counted, 0 when its final statuses were estimated from planner statistics (large tables).",
             )
             .expect("valid metric"),
+            unhealthy_mail_servers: IntGaugeVec::new(
+                Opts::new(
+                    "mail_servers_unhealthy",
+                    "Mail servers that refused Mailroom itself (for example AUTH answered 535): their messages wait until the server is fixed or its settings saved.",
+                ),
+                &[],
+            )
+            .expect("valid metric"),
             up: IntGauge::new(
                 "queue_stats_up",
                 "1 when the last scrape read the queue statistics from the database, else 0 (and the queue series are absent).",
@@ -85,6 +95,7 @@ impl QueueGauges {
             Box::new(gauges.oldest_due_age.clone()),
             Box::new(gauges.messages.clone()),
             Box::new(gauges.messages_exact.clone()),
+            Box::new(gauges.unhealthy_mail_servers.clone()),
             Box::new(gauges.up.clone()),
         ] {
             registry.register(collector).expect("distinct metric names");
@@ -99,6 +110,7 @@ impl QueueGauges {
             self.due.reset();
             self.oldest_due_age.reset();
             self.messages.reset();
+            self.unhealthy_mail_servers.reset();
             self.up.set(0);
             return;
         };
@@ -123,6 +135,9 @@ impl QueueGauges {
         }
         self.messages_exact
             .set(i64::from(stats.message_counts_exact));
+        self.unhealthy_mail_servers
+            .with_label_values(&[])
+            .set(i64::try_from(stats.unhealthy_mail_servers).unwrap_or(i64::MAX));
         self.up.set(1);
     }
 }

@@ -119,6 +119,8 @@ diesel::table! {
         default_from_name -> Text,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        unhealthy_since -> Nullable<Timestamptz>,
+        last_error -> Nullable<Text>,
     }
 }
 

@@ -200,7 +200,8 @@ fn reply_class(outcome: &SendOutcome) -> SmtpReplyClass {
         SendOutcome::Refused(AttemptFault::Connection(_)) => SmtpReplyClass::Connection,
         SendOutcome::Refused(fault) => match fault.classify() {
             ReplyClass::HardBounce => SmtpReplyClass::HardBounce,
-            ReplyClass::Transient => SmtpReplyClass::Transient,
+            // A server refusing Mailroom itself (AUTH) is retried like a transient reply.
+            ReplyClass::Transient | ReplyClass::ServerFault => SmtpReplyClass::Transient,
             ReplyClass::PermanentFailure | ReplyClass::Accepted => SmtpReplyClass::Permanent,
         },
     }
@@ -208,16 +209,25 @@ fn reply_class(outcome: &SendOutcome) -> SmtpReplyClass {
 
 #[cfg(test)]
 mod tests {
-    use mailroom_domain::message::SmtpReply;
+    use mailroom_app::ports::MailAccepted;
+    use mailroom_domain::message::{SmtpReply, SmtpStage};
 
     use super::*;
 
     #[test]
     fn sessions_are_counted_by_how_they_ended() {
         let reply = |text: &str| SmtpReply::parse(text).expect("reply");
-        let refused = |text: &str| SendOutcome::Refused(AttemptFault::Reply(reply(text)));
+        let refused = |text: &str| {
+            SendOutcome::Refused(AttemptFault::Reply(
+                SmtpStage::ContactRecipient,
+                reply(text),
+            ))
+        };
         assert_eq!(
-            reply_class(&SendOutcome::Accepted(reply("250 2.0.0 ok"))),
+            reply_class(&SendOutcome::Accepted(MailAccepted {
+                reply: reply("250 2.0.0 ok"),
+                refused_copies: Vec::new(),
+            })),
             SmtpReplyClass::Accepted
         );
         assert_eq!(

@@ -7,6 +7,15 @@
 //! transaction on a pooled connection (see [`crate::pool`]): `MAIL FROM`, `RCPT TO`,
 //! `DATA`. A transaction refused before `DATA` is reset (`RSET`) and the connection kept.
 //!
+//! # Blame
+//! Every reply is reported with the step it answered ([`SmtpStage`]): the session
+//! (greeting, EHLO, STARTTLS), AUTH, `MAIL FROM`, the contact's own `RCPT TO`, a copy's
+//! `RCPT TO`, or `DATA`; the domain decides who is at fault
+//! ([`AttemptFault::classify`]). A refused Cc or Bcc does not end the transaction: the
+//! message goes to the others and the refusal comes back in
+//! [`MailAccepted::refused_copies`]. A login the server refused is remembered by the
+//! pool of those settings for a while, so the messages behind it do not each try again.
+//!
 //! # Never twice
 //! A pooled connection the server closed while it was idle fails at `MAIL FROM`: the
 //! message is then sent once more on a fresh connection, because the server cannot have
@@ -30,11 +39,11 @@ use lettre::transport::smtp::extension::{ClientId, Extension, MailBodyParameter,
 use lettre::transport::smtp::Error as SmtpError;
 use lettre::{Address, Message};
 use mailroom_app::ports::{
-    MailFuture, Mailer, OutgoingMail, ProbeError, SmtpEndpoint, SmtpSecurity,
+    MailAccepted, MailFuture, Mailer, OutgoingMail, ProbeError, SmtpEndpoint, SmtpSecurity,
 };
 use mailroom_app::rendering;
 use mailroom_dns::DnsResolver;
-use mailroom_domain::message::{AttemptFault, SmtpReply};
+use mailroom_domain::message::{AttemptFault, ReplyClass, SmtpReply, SmtpStage};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 
@@ -134,8 +143,9 @@ impl SmtpMailer {
         self
     }
 
-    async fn deliver(&self, mail: &OutgoingMail) -> Result<SmtpReply, AttemptFault> {
+    async fn deliver(&self, mail: &OutgoingMail) -> Result<MailAccepted, AttemptFault> {
         let (envelope, bytes) = build_message(mail)?;
+        let contact = mailbox(&mail.rendered.to, "to")?.email;
         let server = self.pools.server(&mail.endpoint);
         let settings = self.pools.settings();
         // The semaphore is never closed; a failure here would be a bug, not the network.
@@ -150,15 +160,15 @@ impl SmtpMailer {
             let was_reused = reused.is_some();
             let mut pooled = match reused.take() {
                 Some(pooled) => pooled,
-                None => Pooled::new(self.connect(&mail.endpoint).await?),
+                None => Pooled::new(self.open(&server, &mail.endpoint).await?),
             };
             match self
-                .transact(&mut pooled.connection, &envelope, &bytes)
+                .transact(&mut pooled.connection, &envelope, &contact, &bytes)
                 .await
             {
-                Ok(reply) => {
+                Ok(accepted) => {
                     server.checkin(pooled, settings);
-                    return Ok(reply);
+                    return Ok(accepted);
                 }
                 Err(refusal) => {
                     let retry = was_reused && refusal.stage == Stage::Envelope && !refusal.alive;
@@ -192,6 +202,30 @@ impl SmtpMailer {
         match timeout(RSET_TIMEOUT, pooled.connection.command(Rset)).await {
             Ok(Ok(_)) => server.checkin(pooled, settings),
             _ => close_all(vec![pooled]),
+        }
+    }
+
+    /// A new connection for `server`'s pool, unless the server refused these settings'
+    /// login a moment ago: then that refusal again, without another login attempt.
+    async fn open(
+        &self,
+        server: &ServerPool,
+        endpoint: &SmtpEndpoint,
+    ) -> Result<AsyncSmtpConnection, AttemptFault> {
+        if let Some(refusal) = server.recent_refusal() {
+            return Err(refusal);
+        }
+        match self.connect(endpoint).await {
+            Ok(connection) => {
+                server.forget_refusal();
+                Ok(connection)
+            }
+            Err(fault) => {
+                if fault.classify() == ReplyClass::ServerFault {
+                    server.remember_refusal(fault.clone());
+                }
+                Err(fault)
+            }
         }
     }
 
@@ -232,13 +266,13 @@ impl SmtpMailer {
                     .map_err(|error| AttemptFault::Connection(format!("TLS: {error}")))?;
                     AsyncSmtpConnection::connect_with_transport(bounded(tls), client_id)
                         .await
-                        .map_err(|error| fault(&error))?
+                        .map_err(|error| fault(&error, SmtpStage::Session))?
                 }
                 SmtpSecurity::StartTlsRequired | SmtpSecurity::StartTlsOpportunistic => {
                     let mut connection =
                         AsyncSmtpConnection::connect_with_transport(bounded(stream), client_id)
                             .await
-                            .map_err(|error| fault(&error))?;
+                            .map_err(|error| fault(&error, SmtpStage::Session))?;
                     let offers = connection.can_starttls();
                     let upgrade = match endpoint.security {
                         SmtpSecurity::StartTlsRequired if !offers => {
@@ -254,7 +288,7 @@ impl SmtpMailer {
                         connection
                             .starttls(tls_parameters(endpoint)?, client_id)
                             .await
-                            .map_err(|error| fault(&error))?;
+                            .map_err(|error| fault(&error, SmtpStage::Session))?;
                     }
                     connection
                 }
@@ -272,7 +306,7 @@ impl SmtpMailer {
                 connection
                     .auth(&MECHANISMS, &credentials)
                     .await
-                    .map_err(|error| fault(&error))?;
+                    .map_err(|error| fault(&error, SmtpStage::Authentication))?;
             }
             Ok::<_, AttemptFault>(())
         })
@@ -292,33 +326,55 @@ impl SmtpMailer {
         &self,
         connection: &mut AsyncSmtpConnection,
         envelope: &Envelope,
+        contact: &Address,
         bytes: &[u8],
-    ) -> Result<SmtpReply, Refusal> {
-        let mut stage = Stage::Envelope;
+    ) -> Result<MailAccepted, Refusal> {
+        let mut progress = Progress {
+            stage: Stage::Envelope,
+            blame: SmtpStage::MailFrom,
+            refused_copies: Vec::new(),
+        };
         let outcome = timeout(
             self.settings.timeout,
-            transaction(connection, envelope, bytes, &mut stage),
+            transaction(connection, envelope, contact, bytes, &mut progress),
         )
         .await;
         match outcome {
-            Ok(Ok(reply)) => Ok(reply),
-            Ok(Err(error)) => Err(refusal(&error, stage)),
+            Ok(Ok(reply)) => Ok(MailAccepted {
+                reply,
+                refused_copies: progress.refused_copies,
+            }),
+            Ok(Err(error)) => Err(refusal(&error, progress.stage, progress.blame)),
             Err(_) => Err(Refusal {
                 fault: timed_out(self.settings.timeout),
-                stage,
+                stage: progress.stage,
                 alive: false,
             }),
         }
     }
 }
 
-/// `MAIL FROM`, `RCPT TO` each, `DATA`, the content; `stage` moves to [`Stage::Data`]
-/// just before `DATA` is written and to [`Stage::Content`] once it is answered 354.
+/// How far a transaction got: where it stands for resending, the step a refusal
+/// answers, and the copies refused so far.
+struct Progress {
+    stage: Stage,
+    blame: SmtpStage,
+    refused_copies: Vec<(String, SmtpReply)>,
+}
+
+/// `MAIL FROM`, `RCPT TO` each, `DATA`, the content. `progress.stage` moves to
+/// [`Stage::Data`] just before `DATA` is written and to [`Stage::Content`] once it is
+/// answered 354; `progress.blame` names the command whose reply is awaited.
+///
+/// A refused Cc or Bcc recipient (any reply but 421, which closes the session) does not
+/// stop the transaction: it is noted and the message goes to the others
+/// (docs/api-decisions.md, "Who a refusal blames").
 async fn transaction(
     connection: &mut AsyncSmtpConnection,
     envelope: &Envelope,
+    contact: &Address,
     bytes: &[u8],
-    stage: &mut Stage,
+    progress: &mut Progress,
 ) -> Result<SmtpReply, SmtpError> {
     let info = connection.server_info();
     let mut parameters = Vec::new();
@@ -333,17 +389,39 @@ async fn transaction(
     if !bytes.is_ascii() && info.supports_feature(Extension::EightBitMime) {
         parameters.push(MailParameter::Body(MailBodyParameter::EightBitMime));
     }
+    progress.blame = SmtpStage::MailFrom;
     connection
         .command(Mail::new(envelope.from().cloned(), parameters))
         .await?;
+    let is_contact = |address: &Address| {
+        AsRef::<str>::as_ref(address).eq_ignore_ascii_case(AsRef::<str>::as_ref(contact))
+    };
+    let mut accepted = 0usize;
     for recipient in envelope.to() {
-        connection
+        progress.blame = if is_contact(recipient) {
+            SmtpStage::ContactRecipient
+        } else {
+            SmtpStage::CopyRecipient(recipient.to_string())
+        };
+        match connection
             .command(Rcpt::new(recipient.clone(), Vec::new()))
-            .await?;
+            .await
+        {
+            Ok(_) => accepted += 1,
+            Err(error) => match (&progress.blame, reply_of(&error)) {
+                (SmtpStage::CopyRecipient(address), Some(reply)) if reply.code != 421 => {
+                    progress.refused_copies.push((address.clone(), reply));
+                }
+                _ => return Err(error),
+            },
+        }
     }
-    *stage = Stage::Data;
+    progress.blame = SmtpStage::Data {
+        contact_only: accepted == 1,
+    };
+    progress.stage = Stage::Data;
     connection.command(Data).await?;
-    *stage = Stage::Content;
+    progress.stage = Stage::Content;
     let response = connection.message(bytes).await?;
     let code: u16 = response.code().to_string().parse().unwrap_or(250);
     let text = response.message().collect::<Vec<_>>().join(" ");
@@ -352,10 +430,10 @@ async fn transaction(
 
 /// Sorts a failed transaction: a reply other than 421 leaves the connection usable; 421
 /// (the server is closing) and any I/O error do not.
-fn refusal(error: &SmtpError, stage: Stage) -> Refusal {
-    let fault = fault(error);
+fn refusal(error: &SmtpError, stage: Stage, blame: SmtpStage) -> Refusal {
+    let fault = fault(error, blame);
     let alive = match &fault {
-        AttemptFault::Reply(reply) => reply.code != 421,
+        AttemptFault::Reply(_, reply) => reply.code != 421,
         _ => false,
     };
     Refusal {
@@ -397,12 +475,18 @@ fn tls_parameters(endpoint: &SmtpEndpoint) -> Result<TlsParameters, AttemptFault
         .map_err(|error| AttemptFault::Connection(format!("TLS: {error}")))
 }
 
-/// A server reply keeps its code and text; anything else is a connection fault.
-fn fault(error: &SmtpError) -> AttemptFault {
-    if let Some(code) = error.status() {
-        let code: u16 = code.to_string().parse().unwrap_or(554);
-        let text = error.source().map(ToString::to_string).unwrap_or_default();
-        return AttemptFault::Reply(SmtpReply::new(code, &text));
+/// The server's reply inside a lettre error, if the error is one.
+fn reply_of(error: &SmtpError) -> Option<SmtpReply> {
+    let code: u16 = error.status()?.to_string().parse().unwrap_or(554);
+    let text = error.source().map(ToString::to_string).unwrap_or_default();
+    Some(SmtpReply::new(code, &text))
+}
+
+/// A server reply keeps its code and text and the step it answered; anything else is a
+/// connection fault.
+fn fault(error: &SmtpError, stage: SmtpStage) -> AttemptFault {
+    if let Some(reply) = reply_of(error) {
+        return AttemptFault::Reply(stage, reply);
     }
     let described = error
         .source()
@@ -504,6 +588,7 @@ mod tests {
                 allow_insecure_tls: false,
                 user: String::new(),
                 password: SecretString::new(""),
+                saved: None,
             },
             rendered: RenderedMessage {
                 subject: "Hello".into(),

@@ -26,6 +26,7 @@ fn mail(port: u16) -> OutgoingMail {
             allow_insecure_tls: false,
             user: String::new(),
             password: SecretString::new(""),
+            saved: None,
         },
         rendered: RenderedMessage {
             subject: "Hello".into(),
@@ -70,7 +71,7 @@ async fn send_to(server: &HostileSmtpServer) -> Result<u16, AttemptFault> {
     mailer
         .send(&mail(server.port()))
         .await
-        .map(|reply| reply.code)
+        .map(|accepted| accepted.reply.code)
 }
 
 fn assert_too_long(fault: &AttemptFault) {

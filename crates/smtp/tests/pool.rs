@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use futures_util::future::join_all;
 use mailroom_app::ports::{Mailer, OutgoingMail, SmtpEndpoint, SmtpSecurity};
 use mailroom_app::rendering::{Mailbox, RenderedMessage};
-use mailroom_domain::message::AttemptFault;
+use mailroom_domain::message::{AttemptFault, ReplyClass, SmtpStage};
 use mailroom_domain::{secret::SecretString, Timestamp};
 use mailroom_smtp::{MailerSettings, SmtpMailer, SmtpPoolSettings};
 use mailroom_test_support::{TestSmtpOptions, TestSmtpServer, TlsMode};
@@ -28,6 +28,7 @@ fn mail(server: &TestSmtpServer, security: SmtpSecurity, n: usize) -> OutgoingMa
             allow_insecure_tls: true,
             user: "ann".into(),
             password: SecretString::new("secret"),
+            saved: None,
         },
         rendered: RenderedMessage {
             subject: format!("Message {n}"),
@@ -65,7 +66,7 @@ async fn send_all(mailer: &SmtpMailer, mails: &[OutgoingMail]) {
     let results = join_all(mails.iter().map(|mail| mailer.send(mail))).await;
     for result in results {
         let reply = result.expect("accepted");
-        assert_eq!(reply.code, 250, "{reply:?}");
+        assert_eq!(reply.reply.code, 250, "{reply:?}");
     }
 }
 
@@ -93,7 +94,7 @@ async fn ten_messages_in_a_row_share_one_connection() {
             .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, n))
             .await
             .expect("accepted");
-        assert_eq!(reply.code, 250);
+        assert_eq!(reply.reply.code, 250);
     }
     assert_eq!(server.messages().len(), 10);
     assert_eq!(server.connection_count(), 1);
@@ -142,7 +143,7 @@ async fn a_connection_the_server_closed_while_idle_is_replaced_and_nothing_is_se
         let reply = mailer
             .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, n))
             .await;
-        assert_eq!(reply.expect("accepted").code, 250);
+        assert_eq!(reply.expect("accepted").reply.code, 250);
         // Long enough for the server to say 421 and hang up on the idle connection.
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
@@ -164,14 +165,14 @@ async fn a_refused_recipient_keeps_the_connection_for_the_next_message() {
         .await
         .expect_err("refused");
     assert!(
-        matches!(&refused, AttemptFault::Reply(reply) if reply.code == 550),
+        matches!(&refused, AttemptFault::Reply(SmtpStage::ContactRecipient, reply) if reply.code == 550),
         "{refused:?}"
     );
     let reply = mailer
         .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, 1))
         .await
         .expect("accepted after RSET");
-    assert_eq!(reply.code, 250);
+    assert_eq!(reply.reply.code, 250);
     assert_eq!(subjects(&server), ["Message 1"]);
     assert_eq!(server.connection_count(), 1);
 }
@@ -188,7 +189,7 @@ async fn a_refusal_after_data_is_not_sent_again() {
         .await
         .expect_err("refused");
     assert!(
-        matches!(&refused, AttemptFault::Reply(reply) if reply.code == 451),
+        matches!(&refused, AttemptFault::Reply(SmtpStage::Data { contact_only: true }, reply) if reply.code == 451),
         "{refused:?}"
     );
     assert_eq!(server.connection_count(), 1, "no second session");
@@ -199,7 +200,7 @@ async fn a_refusal_after_data_is_not_sent_again() {
         .await
         .expect_err("refused");
     assert!(
-        matches!(&again, AttemptFault::Reply(reply) if reply.code == 451),
+        matches!(&again, AttemptFault::Reply(_, reply) if reply.code == 451),
         "{again:?}"
     );
     assert_eq!(server.connection_count(), 1);
@@ -221,4 +222,80 @@ async fn the_rate_limit_spaces_messages_to_one_server() {
     assert_eq!(server.messages().len(), 10);
     // The first at once, then one every 200 ms.
     assert!(elapsed >= Duration::from_millis(1_750), "{elapsed:?}");
+}
+
+#[tokio::test]
+async fn a_refused_copy_is_reported_and_the_others_get_the_message() {
+    let server = server(TestSmtpOptions::default());
+    server.refuse_recipient("audit@acme.example", "550 5.1.1 no such user");
+    let mailer = mailer(SmtpPoolSettings::default());
+    let mut mail = mail(&server, SmtpSecurity::StartTlsOpportunistic, 0);
+    mail.rendered.cc = Some("team@acme.example".into());
+    mail.rendered.bcc = Some("audit@acme.example".into());
+    let accepted = mailer.send(&mail).await.expect("accepted");
+    assert_eq!(accepted.reply.code, 250);
+    assert_eq!(accepted.refused_copies.len(), 1, "{accepted:?}");
+    assert_eq!(accepted.refused_copies[0].0, "audit@acme.example");
+    assert_eq!(accepted.refused_copies[0].1.code, 550);
+    let received = server.messages();
+    assert_eq!(
+        received[0].recipients,
+        ["reader0@example.org", "team@acme.example"]
+    );
+}
+
+#[tokio::test]
+async fn a_refused_mail_from_names_its_stage_and_keeps_the_connection() {
+    let server = server(TestSmtpOptions::default());
+    server.script_mail_replies(["550 sender not allowed"]);
+    let mailer = mailer(SmtpPoolSettings::default());
+    let refused = mailer
+        .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, 0))
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(&refused, AttemptFault::Reply(SmtpStage::MailFrom, reply) if reply.code == 550),
+        "{refused:?}"
+    );
+    assert_eq!(refused.classify(), ReplyClass::PermanentFailure);
+    mailer
+        .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, 1))
+        .await
+        .expect("accepted after RSET");
+    assert_eq!(server.connection_count(), 1);
+}
+
+#[tokio::test]
+async fn a_refused_login_is_not_tried_again_at_once_unless_the_password_changes() {
+    let server = server(TestSmtpOptions::default());
+    server.set_credentials([("ann", "rotated")]);
+    let mailer = mailer(SmtpPoolSettings::default());
+    for n in 0..3 {
+        let refused = mailer
+            .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, n))
+            .await
+            .expect_err("refused");
+        assert!(
+            matches!(&refused, AttemptFault::Reply(SmtpStage::Authentication, reply) if reply.code == 535),
+            "{refused:?}"
+        );
+        assert_eq!(refused.classify(), ReplyClass::ServerFault);
+    }
+    assert_eq!(
+        server.connection_count(),
+        1,
+        "one failed login, not one per message"
+    );
+
+    let mut fixed = mail(&server, SmtpSecurity::StartTlsOpportunistic, 3);
+    fixed.endpoint.password = SecretString::new("rotated");
+    mailer
+        .send(&fixed)
+        .await
+        .expect("accepted with the new password");
+    assert_eq!(server.connection_count(), 2);
+    assert_eq!(
+        server.messages()[0].authenticated_with.as_deref(),
+        Some("rotated")
+    );
 }

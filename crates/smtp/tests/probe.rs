@@ -35,6 +35,7 @@ fn endpoint(host: &str, port: u16, security: SmtpSecurity) -> SmtpEndpoint {
         allow_insecure_tls: false,
         user: USER.to_owned(),
         password: SecretString::new(PASSWORD),
+        saved: None,
     }
 }
 

@@ -112,6 +112,7 @@ fn data_is_recorded_dot_unstuffed() {
             recipients: vec!["one@example.com".into(), "two@example.com".into()],
             data: "Subject: hi\r\n\r\n.leading dot\r\nend\r\n".into(),
             authenticated_as: None,
+            authenticated_with: None,
             tls: false,
             hello: "test".into(),
         }]

@@ -41,8 +41,9 @@ pub enum TlsMode {
 pub struct TestSmtpOptions {
     /// TLS mode; the certificate is self-signed for `localhost`.
     pub tls: TlsMode,
-    /// The one valid `(user, password)`. `None` advertises no AUTH (an internal relay)
-    /// and lets MAIL through unauthenticated; `Some` requires AUTH before MAIL (530).
+    /// The one valid `(user, password)` at the start. `None` advertises no AUTH (an
+    /// internal relay) and lets MAIL through unauthenticated; `Some` requires AUTH before
+    /// MAIL (530). [`TestSmtpServer::set_credentials`] changes what is valid later.
     pub auth: Option<(String, String)>,
     /// Advertise AUTH and answer every attempt with 535.
     pub refuse_auth: bool,
@@ -73,6 +74,9 @@ pub struct ReceivedMessage {
     pub data: String,
     /// The user that authenticated on this connection, if any.
     pub authenticated_as: Option<String>,
+    /// The password that authenticated this connection, if any: which credentials the
+    /// session that carried the message was opened with.
+    pub authenticated_with: Option<String>,
     /// Whether the connection was encrypted (implicit TLS or after STARTTLS).
     pub tls: bool,
     /// The name the client gave in EHLO (or HELO) on this connection.
@@ -98,6 +102,12 @@ struct Shared {
     peak_open: AtomicUsize,
     /// Replies to the next RCPT TOs, one each, before the options' reply applies again.
     rcpt_script: Mutex<VecDeque<String>>,
+    /// Replies to the next MAIL FROMs, one each, before 250 applies again.
+    mail_script: Mutex<VecDeque<String>>,
+    /// Replies to RCPT TO of these addresses (lower case), every time.
+    rcpt_by_address: Mutex<HashMap<String, String>>,
+    /// The valid `(user, password)` pairs (from the options' `auth` at first).
+    credentials: Mutex<Vec<(String, String)>>,
     /// Messages whose DATA has ended and that wait out `accept_delay`, by EHLO name.
     accepting: Mutex<HashMap<String, usize>>,
 }
@@ -117,6 +127,7 @@ impl TestSmtpServer {
             .local_addr()
             .expect("the test SMTP server's address");
         let acceptor = (options.tls != TlsMode::None).then(self_signed_acceptor);
+        let credentials = options.auth.clone().into_iter().collect();
         let shared = Arc::new(Shared {
             options,
             acceptor,
@@ -125,6 +136,9 @@ impl TestSmtpServer {
             open: AtomicUsize::new(0),
             peak_open: AtomicUsize::new(0),
             rcpt_script: Mutex::new(VecDeque::new()),
+            mail_script: Mutex::new(VecDeque::new()),
+            rcpt_by_address: Mutex::new(HashMap::new()),
+            credentials: Mutex::new(credentials),
             accepting: Mutex::new(HashMap::new()),
         });
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -169,6 +183,38 @@ impl TestSmtpServer {
         S: Into<String>,
     {
         lock(&self.shared.rcpt_script).extend(replies.into_iter().map(Into::into));
+    }
+
+    /// Scripts the answers to the next MAIL FROMs, one line each (e.g. `550 5.7.1
+    /// sender rejected`); once they are used up, MAIL FROM is answered 250 again.
+    pub fn script_mail_replies<I, S>(&self, replies: I)
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        lock(&self.shared.mail_script).extend(replies.into_iter().map(Into::into));
+    }
+
+    /// Answers every RCPT TO of `address` (any case) with `reply`, e.g. a Bcc address
+    /// refused with `550 5.1.1 no such user` while the other recipients are accepted.
+    /// Takes precedence over the RCPT script and the options' reply.
+    pub fn refuse_recipient(&self, address: &str, reply: &str) {
+        lock(&self.shared.rcpt_by_address).insert(address.to_ascii_lowercase(), reply.to_owned());
+    }
+
+    /// Replaces the valid `(user, password)` pairs: a provider that rotated a key, or
+    /// several accounts sharing one relay user name with different passwords. Sessions
+    /// already authenticated stay so (as on real servers).
+    pub fn set_credentials<I, U, P>(&self, credentials: I)
+    where
+        I: IntoIterator<Item = (U, P)>,
+        U: Into<String>,
+        P: Into<String>,
+    {
+        *lock(&self.shared.credentials) = credentials
+            .into_iter()
+            .map(|(user, password)| (user.into(), password.into()))
+            .collect();
     }
 
     /// How many messages were accepted so far (cheaper than `messages().len()`).
@@ -283,6 +329,7 @@ struct State {
     hello: bool,
     hello_name: String,
     user: Option<String>,
+    password: Option<String>,
     from: Option<String>,
     recipients: Vec<String>,
 }
@@ -354,7 +401,7 @@ where
             "AUTH" if state.user.is_some() => {
                 reply(&mut io, "503 5.5.1 Already authenticated").await?;
             }
-            "AUTH" => authenticate(&mut io, options, &mut state, argument).await?,
+            "AUTH" => authenticate(&mut io, shared, &mut state, argument).await?,
             "MAIL" if !state.hello => reply(&mut io, "503 5.5.1 Say EHLO first").await?,
             "MAIL" if options.auth.is_some() && state.user.is_none() => {
                 reply(&mut io, "530 5.7.0 Authentication required").await?;
@@ -363,12 +410,20 @@ where
                 reply(&mut io, "503 5.5.1 Sender already given").await?;
             }
             "MAIL" => {
-                state.from = Some(path(argument, "FROM:"));
-                reply(&mut io, "250 2.1.0 Sender OK").await?;
+                let scripted = lock(&shared.mail_script).pop_front();
+                let answer = scripted.unwrap_or_else(|| "250 2.1.0 Sender OK".to_owned());
+                if answer.starts_with('2') {
+                    state.from = Some(path(argument, "FROM:"));
+                }
+                reply(&mut io, &answer).await?;
             }
             "RCPT" if state.from.is_none() => reply(&mut io, "503 5.5.1 Need MAIL first").await?,
             "RCPT" => {
-                let scripted = lock(&shared.rcpt_script).pop_front();
+                let recipient = path(argument, "TO:");
+                let by_address = lock(&shared.rcpt_by_address)
+                    .get(&recipient.to_ascii_lowercase())
+                    .cloned();
+                let scripted = by_address.or_else(|| lock(&shared.rcpt_script).pop_front());
                 let answer = scripted.unwrap_or_else(|| {
                     options
                         .reply_to_rcpt
@@ -376,7 +431,7 @@ where
                         .unwrap_or_else(|| "250 2.1.5 Recipient OK".to_owned())
                 });
                 if answer.starts_with('2') {
-                    state.recipients.push(path(argument, "TO:"));
+                    state.recipients.push(recipient);
                 }
                 reply(&mut io, &answer).await?;
             }
@@ -406,6 +461,7 @@ where
                             recipients: std::mem::take(&mut state.recipients),
                             data: String::from_utf8_lossy(&data).into_owned(),
                             authenticated_as: state.user.clone(),
+                            authenticated_with: state.password.clone(),
                             tls: state.secured,
                             hello: state.hello_name.clone(),
                         });
@@ -443,7 +499,7 @@ where
 /// de-facto LOGIN exchange with base64 "Username:" / "Password:" prompts).
 async fn authenticate<S>(
     io: &mut BufReader<S>,
-    options: &TestSmtpOptions,
+    shared: &Shared,
     state: &mut State,
     argument: &str,
 ) -> io::Result<()>
@@ -498,9 +554,11 @@ where
         [user, password] => Some((user.clone(), password.clone())),
         _ => None,
     };
+    let valid = |given: &(String, String)| lock(&shared.credentials).contains(given);
     match given {
-        Some(given) if !options.refuse_auth && options.auth.as_ref() == Some(&given) => {
+        Some(given) if !shared.options.refuse_auth && valid(&given) => {
             state.user = Some(given.0);
+            state.password = Some(given.1);
             reply(io, "235 2.7.0 Authentication successful").await
         }
         _ => reply(io, "535 5.7.8 Authentication credentials invalid").await,

@@ -112,6 +112,9 @@ fn save(
                 default_from_name: settings.default_from_name.clone(),
                 created_at,
                 updated_at: now,
+                // Saving checked the settings: whatever made the server unhealthy is
+                // settled or will show again.
+                unhealthy: None,
             },
             password: sealed.clone(),
         };
@@ -151,6 +154,7 @@ pub(crate) fn endpoint(settings: &MailServerSettings) -> SmtpEndpoint {
         allow_insecure_tls: settings.allow_insecure_tls,
         user: settings.user.clone(),
         password: settings.password.clone(),
+        saved: None,
     }
 }
 

@@ -19,8 +19,8 @@ use mailroom_domain::{
     contact::Contact,
     mail_server::MailServer,
     message::{
-        retry_delay, suppression_reason, AttemptFault, Message, MessageStatus, ReplyClass,
-        SkipReason, SmtpReply, StatsCounter, Suppression,
+        retry_delay, server_fault_delay, suppression_reason, AttemptFault, Message, MessageStatus,
+        ReplyClass, SkipReason, SmtpStage, StatsCounter, Suppression, RETRY_BASE,
     },
     webhook_event::{ContactChange, ContactNotice},
 };
@@ -30,8 +30,8 @@ use super::{claim_batch::ClaimBatch, count, send_limit::MonthlySendLimit};
 use crate::{
     mail_servers::password_slot,
     ports::{
-        in_transaction, Lease, MailServerRecord, OutgoingMail, SmtpEndpoint, SmtpSecurity,
-        UnitOfWork,
+        in_transaction, Lease, MailAccepted, MailServerRecord, OutgoingMail, SavedServer,
+        SmtpEndpoint, SmtpSecurity, UnitOfWork,
     },
     rendering::{render_message, AccountDefaults, Recipient, RenderedMessage, ServerDefaults},
     tracking::delivery::{apply_tracking, mint_links},
@@ -77,8 +77,9 @@ pub struct ClaimedMessages {
 /// How one SMTP session ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SendOutcome {
-    /// The server answered the end of DATA with this 2xx reply.
-    Accepted(SmtpReply),
+    /// The server answered the end of DATA with a 2xx reply (some Cc or Bcc may have
+    /// been refused).
+    Accepted(MailAccepted),
     /// It did not take the message.
     Refused(AttemptFault),
 }
@@ -129,6 +130,26 @@ pub fn claim_messages(
                         }
                     }
                 }
+                Prepared::WaitForServer(server, reason) => {
+                    let since = tx
+                        .mark_mail_server_unhealthy(
+                            server.account_id,
+                            server.id,
+                            server.updated_at,
+                            now,
+                            &reason,
+                        )?
+                        .unwrap_or(now);
+                    let mut waiting = message;
+                    waiting.status = MessageStatus::Queued;
+                    waiting.next_attempt_at = Some(now.plus(server_fault_delay(
+                        now.as_datetime() - since.as_datetime(),
+                        jitter(services),
+                    )));
+                    waiting.last_reply = Some(reason);
+                    waiting.updated_at = now;
+                    tx.record_message_state(&waiting, lease.token)?;
+                }
                 Prepared::Fail(reason) => {
                     let mut failed = message;
                     failed.status = MessageStatus::Failed;
@@ -152,9 +173,11 @@ pub fn claim_messages(
 enum Prepared {
     Send(Box<OutgoingMail>),
     Skip(SkipReason),
-    /// Permanent: the template is gone, does not render, or the server's password does
-    /// not open.
+    /// Permanent: the template is gone or does not render.
     Fail(String),
+    /// The server's stored password does not open: the server is unhealthy and the
+    /// message waits for it without spending an attempt.
+    WaitForServer(SavedServer, String),
 }
 
 /// Applies suppression and renders, reading only (in the claim's transaction); what the
@@ -223,7 +246,16 @@ fn prepare(
     };
     let endpoint = match batch.endpoint(services, account, &server) {
         Ok(endpoint) => endpoint,
-        Err(reason) => return Ok(Prepared::Fail(reason)),
+        // The server's fault, not the message's (docs/api-decisions.md, "Who a refusal
+        // blames"): the message waits for the server to be saved again.
+        Err(reason) => {
+            let server = SavedServer {
+                account_id: account,
+                id: server.server.id,
+                updated_at: server.server.updated_at,
+            };
+            return Ok(Prepared::WaitForServer(server, reason));
+        }
     };
     Ok(Prepared::Send(Box::new(OutgoingMail {
         endpoint,
@@ -330,16 +362,35 @@ pub(super) fn endpoint(
         allow_insecure_tls: server.allow_insecure_tls,
         user: server.user.clone(),
         password,
+        saved: Some(SavedServer {
+            account_id: account,
+            id: server.id,
+            updated_at: server.updated_at,
+        }),
     })
 }
 
 /// Step 2: one SMTP session for `job`, with no transaction open.
 pub async fn send_claimed_message(services: &Services, job: &MessageJob) -> SendOutcome {
     match services.mailer.send(&job.mail).await {
-        Ok(reply) if reply.classify() == ReplyClass::Accepted => SendOutcome::Accepted(reply),
-        Ok(reply) => SendOutcome::Refused(AttemptFault::Reply(reply)),
+        Ok(accepted) if accepted.reply.classify() == ReplyClass::Accepted => {
+            SendOutcome::Accepted(accepted)
+        }
+        Ok(accepted) => SendOutcome::Refused(AttemptFault::Reply(
+            SmtpStage::Data {
+                contact_only: accepted.refused_copies.is_empty() && !has_copies(&job.mail),
+            },
+            accepted.reply,
+        )),
         Err(fault) => SendOutcome::Refused(fault),
     }
+}
+
+/// Whether the message is addressed to anyone besides the contact.
+fn has_copies(mail: &OutgoingMail) -> bool {
+    [&mail.rendered.cc, &mail.rendered.bcc]
+        .into_iter()
+        .any(|list| list.as_deref().is_some_and(|list| !list.trim().is_empty()))
 }
 
 /// Step 3: records how the session of `job` ended, in its own short transaction, with
@@ -383,15 +434,53 @@ pub fn record_message_outcomes(
     // so concurrent batches that share a contact wait for each other, never deadlock.
     let mut order: Vec<usize> = (0..settled.len()).collect();
     order.sort_by_key(|&i| (settled[i].message.account_id, settled[i].message.contact_id));
+    // The mail servers whose health the sessions showed, each once, in id order.
+    let mut faulted: Vec<(SavedServer, String)> = Vec::new();
+    let mut healthy: Vec<SavedServer> = Vec::new();
+    for settled in &settled {
+        if let Some((server, error)) = &settled.server_fault {
+            if !faulted.iter().any(|(seen, _)| same_server(seen, server)) {
+                faulted.push((*server, error.clone()));
+            }
+        } else if let Some(server) = settled.server_worked {
+            if !healthy.iter().any(|seen| same_server(seen, &server)) {
+                healthy.push(server);
+            }
+        }
+    }
+    faulted.sort_by_key(|(server, _)| (server.account_id, server.id));
+    healthy.retain(|server| !faulted.iter().any(|(seen, _)| same_server(seen, server)));
+    healthy.sort_by_key(|server| (server.account_id, server.id));
     in_transaction(services.db.as_ref(), |tx| {
+        // Messages and contacts, then mail server rows, then counters: the claim also
+        // locks messages before a mail server, so no two transactions wait on each
+        // other in opposite orders. How long a faulted server has been unhealthy is
+        // read without a lock first (the waits only need to be about right).
+        let mut unhealthy_since = Vec::with_capacity(faulted.len());
+        for (server, _) in &faulted {
+            let since = tx
+                .find_mail_server(server.account_id, server.id)?
+                .and_then(|record| record.server.unhealthy)
+                .map_or(now, |unhealthy| unhealthy.since);
+            unhealthy_since.push((*server, since));
+        }
         let mut counts: Vec<(mailroom_domain::AccountId, StatsCounter, u64)> = Vec::new();
         let mut recorded: Vec<Message> = outcomes
             .iter()
             .map(|(job, _)| job.message.clone())
             .collect();
         for &i in &order {
-            let settled = &settled[i];
-            if !write_settled(tx, services, lease, now, settled)? {
+            let mut settled = settled[i].clone();
+            if let Some((server, _)) = &settled.server_fault {
+                let since = unhealthy_since
+                    .iter()
+                    .find(|(seen, _)| same_server(seen, server))
+                    .map_or(now, |(_, since)| *since);
+                let waited = now.as_datetime() - since.as_datetime();
+                settled.message.next_attempt_at =
+                    Some(now.plus(server_fault_delay(waited, jitter(services))));
+            }
+            if !write_settled(tx, services, lease, now, &settled)? {
                 continue;
             }
             if let Some(counter) = settled.counter {
@@ -404,7 +493,19 @@ pub fn record_message_outcomes(
                     None => counts.push((account, counter, 1)),
                 }
             }
-            recorded[i] = settled.message.clone();
+            recorded[i] = settled.message;
+        }
+        for (server, error) in &faulted {
+            tx.mark_mail_server_unhealthy(
+                server.account_id,
+                server.id,
+                server.updated_at,
+                now,
+                error,
+            )?;
+        }
+        for server in &healthy {
+            tx.mark_mail_server_healthy(server.account_id, server.id)?;
         }
         counts.sort_by_key(|(account, _, _)| *account);
         for (account, counter, n) in counts {
@@ -414,12 +515,23 @@ pub fn record_message_outcomes(
     })
 }
 
+fn same_server(a: &SavedServer, b: &SavedServer) -> bool {
+    a.account_id == b.account_id && a.id == b.id
+}
+
 /// A message's new state after its session, before it is written.
+#[derive(Clone)]
 struct Settled {
     message: Message,
     counter: Option<StatsCounter>,
     /// The reply of a hard bounce.
     bounce: Option<String>,
+    /// The saved server refused Mailroom itself (with the fault): it becomes unhealthy
+    /// and the message waits for it (`next_attempt_at` is set once its unhealthy time is
+    /// known).
+    server_fault: Option<(SavedServer, String)>,
+    /// The saved server took the message: it is healthy again.
+    server_worked: Option<SavedServer>,
 }
 
 fn settle(
@@ -434,31 +546,49 @@ fn settle(
     message.updated_at = now;
     let mut counter = None;
     let mut bounce = None;
+    let mut server_fault = None;
+    let mut server_worked = None;
+    let saved = job.mail.endpoint.saved;
     match outcome {
-        SendOutcome::Accepted(reply) => {
+        SendOutcome::Accepted(accepted) => {
             message.status = MessageStatus::Sent;
             message.next_attempt_at = None;
             message.sent_at = Some(now);
-            message.last_reply = Some(reply.to_string());
+            message.last_reply = Some(accepted.summary());
             counter = Some(StatsCounter::Sent);
+            server_worked = saved;
         }
         SendOutcome::Refused(fault) => {
             message.last_reply = Some(fault.to_string());
             match fault.classify() {
+                // Not the message's fault: it waits for the server without spending an
+                // attempt (an unsaved endpoint cannot happen here; it retries as
+                // transient).
+                ReplyClass::ServerFault if saved.is_some() => {
+                    message.attempts = job.message.attempts;
+                    message.status = MessageStatus::Queued;
+                    message.next_attempt_at = Some(now.plus(RETRY_BASE));
+                    server_fault = saved.map(|server| (server, fault.to_string()));
+                }
                 ReplyClass::HardBounce => {
                     message.status = MessageStatus::Bounced;
                     message.next_attempt_at = None;
                     counter = Some(StatsCounter::Bounced);
                     bounce = Some(fault.to_string());
                 }
-                ReplyClass::Transient if message.attempts < settings.max_attempts => {
+                ReplyClass::Transient | ReplyClass::ServerFault
+                    if message.attempts < settings.max_attempts =>
+                {
                     message.status = MessageStatus::Queued;
                     message.next_attempt_at =
                         Some(now.plus(retry_delay(message.attempts, jitter(services))));
                 }
                 // A 2xx reported as a refusal cannot happen (step 2 sorts them); treat it
                 // like any other permanent failure rather than guessing.
-                ReplyClass::Transient | ReplyClass::PermanentFailure | ReplyClass::Accepted => {
+                ReplyClass::Transient
+                | ReplyClass::ServerFault
+                | ReplyClass::PermanentFailure
+                | ReplyClass::Accepted => {
                     message.status = MessageStatus::Failed;
                     message.next_attempt_at = None;
                     counter = Some(StatsCounter::Failed);
@@ -470,6 +600,8 @@ fn settle(
         message,
         counter,
         bounce,
+        server_fault,
+        server_worked,
     }
 }
 

@@ -1,4 +1,6 @@
-use mailroom_domain::{mail_server::MailServer, paging::PageRequest, AccountId, MailServerId};
+use mailroom_domain::{
+    mail_server::MailServer, paging::PageRequest, AccountId, MailServerId, Timestamp,
+};
 
 use super::SealedSecret;
 use crate::StoreError;
@@ -58,6 +60,33 @@ pub trait MailServerRepository {
         &mut self,
         account: AccountId,
         record: &MailServerRecord,
+    ) -> Result<bool, StoreError>;
+
+    /// Marks the server unhealthy because it refused Mailroom itself (AUTH, the session),
+    /// keeping an earlier `unhealthy_since` and replacing the last error, but only while
+    /// its settings are still those of `version` (`updated_at`): a fault of settings
+    /// saved over since says nothing about the new ones. Returns since when the server
+    /// is unhealthy; `None` when it is gone or was saved again.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn mark_mail_server_unhealthy(
+        &mut self,
+        account: AccountId,
+        id: MailServerId,
+        version: Timestamp,
+        now: Timestamp,
+        error: &str,
+    ) -> Result<Option<Timestamp>, StoreError>;
+
+    /// Clears the server's unhealthy mark (a session worked); `false` when it had none.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn mark_mail_server_healthy(
+        &mut self,
+        account: AccountId,
+        id: MailServerId,
     ) -> Result<bool, StoreError>;
 
     /// Deletes the mail server; `false` when there was none.

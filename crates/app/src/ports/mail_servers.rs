@@ -1,4 +1,4 @@
-use mailroom_domain::secret::SecretString;
+use mailroom_domain::{secret::SecretString, AccountId, MailServerId, Timestamp};
 
 /// How the connection to a mail server is secured. `secure` and `requireTLS` of the API
 /// choose it; the port number never does.
@@ -29,6 +29,22 @@ pub struct SmtpEndpoint {
     pub user: String,
     /// SMTP password.
     pub password: SecretString,
+    /// The saved mail server these settings are, when they are one (delivery); `None`
+    /// for settings being checked before they are saved (the probe).
+    pub saved: Option<SavedServer>,
+}
+
+/// A saved mail server behind an [`SmtpEndpoint`]: SMTP sessions are never shared across
+/// accounts or servers, and a newer version of a server's settings retires the sessions
+/// opened with an older one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SavedServer {
+    /// The account that owns the server.
+    pub account_id: AccountId,
+    /// The server.
+    pub id: MailServerId,
+    /// When its settings were last saved: the version of the settings.
+    pub updated_at: Timestamp,
 }
 
 /// What a successful check established.

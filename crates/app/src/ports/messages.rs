@@ -189,9 +189,31 @@ impl ListUnsubscribe {
     }
 }
 
+/// A message the server took (2xx to the end of `DATA`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MailAccepted {
+    /// The server's reply to the end of `DATA`.
+    pub reply: SmtpReply,
+    /// Cc and Bcc addresses whose `RCPT TO` was refused (address, reply): the message
+    /// went to the contact and the other recipients without them (docs/api-decisions.md,
+    /// "Who a refusal blames").
+    pub refused_copies: Vec<(String, SmtpReply)>,
+}
+
+impl MailAccepted {
+    /// The reply as a message's `lastReply` shows it, refused copies appended.
+    pub fn summary(&self) -> String {
+        let mut text = self.reply.to_string();
+        for (address, reply) in &self.refused_copies {
+            text.push_str(&format!("; RCPT TO <{address}> refused: {reply}"));
+        }
+        text
+    }
+}
+
 /// What [`Mailer::send`] returns.
 pub type MailFuture<'a> =
-    Pin<Box<dyn Future<Output = Result<SmtpReply, AttemptFault>> + Send + 'a>>;
+    Pin<Box<dyn Future<Output = Result<MailAccepted, AttemptFault>> + Send + 'a>>;
 
 /// Sends email over SMTP.
 pub trait Mailer: Send + Sync {
@@ -200,7 +222,8 @@ pub trait Mailer: Send + Sync {
     /// recipients (the rendered `To`, `Cc` and `Bcc`). Never call it inside a transaction.
     ///
     /// # Errors
-    /// [`AttemptFault::Reply`] with the server's refusal (at any step),
+    /// [`AttemptFault::Reply`] with the server's refusal and the step it answered (a
+    /// refused Cc or Bcc is not an error: see [`MailAccepted::refused_copies`]),
     /// [`AttemptFault::Connection`] for time-outs, dropped connections, TLS and DNS
     /// failures, [`AttemptFault::Permanent`] when the message cannot be built or the
     /// egress guard refuses the address.

@@ -32,9 +32,12 @@ pub use contacts::{ContactEvent, ContactRepository, EventName};
 pub use database::{in_transaction, Database, UnitOfWork};
 pub use feedback::FeedbackRepository;
 pub use mail_server_records::{MailServerRecord, MailServerRepository};
-pub use mail_servers::{CredentialCheck, MailServerProbe, ProbeError, SmtpEndpoint, SmtpSecurity};
+pub use mail_servers::{
+    CredentialCheck, MailServerProbe, ProbeError, SavedServer, SmtpEndpoint, SmtpSecurity,
+};
 pub use messages::{
-    IdempotentMessage, ListUnsubscribe, MailFuture, Mailer, MessageRepository, OutgoingMail,
+    IdempotentMessage, ListUnsubscribe, MailAccepted, MailFuture, Mailer, MessageRepository,
+    OutgoingMail,
 };
 pub use queue_stats::{QueueDepth, QueueStats, QueueStatsRepository};
 pub use records::*;

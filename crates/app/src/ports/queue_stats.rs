@@ -28,6 +28,9 @@ pub struct QueueStats {
     /// Whether `messages_by_status` was counted (true) or, on a large table, estimated
     /// for the final statuses from the planner's statistics (false).
     pub message_counts_exact: bool,
+    /// Mail servers (of all accounts) marked unhealthy: they refused Mailroom itself
+    /// (AUTH) and their messages wait.
+    pub unhealthy_mail_servers: u64,
 }
 
 /// Reads the snapshot. Every query must stay cheap on large tables: it runs on every

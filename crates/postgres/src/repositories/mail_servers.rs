@@ -4,9 +4,9 @@ use mailroom_app::{
     StoreError,
 };
 use mailroom_domain::{
-    mail_server::{MailHost, MailServer},
+    mail_server::{MailHost, MailServer, Unhealthy},
     paging::PageRequest,
-    AccountId, MailServerId,
+    AccountId, MailServerId, Timestamp,
 };
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -18,7 +18,7 @@ use crate::{
 };
 
 #[derive(Queryable, Selectable, Insertable, AsChangeset)]
-#[diesel(table_name = mail_servers, check_for_backend(diesel::pg::Pg))]
+#[diesel(table_name = mail_servers, check_for_backend(diesel::pg::Pg), treat_none_as_null = true)]
 struct MailServerRow {
     account_id: Uuid,
     id: Uuid,
@@ -34,6 +34,10 @@ struct MailServerRow {
     default_from_name: String,
     created_at: OffsetDateTime,
     updated_at: OffsetDateTime,
+    // Written as NULL by every insert and update (`treat_none_as_null`): a save clears
+    // the health mark.
+    unhealthy_since: Option<OffsetDateTime>,
+    last_error: Option<String>,
 }
 
 impl TryFrom<MailServerRow> for MailServerRecord {
@@ -54,6 +58,13 @@ impl TryFrom<MailServerRow> for MailServerRecord {
                 default_from_name: row.default_from_name,
                 created_at: timestamp(row.created_at),
                 updated_at: timestamp(row.updated_at),
+                unhealthy: match (row.unhealthy_since, row.last_error) {
+                    (Some(since), Some(last_error)) => Some(Unhealthy {
+                        since: timestamp(since),
+                        last_error,
+                    }),
+                    _ => None,
+                },
             },
             password: SealedSecret(row.password),
         })
@@ -77,6 +88,8 @@ fn mail_server_row(account: AccountId, record: &MailServerRecord) -> MailServerR
         default_from_name: server.default_from_name.clone(),
         created_at: server.created_at.as_datetime(),
         updated_at: server.updated_at.as_datetime(),
+        unhealthy_since: server.unhealthy.as_ref().map(|u| u.since.as_datetime()),
+        last_error: server.unhealthy.as_ref().map(|u| u.last_error.clone()),
     }
 }
 
@@ -146,6 +159,55 @@ impl MailServerRepository for PgUnitOfWork<'_> {
             .execute(self.conn)
             .map(|n| n > 0)
             .map_err(store_error)
+    }
+
+    fn mark_mail_server_unhealthy(
+        &mut self,
+        account: AccountId,
+        id: MailServerId,
+        version: Timestamp,
+        now: Timestamp,
+        error: &str,
+    ) -> Result<Option<Timestamp>, StoreError> {
+        use diesel::dsl::sql;
+        use diesel::sql_types::{Nullable, Timestamptz};
+        diesel::update(
+            mail_servers::table
+                .find((account.as_uuid(), id.as_uuid()))
+                .filter(mail_servers::updated_at.eq(version.as_datetime())),
+        )
+        .set((
+            mail_servers::unhealthy_since.eq(sql::<Nullable<Timestamptz>>(
+                "coalesce(unhealthy_since, ",
+            )
+            .bind::<Timestamptz, _>(now.as_datetime())
+            .sql(")")),
+            mail_servers::last_error.eq(Some(error)),
+        ))
+        .returning(mail_servers::unhealthy_since)
+        .get_result::<Option<OffsetDateTime>>(self.conn)
+        .optional()
+        .map(|since| since.flatten().map(timestamp))
+        .map_err(store_error)
+    }
+
+    fn mark_mail_server_healthy(
+        &mut self,
+        account: AccountId,
+        id: MailServerId,
+    ) -> Result<bool, StoreError> {
+        diesel::update(
+            mail_servers::table
+                .find((account.as_uuid(), id.as_uuid()))
+                .filter(mail_servers::unhealthy_since.is_not_null()),
+        )
+        .set((
+            mail_servers::unhealthy_since.eq(None::<OffsetDateTime>),
+            mail_servers::last_error.eq(None::<String>),
+        ))
+        .execute(self.conn)
+        .map(|n| n > 0)
+        .map_err(store_error)
     }
 
     fn delete_mail_server(

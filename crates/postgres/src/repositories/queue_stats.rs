@@ -22,7 +22,7 @@ use diesel::{
     pg::Pg,
     sql_query,
     sql_types::{BigInt, Double, Nullable, Text, Timestamptz},
-    QueryableByName, RunQueryDsl,
+    ExpressionMethods, QueryDsl, QueryableByName, RunQueryDsl,
 };
 use mailroom_app::{
     ports::{QueueDepth, QueueStats, QueueStatsRepository},
@@ -166,11 +166,18 @@ impl QueueStatsRepository for PgUnitOfWork<'_> {
         let (webhook_events, _) = depth(self.conn, "webhook_events", ["queued", "retrying"], now)?;
         let (messages_by_status, message_counts_exact) =
             messages_by_status(self.conn, queued, messages.pending.saturating_sub(queued))?;
+        // Through the partial index `mail_servers_unhealthy_idx`: only unhealthy rows.
+        let unhealthy_mail_servers = crate::schema::mail_servers::table
+            .filter(crate::schema::mail_servers::unhealthy_since.is_not_null())
+            .count()
+            .get_result::<i64>(self.conn)
+            .map_err(store_error)?;
         Ok(QueueStats {
             messages,
             webhook_events,
             messages_by_status,
             message_counts_exact,
+            unhealthy_mail_servers: u64::try_from(unhealthy_mail_servers).unwrap_or(0),
         })
     }
 }
