@@ -14,6 +14,7 @@ mod openapi_fixups;
 pub mod problem;
 pub mod rate_limit;
 pub mod routes;
+pub mod tenancy;
 
 use std::{net::TcpListener, sync::Arc, time::Instant};
 
@@ -193,6 +194,9 @@ pub fn serve(
                     .guard(actix_web::guard::fn_guard(any_method))
                     .to(unmatched),
             )
+            // Innermost: membership is proven before routing hands the request to a
+            // handler, so before any extractor reads the body.
+            .wrap(actix_web::middleware::from_fn(tenancy::require_membership))
             .wrap(ErrorHandlers::new().default_handler(problem::ensure_problem_body))
             .wrap_fn(move |req, srv| {
                 let started = Instant::now();

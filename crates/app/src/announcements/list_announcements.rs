@@ -1,6 +1,6 @@
-use mailroom_domain::{announcement::Announcement, paging::PageRequest, AccountId};
+use mailroom_domain::{announcement::Announcement, paging::PageRequest};
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// One page of the account's announcements, oldest first.
 ///
@@ -8,12 +8,11 @@ use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Servic
 /// [`AppError::Unauthorized`] for a non-member.
 pub fn list_announcements(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     page: PageRequest,
 ) -> Result<Vec<Announcement>, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         Ok(tx.list_announcements(account, page)?)
     })
 }
@@ -22,13 +21,9 @@ pub fn list_announcements(
 ///
 /// # Errors
 /// [`AppError::Unauthorized`] for a non-member.
-pub fn count_announcements(
-    services: &Services,
-    actor: &Actor,
-    account: AccountId,
-) -> Result<u64, AppError> {
+pub fn count_announcements(services: &Services, member: &Member) -> Result<u64, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         Ok(tx.count_announcements(account)?)
     })
 }

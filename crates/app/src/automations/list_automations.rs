@@ -1,6 +1,6 @@
-use mailroom_domain::{automation::Automation, paging::PageRequest, template::Template, AccountId};
+use mailroom_domain::{automation::Automation, paging::PageRequest, template::Template};
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// One page of the account's automations, oldest first, each with the template it sends.
 ///
@@ -8,12 +8,11 @@ use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Servic
 /// [`AppError::Unauthorized`] for a non-member.
 pub fn list_automations(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     page: PageRequest,
 ) -> Result<Vec<(Automation, Option<Template>)>, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         Ok(tx.list_automations(account, page)?)
     })
 }
@@ -22,13 +21,10 @@ pub fn list_automations(
 ///
 /// # Errors
 /// [`AppError::Unauthorized`] for a non-member.
-pub fn count_automations(
-    services: &Services,
-    actor: &Actor,
-    account: AccountId,
-) -> Result<u64, AppError> {
-    in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
-        Ok(tx.count_automations(account)?)
-    })
+pub fn count_automations(services: &Services, member: &Member) -> Result<u64, AppError> {
+    let account = member.account();
+    in_transaction(
+        services.db.as_ref(),
+        |tx| Ok(tx.count_automations(account)?),
+    )
 }

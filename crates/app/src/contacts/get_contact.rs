@@ -1,6 +1,6 @@
-use mailroom_domain::{attribute::ResolvedAttributes, contact::Contact, AccountId, ContactId};
+use mailroom_domain::{attribute::ResolvedAttributes, contact::Contact, ContactId};
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// One contact with its resolved attributes.
 ///
@@ -8,12 +8,11 @@ use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Servic
 /// [`AppError::NotFound`] for an unknown contact; [`AppError::Unauthorized`] for a non-member.
 pub fn get_contact(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     id: ContactId,
 ) -> Result<(Contact, ResolvedAttributes), AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         let contact = tx.find_contact(account, id)?.ok_or(AppError::NotFound)?;
         let attributes = tx
             .resolved_attributes(account, &[id])?

@@ -17,9 +17,9 @@ use mailroom_domain::{
 };
 
 use crate::{
-    auth::require_member,
+    auth::Member,
     ports::{in_transaction, ImportedContact, UnitOfWork},
-    Actor, AppError, Services,
+    AppError, Services,
 };
 
 /// How many entries of `errors` an import reports; the counts stay exact beyond it, so a
@@ -188,14 +188,11 @@ impl ImportSummary {
 /// repeated.
 pub fn start_import(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     header: &[String],
 ) -> Result<ContactImport, AppError> {
-    let stored = in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
-        Ok(tx.attribute_types(account)?)
-    })?;
+    let account = member.account();
+    let stored = in_transaction(services.db.as_ref(), |tx| Ok(tx.attribute_types(account)?))?;
     let mut errors = ValidationErrors::new();
     let mut email_column = None;
     let mut slugs = Vec::with_capacity(header.len());
@@ -256,10 +253,9 @@ pub fn start_import(
 /// date, else text). An empty cell writes nothing.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member; store failures. Bad rows are not errors.
+/// Store failures. Bad rows are not errors.
 pub fn import_contacts(
     services: &Services,
-    actor: &Actor,
     import: &ContactImport,
     rows: Vec<ImportRow>,
 ) -> Result<ImportBatchReport, AppError> {
@@ -280,7 +276,6 @@ pub fn import_contacts(
         .map(|_| ContactId::from_uuid(services.ids.next_uuid()))
         .collect();
     let written = in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         let typed = type_rows_against_store(tx, import, &candidates, now)?;
         let (contacts, rows_per_contact) = merge_by_email(typed.accepted, &new_ids);
         let created = if contacts.is_empty() {

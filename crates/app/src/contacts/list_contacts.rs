@@ -1,10 +1,9 @@
 use mailroom_domain::{
     contact::{Contact, ContactQuery},
     paging::PageRequest,
-    AccountId,
 };
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// One page of the contact list, filtered and sorted as `query` says.
 ///
@@ -12,13 +11,12 @@ use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Servic
 /// [`AppError::Unauthorized`] for a non-member.
 pub fn list_contacts(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     query: &ContactQuery,
     page: PageRequest,
 ) -> Result<Vec<Contact>, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         Ok(tx.list_contacts(account, query, page)?)
     })
 }
@@ -29,12 +27,11 @@ pub fn list_contacts(
 /// [`AppError::Unauthorized`] for a non-member.
 pub fn count_contacts(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     query: &ContactQuery,
 ) -> Result<u64, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         Ok(tx.count_contacts(account, query)?)
     })
 }

@@ -8,9 +8,9 @@ use mailroom_domain::{
 
 use super::AccountAttributeTypes;
 use crate::{
-    auth::require_member,
+    auth::Member,
     ports::{in_transaction, UnitOfWork},
-    Actor, AppError, Services,
+    AppError, Services,
 };
 
 /// The raw body of `POST …/contacts/search`.
@@ -54,13 +54,12 @@ fn segment(
 /// [`AppError::Unauthorized`] for a non-member.
 pub fn search_contacts(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     request: &SearchRequest,
     page: PageRequest,
 ) -> Result<Vec<(Contact, ResolvedAttributes)>, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         let segment = segment(tx, account, request)?;
         let ids = tx.search_segment(account, &segment, page)?;
         let contacts = tx.find_contacts(account, &ids)?;
@@ -81,12 +80,11 @@ pub fn search_contacts(
 /// As [`search_contacts`].
 pub fn count_search(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     request: &SearchRequest,
 ) -> Result<u64, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         let segment = segment(tx, account, request)?;
         Ok(tx.count_segment(account, &segment)?)
     })

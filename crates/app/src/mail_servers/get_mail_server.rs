@@ -1,6 +1,6 @@
-use mailroom_domain::{mail_server::MailServer, AccountId, MailServerId};
+use mailroom_domain::{mail_server::MailServer, MailServerId};
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// One mail server of the account.
 ///
@@ -8,12 +8,11 @@ use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Servic
 /// [`AppError::NotFound`] for an unknown server; [`AppError::Unauthorized`] for a non-member.
 pub fn get_mail_server(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     id: MailServerId,
 ) -> Result<MailServer, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         tx.find_mail_server(account, id)?
             .map(|record| record.server)
             .ok_or(AppError::NotFound)

@@ -1,6 +1,6 @@
-use mailroom_domain::{template::Template, AccountId, TemplateId};
+use mailroom_domain::{template::Template, TemplateId};
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// Deletes a template and returns it. Refused while an automation sends it (naming the
 /// automations), so no automation is left pointing at nothing.
@@ -10,12 +10,11 @@ use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Servic
 /// [`AppError::Unauthorized`] for a non-member.
 pub fn delete_template(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     id: TemplateId,
 ) -> Result<Template, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         let template = tx.find_template(account, id)?.ok_or(AppError::NotFound)?;
         let users = tx.automations_sending(account, id)?;
         if !users.is_empty() {

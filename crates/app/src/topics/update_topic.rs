@@ -1,9 +1,9 @@
 use mailroom_domain::{
     topic::{Topic, TopicInput},
-    AccountId, TopicId,
+    TopicId,
 };
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// Partially updates a topic. Contacts' unsubscriptions from it are untouched: they refer
 /// to the topic's id, which never changes.
@@ -13,14 +13,13 @@ use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Servic
 /// unknown topic; [`AppError::Unauthorized`] for a non-member.
 pub fn update_topic(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     id: TopicId,
     input: TopicInput,
 ) -> Result<Topic, AppError> {
+    let account = member.account();
     let patch = input.parse_patch()?;
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         let mut topic = tx.find_topic(account, id)?.ok_or(AppError::NotFound)?;
         patch.apply(&mut topic);
         tx.update_topic(account, &topic)?;

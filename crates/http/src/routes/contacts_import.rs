@@ -21,18 +21,18 @@ use actix_web::{
 };
 use futures_util::StreamExt;
 use mailroom_app::{
+    auth::Member,
     contacts::{self, ContactImport, ImportRow, ImportSummary},
-    Actor, AppError, Services,
+    AppError, Services,
 };
-use mailroom_domain::AccountId;
 use serde::Serialize;
 use tokio::sync::mpsc;
 use utoipa::ToSchema;
 
 use crate::{
     blocking::run_blocking,
-    extract::{account_id, Caller},
     problem::{ApiError, Problem},
+    tenancy::Membership,
 };
 
 /// The largest import accepted (413 beyond). Imports are exempt from the 1 MiB JSON
@@ -119,12 +119,10 @@ impl From<ImportSummary> for ImportReportDto {
 #[post("/accounts/{accountId}/contacts/import")]
 pub(crate) async fn import_contacts(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     request: HttpRequest,
     payload: web::Payload,
 ) -> Result<web::Json<ImportReportDto>, ApiError> {
-    let account = account_id(&path)?;
     if !is_csv(&request) {
         return Err(ApiError::bad_request(
             "the body must be CSV sent with Content-Type: text/csv",
@@ -139,10 +137,9 @@ pub(crate) async fn import_contacts(
         return Err(too_large());
     }
     let (sender, receiver) = mpsc::channel(CHANNEL_CHUNKS);
-    let actor = caller.0;
-    let import = run_blocking(move || {
-        import_stream(&services, &actor, account, ChannelReader::new(receiver))
-    });
+    let member = member.0;
+    let import =
+        run_blocking(move || import_stream(&services, &member, ChannelReader::new(receiver)));
     let (imported, pumped) = tokio::join!(import, pump_body(payload, sender));
     // A body that failed (too large, cut off) is the cause of whatever the reader then
     // reported, so it is the answer.
@@ -239,8 +236,7 @@ impl Read for ChannelReader {
 /// Parses the CSV and applies it batch by batch (runs on the blocking pool).
 fn import_stream(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     body: impl Read,
 ) -> Result<ImportSummary, AppError> {
     // Rows with another number of cells than the header are the use case's to reject,
@@ -279,10 +275,8 @@ fn import_stream(
         })
         .map(str::to_owned)
         .collect();
-    let import = contacts::start_import(services, actor, account, &header)?;
-    write_in_lanes(services, actor, |senders| {
-        parse_rows(&mut reader, import, senders)
-    })
+    let import = contacts::start_import(services, member, &header)?;
+    write_in_lanes(services, |senders| parse_rows(&mut reader, import, senders))
 }
 
 /// A batch of one lane, with the import as it stood when the batch was complete (the
@@ -294,7 +288,6 @@ type Batch = (ContactImport, Vec<ImportRow>);
 /// answer, a parse failure before a writer's.
 fn write_in_lanes(
     services: &Services,
-    actor: &Actor,
     parse: impl FnOnce(&[SyncSender<Batch>]) -> Result<(), AppError>,
 ) -> Result<ImportSummary, AppError> {
     let span = tracing::Span::current();
@@ -308,7 +301,7 @@ fn write_in_lanes(
                 span.in_scope(|| {
                     let mut summary = ImportSummary::default();
                     for (import, rows) in batches {
-                        summary.add(contacts::import_contacts(services, actor, &import, rows)?);
+                        summary.add(contacts::import_contacts(services, &import, rows)?);
                     }
                     Ok::<_, AppError>(summary)
                 })
