@@ -1057,8 +1057,9 @@ pub struct MessageListParams {
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DailyStatsDto {
-    /// The UTC day, `YYYY-MM-DD`.
-    pub date: String,
+    /// The start of the UTC day the counters cover, `2026-11-24T00:00:00.000Z`.
+    #[schema(value_type = String, format = DateTime)]
+    pub day: Timestamp,
     /// Skipped because the contact hard-bounced.
     pub bounce_blocked: u64,
     /// Complaints received.
@@ -1085,7 +1086,7 @@ impl From<mailroom_domain::message::DailyStats> for DailyStatsDto {
     fn from(stats: mailroom_domain::message::DailyStats) -> Self {
         use mailroom_domain::message::StatsCounter as C;
         Self {
-            date: stats.day.to_string(),
+            day: Timestamp::from_datetime(stats.day.midnight().assume_utc()),
             bounce_blocked: stats.get(C::BounceBlocked),
             complained: stats.get(C::Complained),
             complaint_blocked: stats.get(C::ComplaintBlocked),

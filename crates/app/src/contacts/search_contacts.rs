@@ -1,6 +1,6 @@
 use mailroom_domain::{
     attribute::ResolvedAttributes,
-    condition::{parse_conditions, ConditionInput, Segment},
+    condition::{check_condition_count, parse_conditions, ConditionInput, Segment},
     contact::Contact,
     paging::PageRequest,
     AccountId, TopicId,
@@ -29,6 +29,7 @@ fn segment(
     account: AccountId,
     request: &SearchRequest,
 ) -> Result<Segment, AppError> {
+    check_condition_count(&request.attributes)?;
     if let Some(topic) = request.topic {
         if tx.find_topic(account, topic)?.is_none() {
             return Err(AppError::invalid(
