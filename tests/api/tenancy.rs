@@ -134,6 +134,9 @@ fn valid_body(method: &Method, path: &str, template: &str) -> Option<(&'static s
     }
 }
 
+/// One way of sending a request: what it is, its (content type, body), its query string.
+type Variant = (&'static str, Option<(&'static str, Vec<u8>)>, &'static str);
+
 /// Spec, Authentication rule 4: membership is checked before anything else, so every
 /// method of every account route answers a non-member 401 whatever the request carries:
 /// a valid body, an invalid one, a wrong content type, a bad query string.
@@ -170,7 +173,7 @@ async fn every_account_route_answers_401_to_a_non_member_whatever_the_body() {
             .collect::<Vec<_>>()
             .join("/");
         let method = Method::from_bytes(method.to_uppercase().as_bytes()).expect("method");
-        let mut variants: Vec<(&str, Option<(&str, Vec<u8>)>, &str)> = vec![
+        let mut variants: Vec<Variant> = vec![
             ("no body", None, ""),
             ("a bad query", None, "?limit=-1&start=x"),
         ];

@@ -178,6 +178,14 @@ impl From<AppError> for ApiError {
                     "the service is temporarily unavailable; retry shortly",
                 )
             }
+            AppError::TimedOut(reason) => {
+                tracing::warn!(%reason, "statement timed out");
+                Self::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the request took longer than the database allows a statement to run; \
+                     retry later, or narrow the request",
+                )
+            }
             AppError::Internal(cause) => {
                 tracing::error!(%cause, "internal error");
                 Self::new(

@@ -28,6 +28,9 @@ pub const DEFAULT_SMTP_TIMEOUT: Duration = Duration::from_secs(30);
 /// SMTP connections open to one mail server at once, unless configured.
 pub const DEFAULT_SMTP_CONNECTIONS_PER_SERVER: usize = 8;
 
+/// How long one statement of a request's transaction may run, unless configured.
+pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// Everything the process is configured with.
 #[derive(Clone)]
 pub struct Config {
@@ -77,6 +80,10 @@ pub struct Config {
     pub run_workers: bool,
     /// Database pool size.
     pub db_pool_size: u32,
+    /// How long one statement of an API request's transaction may run before PostgreSQL
+    /// cancels it (`MAILROOM_STATEMENT_TIMEOUT`, seconds; `0` or `off`: no limit). The
+    /// request then answers 503. Workers' transactions are not limited.
+    pub statement_timeout: Option<Duration>,
     /// HTTP worker threads.
     pub http_workers: usize,
     /// Where `mailroom worker` serves `/metrics` and `/healthz`
@@ -114,6 +121,7 @@ impl std::fmt::Debug for Config {
             .field("smtp_rate_limit", &self.smtp_rate_limit)
             .field("run_workers", &self.run_workers)
             .field("db_pool_size", &self.db_pool_size)
+            .field("statement_timeout", &self.statement_timeout)
             .field("http_workers", &self.http_workers)
             .field("metrics_listen", &self.metrics_listen)
             .field("rate_limit", &self.rate_limit)
@@ -159,6 +167,7 @@ impl Config {
             smtp_rate_limit: None,
             run_workers: true,
             db_pool_size: 16,
+            statement_timeout: Some(DEFAULT_STATEMENT_TIMEOUT),
             http_workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
             metrics_listen: None,
             rate_limit: Some(RateLimit::DEFAULT),
@@ -259,6 +268,10 @@ impl Config {
                 anyhow!("MAILROOM_DB_POOL_SIZE must be a whole number of at least 1")
             })?;
         }
+        if let Ok(timeout) = std::env::var("MAILROOM_STATEMENT_TIMEOUT") {
+            config.statement_timeout =
+                parse_statement_timeout(&timeout).context("MAILROOM_STATEMENT_TIMEOUT")?;
+        }
         if let Ok(listen) = std::env::var("MAILROOM_METRICS_LISTEN") {
             config.metrics_listen = Some(listen.parse().with_context(|| {
                 format!("MAILROOM_METRICS_LISTEN must be host:port, got {listen:?}")
@@ -272,6 +285,18 @@ impl Config {
         )?;
         Ok(config)
     }
+}
+
+/// Whole seconds, or `0`/`off` for no limit.
+fn parse_statement_timeout(text: &str) -> Result<Option<Duration>> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    let seconds: u64 = text.parse().map_err(|_| {
+        anyhow!("must be a whole number of seconds, or 0/off for no limit, got {text:?}")
+    })?;
+    Ok((seconds > 0).then(|| Duration::from_secs(seconds)))
 }
 
 /// An email address for `List-Unsubscribe`'s `mailto:`; blank means none.
@@ -452,6 +477,22 @@ fn load_or_create_key_file(path: &Path) -> Result<[u8; 32]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_the_statement_timeout_default_15_seconds() {
+        assert_eq!(
+            Config::new("postgres://x", [0; 32]).statement_timeout,
+            Some(Duration::from_secs(15))
+        );
+        assert_eq!(
+            parse_statement_timeout(" 30 ").expect("valid"),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(parse_statement_timeout("0").expect("valid"), None);
+        assert_eq!(parse_statement_timeout("off").expect("valid"), None);
+        assert!(parse_statement_timeout("1.5").is_err());
+        assert!(parse_statement_timeout("-1").is_err());
+    }
 
     #[test]
     fn parses_keys_schedules_and_redacts_urls() {
