@@ -8,6 +8,7 @@ use mailroom_app::{tokens::authenticate, Actor, Services};
 use mailroom_domain::{paging::PageRequest, token::RawToken};
 
 use crate::{
+    auth_failures::{AuthFailureGuard, Verdict},
     blocking::run_blocking,
     problem::ApiError,
     rate_limit::{self, RateLimiter},
@@ -40,7 +41,33 @@ pub async fn authenticate_request(req: &HttpRequest) -> Result<Actor, ApiError> 
     let services = services_of(req)?;
     let limiter = req.app_data::<web::Data<RateLimiter>>().cloned();
     let raw = raw.ok_or_else(ApiError::unauthorized)?;
-    let actor = run_blocking(move || authenticate(&services, &raw)).await?;
+    let guard = req.app_data::<web::Data<AuthFailureGuard>>().cloned();
+    let client = guard.as_ref().and_then(|guard| guard.client_key(req));
+    let hash = raw.hash();
+    if let Some(guard) = &guard {
+        if let Verdict::Refuse(retry_after) = guard.before_lookup(client, &hash, Instant::now()) {
+            return Err(ApiError::too_many_failed_authentications(retry_after));
+        }
+    }
+    let actor = match run_blocking(move || authenticate(&services, &raw)).await {
+        Ok(actor) => {
+            if let Some(guard) = &guard {
+                guard.succeeded(&hash, Instant::now());
+            }
+            actor
+        }
+        Err(error) => {
+            let refusal = guard
+                .filter(|_| error.status() == actix_web::http::StatusCode::UNAUTHORIZED)
+                .and_then(|guard| guard.failed(client, Instant::now()));
+            return Err(match refusal {
+                Some(decision) => {
+                    ApiError::too_many_failed_authentications(decision.retry_after_secs)
+                }
+                None => error,
+            });
+        }
+    };
     if let Some(decision) =
         limiter.and_then(|limiter| limiter.check(actor.token_id, Instant::now()))
     {

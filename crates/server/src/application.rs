@@ -116,6 +116,8 @@ impl Application {
         let options = HttpOptions {
             workers: config.http_workers,
             rate_limit: config.rate_limit,
+            auth_failure_limit: config.auth_failure_limit,
+            trusted_proxies: config.trusted_proxies.clone(),
             ..HttpOptions::default()
         };
         // Request transactions get the statement timeout; the workers' (which use

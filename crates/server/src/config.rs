@@ -92,6 +92,12 @@ pub struct Config {
     /// The per-token API rate limit (`MAILROOM_RATE_LIMIT_PER_SECOND`,
     /// `MAILROOM_RATE_LIMIT_BURST`); `None` turns it off.
     pub rate_limit: Option<RateLimit>,
+    /// Failed authentications allowed per client address (`MAILROOM_AUTH_FAILURE_LIMIT`,
+    /// per minute, also the burst); `None` turns the guard off.
+    pub auth_failure_limit: Option<RateLimit>,
+    /// Reverse proxies whose `X-Forwarded-For` names the client
+    /// (`MAILROOM_TRUSTED_PROXIES`, comma-separated IP addresses).
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 impl std::fmt::Debug for Config {
@@ -125,6 +131,8 @@ impl std::fmt::Debug for Config {
             .field("http_workers", &self.http_workers)
             .field("metrics_listen", &self.metrics_listen)
             .field("rate_limit", &self.rate_limit)
+            .field("auth_failure_limit", &self.auth_failure_limit)
+            .field("trusted_proxies", &self.trusted_proxies)
             .finish()
     }
 }
@@ -171,6 +179,8 @@ impl Config {
             http_workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
             metrics_listen: None,
             rate_limit: Some(RateLimit::DEFAULT),
+            auth_failure_limit: Some(mailroom_http::auth_failures::DEFAULT_FAILURE_LIMIT),
+            trusted_proxies: Vec::new(),
         }
     }
 
@@ -268,6 +278,14 @@ impl Config {
                 anyhow!("MAILROOM_DB_POOL_SIZE must be a whole number of at least 1")
             })?;
         }
+        if let Ok(limit) = std::env::var("MAILROOM_AUTH_FAILURE_LIMIT") {
+            config.auth_failure_limit =
+                parse_auth_failure_limit(&limit).context("MAILROOM_AUTH_FAILURE_LIMIT")?;
+        }
+        if let Ok(proxies) = std::env::var("MAILROOM_TRUSTED_PROXIES") {
+            config.trusted_proxies =
+                parse_trusted_proxies(&proxies).context("MAILROOM_TRUSTED_PROXIES")?;
+        }
         if let Ok(timeout) = std::env::var("MAILROOM_STATEMENT_TIMEOUT") {
             config.statement_timeout =
                 parse_statement_timeout(&timeout).context("MAILROOM_STATEMENT_TIMEOUT")?;
@@ -285,6 +303,34 @@ impl Config {
         )?;
         Ok(config)
     }
+}
+
+/// Failures per minute per address (also the burst), or `0`/`off` for no limit.
+fn parse_auth_failure_limit(text: &str) -> Result<Option<RateLimit>> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    let per_minute: u32 = text.parse().map_err(|_| {
+        anyhow!("must be a whole number of failures per minute, or 0/off, got {text:?}")
+    })?;
+    Ok((per_minute > 0).then(|| RateLimit {
+        per_second: f64::from(per_minute) / 60.0,
+        burst: per_minute,
+    }))
+}
+
+/// Comma-separated IP addresses; blank is none.
+fn parse_trusted_proxies(text: &str) -> Result<Vec<std::net::IpAddr>> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| {
+            entry
+                .parse()
+                .map_err(|_| anyhow!("must be IP addresses separated by commas, got {entry:?}"))
+        })
+        .collect()
 }
 
 /// Whole seconds, or `0`/`off` for no limit.
@@ -477,6 +523,25 @@ fn load_or_create_key_file(path: &Path) -> Result<[u8; 32]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_the_auth_failure_limit_and_trusted_proxies() {
+        let limit = parse_auth_failure_limit("60").expect("valid").expect("on");
+        assert_eq!(limit.burst, 60);
+        assert!((limit.per_second - 1.0).abs() < f64::EPSILON);
+        assert_eq!(parse_auth_failure_limit("off").expect("valid"), None);
+        assert_eq!(parse_auth_failure_limit("0").expect("valid"), None);
+        assert!(parse_auth_failure_limit("many").is_err());
+        assert_eq!(
+            parse_trusted_proxies("10.0.0.1, ::1").expect("valid"),
+            vec![
+                "10.0.0.1".parse::<std::net::IpAddr>().expect("ip"),
+                "::1".parse().expect("ip")
+            ]
+        );
+        assert!(parse_trusted_proxies("10.0.0.0/8").is_err());
+        assert!(parse_trusted_proxies(" ").expect("valid").is_empty());
+    }
 
     #[test]
     fn parses_the_statement_timeout_default_15_seconds() {
