@@ -26,6 +26,9 @@ use crate::{
 /// file of a million bad rows cannot produce a response of a million entries.
 pub const MAX_REPORTED_ERRORS: usize = 1_000;
 
+/// The most columns a file may have (`email` included).
+pub const MAX_COLUMNS: usize = 200;
+
 /// The name of the required column.
 const EMAIL_COLUMN: &str = "email";
 
@@ -192,8 +195,18 @@ pub fn start_import(
     header: &[String],
 ) -> Result<ContactImport, AppError> {
     let account = member.account();
+    if header.len() > MAX_COLUMNS {
+        return Err(AppError::invalid(
+            "header",
+            format!(
+                "the file has {} columns; at most {MAX_COLUMNS} are accepted",
+                header.len()
+            ),
+        ));
+    }
     let stored = in_transaction(services.db.as_ref(), |tx| Ok(tx.attribute_types(account)?))?;
     let mut errors = ValidationErrors::new();
+    let mut seen = std::collections::HashSet::with_capacity(header.len());
     let mut email_column = None;
     let mut slugs = Vec::with_capacity(header.len());
     for (index, name) in header.iter().enumerate() {
@@ -213,7 +226,7 @@ pub fn start_import(
                 "header",
                 format!("column {position} ('{}'): {error}", quoted(name)),
             );
-        } else if slugs.iter().flatten().any(|seen: &String| seen == name) {
+        } else if !seen.insert(name.as_str()) {
             errors.push(
                 "header",
                 format!("column {position} ('{name}') appears more than once"),
