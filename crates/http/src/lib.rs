@@ -6,7 +6,6 @@
 
 pub mod auth_failures;
 pub mod blocking;
-pub mod campaign_dto;
 pub mod dto;
 pub mod extract;
 pub mod metrics;

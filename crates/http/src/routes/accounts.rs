@@ -6,12 +6,13 @@ use mailroom_domain::{webhook::WebhookSettingsInput, ValidationErrors};
 
 use crate::{
     blocking::run_blocking,
-    dto::{
-        AccountDto, CreateAccountBody, MemberDto, PageEnvelope, SecretView, UpdateAccountBody,
-        WebhookBody, WebhookDto,
-    },
+    dto::PageEnvelope,
     extract::{Caller, JsonBody},
     problem::{ApiError, Problem},
+    routes::accounts_dto::{
+        AccountDto, CreateAccountBody, MemberDto, SecretView, UpdateAccountBody, WebhookBody,
+        WebhookDto,
+    },
     tenancy::Membership,
 };
 

@@ -6,10 +6,10 @@ use mailroom_domain::AnnouncementId;
 
 use crate::{
     blocking::run_blocking,
-    campaign_dto::{AnnouncementBody, AnnouncementDto},
     dto::{CountDto, PageEnvelope},
     extract::{record_id, JsonBody, Paging},
     problem::{ApiError, Problem},
+    routes::announcements_dto::{AnnouncementBody, AnnouncementDto},
     tenancy::Membership,
 };
 

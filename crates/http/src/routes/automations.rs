@@ -6,10 +6,10 @@ use mailroom_domain::AutomationId;
 
 use crate::{
     blocking::run_blocking,
-    campaign_dto::{AutomationBody, AutomationDto, AutomationListItemDto},
     dto::{CountDto, PageEnvelope},
     extract::{record_id, JsonBody, Paging},
     problem::{ApiError, Problem},
+    routes::automations_dto::{AutomationBody, AutomationDto, AutomationListItemDto},
     tenancy::Membership,
 };
 

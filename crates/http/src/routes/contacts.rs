@@ -12,12 +12,13 @@ use mailroom_domain::{
 
 use crate::{
     blocking::run_blocking,
-    dto::{
-        AttributeMetaDto, ContactDto, ContactEventDto, ContactListParams, CountDto, EventBody,
-        EventNameDto, PageEnvelope, SearchBody, UnbounceBody, UpsertContactBody,
-    },
+    dto::{CountDto, PageEnvelope},
     extract::{record_id, JsonBody, Paging},
     problem::{ApiError, Problem},
+    routes::contacts_dto::{
+        AttributeMetaDto, ContactDto, ContactEventDto, ContactListParams, EventBody, EventNameDto,
+        SearchBody, UnbounceBody, UpsertContactBody,
+    },
     tenancy::Membership,
 };
 

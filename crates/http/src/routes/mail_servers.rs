@@ -6,9 +6,10 @@ use mailroom_domain::MailServerId;
 
 use crate::{
     blocking::run_blocking,
-    dto::{CountDto, MailServerBody, MailServerDto, PageEnvelope},
+    dto::{CountDto, PageEnvelope},
     extract::{record_id, JsonBody, Paging},
     problem::{ApiError, Problem},
+    routes::mail_servers_dto::{MailServerBody, MailServerDto},
     tenancy::Membership,
 };
 

@@ -11,9 +11,10 @@ use mailroom_domain::{
 
 use crate::{
     blocking::run_blocking,
-    dto::{CountDto, DailyStatsDto, MessageDto, MessageListParams, PageEnvelope, SendMessageBody},
+    dto::{CountDto, PageEnvelope},
     extract::{record_id, JsonBody, Paging},
     problem::{ApiError, Problem},
+    routes::messages_dto::{DailyStatsDto, MessageDto, MessageListParams, SendMessageBody},
     tenancy::Membership,
 };
 

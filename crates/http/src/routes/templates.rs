@@ -6,9 +6,10 @@ use mailroom_domain::TemplateId;
 
 use crate::{
     blocking::run_blocking,
-    dto::{CountDto, PageEnvelope, TemplateBody, TemplateDto},
+    dto::{CountDto, PageEnvelope},
     extract::{record_id, JsonBody, Paging},
     problem::{ApiError, Problem},
+    routes::templates_dto::{TemplateBody, TemplateDto},
     tenancy::Membership,
 };
 

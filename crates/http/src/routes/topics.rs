@@ -6,9 +6,10 @@ use mailroom_domain::TopicId;
 
 use crate::{
     blocking::run_blocking,
-    dto::{CountDto, PageEnvelope, TopicBody, TopicDto},
+    dto::{CountDto, PageEnvelope},
     extract::{record_id, JsonBody, Paging},
     problem::{ApiError, Problem},
+    routes::topics_dto::{TopicBody, TopicDto},
     tenancy::Membership,
 };
 

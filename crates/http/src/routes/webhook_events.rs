@@ -10,9 +10,10 @@ use mailroom_domain::{
 
 use crate::{
     blocking::run_blocking,
-    dto::{CountDto, PageEnvelope, WebhookEventDto, WebhookEventListParams},
+    dto::{CountDto, PageEnvelope},
     extract::{record_id, Paging},
     problem::{ApiError, Problem},
+    routes::webhook_events_dto::{WebhookEventDto, WebhookEventListParams},
     tenancy::Membership,
 };
 
