@@ -6,7 +6,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 /// The account with its webhook configuration (the HTTP layer masks the secrets).
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] when the caller is not a member or the account is unknown.
+/// [`AppError::Unauthorized`] when the account is unknown.
 pub fn get_account(services: &Services, member: &Member) -> Result<Account, AppError> {
     let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {

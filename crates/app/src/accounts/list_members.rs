@@ -5,7 +5,7 @@ use crate::{auth, ports::in_transaction, AppError, Services};
 /// Every member of the account.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] when the caller is not a member.
+/// [`AppError`] when the store fails.
 pub fn list_members(services: &Services, member: &auth::Member) -> Result<Vec<Member>, AppError> {
     let account = member.account();
     in_transaction(services.db.as_ref(), |tx| Ok(tx.list_members(account)?))

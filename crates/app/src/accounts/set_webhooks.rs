@@ -14,7 +14,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 ///
 /// # Errors
 /// [`AppError::Invalid`] naming each bad field (a refused URL names the reason);
-/// [`AppError::Unauthorized`] when the caller is not a member.
+/// [`AppError`] when the store fails.
 pub fn set_webhooks(
     services: &Services,
     member: &Member,

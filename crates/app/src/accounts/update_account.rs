@@ -20,8 +20,7 @@ pub struct UpdateAccountRequest {
 /// A genuine partial update: omitted fields stay; an empty body is refused.
 ///
 /// # Errors
-/// [`AppError::Invalid`] for an empty patch or a bad name; [`AppError::Unauthorized`]
-/// when the caller is not a member.
+/// [`AppError::Invalid`] for an empty patch or a bad name.
 pub fn update_account(
     services: &Services,
     member: &Member,

@@ -15,7 +15,7 @@ use crate::{
 /// # Errors
 /// [`AppError::Invalid`] naming each bad field: a `templateId` or `topicId` the account
 /// does not have, or a condition that does not fit the account's attributes;
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn create_announcement(
     services: &Services,
     member: &Member,

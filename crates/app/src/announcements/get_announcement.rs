@@ -5,8 +5,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 /// One announcement with its audience settings and delivery status.
 ///
 /// # Errors
-/// [`AppError::NotFound`] for an unknown announcement; [`AppError::Unauthorized`] for a
-/// non-member.
+/// [`AppError::NotFound`] for an unknown announcement.
 pub fn get_announcement(
     services: &Services,
     member: &Member,

@@ -10,7 +10,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 ///
 /// # Errors
 /// [`AppError::Invalid`] naming each bad field, including a `templateId` the account does
-/// not have; [`AppError::Unauthorized`] for a non-member.
+/// not have.
 pub fn create_automation(
     services: &Services,
     member: &Member,

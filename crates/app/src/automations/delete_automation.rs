@@ -6,8 +6,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 /// scheduled are skipped (`automation_disabled`) when they fall due.
 ///
 /// # Errors
-/// [`AppError::NotFound`] for an unknown automation; [`AppError::Unauthorized`] for a
-/// non-member.
+/// [`AppError::NotFound`] for an unknown automation.
 pub fn delete_automation(
     services: &Services,
     member: &Member,

@@ -5,8 +5,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 /// One automation.
 ///
 /// # Errors
-/// [`AppError::NotFound`] for an unknown automation; [`AppError::Unauthorized`] for a
-/// non-member.
+/// [`AppError::NotFound`] for an unknown automation.
 pub fn get_automation(
     services: &Services,
     member: &Member,

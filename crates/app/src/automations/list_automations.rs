@@ -5,7 +5,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 /// One page of the account's automations, oldest first, each with the template it sends.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn list_automations(
     services: &Services,
     member: &Member,
@@ -20,7 +20,7 @@ pub fn list_automations(
 /// How many automations the account holds.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn count_automations(services: &Services, member: &Member) -> Result<u64, AppError> {
     let account = member.account();
     in_transaction(

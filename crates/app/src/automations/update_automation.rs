@@ -12,7 +12,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 ///
 /// # Errors
 /// [`AppError::Invalid`] naming each bad field; [`AppError::NotFound`] for an unknown
-/// automation; [`AppError::Unauthorized`] for a non-member.
+/// automation.
 pub fn update_automation(
     services: &Services,
     member: &Member,

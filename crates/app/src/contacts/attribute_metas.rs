@@ -23,7 +23,7 @@ fn all_metas(tx: &mut dyn UnitOfWork, account: AccountId) -> Result<Vec<Attribut
 /// One page of the account's attribute metas.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn list_attribute_metas(
     services: &Services,
     member: &Member,
@@ -44,7 +44,7 @@ pub fn list_attribute_metas(
 /// How many attribute metas the account has (system ones included).
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn count_attribute_metas(services: &Services, member: &Member) -> Result<u64, AppError> {
     let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {

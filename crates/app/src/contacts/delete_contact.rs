@@ -5,7 +5,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 /// Deletes a contact with its events, attributes and unsubscriptions, and returns it.
 ///
 /// # Errors
-/// [`AppError::NotFound`] for an unknown contact; [`AppError::Unauthorized`] for a non-member.
+/// [`AppError::NotFound`] for an unknown contact.
 pub fn delete_contact(
     services: &Services,
     member: &Member,

@@ -5,7 +5,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 /// One contact with its resolved attributes.
 ///
 /// # Errors
-/// [`AppError::NotFound`] for an unknown contact; [`AppError::Unauthorized`] for a non-member.
+/// [`AppError::NotFound`] for an unknown contact.
 pub fn get_contact(
     services: &Services,
     member: &Member,

@@ -186,7 +186,7 @@ impl ImportSummary {
 /// bad header rejects the file before any row is applied.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member; [`AppError::Invalid`] (field `header`) when
+/// [`AppError::Invalid`] (field `header`) when
 /// `email` is missing or repeated, or a column name is not a custom attribute slug or is
 /// repeated.
 pub fn start_import(

@@ -41,9 +41,10 @@ const QUEUED_BATCHES: usize = 1;
 /// blocking thread.
 ///
 /// # Errors
-/// [`AppError::Invalid`] (field `header`) for a bad header or more than [`MAX_COLUMNS`]
-/// columns; [`AppError::BadRequest`] for a record over [`MAX_RECORD_BYTES`] or a body
-/// that cannot be read; store failures. Batches applied before a failure stay applied.
+/// [`AppError::Invalid`] (field `header`) for a bad header or more than
+/// [`MAX_COLUMNS`](super::MAX_COLUMNS) columns; [`AppError::BadRequest`] for a record
+/// over [`MAX_RECORD_BYTES`] or a body that cannot be read; store failures. Batches
+/// applied before a failure stay applied.
 pub fn import_csv(
     services: &Services,
     member: &Member,

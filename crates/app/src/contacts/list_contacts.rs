@@ -8,7 +8,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 /// One page of the contact list, filtered and sorted as `query` says.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn list_contacts(
     services: &Services,
     member: &Member,
@@ -24,7 +24,7 @@ pub fn list_contacts(
 /// How many contacts the list shows under the same filters.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn count_contacts(
     services: &Services,
     member: &Member,

@@ -29,7 +29,7 @@ pub struct RecordEventRequest {
 /// and its consequences are durable.
 ///
 /// # Errors
-/// [`AppError::Invalid`] naming each bad field; [`AppError::Unauthorized`] for a non-member.
+/// [`AppError::Invalid`] naming each bad field.
 pub fn record_event(
     services: &Services,
     member: &Member,

@@ -52,7 +52,7 @@ fn segment(
 ///
 /// # Errors
 /// [`AppError::Invalid`] for unknown slugs, operator/type mismatches and bad values;
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn search_contacts(
     services: &Services,
     member: &Member,

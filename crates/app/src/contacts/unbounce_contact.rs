@@ -6,7 +6,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 /// (exactly `{"hardBounced": false}`) is checked by the caller's parser.
 ///
 /// # Errors
-/// [`AppError::NotFound`] for an unknown contact; [`AppError::Unauthorized`] for a non-member.
+/// [`AppError::NotFound`] for an unknown contact.
 pub fn unbounce_contact(
     services: &Services,
     member: &Member,

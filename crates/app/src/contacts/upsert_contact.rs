@@ -29,7 +29,7 @@ pub struct UpsertedContact {
 /// case-insensitively).
 ///
 /// # Errors
-/// [`AppError::Invalid`] naming each bad field; [`AppError::Unauthorized`] for a non-member.
+/// [`AppError::Invalid`] naming each bad field.
 pub fn upsert_contact(
     services: &Services,
     member: &Member,

@@ -64,7 +64,7 @@ pub struct FeedbackOutcome {
 ///
 /// # Errors
 /// [`AppError::BadRequest`] when the body is not a report or matches nothing of the
-/// account; [`AppError::Unauthorized`] for a non-member.
+/// account.
 pub fn record_feedback(
     services: &Services,
     member: &Member,

@@ -3,7 +3,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 /// How many mail servers the account holds.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn count_mail_servers(services: &Services, member: &Member) -> Result<u64, AppError> {
     let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {

@@ -7,7 +7,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 ///
 /// # Errors
 /// [`AppError::BadRequest`] while in use; [`AppError::NotFound`] for an unknown server;
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn delete_mail_server(
     services: &Services,
     member: &Member,

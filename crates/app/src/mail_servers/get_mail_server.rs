@@ -5,7 +5,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 /// One mail server of the account.
 ///
 /// # Errors
-/// [`AppError::NotFound`] for an unknown server; [`AppError::Unauthorized`] for a non-member.
+/// [`AppError::NotFound`] for an unknown server.
 pub fn get_mail_server(
     services: &Services,
     member: &Member,

@@ -29,7 +29,7 @@ pub const NO_AUTH_WARNING: &str =
 ///
 /// # Errors
 /// [`AppError::Invalid`] for bad fields or a failed check (the detail carries the server's
-/// reply); [`AppError::Unauthorized`] for a non-member.
+/// reply).
 pub fn create_mail_server(
     services: &Services,
     member: &Member,

@@ -8,7 +8,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 /// One page of the account's message log, oldest first, filtered by status and contact.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn list_messages(
     services: &Services,
     member: &Member,
@@ -24,7 +24,7 @@ pub fn list_messages(
 /// How many messages the log shows under the same filters.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn count_messages(
     services: &Services,
     member: &Member,

@@ -7,7 +7,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 /// zero days included.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn message_stats(services: &Services, member: &Member) -> Result<Vec<DailyStats>, AppError> {
     let account = member.account();
     let today = services.clock.now().as_datetime().date();

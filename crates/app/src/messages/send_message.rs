@@ -43,7 +43,7 @@ pub struct TransactionalSend {
 /// # Errors
 /// [`AppError::Invalid`] on `slug` when the account has no such template;
 /// [`AppError::BadRequest`] when the key was used for another request;
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn send_transactional(
     services: &Services,
     member: &Member,

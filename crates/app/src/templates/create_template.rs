@@ -10,7 +10,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 /// be unused in the account; every rendered field must compile.
 ///
 /// # Errors
-/// [`AppError::Invalid`] naming each bad field; [`AppError::Unauthorized`] for a non-member.
+/// [`AppError::Invalid`] naming each bad field.
 pub fn create_template(
     services: &Services,
     member: &Member,

@@ -7,7 +7,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 ///
 /// # Errors
 /// [`AppError::Invalid`] while in use; [`AppError::NotFound`] for an unknown template;
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn delete_template(
     services: &Services,
     member: &Member,

@@ -5,7 +5,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 /// One template of the account.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] when the caller is not a member; [`AppError::NotFound`]
+/// [`AppError::NotFound`]
 /// when the template is unknown or another account's.
 pub fn get_template(
     services: &Services,

@@ -5,7 +5,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 /// One page of the account's templates, oldest first.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] when the caller is not a member.
+/// [`AppError`] when the store fails.
 pub fn list_templates(
     services: &Services,
     member: &Member,

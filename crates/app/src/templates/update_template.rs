@@ -12,8 +12,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 ///
 /// # Errors
 /// [`AppError::Invalid`] naming each bad field (an empty body included);
-/// [`AppError::NotFound`] for an unknown template; [`AppError::Unauthorized`] for a
-/// non-member.
+/// [`AppError::NotFound`] for an unknown template.
 pub fn update_template(
     services: &Services,
     member: &Member,

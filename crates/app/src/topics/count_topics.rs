@@ -3,7 +3,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 /// How many topics the account holds.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn count_topics(services: &Services, member: &Member) -> Result<u64, AppError> {
     let account = member.account();
     in_transaction(services.db.as_ref(), |tx| Ok(tx.count_topics(account)?))

@@ -8,7 +8,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 /// Creates a topic.
 ///
 /// # Errors
-/// [`AppError::Invalid`] naming each bad field; [`AppError::Unauthorized`] for a non-member.
+/// [`AppError::Invalid`] naming each bad field.
 pub fn create_topic(
     services: &Services,
     member: &Member,

@@ -10,7 +10,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 ///
 /// # Errors
 /// [`AppError::Invalid`] for bad fields or an empty body; [`AppError::NotFound`] for an
-/// unknown topic; [`AppError::Unauthorized`] for a non-member.
+/// unknown topic.
 pub fn update_topic(
     services: &Services,
     member: &Member,

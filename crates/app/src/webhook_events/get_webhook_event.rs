@@ -6,7 +6,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 ///
 /// # Errors
 /// [`AppError::NotFound`] for an unknown event (or another account's);
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn get_webhook_event(
     services: &Services,
     member: &Member,

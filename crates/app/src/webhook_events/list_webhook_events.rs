@@ -8,7 +8,7 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 /// One page of the account's webhook events, oldest first, filtered by status and type.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn list_webhook_events(
     services: &Services,
     member: &Member,
@@ -24,7 +24,7 @@ pub fn list_webhook_events(
 /// How many webhook events the list shows under the same filters.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn count_webhook_events(
     services: &Services,
     member: &Member,
