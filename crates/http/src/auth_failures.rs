@@ -214,6 +214,40 @@ mod tests {
     }
 
     #[test]
+    fn x_forwarded_for_is_read_only_from_a_trusted_proxy() {
+        use actix_web::test::TestRequest;
+        let request = |peer: &str| {
+            TestRequest::default()
+                .peer_addr(format!("{peer}:40000").parse().expect("addr"))
+                .insert_header(("x-forwarded-for", "198.51.100.7, 10.0.0.2"))
+                .to_http_request()
+        };
+        let untrusting = AuthFailureGuard::new(Some(DEFAULT_FAILURE_LIMIT), Vec::new());
+        assert_eq!(
+            untrusting.client_key(&request("10.0.0.1")),
+            Some("10.0.0.1".parse().expect("ip")),
+            "the header is ignored without a trusted proxy"
+        );
+        let trusting = AuthFailureGuard::new(
+            Some(DEFAULT_FAILURE_LIMIT),
+            vec![
+                "10.0.0.1".parse().expect("ip"),
+                "10.0.0.2".parse().expect("ip"),
+            ],
+        );
+        assert_eq!(
+            trusting.client_key(&request("10.0.0.1")),
+            Some("198.51.100.7".parse().expect("ip")),
+            "the right-most entry that is not a trusted proxy"
+        );
+        assert_eq!(
+            trusting.client_key(&request("203.0.113.5")),
+            Some("203.0.113.5".parse().expect("ip")),
+            "an untrusted peer's header is ignored"
+        );
+    }
+
+    #[test]
     fn ipv6_is_keyed_by_its_64() {
         let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().expect("ip");
         let b: IpAddr = "2001:db8:1:2:bbbb::2".parse().expect("ip");
