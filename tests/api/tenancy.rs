@@ -259,3 +259,33 @@ async fn unknown_or_malformed_accounts_are_401_before_the_body_is_read() {
         }
     }
 }
+
+/// Authentication comes before the body on the routes outside an account too: a
+/// well-formed token nobody holds gets 401, not a 400 about the body.
+#[tokio::test]
+async fn a_bad_token_is_401_before_the_body_on_the_tokens_and_accounts_routes() {
+    let app = spawn_app().await;
+    let unknown = mailroom_domain::token::RawToken::from_random([7; 28]);
+    for (method, path) in [
+        (Method::POST, "/v2/accounts"),
+        (Method::GET, "/v2/accounts"),
+        (Method::POST, "/v2/users/me/tokens"),
+        (Method::GET, "/v2/users/me/tokens"),
+        (Method::DELETE, "/v2/users/me/tokens/x"),
+    ] {
+        for (content_type, body) in [
+            ("application/json", "{not json"),
+            ("application/json", r#"{"name": 5}"#),
+            ("text/plain", "hello"),
+        ] {
+            let response = app
+                .request(method.clone(), path, Some(unknown.expose()))
+                .header("content-type", content_type)
+                .body(body)
+                .send()
+                .await
+                .expect("sent");
+            expect_problem(response, 401).await;
+        }
+    }
+}

@@ -24,7 +24,7 @@ use mailroom_domain::AccountId;
 
 use crate::{
     blocking::run_blocking,
-    extract::{authenticate_request, services_of},
+    extract::{authenticate_request, services_of, Caller},
     problem::ApiError,
 };
 
@@ -55,6 +55,13 @@ impl FromRequest for Membership {
     }
 }
 
+/// Whether `path` is one of the authenticated routes outside an account: the caller's
+/// tokens and accounts. Its caller is authenticated here too, so a bad token is a 401
+/// before the body is looked at on these routes as well.
+fn is_caller_scoped(path: &str) -> bool {
+    path == "/v2/accounts" || path.starts_with("/v2/users/")
+}
+
 /// The `{accountId}` segment of an account-scoped path, if `path` is one.
 fn account_segment(path: &str) -> Option<&str> {
     let rest = path.strip_prefix(ACCOUNT_PREFIX)?;
@@ -71,7 +78,9 @@ async fn prove_membership(req: &HttpRequest, segment: &str) -> Result<Member, Ap
 }
 
 /// The middleware: for an account-scoped path, answers 401 (or 429) unless the caller is
-/// a member, and otherwise stores the [`Member`] for the handler. Other paths pass.
+/// a member, and otherwise stores the [`Member`] for the handler; for the tokens and
+/// accounts routes, answers 401 (or 429) unless the caller is authenticated, and
+/// otherwise stores the [`Caller`]. Other paths pass.
 ///
 /// # Errors
 /// Only the inner service's errors; refusals are responses.
@@ -80,6 +89,18 @@ pub async fn require_membership(
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
     let Some(segment) = account_segment(req.path()).map(str::to_owned) else {
+        if is_caller_scoped(req.path()) {
+            match authenticate_request(req.request()).await {
+                Ok(actor) => {
+                    req.extensions_mut().insert(Caller(actor));
+                }
+                Err(error) => {
+                    return Ok(req
+                        .into_response(error.error_response())
+                        .map_into_right_body())
+                }
+            }
+        }
         return next
             .call(req)
             .await
@@ -100,7 +121,7 @@ pub async fn require_membership(
 
 #[cfg(test)]
 mod tests {
-    use super::account_segment;
+    use super::{account_segment, is_caller_scoped};
 
     #[test]
     fn finds_the_account_segment_of_account_paths_only() {
@@ -109,5 +130,8 @@ mod tests {
         assert_eq!(account_segment("/v2/accounts"), None);
         assert_eq!(account_segment("/v2/accounts/"), None);
         assert_eq!(account_segment("/v2/users/me/tokens"), None);
+        assert!(is_caller_scoped("/v2/accounts"));
+        assert!(is_caller_scoped("/v2/users/me/tokens/x"));
+        assert!(!is_caller_scoped("/v2/openapi.json"));
     }
 }
