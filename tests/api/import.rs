@@ -488,6 +488,7 @@ async fn a_100_mib_record_of_commas_is_a_400_naming_64_kib_and_memory_stays_unde
     let (status, body) =
         streamed_import(&app, &token, &account, b"email,plan\n", b',', 100 * MIB).await;
     let (rss_after, peak) = memory_kib();
+    eprintln!("100 MiB of commas: RSS {rss_before} -> {rss_after} KiB, peak {peak} KiB");
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("64 KiB") && body.contains("line 2"), "{body}");
     assert!(
@@ -519,7 +520,8 @@ async fn a_100_000_column_header_is_a_4xx_and_memory_stays_under_256_mib() {
     let length = header.len() + 10 * MIB;
     let (status, body) =
         streamed_import(&app, &token, &account, header.as_bytes(), b'\n', length).await;
-    let (_, peak) = memory_kib();
+    let (rss_after, peak) = memory_kib();
+    eprintln!("100,000-column header: RSS after {rss_after} KiB, peak {peak} KiB");
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("64 KiB"), "{body}");
     assert!(peak < 256 * 1024, "peak RSS {peak} KiB");
