@@ -407,3 +407,199 @@ async fn rejected_rows_name_the_line_they_start_on() {
     let a = contact(&app, &token, &account, "a@example.com").await;
     assert_eq!(a["attributes"]["note"], "two\nlines");
 }
+
+/// `VmRSS` and `VmHWM` (peak) of this process, in KiB. nextest runs each test in its own
+/// process, and the API runs in it, so these are the server's figures.
+fn memory_kib() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").expect("proc status");
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("field")
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// Sends an import of `length` bytes made by repeating `first` once then `filler`,
+/// written chunk by chunk over a raw connection (never held whole), and returns the
+/// status line and body of the answer.
+async fn streamed_import(
+    app: &TestApp,
+    token: &str,
+    account: &str,
+    first: &[u8],
+    filler: u8,
+    length: usize,
+) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = app.address.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(address)
+        .await
+        .expect("connect");
+    let head = format!(
+        "POST /v2/accounts/{account}/contacts/import HTTP/1.1\r\nHost: {address}\r\n\
+         Authorization: Bearer {token}\r\nContent-Type: text/csv\r\n\
+         Content-Length: {length}\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await.expect("head");
+    let (mut reader, mut writer) = stream.into_split();
+    let first = first.to_vec();
+    let sending = tokio::spawn(async move {
+        let chunk = vec![filler; 64 * 1024];
+        writer.write_all(&first).await?;
+        let mut left = length - first.len();
+        while left > 0 {
+            let n = left.min(chunk.len());
+            writer.write_all(&chunk[..n]).await?;
+            left -= n;
+        }
+        writer.flush().await
+    });
+    let mut answer = Vec::new();
+    reader.read_to_end(&mut answer).await.expect("answer");
+    sending
+        .await
+        .expect("sender")
+        .expect("the whole body was accepted");
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .expect("status");
+    let body = answer
+        .split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned();
+    (status, body)
+}
+
+const MIB: usize = 1024 * 1024;
+
+#[tokio::test]
+async fn a_100_mib_record_of_commas_is_a_400_naming_64_kib_and_memory_stays_under_256_mib() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Acme").await;
+    let (rss_before, _) = memory_kib();
+    let (status, body) =
+        streamed_import(&app, &token, &account, b"email,plan\n", b',', 100 * MIB).await;
+    let (rss_after, peak) = memory_kib();
+    eprintln!("100 MiB of commas: RSS {rss_before} -> {rss_after} KiB, peak {peak} KiB");
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("64 KiB") && body.contains("line 2"), "{body}");
+    assert!(
+        peak < 256 * 1024,
+        "peak RSS {peak} KiB (before {rss_before}, after {rss_after})"
+    );
+    // Still healthy: a normal import works.
+    let ok = import(
+        &app,
+        &token,
+        &account,
+        "text/csv",
+        "email\na@example.org\n".into(),
+    )
+    .await;
+    assert_eq!(expect_json(ok, 200).await["created"], 1);
+}
+
+#[tokio::test]
+async fn a_100_000_column_header_is_a_4xx_and_memory_stays_under_256_mib() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Acme").await;
+    let mut header = String::from("email");
+    for n in 0..100_000 {
+        write!(header, ",c{n}").expect("write");
+    }
+    header.push('\n');
+    let length = header.len() + 10 * MIB;
+    let (status, body) =
+        streamed_import(&app, &token, &account, header.as_bytes(), b'\n', length).await;
+    let (rss_after, peak) = memory_kib();
+    eprintln!("100,000-column header: RSS after {rss_after} KiB, peak {peak} KiB");
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("64 KiB"), "{body}");
+    assert!(peak < 256 * 1024, "peak RSS {peak} KiB");
+    let ok = import(
+        &app,
+        &token,
+        &account,
+        "text/csv",
+        "email\na@example.org\n".into(),
+    )
+    .await;
+    assert_eq!(expect_json(ok, 200).await["created"], 1);
+}
+
+#[tokio::test]
+async fn more_than_200_columns_is_a_400_naming_the_limit_and_200_are_accepted() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Acme").await;
+    let header = |columns: usize| {
+        let mut text = String::from("email");
+        for n in 1..columns {
+            write!(text, ",c{n}").expect("write");
+        }
+        text.push_str("\na@example.org");
+        text.push_str(&",x".repeat(columns - 1));
+        text + "\n"
+    };
+    let problem = expect_problem(
+        import(&app, &token, &account, "text/csv", header(201)).await,
+        400,
+    )
+    .await;
+    assert!(
+        problem.to_string().contains("201 columns; at most 200"),
+        "{problem}"
+    );
+    let accepted = import(&app, &token, &account, "text/csv", header(200)).await;
+    assert_eq!(expect_json(accepted, 200).await["created"], 1);
+}
+
+#[tokio::test]
+async fn every_repeated_column_of_a_200_column_header_is_named() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Acme").await;
+    let mut body = String::from("email");
+    for n in 1..200 {
+        write!(body, ",c{}", n % 100).expect("write");
+    }
+    body.push_str("\na@example.org\n");
+    let problem = expect_problem(import(&app, &token, &account, "text/csv", body).await, 400).await;
+    let repeats = problem["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .filter(|error| {
+            error["message"]
+                .as_str()
+                .is_some_and(|message| message.contains("appears more than once"))
+        })
+        .count();
+    assert_eq!(repeats, 99, "{problem}");
+}
+
+#[tokio::test]
+async fn at_most_1_000_rejections_are_listed_and_all_are_counted() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Acme").await;
+    let mut body = String::from("email\n");
+    for n in 0..2_500 {
+        writeln!(body, "not-an-email-{n}").expect("write");
+    }
+    let report = expect_json(import(&app, &token, &account, "text/csv", body).await, 200).await;
+    assert_eq!(report["rejected"], 2_500);
+    let errors = report["errors"].as_array().expect("errors");
+    assert_eq!(errors.len(), 1_000);
+    assert_eq!(errors[0]["line"], 2);
+    assert_eq!(errors[999]["line"], 1_001);
+}

@@ -3,6 +3,7 @@
 mod accounts;
 mod announcements;
 mod automations;
+mod bounds;
 mod campaign_setup;
 mod contacts;
 mod delivery_support;

@@ -543,12 +543,17 @@ async fn stats_cover_thirty_days_oldest_first_with_zero_days() {
     .await;
     let days = days.as_array().expect("a bare array");
     assert_eq!(days.len(), 30);
-    let dates: Vec<&str> = days.iter().map(|d| d["date"].as_str().unwrap()).collect();
+    let dates: Vec<&str> = days.iter().map(|d| d["day"].as_str().unwrap()).collect();
     let mut sorted = dates.clone();
     sorted.sort_unstable();
     assert_eq!(dates, sorted, "oldest first");
-    let today = setup.app.clock.now().as_datetime().date().to_string();
-    assert_eq!(dates[29], today);
+    // `day` is the RFC 3339 timestamp of the UTC day's start (spec: a timestamp).
+    let today = setup.app.clock.now().as_datetime().date();
+    assert_eq!(dates[29], format!("{today}T00:00:00.000Z"));
+    assert!(
+        days.iter().all(|d| d.get("date").is_none()),
+        "no `date` key is left"
+    );
     for key in [
         "bounceBlocked",
         "complained",

@@ -115,3 +115,69 @@ async fn the_default_limit_is_generous_and_announced() {
         "100 requests leave at least half the burst"
     );
 }
+
+/// A well-formed token (valid check digits) that no user holds: it reaches the database.
+fn unknown_token(n: u8) -> String {
+    mailroom_domain::token::RawToken::from_random([n; mailroom_domain::token::TOKEN_RANDOM_BYTES])
+        .expose()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn five_failed_authentications_from_one_address_then_429_but_a_good_token_still_works() {
+    let app = spawn_app_with(|config| {
+        config.auth_failure_limit = Some(RateLimit {
+            per_second: 5.0 / 60.0,
+            burst: 5,
+        });
+    })
+    .await;
+    let token = app.user_token("ada@example.com").await;
+    assert_eq!(list_accounts(&app, &token).await.status(), 200);
+    for n in 0..5 {
+        expect_problem(list_accounts(&app, &unknown_token(n)).await, 401).await;
+    }
+    // The sixth failure, and any unknown token after it, is refused without a lookup.
+    for n in 5..8 {
+        let refused = list_accounts(&app, &unknown_token(n)).await;
+        let retry_after = header(&refused, "retry-after");
+        assert!((1..=12).contains(&retry_after), "retry-after {retry_after}");
+        let body = expect_problem(refused, 429).await;
+        assert!(
+            body["detail"]
+                .as_str()
+                .is_some_and(|detail| detail.contains("failed authentications")),
+            "{body}"
+        );
+    }
+    // Account routes too, before membership.
+    let refused = app
+        .get(
+            "/v2/accounts/01936c5e-7b2a-7cde-8f00-0123456789ab/templates",
+            &unknown_token(9),
+        )
+        .await;
+    expect_problem(refused, 429).await;
+    // Successful authentications are not charged, and a token that authenticated
+    // recently still works from the refused address.
+    for _ in 0..10 {
+        assert_eq!(list_accounts(&app, &token).await.status(), 200);
+    }
+}
+
+#[tokio::test]
+async fn successful_authentications_never_use_up_the_failure_allowance() {
+    let app = spawn_app_with(|config| {
+        config.auth_failure_limit = Some(RateLimit {
+            per_second: 1.0 / 60.0,
+            burst: 1,
+        });
+    })
+    .await;
+    let token = app.user_token("ada@example.com").await;
+    for _ in 0..20 {
+        assert_eq!(list_accounts(&app, &token).await.status(), 200);
+    }
+    expect_problem(list_accounts(&app, &unknown_token(1)).await, 401).await;
+    expect_problem(list_accounts(&app, &unknown_token(2)).await, 429).await;
+}

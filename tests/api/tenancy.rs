@@ -88,20 +88,80 @@ async fn a_template_of_another_account_is_404() {
     .await;
 }
 
+/// A body that a member's request would pass validation with, for each route that takes
+/// one: (content type, body). Ids are real ids of the member's account.
+fn valid_body(method: &Method, path: &str, template: &str) -> Option<(&'static str, Vec<u8>)> {
+    let json =
+        |value: serde_json::Value| Some(("application/json", value.to_string().into_bytes()));
+    let conditions = json!({"includeUnsubscribed": true, "attributes": [{"slug": "email", "operator": "contains", "value": "@"}]});
+    let route = path
+        .split_once("/v2/accounts/{accountId}")
+        .map_or(path, |(_, rest)| rest);
+    match (method.as_str(), route) {
+        ("PATCH", "") => json(json!({"name": "Renamed"})),
+        ("PUT", "/webhooks") => json(
+            json!({"url": "https://hooks.example.com/", "authType": "none", "events": ["contact.deleted"]}),
+        ),
+        ("POST" | "PATCH", r) if r.starts_with("/templates") => {
+            json(json!({"name": "T", "slug": "tenancy-t", "subject": "S", "content": "C"}))
+        }
+        ("POST" | "PATCH", r) if r.starts_with("/mail-servers") => json(json!({
+            "serviceType": "smtp", "host": "smtp.example.com", "port": 587,
+            "secure": false, "requireTLS": true, "user": "mailer", "password": "secret",
+            "defaultFromEmail": "hello@example.com", "defaultFromName": "Acme"
+        })),
+        ("POST" | "PATCH", r) if r.starts_with("/automations") => json(json!({
+            "name": "Welcome", "templateId": template, "triggerEventSlug": "signed_up",
+            "triggerEventCondition": "once", "timingCondition": "immediately", "isEnabled": true
+        })),
+        ("POST", "/announcements") => {
+            json(json!({"name": "Launch", "templateId": template, "includeUnsubscribed": false}))
+        }
+        ("POST" | "PATCH", r) if r.starts_with("/topics") => json(json!({"name": "News"})),
+        ("POST", "/contacts") => json(json!({"email": "new@example.org"})),
+        ("PATCH", "/contacts/{contactId}") => json(json!({"attributes": {"plan": "pro"}})),
+        ("POST", "/contacts/search" | "/contacts/search/count") => json(conditions),
+        ("POST", "/contacts/import") => Some(("text/csv", b"email\nnew@example.org\n".to_vec())),
+        ("POST", "/events") => json(json!({"email": "new@example.org", "slug": "signed_up"})),
+        ("POST", "/messages") => {
+            json(json!({"slug": "order-receipt", "email": "new@example.org", "data": {}}))
+        }
+        ("POST", "/feedback") => Some((
+            "message/rfc822",
+            b"From: fbl@example.net\r\nSubject: FW\r\n\r\nreport\r\n".to_vec(),
+        )),
+        _ => None,
+    }
+}
+
+/// One way of sending a request: what it is, its (content type, body), its query string.
+type Variant = (&'static str, Option<(&'static str, Vec<u8>)>, &'static str);
+
+/// Spec, Authentication rule 4: membership is checked before anything else, so every
+/// method of every account route answers a non-member 401 whatever the request carries:
+/// a valid body, an invalid one, a wrong content type, a bad query string.
 #[tokio::test]
-async fn every_account_route_answers_401_to_a_token_of_another_user() {
+async fn every_account_route_answers_401_to_a_non_member_whatever_the_body() {
     let app = spawn_app().await;
     let ada = app.user_token("ada@example.com").await;
     let eve = app.user_token("eve@example.com").await;
     let account = app.create_account(&ada, "Acme").await;
+    let list = expect_json(
+        app.get(&format!("/v2/accounts/{account}/templates"), &ada)
+            .await,
+        200,
+    )
+    .await;
+    let template = list["items"][0]["_id"].as_str().expect("id").to_owned();
     let some_id = "01936c5e-7b2a-7cde-8f00-0123456789ab";
     let mut checked = 0;
+    let mut failures = Vec::new();
     for (method, path) in crate::openapi::ROUTES {
         if !path.contains("{accountId}") {
             continue;
         }
-        let concrete = path.replace("{accountId}", &account);
-        let concrete = concrete
+        let concrete = path
+            .replace("{accountId}", &account)
             .split('/')
             .map(|segment| {
                 if segment.starts_with('{') {
@@ -113,22 +173,119 @@ async fn every_account_route_answers_401_to_a_token_of_another_user() {
             .collect::<Vec<_>>()
             .join("/");
         let method = Method::from_bytes(method.to_uppercase().as_bytes()).expect("method");
-        let mut request = app.request(method.clone(), &concrete, Some(&eve));
+        let mut variants: Vec<Variant> = vec![
+            ("no body", None, ""),
+            ("a bad query", None, "?limit=-1&start=x"),
+        ];
         if method != Method::GET && method != Method::DELETE {
-            request = request.json(&json!({}));
+            if let Some(valid) = valid_body(&method, path, &template) {
+                variants.push(("a valid body", Some(valid), ""));
+            }
+            variants.extend([
+                (
+                    "an invalid body",
+                    Some(("application/json", br#"{"name": 5, "x": [}"#.to_vec())),
+                    "",
+                ),
+                (
+                    "an empty object",
+                    Some(("application/json", b"{}".to_vec())),
+                    "",
+                ),
+                (
+                    "a wrong content type",
+                    Some(("text/plain", b"hello".to_vec())),
+                    "",
+                ),
+            ]);
         }
-        let status = request.send().await.expect("sent").status().as_u16();
-        if method == Method::GET || method == Method::DELETE {
-            assert_eq!(status, 401, "{method} {concrete} must refuse a non-member");
-        } else {
-            // A body that fails validation is refused before the membership check (see
-            // docs/api-decisions.md): 400 reveals nothing and writes nothing.
-            assert!(
-                status == 401 || status == 400,
-                "{method} {concrete} answered {status} to a non-member"
-            );
+        for (what, body, query) in variants {
+            let mut request =
+                app.request(method.clone(), &format!("{concrete}{query}"), Some(&eve));
+            if let Some((content_type, bytes)) = body {
+                request = request.header("content-type", content_type).body(bytes);
+            }
+            let response = request.send().await.expect("sent");
+            let status = response.status().as_u16();
+            let content_type = response
+                .headers()
+                .get("content-type")
+                .and_then(|value| value.to_str().ok())
+                .unwrap_or_default()
+                .to_owned();
+            if status != 401 || content_type != "application/problem+json" {
+                failures.push(format!(
+                    "{method} {concrete}{query} with {what}: {status} {content_type}"
+                ));
+            }
+            checked += 1;
         }
-        checked += 1;
     }
-    assert!(checked >= 40, "checked {checked} account routes");
+    assert!(
+        failures.is_empty(),
+        "a non-member got past membership:\n{}",
+        failures.join("\n")
+    );
+    assert!(checked >= 150, "checked {checked} requests");
+    // Nothing was written on the way.
+    let unchanged = expect_json(app.get(&format!("/v2/accounts/{account}"), &ada).await, 200).await;
+    assert_eq!(unchanged["name"], "Acme");
+    assert!(unchanged["webhooks"].is_null());
+}
+
+/// Unknown and malformed account ids are 401 too, even with a body that fails validation.
+#[tokio::test]
+async fn unknown_or_malformed_accounts_are_401_before_the_body_is_read() {
+    let app = spawn_app().await;
+    let ada = app.user_token("ada@example.com").await;
+    for account in ["01936c5e-7b2a-7cde-8f00-0123456789ab", "not-an-id", "%20"] {
+        for (method, path) in [
+            (Method::POST, "templates"),
+            (Method::PATCH, "automations/x"),
+            (Method::POST, "contacts/import"),
+        ] {
+            let response = app
+                .request(
+                    method,
+                    &format!("/v2/accounts/{account}/{path}"),
+                    Some(&ada),
+                )
+                .header("content-type", "application/json")
+                .body("{not json")
+                .send()
+                .await
+                .expect("sent");
+            expect_problem(response, 401).await;
+        }
+    }
+}
+
+/// Authentication comes before the body on the routes outside an account too: a
+/// well-formed token nobody holds gets 401, not a 400 about the body.
+#[tokio::test]
+async fn a_bad_token_is_401_before_the_body_on_the_tokens_and_accounts_routes() {
+    let app = spawn_app().await;
+    let unknown = mailroom_domain::token::RawToken::from_random([7; 28]);
+    for (method, path) in [
+        (Method::POST, "/v2/accounts"),
+        (Method::GET, "/v2/accounts"),
+        (Method::POST, "/v2/users/me/tokens"),
+        (Method::GET, "/v2/users/me/tokens"),
+        (Method::DELETE, "/v2/users/me/tokens/x"),
+    ] {
+        for (content_type, body) in [
+            ("application/json", "{not json"),
+            ("application/json", r#"{"name": 5}"#),
+            ("text/plain", "hello"),
+        ] {
+            let response = app
+                .request(method.clone(), path, Some(unknown.expose()))
+                .header("content-type", content_type)
+                .body(body)
+                .send()
+                .await
+                .expect("sent");
+            expect_problem(response, 401).await;
+        }
+    }
 }

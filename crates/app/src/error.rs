@@ -2,7 +2,8 @@
 //!
 //! Policy: a client mistake is `Invalid`/`BadRequest` (400), `Unauthorized` (401) or
 //! `NotFound` (404); a database that cannot be reached is `Unavailable` (503, the client
-//! may retry); anything else is `Internal` (500) and is a bug to fix, never an answer to
+//! may retry), and so is a statement cancelled by the statement timeout (`TimedOut`);
+//! anything else is `Internal` (500) and is a bug to fix, never an answer to
 //! bad input.
 
 use mailroom_domain::ValidationErrors;
@@ -25,6 +26,10 @@ pub enum AppError {
     /// A dependency (the database) is unreachable; retrying later may succeed.
     #[error("service unavailable: {0}")]
     Unavailable(String),
+    /// A statement ran past the transaction's statement timeout and was cancelled (503:
+    /// the load may pass, or the client may narrow the request).
+    #[error("statement timed out: {0}")]
+    TimedOut(String),
     /// An unexpected failure: a bug or a broken invariant.
     #[error("internal error: {0}")]
     Internal(String),
@@ -55,6 +60,9 @@ pub enum StoreError {
     /// A foreign key refused the write or delete; carries the constraint name.
     #[error("foreign key {0} violated")]
     ForeignKeyViolation(String),
+    /// The database cancelled a statement that ran past the statement timeout.
+    #[error("statement timed out: {0}")]
+    TimedOut(String),
     /// Stored data could not be read back into domain types.
     #[error("corrupt stored data: {0}")]
     Corrupt(String),
@@ -67,6 +75,7 @@ impl From<StoreError> for AppError {
     fn from(error: StoreError) -> Self {
         match error {
             StoreError::Unavailable(reason) => Self::Unavailable(reason),
+            StoreError::TimedOut(reason) => Self::TimedOut(reason),
             other => Self::Internal(other.to_string()),
         }
     }

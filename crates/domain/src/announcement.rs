@@ -129,6 +129,9 @@ impl AnnouncementInput {
         if self.include_unsubscribed.is_none() {
             errors.push("includeUnsubscribed", "is required");
         }
+        if let Err(too_many) = crate::condition::check_condition_count(&self.attributes) {
+            errors.0.extend(too_many.0);
+        }
         errors.into_result()?;
         match (name, template_id, self.include_unsubscribed) {
             (Some(name), Some(template_id), Some(include_unsubscribed)) => Ok(NewAnnouncement {

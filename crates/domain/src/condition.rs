@@ -338,6 +338,27 @@ fn parse_day(text: &str) -> Option<Date> {
     Date::from_calendar_date(year, month, text[8..10].parse().ok()?).ok()
 }
 
+/// The most conditions one request may carry. Each becomes bind parameters of one query,
+/// and PostgreSQL takes at most 65,535 of them; 100 is far beyond any hand-built segment.
+pub const MAX_CONDITIONS: usize = 100;
+
+/// Refuses more than [`MAX_CONDITIONS`] conditions, before anything else looks at them.
+///
+/// # Errors
+/// [`ValidationErrors`] on `attributes` naming the limit.
+pub fn check_condition_count(inputs: &[ConditionInput]) -> Result<(), ValidationErrors> {
+    if inputs.len() > MAX_CONDITIONS {
+        return Err(ValidationErrors::single(
+            "attributes",
+            format!(
+                "at most {MAX_CONDITIONS} conditions are accepted per request; got {}",
+                inputs.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Parses the conditions of a request against the account's attribute types, collecting
 /// every problem under `attributes[i].slug`, `attributes[i].operator` or
 /// `attributes[i].value`.
@@ -596,3 +617,27 @@ impl Segment {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod count_tests {
+    use super::{check_condition_count, ConditionInput, MAX_CONDITIONS};
+
+    fn inputs(n: usize) -> Vec<ConditionInput> {
+        (0..n)
+            .map(|_| ConditionInput {
+                slug: "email".into(),
+                operator: "exists".into(),
+                value: None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn at_most_100_conditions() {
+        assert_eq!(MAX_CONDITIONS, 100);
+        assert!(check_condition_count(&inputs(100)).is_ok());
+        let refused = check_condition_count(&inputs(101)).expect_err("101 refused");
+        assert_eq!(refused.0[0].field, "attributes");
+        assert!(refused.0[0].message.contains("at most 100"));
+    }
+}

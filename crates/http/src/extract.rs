@@ -3,11 +3,12 @@
 
 use std::{future::Future, pin::Pin, time::Instant};
 
-use actix_web::{dev::Payload, http::header, web, FromRequest, HttpRequest};
+use actix_web::{dev::Payload, http::header, web, FromRequest, HttpMessage, HttpRequest};
 use mailroom_app::{tokens::authenticate, Actor, Services};
-use mailroom_domain::{paging::PageRequest, token::RawToken, AccountId};
+use mailroom_domain::{paging::PageRequest, token::RawToken};
 
 use crate::{
+    auth_failures::{AuthFailureGuard, Verdict},
     blocking::run_blocking,
     problem::ApiError,
     rate_limit::{self, RateLimiter},
@@ -25,29 +26,76 @@ impl FromRequest for Caller {
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
     fn from_request(req: &HttpRequest, _payload: &mut Payload) -> Self::Future {
-        let raw = bearer_token(req);
-        let services = req.app_data::<web::Data<Services>>().cloned();
-        let limiter = req.app_data::<web::Data<RateLimiter>>().cloned();
+        // The tenancy middleware has authenticated the routes that take a caller; the
+        // fallback keeps a route registered elsewhere from going unauthenticated.
+        if let Some(caller) = req.extensions().get::<Self>().copied() {
+            return Box::pin(std::future::ready(Ok(caller)));
+        }
         let req = req.clone();
-        Box::pin(async move {
-            let raw = raw.ok_or_else(ApiError::unauthorized)?;
-            let services = services.ok_or_else(|| {
-                ApiError::from(mailroom_app::AppError::Internal(
-                    "Services not registered as app data".into(),
-                ))
-            })?;
-            let actor = run_blocking(move || authenticate(&services, &raw)).await?;
-            if let Some(decision) =
-                limiter.and_then(|limiter| limiter.check(actor.token_id, Instant::now()))
-            {
-                rate_limit::remember(&req, decision);
-                if !decision.allowed {
-                    return Err(ApiError::too_many_requests());
-                }
-            }
-            Ok(Self(actor))
-        })
+        Box::pin(async move { authenticate_request(&req).await.map(Self) })
     }
+}
+
+/// Authenticates the bearer token of `req` and charges the token's rate limit.
+///
+/// # Errors
+/// 401 for a missing, malformed, unknown, revoked or expired token; 429 when the token has
+/// used up its rate limit.
+pub async fn authenticate_request(req: &HttpRequest) -> Result<Actor, ApiError> {
+    let raw = bearer_token(req);
+    let services = services_of(req)?;
+    let limiter = req.app_data::<web::Data<RateLimiter>>().cloned();
+    let raw = raw.ok_or_else(ApiError::unauthorized)?;
+    let guard = req.app_data::<web::Data<AuthFailureGuard>>().cloned();
+    let client = guard.as_ref().and_then(|guard| guard.client_key(req));
+    let hash = raw.hash();
+    if let Some(guard) = &guard {
+        if let Verdict::Refuse(retry_after) = guard.before_lookup(client, &hash, Instant::now()) {
+            return Err(ApiError::too_many_failed_authentications(retry_after));
+        }
+    }
+    let actor = match run_blocking(move || authenticate(&services, &raw)).await {
+        Ok(actor) => {
+            if let Some(guard) = &guard {
+                guard.succeeded(&hash, Instant::now());
+            }
+            actor
+        }
+        Err(error) => {
+            let refusal = guard
+                .filter(|_| error.status() == actix_web::http::StatusCode::UNAUTHORIZED)
+                .and_then(|guard| guard.failed(client, Instant::now()));
+            return Err(match refusal {
+                Some(decision) => {
+                    ApiError::too_many_failed_authentications(decision.retry_after_secs)
+                }
+                None => error,
+            });
+        }
+    };
+    if let Some(decision) =
+        limiter.and_then(|limiter| limiter.check(actor.token_id, Instant::now()))
+    {
+        rate_limit::remember(req, decision);
+        if !decision.allowed {
+            return Err(ApiError::too_many_requests());
+        }
+    }
+    Ok(actor)
+}
+
+/// The use cases' services registered as app data.
+///
+/// # Errors
+/// 500 when they are not registered (a wiring mistake).
+pub fn services_of(req: &HttpRequest) -> Result<web::Data<Services>, ApiError> {
+    req.app_data::<web::Data<Services>>()
+        .cloned()
+        .ok_or_else(|| {
+            ApiError::from(mailroom_app::AppError::Internal(
+                "Services not registered as app data".into(),
+            ))
+        })
 }
 
 fn bearer_token(req: &HttpRequest) -> Option<RawToken> {
@@ -57,15 +105,6 @@ fn bearer_token(req: &HttpRequest) -> Option<RawToken> {
         return None;
     }
     RawToken::parse(token.trim()).ok()
-}
-
-/// Parses the `{accountId}` path segment. A malformed id cannot name an account the caller
-/// belongs to, so it is a 401 like an unknown account.
-///
-/// # Errors
-/// 401 for a malformed id.
-pub fn account_id(text: &str) -> Result<AccountId, ApiError> {
-    AccountId::parse(text).map_err(|_| ApiError::unauthorized())
 }
 
 /// Parses a record id from the path; a malformed id names no record: 404.

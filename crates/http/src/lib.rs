@@ -5,8 +5,8 @@
 //! JSON or as an `application/problem+json` error ([`problem::ApiError`]).
 
 pub mod access_log;
+pub mod auth_failures;
 pub mod blocking;
-pub mod campaign_dto;
 pub mod dto;
 pub mod extract;
 pub mod metrics;
@@ -15,6 +15,7 @@ mod openapi_fixups;
 pub mod problem;
 pub mod rate_limit;
 pub mod routes;
+pub mod tenancy;
 
 use std::{net::TcpListener, sync::Arc, time::Instant};
 
@@ -145,6 +146,10 @@ pub struct HttpOptions {
     pub shutdown_timeout_secs: u64,
     /// The per-token rate limit; `None` turns limiting off.
     pub rate_limit: Option<RateLimit>,
+    /// Failed authentications allowed per client address; `None` turns the guard off.
+    pub auth_failure_limit: Option<RateLimit>,
+    /// Peers whose `X-Forwarded-For` names the client (reverse proxies you run).
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 impl Default for HttpOptions {
@@ -153,6 +158,8 @@ impl Default for HttpOptions {
             workers: 2,
             shutdown_timeout_secs: 30,
             rate_limit: Some(RateLimit::DEFAULT),
+            auth_failure_limit: Some(auth_failures::DEFAULT_FAILURE_LIMIT),
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -177,7 +184,13 @@ pub fn serve(
     let metrics = web::Data::from(metrics);
     // One limiter for all actix workers: a token's bucket must not depend on which
     // worker thread took the connection.
-    let limiter = web::Data::new(RateLimiter::new(options.rate_limit));
+    let limiter = web::Data::new(RateLimiter::<mailroom_domain::TokenId>::new(
+        options.rate_limit,
+    ));
+    let auth_failures = web::Data::new(auth_failures::AuthFailureGuard::new(
+        options.auth_failure_limit,
+        options.trusted_proxies.clone(),
+    ));
     let server = HttpServer::new(move || {
         let metrics_for_requests = metrics.clone();
         let (app, _) = routed_app().split_for_parts();
@@ -186,6 +199,7 @@ pub fn serve(
             .app_data(document.clone())
             .app_data(table.clone())
             .app_data(limiter.clone())
+            .app_data(auth_failures.clone())
             .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
             .app_data(web::QueryConfig::default().error_handler(problem::query_error))
             .app_data(web::PathConfig::default().error_handler(problem::path_error))
@@ -194,6 +208,9 @@ pub fn serve(
                     .guard(actix_web::guard::fn_guard(any_method))
                     .to(unmatched),
             )
+            // Innermost: membership is proven before routing hands the request to a
+            // handler, so before any extractor reads the body.
+            .wrap(actix_web::middleware::from_fn(tenancy::require_membership))
             .wrap(ErrorHandlers::new().default_handler(problem::ensure_problem_body))
             .wrap_fn(move |req, srv| {
                 let started = Instant::now();

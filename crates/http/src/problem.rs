@@ -30,6 +30,7 @@ pub struct ApiError {
     detail: String,
     errors: Vec<FieldError>,
     allow: Option<String>,
+    retry_after_secs: Option<u64>,
 }
 
 /// The body of an error answer.
@@ -62,6 +63,7 @@ impl ApiError {
             detail: detail.into(),
             errors: Vec::new(),
             allow: None,
+            retry_after_secs: None,
         }
     }
 
@@ -101,6 +103,18 @@ impl ApiError {
     }
 
     /// 405 naming the allowed methods.
+    /// 429: too many failed authentications from the client's address
+    /// ([`crate::auth_failures`]); `Retry-After` says when the next attempt is accepted.
+    pub fn too_many_failed_authentications(retry_after_secs: u64) -> Self {
+        let mut error = Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too many failed authentications from this address; retry after the time in \
+             Retry-After",
+        );
+        error.retry_after_secs = Some(retry_after_secs.max(1));
+        error
+    }
+
     pub fn method_not_allowed(allow: String) -> Self {
         let mut error = Self::new(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -155,6 +169,9 @@ impl ResponseError for ApiError {
         if self.status == StatusCode::SERVICE_UNAVAILABLE {
             response.insert_header((header::RETRY_AFTER, "5"));
         }
+        if let Some(seconds) = self.retry_after_secs {
+            response.insert_header((header::RETRY_AFTER, seconds));
+        }
         response.body(serde_json::to_string(&self.problem()).unwrap_or_default())
     }
 }
@@ -167,6 +184,7 @@ impl From<AppError> for ApiError {
                 detail: errors.summary(),
                 errors: errors.0,
                 allow: None,
+                retry_after_secs: None,
             },
             AppError::BadRequest(detail) => Self::bad_request(detail),
             AppError::Unauthorized => Self::unauthorized(),
@@ -176,6 +194,14 @@ impl From<AppError> for ApiError {
                 Self::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "the service is temporarily unavailable; retry shortly",
+                )
+            }
+            AppError::TimedOut(reason) => {
+                tracing::warn!(%reason, "statement timed out");
+                Self::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the request took longer than the database allows a statement to run; \
+                     retry later, or narrow the request",
                 )
             }
             AppError::Internal(cause) => {

@@ -9,13 +9,15 @@
 //! same as no bucket, so it can be dropped. The whole bucket is the twenty lines of
 //! [`Bucket::take`].
 //!
-//! Unauthenticated requests are not limited here: they fail authentication anyway, and
-//! keying on unverified input would let anyone fill the table.
+//! Unauthenticated requests are not limited here (keying on unverified input would let
+//! anyone fill the table); failed authentications are limited per client address by
+//! [`crate::auth_failures`], on the same bucket type.
 //!
 //! [`Caller`]: crate::extract::Caller
 
 use std::{
     collections::HashMap,
+    hash::Hash,
     sync::Mutex,
     time::{Duration, Instant},
 };
@@ -92,8 +94,13 @@ impl Bucket {
 
     /// Whether the bucket would be full by `now`, and so equal to no bucket at all.
     fn refilled(&self, limit: RateLimit, now: Instant) -> bool {
+        self.level_at(limit, now) >= f64::from(limit.burst)
+    }
+
+    /// The level the bucket would have at `now`, uncapped.
+    fn level_at(&self, limit: RateLimit, now: Instant) -> f64 {
         let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
-        self.level + elapsed * limit.per_second >= f64::from(limit.burst)
+        self.level + elapsed * limit.per_second
     }
 }
 
@@ -111,25 +118,34 @@ fn whole_requests(level: f64) -> u32 {
 /// How often idle buckets are swept out, at most.
 const SWEEP_EVERY: Duration = Duration::from_secs(30);
 
-/// The buckets of every token seen recently. Memory stays bounded by the tokens active
-/// within one refill period: full buckets are dropped every [`SWEEP_EVERY`].
+/// The buckets of every key (a token, a client address) seen recently. Memory stays
+/// bounded by the keys active within one refill period: full buckets are dropped every
+/// [`SWEEP_EVERY`]; and by `max_tracked`: a new key beyond it first sweeps, then evicts the
+/// fullest bucket (the one that would forget the least).
 #[derive(Debug)]
-pub struct RateLimiter {
+pub struct RateLimiter<K = TokenId> {
     limit: Option<RateLimit>,
-    state: Mutex<State>,
+    max_tracked: usize,
+    state: Mutex<State<K>>,
 }
 
 #[derive(Debug)]
-struct State {
-    buckets: HashMap<TokenId, Bucket>,
+struct State<K> {
+    buckets: HashMap<K, Bucket>,
     swept_at: Instant,
 }
 
-impl RateLimiter {
+impl<K: Eq + Hash + Copy> RateLimiter<K> {
     /// A limiter with `limit`, or one that lets everything through for `None`.
     pub fn new(limit: Option<RateLimit>) -> Self {
+        Self::bounded(limit, usize::MAX)
+    }
+
+    /// As [`RateLimiter::new`], holding at most `max_tracked` buckets.
+    pub fn bounded(limit: Option<RateLimit>, max_tracked: usize) -> Self {
         Self {
             limit,
+            max_tracked: max_tracked.max(1),
             state: Mutex::new(State {
                 buckets: HashMap::new(),
                 swept_at: Instant::now(),
@@ -137,35 +153,63 @@ impl RateLimiter {
         }
     }
 
-    /// Takes one request from `token`'s bucket at `now`; `None` when limiting is off.
-    pub fn check(&self, token: TokenId, now: Instant) -> Option<RateDecision> {
-        let limit = self.limit?;
+    fn state(&self) -> std::sync::MutexGuard<'_, State<K>> {
         // A poisoned lock only means another thread panicked mid-update of a number;
         // the map is still usable.
-        let mut state = self
-            .state
+        self.state
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Takes one request from `key`'s bucket at `now`; `None` when limiting is off.
+    pub fn check(&self, key: K, now: Instant) -> Option<RateDecision> {
+        let limit = self.limit?;
+        let mut state = self.state();
         if now.saturating_duration_since(state.swept_at) >= SWEEP_EVERY {
             state
                 .buckets
                 .retain(|_, bucket| !bucket.refilled(limit, now));
             state.swept_at = now;
         }
-        let bucket = state.buckets.entry(token).or_insert(Bucket {
+        if !state.buckets.contains_key(&key) && state.buckets.len() >= self.max_tracked {
+            state
+                .buckets
+                .retain(|_, bucket| !bucket.refilled(limit, now));
+            state.swept_at = now;
+            if state.buckets.len() >= self.max_tracked {
+                let fullest = state
+                    .buckets
+                    .iter()
+                    .max_by(|a, b| {
+                        a.1.level_at(limit, now)
+                            .total_cmp(&b.1.level_at(limit, now))
+                    })
+                    .map(|(key, _)| *key);
+                if let Some(fullest) = fullest {
+                    state.buckets.remove(&fullest);
+                }
+            }
+        }
+        let bucket = state.buckets.entry(key).or_insert(Bucket {
             level: f64::from(limit.burst),
             at: now,
         });
         Some(bucket.take(limit, now))
     }
 
+    /// Whether `key` has a request left at `now`, without taking it; `None` when
+    /// limiting is off. The decision is that of a refusal when it has none.
+    pub fn peek(&self, key: K, now: Instant) -> Option<RateDecision> {
+        let limit = self.limit?;
+        let state = self.state();
+        let mut bucket = state.buckets.get(&key).copied()?;
+        let decision = bucket.take(limit, now);
+        Some(decision)
+    }
+
     /// Buckets held now (for tests of eviction).
     pub fn tracked(&self) -> usize {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .buckets
-            .len()
+        self.state().buckets.len()
     }
 }
 

@@ -50,6 +50,8 @@ pub struct PgDatabase {
     /// Whether connecting currently fails, so checkouts answer at once during an outage.
     health: Arc<ConnectHealth>,
     connection_timeout: Duration,
+    /// `statement_timeout` set in each transaction; `None` keeps the server's setting.
+    statement_timeout: Option<Duration>,
 }
 
 impl PgDatabase {
@@ -75,7 +77,20 @@ impl PgDatabase {
             pool,
             health,
             connection_timeout: settings.connection_timeout,
+            statement_timeout: None,
         })
+    }
+
+    /// The same pool, with every transaction's statements limited to `timeout`
+    /// (`SET LOCAL statement_timeout`, so the connection returns to the pool unchanged).
+    /// A statement that runs longer is cancelled and the transaction fails with
+    /// [`StoreError::TimedOut`]. `None` keeps the server's setting.
+    #[must_use]
+    pub fn with_statement_timeout(&self, timeout: Option<Duration>) -> Self {
+        Self {
+            statement_timeout: timeout.filter(|timeout| !timeout.is_zero()),
+            ..self.clone()
+        }
     }
 
     /// How many connections the pool holds and how many are idle.
@@ -103,7 +118,14 @@ impl Database for PgDatabase {
     ) -> Result<(), AppError> {
         let mut conn = checkout(&self.pool, &self.health, self.connection_timeout)
             .map_err(AppError::Unavailable)?;
+        let statement_timeout = self.statement_timeout;
         conn.transaction::<(), TxError, _>(|conn| {
+            if let Some(timeout) = statement_timeout {
+                conn.batch_execute(&format!(
+                    "SET LOCAL statement_timeout = {}",
+                    timeout.as_millis().max(1)
+                ))?;
+            }
             let mut unit = PgUnitOfWork::new(conn);
             work(&mut unit).map_err(TxError::App)
         })

@@ -124,13 +124,23 @@ impl Application {
         let listener = TcpListener::bind(config.listen)
             .with_context(|| format!("binding {}", config.listen))?;
         let port = listener.local_addr()?.port();
+        let request_database = database.with_statement_timeout(config.statement_timeout);
         let metrics = Arc::new(Metrics::new(Arc::new(move || database.pool_state())));
         let options = HttpOptions {
             workers: config.http_workers,
             rate_limit: config.rate_limit,
+            auth_failure_limit: config.auth_failure_limit,
+            trusted_proxies: config.trusted_proxies.clone(),
             ..HttpOptions::default()
         };
-        let server = mailroom_http::serve(listener, services.clone(), metrics, &options)?;
+        // Request transactions get the statement timeout; the workers' (which use
+        // `services`) keep the server's setting, since a large announcement batch may
+        // rightly take longer than any request should.
+        let request_services = Services {
+            db: Arc::new(request_database),
+            ..services.clone()
+        };
+        let server = mailroom_http::serve(listener, request_services, metrics, &options)?;
         Ok(Self {
             port,
             services,

@@ -28,6 +28,9 @@ pub const DEFAULT_SMTP_TIMEOUT: Duration = Duration::from_secs(30);
 /// SMTP connections open to one mail server at once, unless configured.
 pub const DEFAULT_SMTP_CONNECTIONS_PER_SERVER: usize = 8;
 
+/// How long one statement of a request's transaction may run, unless configured.
+pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// Everything the process is configured with.
 #[derive(Clone)]
 pub struct Config {
@@ -80,6 +83,10 @@ pub struct Config {
     pub run_workers: bool,
     /// Database pool size.
     pub db_pool_size: u32,
+    /// How long one statement of an API request's transaction may run before PostgreSQL
+    /// cancels it (`MAILROOM_STATEMENT_TIMEOUT`, seconds; `0` or `off`: no limit). The
+    /// request then answers 503. Workers' transactions are not limited.
+    pub statement_timeout: Option<Duration>,
     /// HTTP worker threads.
     pub http_workers: usize,
     /// Where `mailroom worker` serves `/metrics` and `/healthz`
@@ -88,6 +95,12 @@ pub struct Config {
     /// The per-token API rate limit (`MAILROOM_RATE_LIMIT_PER_SECOND`,
     /// `MAILROOM_RATE_LIMIT_BURST`); `None` turns it off.
     pub rate_limit: Option<RateLimit>,
+    /// Failed authentications allowed per client address (`MAILROOM_AUTH_FAILURE_LIMIT`,
+    /// per minute, also the burst); `None` turns the guard off.
+    pub auth_failure_limit: Option<RateLimit>,
+    /// Reverse proxies whose `X-Forwarded-For` names the client
+    /// (`MAILROOM_TRUSTED_PROXIES`, comma-separated IP addresses).
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 impl std::fmt::Debug for Config {
@@ -118,9 +131,12 @@ impl std::fmt::Debug for Config {
             .field("smtp_rate_limit", &self.smtp_rate_limit)
             .field("run_workers", &self.run_workers)
             .field("db_pool_size", &self.db_pool_size)
+            .field("statement_timeout", &self.statement_timeout)
             .field("http_workers", &self.http_workers)
             .field("metrics_listen", &self.metrics_listen)
             .field("rate_limit", &self.rate_limit)
+            .field("auth_failure_limit", &self.auth_failure_limit)
+            .field("trusted_proxies", &self.trusted_proxies)
             .finish()
     }
 }
@@ -164,9 +180,12 @@ impl Config {
             smtp_rate_limit: None,
             run_workers: true,
             db_pool_size: 16,
+            statement_timeout: Some(DEFAULT_STATEMENT_TIMEOUT),
             http_workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
             metrics_listen: None,
             rate_limit: Some(RateLimit::DEFAULT),
+            auth_failure_limit: Some(mailroom_http::auth_failures::DEFAULT_FAILURE_LIMIT),
+            trusted_proxies: Vec::new(),
         }
     }
 
@@ -267,6 +286,18 @@ impl Config {
                 anyhow!("MAILROOM_DB_POOL_SIZE must be a whole number of at least 1")
             })?;
         }
+        if let Ok(limit) = std::env::var("MAILROOM_AUTH_FAILURE_LIMIT") {
+            config.auth_failure_limit =
+                parse_auth_failure_limit(&limit).context("MAILROOM_AUTH_FAILURE_LIMIT")?;
+        }
+        if let Ok(proxies) = std::env::var("MAILROOM_TRUSTED_PROXIES") {
+            config.trusted_proxies =
+                parse_trusted_proxies(&proxies).context("MAILROOM_TRUSTED_PROXIES")?;
+        }
+        if let Ok(timeout) = std::env::var("MAILROOM_STATEMENT_TIMEOUT") {
+            config.statement_timeout =
+                parse_statement_timeout(&timeout).context("MAILROOM_STATEMENT_TIMEOUT")?;
+        }
         if let Ok(listen) = std::env::var("MAILROOM_METRICS_LISTEN") {
             config.metrics_listen = Some(listen.parse().with_context(|| {
                 format!("MAILROOM_METRICS_LISTEN must be host:port, got {listen:?}")
@@ -280,6 +311,46 @@ impl Config {
         )?;
         Ok(config)
     }
+}
+
+/// Failures per minute per address (also the burst), or `0`/`off` for no limit.
+fn parse_auth_failure_limit(text: &str) -> Result<Option<RateLimit>> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    let per_minute: u32 = text.parse().map_err(|_| {
+        anyhow!("must be a whole number of failures per minute, or 0/off, got {text:?}")
+    })?;
+    Ok((per_minute > 0).then(|| RateLimit {
+        per_second: f64::from(per_minute) / 60.0,
+        burst: per_minute,
+    }))
+}
+
+/// Comma-separated IP addresses; blank is none.
+fn parse_trusted_proxies(text: &str) -> Result<Vec<std::net::IpAddr>> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| {
+            entry
+                .parse()
+                .map_err(|_| anyhow!("must be IP addresses separated by commas, got {entry:?}"))
+        })
+        .collect()
+}
+
+/// Whole seconds, or `0`/`off` for no limit.
+fn parse_statement_timeout(text: &str) -> Result<Option<Duration>> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    let seconds: u64 = text.parse().map_err(|_| {
+        anyhow!("must be a whole number of seconds, or 0/off for no limit, got {text:?}")
+    })?;
+    Ok((seconds > 0).then(|| Duration::from_secs(seconds)))
 }
 
 /// An email address for `List-Unsubscribe`'s `mailto:`; blank means none.
@@ -475,6 +546,41 @@ fn load_or_create_key_file(path: &Path) -> Result<[u8; 32]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_the_auth_failure_limit_and_trusted_proxies() {
+        let limit = parse_auth_failure_limit("60").expect("valid").expect("on");
+        assert_eq!(limit.burst, 60);
+        assert!((limit.per_second - 1.0).abs() < f64::EPSILON);
+        assert_eq!(parse_auth_failure_limit("off").expect("valid"), None);
+        assert_eq!(parse_auth_failure_limit("0").expect("valid"), None);
+        assert!(parse_auth_failure_limit("many").is_err());
+        assert_eq!(
+            parse_trusted_proxies("10.0.0.1, ::1").expect("valid"),
+            vec![
+                "10.0.0.1".parse::<std::net::IpAddr>().expect("ip"),
+                "::1".parse().expect("ip")
+            ]
+        );
+        assert!(parse_trusted_proxies("10.0.0.0/8").is_err());
+        assert!(parse_trusted_proxies(" ").expect("valid").is_empty());
+    }
+
+    #[test]
+    fn parses_the_statement_timeout_default_15_seconds() {
+        assert_eq!(
+            Config::new("postgres://x", [0; 32]).statement_timeout,
+            Some(Duration::from_secs(15))
+        );
+        assert_eq!(
+            parse_statement_timeout(" 30 ").expect("valid"),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(parse_statement_timeout("0").expect("valid"), None);
+        assert_eq!(parse_statement_timeout("off").expect("valid"), None);
+        assert!(parse_statement_timeout("1.5").is_err());
+        assert!(parse_statement_timeout("-1").is_err());
+    }
 
     #[test]
     fn parses_keys_schedules_and_redacts_urls() {

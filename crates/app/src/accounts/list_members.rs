@@ -1,18 +1,12 @@
-use mailroom_domain::{account::Member, AccountId};
+use mailroom_domain::account::Member;
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth, ports::in_transaction, AppError, Services};
 
 /// Every member of the account.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] when the caller is not a member.
-pub fn list_members(
-    services: &Services,
-    actor: &Actor,
-    account: AccountId,
-) -> Result<Vec<Member>, AppError> {
-    in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
-        Ok(tx.list_members(account)?)
-    })
+/// [`AppError`] when the store fails.
+pub fn list_members(services: &Services, member: &auth::Member) -> Result<Vec<Member>, AppError> {
+    let account = member.account();
+    in_transaction(services.db.as_ref(), |tx| Ok(tx.list_members(account)?))
 }

@@ -1,12 +1,9 @@
-use mailroom_domain::{
-    webhook::{
-        SigningSecret, WebhookConfig, WebhookSettings, WebhookSettingsInput, SIGNING_SECRET_BYTES,
-    },
-    AccountId,
+use mailroom_domain::webhook::{
+    SigningSecret, WebhookConfig, WebhookSettings, WebhookSettingsInput, SIGNING_SECRET_BYTES,
 };
 
 use super::{open_webhook_config, seal_webhook_config};
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// Replaces the account's webhook configuration. A `signingSecret` in the body rotates the
 /// secret; without one the stored secret is kept, or the first save generates one.
@@ -17,26 +14,22 @@ use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Servic
 ///
 /// # Errors
 /// [`AppError::Invalid`] naming each bad field (a refused URL names the reason);
-/// [`AppError::Unauthorized`] when the caller is not a member.
+/// [`AppError`] when the store fails.
 pub fn set_webhooks(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     input: WebhookSettingsInput<'_>,
 ) -> Result<WebhookConfig, AppError> {
+    let account = member.account();
     let settings = WebhookSettings::parse(input)?;
-    // Refuse non-members before touching the network, so the check cannot be used to
-    // probe hosts; the lookup itself happens between the two transactions.
-    in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account).map(drop)
-    })?;
+    // Only a member (checked before this use case runs) gets here, so the lookup cannot
+    // be used by outsiders to probe hosts; it happens outside any transaction.
     services
         .webhook_url_guard
         .check_url(&settings.url)
         .map_err(|refusal| AppError::invalid("url", refusal.to_string()))?;
     let secrets = services.secrets.as_ref();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         let stored_secret = tx
             .find_webhook_config(account)?
             .map(|stored| open_webhook_config(secrets, account, stored))

@@ -1,10 +1,10 @@
 use mailroom_domain::{
     account::{Account, AccountName, AccountPatch},
-    AccountId, ValidationErrors,
+    ValidationErrors,
 };
 
 use super::load_account;
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// The raw fields of an account PATCH; `None` means the key was absent.
 #[derive(Debug, Clone, Default)]
@@ -20,14 +20,13 @@ pub struct UpdateAccountRequest {
 /// A genuine partial update: omitted fields stay; an empty body is refused.
 ///
 /// # Errors
-/// [`AppError::Invalid`] for an empty patch or a bad name; [`AppError::Unauthorized`]
-/// when the caller is not a member.
+/// [`AppError::Invalid`] for an empty patch or a bad name.
 pub fn update_account(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     request: UpdateAccountRequest,
 ) -> Result<Account, AppError> {
+    let account = member.account();
     let mut errors = ValidationErrors::new();
     let name = request
         .name
@@ -45,7 +44,6 @@ pub fn update_account(
         ));
     }
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         let mut record = tx.find_account(account)?.ok_or(AppError::Unauthorized)?;
         if let Some(name) = patch.name {
             record.name = name;

@@ -1,12 +1,11 @@
 use mailroom_domain::{
     announcement::{Announcement, AnnouncementInput, AnnouncementStatus},
     condition::parse_conditions,
-    AccountId, AnnouncementId,
+    AnnouncementId,
 };
 
 use crate::{
-    auth::require_member, contacts::AccountAttributeTypes, ports::in_transaction, Actor, AppError,
-    Services,
+    auth::Member, contacts::AccountAttributeTypes, ports::in_transaction, AppError, Services,
 };
 
 /// Creates an announcement and starts it: it is `running` at once, and the workers expand
@@ -16,18 +15,17 @@ use crate::{
 /// # Errors
 /// [`AppError::Invalid`] naming each bad field: a `templateId` or `topicId` the account
 /// does not have, or a condition that does not fit the account's attributes;
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn create_announcement(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     input: AnnouncementInput,
 ) -> Result<Announcement, AppError> {
+    let account = member.account();
     let new = input.parse()?;
     let now = services.clock.now();
     let id = AnnouncementId::from_uuid(services.ids.next_uuid());
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         let template = tx.find_template(account, new.template_id)?.ok_or_else(|| {
             AppError::invalid("templateId", "must be the id of a template of this account")
         })?;

@@ -1,20 +1,18 @@
-use mailroom_domain::{announcement::Announcement, AccountId, AnnouncementId};
+use mailroom_domain::{announcement::Announcement, AnnouncementId};
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// One announcement with its audience settings and delivery status.
 ///
 /// # Errors
-/// [`AppError::NotFound`] for an unknown announcement; [`AppError::Unauthorized`] for a
-/// non-member.
+/// [`AppError::NotFound`] for an unknown announcement.
 pub fn get_announcement(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     id: AnnouncementId,
 ) -> Result<Announcement, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         tx.find_announcement(account, id)?.ok_or(AppError::NotFound)
     })
 }

@@ -1,19 +1,18 @@
-use mailroom_domain::{announcement::Announcement, paging::PageRequest, AccountId};
+use mailroom_domain::{announcement::Announcement, paging::PageRequest};
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// One page of the account's announcements, oldest first.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn list_announcements(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     page: PageRequest,
 ) -> Result<Vec<Announcement>, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         Ok(tx.list_announcements(account, page)?)
     })
 }
@@ -21,14 +20,10 @@ pub fn list_announcements(
 /// How many announcements the account holds.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
-pub fn count_announcements(
-    services: &Services,
-    actor: &Actor,
-    account: AccountId,
-) -> Result<u64, AppError> {
+/// [`AppError`] when the store fails.
+pub fn count_announcements(services: &Services, member: &Member) -> Result<u64, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         Ok(tx.count_announcements(account)?)
     })
 }

@@ -1,22 +1,22 @@
 use mailroom_domain::{
     automation::{Automation, AutomationInput},
-    AccountId, AutomationId,
+    AutomationId,
 };
 
 use super::template_of_account;
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// Creates an automation from a complete body.
 ///
 /// # Errors
 /// [`AppError::Invalid`] naming each bad field, including a `templateId` the account does
-/// not have; [`AppError::Unauthorized`] for a non-member.
+/// not have.
 pub fn create_automation(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     input: AutomationInput,
 ) -> Result<Automation, AppError> {
+    let account = member.account();
     let definition = input.parse()?;
     let automation = Automation {
         id: AutomationId::from_uuid(services.ids.next_uuid()),
@@ -25,7 +25,6 @@ pub fn create_automation(
         created_at: services.clock.now(),
     };
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         template_of_account(tx, account, automation.template_id)?;
         tx.insert_automation(
             account,

@@ -1,20 +1,18 @@
-use mailroom_domain::{automation::Automation, AccountId, AutomationId};
+use mailroom_domain::{automation::Automation, AutomationId};
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// One automation.
 ///
 /// # Errors
-/// [`AppError::NotFound`] for an unknown automation; [`AppError::Unauthorized`] for a
-/// non-member.
+/// [`AppError::NotFound`] for an unknown automation.
 pub fn get_automation(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     id: AutomationId,
 ) -> Result<Automation, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         tx.find_automation(account, id)?.ok_or(AppError::NotFound)
     })
 }

@@ -1,19 +1,18 @@
-use mailroom_domain::{automation::Automation, paging::PageRequest, template::Template, AccountId};
+use mailroom_domain::{automation::Automation, paging::PageRequest, template::Template};
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// One page of the account's automations, oldest first, each with the template it sends.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn list_automations(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     page: PageRequest,
 ) -> Result<Vec<(Automation, Option<Template>)>, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         Ok(tx.list_automations(account, page)?)
     })
 }
@@ -21,14 +20,11 @@ pub fn list_automations(
 /// How many automations the account holds.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
-pub fn count_automations(
-    services: &Services,
-    actor: &Actor,
-    account: AccountId,
-) -> Result<u64, AppError> {
-    in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
-        Ok(tx.count_automations(account)?)
-    })
+/// [`AppError`] when the store fails.
+pub fn count_automations(services: &Services, member: &Member) -> Result<u64, AppError> {
+    let account = member.account();
+    in_transaction(
+        services.db.as_ref(),
+        |tx| Ok(tx.count_automations(account)?),
+    )
 }

@@ -1,10 +1,10 @@
 use mailroom_domain::{
     automation::{Automation, AutomationInput},
-    AccountId, AutomationId,
+    AutomationId,
 };
 
 use super::template_of_account;
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// Replaces an automation's settings with a complete body (there is no sparse patch).
 /// Messages already scheduled keep their due time; they check when due whether the
@@ -12,17 +12,16 @@ use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Servic
 ///
 /// # Errors
 /// [`AppError::Invalid`] naming each bad field; [`AppError::NotFound`] for an unknown
-/// automation; [`AppError::Unauthorized`] for a non-member.
+/// automation.
 pub fn update_automation(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     id: AutomationId,
     input: AutomationInput,
 ) -> Result<Automation, AppError> {
+    let account = member.account();
     let definition = input.parse()?;
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         let existing = tx.find_automation(account, id)?.ok_or(AppError::NotFound)?;
         template_of_account(tx, account, definition.template_id)?;
         if !tx.update_automation(account, id, definition.template_id, &definition.settings)? {

@@ -4,9 +4,7 @@ use mailroom_domain::{
     AccountId,
 };
 
-use crate::{
-    auth::require_member, ports::in_transaction, ports::UnitOfWork, Actor, AppError, Services,
-};
+use crate::{auth::Member, ports::in_transaction, ports::UnitOfWork, AppError, Services};
 
 /// System attributes first, then custom and event attributes by slug.
 fn all_metas(tx: &mut dyn UnitOfWork, account: AccountId) -> Result<Vec<AttributeMeta>, AppError> {
@@ -25,15 +23,14 @@ fn all_metas(tx: &mut dyn UnitOfWork, account: AccountId) -> Result<Vec<Attribut
 /// One page of the account's attribute metas.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn list_attribute_metas(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     page: PageRequest,
 ) -> Result<Vec<AttributeMeta>, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         let metas = all_metas(tx, account)?;
         let start = usize::try_from(page.start).unwrap_or(usize::MAX);
         Ok(metas
@@ -47,14 +44,10 @@ pub fn list_attribute_metas(
 /// How many attribute metas the account has (system ones included).
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
-pub fn count_attribute_metas(
-    services: &Services,
-    actor: &Actor,
-    account: AccountId,
-) -> Result<u64, AppError> {
+/// [`AppError`] when the store fails.
+pub fn count_attribute_metas(services: &Services, member: &Member) -> Result<u64, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         Ok(all_metas(tx, account)?.len() as u64)
     })
 }

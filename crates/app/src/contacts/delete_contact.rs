@@ -1,19 +1,18 @@
-use mailroom_domain::{contact::Contact, AccountId, ContactId};
+use mailroom_domain::{contact::Contact, ContactId};
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// Deletes a contact with its events, attributes and unsubscriptions, and returns it.
 ///
 /// # Errors
-/// [`AppError::NotFound`] for an unknown contact; [`AppError::Unauthorized`] for a non-member.
+/// [`AppError::NotFound`] for an unknown contact.
 pub fn delete_contact(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     id: ContactId,
 ) -> Result<Contact, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         let contact = tx.find_contact(account, id)?.ok_or(AppError::NotFound)?;
         tx.delete_contact(account, id)?;
         // In this transaction, so the event exists exactly when the deletion does.

@@ -1,19 +1,18 @@
-use mailroom_domain::{attribute::ResolvedAttributes, contact::Contact, AccountId, ContactId};
+use mailroom_domain::{attribute::ResolvedAttributes, contact::Contact, ContactId};
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// One contact with its resolved attributes.
 ///
 /// # Errors
-/// [`AppError::NotFound`] for an unknown contact; [`AppError::Unauthorized`] for a non-member.
+/// [`AppError::NotFound`] for an unknown contact.
 pub fn get_contact(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     id: ContactId,
 ) -> Result<(Contact, ResolvedAttributes), AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         let contact = tx.find_contact(account, id)?.ok_or(AppError::NotFound)?;
         let attributes = tx
             .resolved_attributes(account, &[id])?

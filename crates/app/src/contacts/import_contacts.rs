@@ -17,14 +17,17 @@ use mailroom_domain::{
 };
 
 use crate::{
-    auth::require_member,
+    auth::Member,
     ports::{in_transaction, ImportedContact, UnitOfWork},
-    Actor, AppError, Services,
+    AppError, Services,
 };
 
 /// How many entries of `errors` an import reports; the counts stay exact beyond it, so a
 /// file of a million bad rows cannot produce a response of a million entries.
 pub const MAX_REPORTED_ERRORS: usize = 1_000;
+
+/// The most columns a file may have (`email` included).
+pub const MAX_COLUMNS: usize = 200;
 
 /// The name of the required column.
 const EMAIL_COLUMN: &str = "email";
@@ -183,20 +186,27 @@ impl ImportSummary {
 /// bad header rejects the file before any row is applied.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member; [`AppError::Invalid`] (field `header`) when
+/// [`AppError::Invalid`] (field `header`) when
 /// `email` is missing or repeated, or a column name is not a custom attribute slug or is
 /// repeated.
 pub fn start_import(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     header: &[String],
 ) -> Result<ContactImport, AppError> {
-    let stored = in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
-        Ok(tx.attribute_types(account)?)
-    })?;
+    let account = member.account();
+    if header.len() > MAX_COLUMNS {
+        return Err(AppError::invalid(
+            "header",
+            format!(
+                "the file has {} columns; at most {MAX_COLUMNS} are accepted",
+                header.len()
+            ),
+        ));
+    }
+    let stored = in_transaction(services.db.as_ref(), |tx| Ok(tx.attribute_types(account)?))?;
     let mut errors = ValidationErrors::new();
+    let mut seen = std::collections::HashSet::with_capacity(header.len());
     let mut email_column = None;
     let mut slugs = Vec::with_capacity(header.len());
     for (index, name) in header.iter().enumerate() {
@@ -216,7 +226,7 @@ pub fn start_import(
                 "header",
                 format!("column {position} ('{}'): {error}", quoted(name)),
             );
-        } else if slugs.iter().flatten().any(|seen: &String| seen == name) {
+        } else if !seen.insert(name.as_str()) {
             errors.push(
                 "header",
                 format!("column {position} ('{name}') appears more than once"),
@@ -256,10 +266,9 @@ pub fn start_import(
 /// date, else text). An empty cell writes nothing.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member; store failures. Bad rows are not errors.
+/// Store failures. Bad rows are not errors.
 pub fn import_contacts(
     services: &Services,
-    actor: &Actor,
     import: &ContactImport,
     rows: Vec<ImportRow>,
 ) -> Result<ImportBatchReport, AppError> {
@@ -280,7 +289,6 @@ pub fn import_contacts(
         .map(|_| ContactId::from_uuid(services.ids.next_uuid()))
         .collect();
     let written = in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         let typed = type_rows_against_store(tx, import, &candidates, now)?;
         let (contacts, rows_per_contact) = merge_by_email(typed.accepted, &new_ids);
         let created = if contacts.is_empty() {

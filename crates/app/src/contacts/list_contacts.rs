@@ -1,24 +1,22 @@
 use mailroom_domain::{
     contact::{Contact, ContactQuery},
     paging::PageRequest,
-    AccountId,
 };
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// One page of the contact list, filtered and sorted as `query` says.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn list_contacts(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     query: &ContactQuery,
     page: PageRequest,
 ) -> Result<Vec<Contact>, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         Ok(tx.list_contacts(account, query, page)?)
     })
 }
@@ -26,15 +24,14 @@ pub fn list_contacts(
 /// How many contacts the list shows under the same filters.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn count_contacts(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     query: &ContactQuery,
 ) -> Result<u64, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         Ok(tx.count_contacts(account, query)?)
     })
 }

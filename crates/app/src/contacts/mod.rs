@@ -5,6 +5,7 @@ mod delete_contact;
 mod event_names;
 mod get_contact;
 mod import_contacts;
+mod import_csv;
 mod list_contacts;
 mod record_event;
 mod search_contacts;
@@ -17,8 +18,9 @@ pub use event_names::event_names;
 pub use get_contact::get_contact;
 pub use import_contacts::{
     import_contacts, start_import, ContactImport, ImportBatchReport, ImportRow, ImportSummary,
-    RejectedRow, MAX_REPORTED_ERRORS,
+    RejectedRow, MAX_COLUMNS, MAX_REPORTED_ERRORS,
 };
+pub use import_csv::{import_csv, MAX_RECORD_BYTES};
 pub use list_contacts::{count_contacts, list_contacts};
 pub use record_event::{record_event, RecordEventRequest};
 pub use search_contacts::{count_search, search_contacts, SearchRequest};

@@ -1,15 +1,15 @@
 use mailroom_domain::{
     attribute::{AttributeSource, AttributeType, EVENT_ATTRIBUTE_PREFIX},
     slug::EventSlug,
-    AccountId, ContactEventId, ContactId, ValidationErrors,
+    ContactEventId, ContactId, ValidationErrors,
 };
 
 use super::{parse_email_and_attributes, write_custom_attributes};
 use crate::{
-    auth::require_member,
+    auth::Member,
     automations::queue_triggered_messages,
     ports::{in_transaction, ContactEvent},
-    Actor, AppError, Services,
+    AppError, Services,
 };
 
 /// The raw body of `POST …/events`.
@@ -29,13 +29,13 @@ pub struct RecordEventRequest {
 /// and its consequences are durable.
 ///
 /// # Errors
-/// [`AppError::Invalid`] naming each bad field; [`AppError::Unauthorized`] for a non-member.
+/// [`AppError::Invalid`] naming each bad field.
 pub fn record_event(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     request: RecordEventRequest,
 ) -> Result<ContactEvent, AppError> {
+    let account = member.account();
     let mut errors = ValidationErrors::new();
     let (email, attributes) =
         parse_email_and_attributes(request.email.as_deref(), request.attributes, &mut errors);
@@ -54,7 +54,6 @@ pub fn record_event(
     let new_contact = ContactId::from_uuid(services.ids.next_uuid());
     let event_id = ContactEventId::from_uuid(services.ids.next_uuid());
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         let (contact_id, _created) = tx.upsert_contact_id(account, new_contact, &email, now)?;
         write_custom_attributes(tx, account, contact_id, &attributes, now)?;
         let event_attribute = format!("{EVENT_ATTRIBUTE_PREFIX}{}", slug.as_str());

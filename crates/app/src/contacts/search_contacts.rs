@@ -1,6 +1,6 @@
 use mailroom_domain::{
     attribute::ResolvedAttributes,
-    condition::{parse_conditions, ConditionInput, Segment},
+    condition::{check_condition_count, parse_conditions, ConditionInput, Segment},
     contact::Contact,
     paging::PageRequest,
     AccountId, TopicId,
@@ -8,9 +8,9 @@ use mailroom_domain::{
 
 use super::AccountAttributeTypes;
 use crate::{
-    auth::require_member,
+    auth::Member,
     ports::{in_transaction, UnitOfWork},
-    Actor, AppError, Services,
+    AppError, Services,
 };
 
 /// The raw body of `POST …/contacts/search`.
@@ -29,6 +29,7 @@ fn segment(
     account: AccountId,
     request: &SearchRequest,
 ) -> Result<Segment, AppError> {
+    check_condition_count(&request.attributes)?;
     if let Some(topic) = request.topic {
         if tx.find_topic(account, topic)?.is_none() {
             return Err(AppError::invalid(
@@ -51,16 +52,15 @@ fn segment(
 ///
 /// # Errors
 /// [`AppError::Invalid`] for unknown slugs, operator/type mismatches and bad values;
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn search_contacts(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     request: &SearchRequest,
     page: PageRequest,
 ) -> Result<Vec<(Contact, ResolvedAttributes)>, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         let segment = segment(tx, account, request)?;
         let ids = tx.search_segment(account, &segment, page)?;
         let contacts = tx.find_contacts(account, &ids)?;
@@ -81,12 +81,11 @@ pub fn search_contacts(
 /// As [`search_contacts`].
 pub fn count_search(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     request: &SearchRequest,
 ) -> Result<u64, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         let segment = segment(tx, account, request)?;
         Ok(tx.count_segment(account, &segment)?)
     })

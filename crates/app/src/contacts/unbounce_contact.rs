@@ -1,20 +1,19 @@
-use mailroom_domain::{contact::Contact, AccountId, ContactId};
+use mailroom_domain::{contact::Contact, ContactId};
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// Clears the hard-bounce flag so the contact can receive mail again. The body rule
 /// (exactly `{"hardBounced": false}`) is checked by the caller's parser.
 ///
 /// # Errors
-/// [`AppError::NotFound`] for an unknown contact; [`AppError::Unauthorized`] for a non-member.
+/// [`AppError::NotFound`] for an unknown contact.
 pub fn unbounce_contact(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     id: ContactId,
 ) -> Result<Contact, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         if !tx.clear_hard_bounce(account, id)? {
             return Err(AppError::NotFound);
         }

@@ -1,9 +1,9 @@
 use mailroom_domain::{
-    attribute::ResolvedAttributes, contact::Contact, AccountId, ContactId, ValidationErrors,
+    attribute::ResolvedAttributes, contact::Contact, ContactId, ValidationErrors,
 };
 
 use super::{parse_email_and_attributes, write_custom_attributes};
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// The raw body of `POST …/contacts`.
 #[derive(Debug, Clone, Default)]
@@ -29,13 +29,13 @@ pub struct UpsertedContact {
 /// case-insensitively).
 ///
 /// # Errors
-/// [`AppError::Invalid`] naming each bad field; [`AppError::Unauthorized`] for a non-member.
+/// [`AppError::Invalid`] naming each bad field.
 pub fn upsert_contact(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     request: UpsertContactRequest,
 ) -> Result<UpsertedContact, AppError> {
+    let account = member.account();
     let mut errors = ValidationErrors::new();
     let (email, attributes) =
         parse_email_and_attributes(request.email.as_deref(), request.attributes, &mut errors);
@@ -45,7 +45,6 @@ pub fn upsert_contact(
     let now = services.clock.now();
     let new_contact = ContactId::from_uuid(services.ids.next_uuid());
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         let (contact, created) = tx.upsert_contact(account, new_contact, &email, now)?;
         write_custom_attributes(tx, account, contact.id, &attributes, now)?;
         let attributes = tx

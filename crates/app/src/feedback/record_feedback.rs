@@ -8,11 +8,11 @@ use mailroom_domain::{
 
 use super::parse::parse_feedback;
 use crate::{
-    auth::require_member,
+    auth::Member,
     messages::count,
     ports::{in_transaction, UnitOfWork},
     webhook_events::queue_webhook_event,
-    Actor, AppError, Services,
+    AppError, Services,
 };
 
 /// What a report was, as the answer names it.
@@ -64,18 +64,17 @@ pub struct FeedbackOutcome {
 ///
 /// # Errors
 /// [`AppError::BadRequest`] when the body is not a report or matches nothing of the
-/// account; [`AppError::Unauthorized`] for a non-member.
+/// account.
 pub fn record_feedback(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     raw: &[u8],
 ) -> Result<FeedbackOutcome, AppError> {
+    let account = member.account();
     // Pure work first: no connection is held while a large body is parsed.
     let report = parse_feedback(raw).map_err(|error| AppError::BadRequest(error.0))?;
     let now = services.clock.now();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         let (message, contact) = find_target(tx, account, &report)?;
         let message_id = message.as_ref().map(|message| message.id);
         let outcome = |kind, recorded, reason| FeedbackOutcome {

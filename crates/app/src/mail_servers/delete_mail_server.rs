@@ -1,21 +1,20 @@
-use mailroom_domain::{mail_server::MailServer, AccountId, MailServerId};
+use mailroom_domain::{mail_server::MailServer, MailServerId};
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// Deletes a mail server and returns it. Refused while templates prefer it (naming them),
 /// so no template silently changes the server its mail goes through.
 ///
 /// # Errors
 /// [`AppError::BadRequest`] while in use; [`AppError::NotFound`] for an unknown server;
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn delete_mail_server(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     id: MailServerId,
 ) -> Result<MailServer, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         let record = tx
             .find_mail_server(account, id)?
             .ok_or(AppError::NotFound)?;

@@ -1,19 +1,18 @@
-use mailroom_domain::{mail_server::MailServer, paging::PageRequest, AccountId};
+use mailroom_domain::{mail_server::MailServer, paging::PageRequest};
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// One page of the account's mail servers, oldest first.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn list_mail_servers(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     page: PageRequest,
 ) -> Result<Vec<MailServer>, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         Ok(tx
             .list_mail_servers(account, page)?
             .into_iter()

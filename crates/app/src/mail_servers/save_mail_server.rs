@@ -1,15 +1,15 @@
 use mailroom_domain::{
     mail_server::{MailServer, MailServerInput, MailServerSettings},
-    AccountId, MailServerId, ValidationErrors,
+    MailServerId, ValidationErrors,
 };
 
 use super::password_slot;
 use crate::{
-    auth::require_member,
+    auth::Member,
     ports::{
         in_transaction, CredentialCheck, MailServerRecord, ProbeError, SmtpEndpoint, SmtpSecurity,
     },
-    Actor, AppError, Services,
+    AppError, Services,
 };
 
 /// A saved mail server and what the check could not establish.
@@ -29,15 +29,14 @@ pub const NO_AUTH_WARNING: &str =
 ///
 /// # Errors
 /// [`AppError::Invalid`] for bad fields or a failed check (the detail carries the server's
-/// reply); [`AppError::Unauthorized`] for a non-member.
+/// reply).
 pub fn create_mail_server(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     input: MailServerInput,
 ) -> Result<SavedMailServer, AppError> {
     let id = MailServerId::from_uuid(services.ids.next_uuid());
-    save(services, actor, account, id, input, Mode::Create)
+    save(services, member, id, input, Mode::Create)
 }
 
 /// Replaces every setting of a mail server (there is no partial update) after checking
@@ -47,12 +46,11 @@ pub fn create_mail_server(
 /// As [`create_mail_server`], and [`AppError::NotFound`] for an unknown server.
 pub fn update_mail_server(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     id: MailServerId,
     input: MailServerInput,
 ) -> Result<SavedMailServer, AppError> {
-    save(services, actor, account, id, input, Mode::Update)
+    save(services, member, id, input, Mode::Update)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -63,17 +61,16 @@ enum Mode {
 
 fn save(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     id: MailServerId,
     input: MailServerInput,
     mode: Mode,
 ) -> Result<SavedMailServer, AppError> {
+    let account = member.account();
     let settings = input.parse()?;
-    // Refuse non-members (and unknown servers) before touching the network, so the check
+    // Refuse unknown servers (non-members never get a `Member`) before touching the network, so the check
     // cannot be used to probe hosts.
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         if mode == Mode::Update && tx.find_mail_server(account, id)?.is_none() {
             return Err(AppError::NotFound);
         }
@@ -88,7 +85,6 @@ fn save(
         .secrets
         .seal(&settings.password, &password_slot(account, id));
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         let created_at = match mode {
             Mode::Create => now,
             Mode::Update => {

@@ -1,20 +1,19 @@
-use mailroom_domain::{message::Message, AccountId, MessageId};
+use mailroom_domain::{message::Message, MessageId};
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// One message of the account.
 ///
 /// # Errors
 /// [`AppError::NotFound`] for an unknown message (or another account's);
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn get_message(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     id: MessageId,
 ) -> Result<Message, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         tx.find_message(account, id)?.ok_or(AppError::NotFound)
     })
 }

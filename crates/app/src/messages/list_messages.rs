@@ -1,24 +1,22 @@
 use mailroom_domain::{
     message::{Message, MessageFilter},
     paging::PageRequest,
-    AccountId,
 };
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// One page of the account's message log, oldest first, filtered by status and contact.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn list_messages(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     filter: &MessageFilter,
     page: PageRequest,
 ) -> Result<Vec<Message>, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         Ok(tx.list_messages(account, filter, page)?)
     })
 }
@@ -26,15 +24,14 @@ pub fn list_messages(
 /// How many messages the log shows under the same filters.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn count_messages(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     filter: &MessageFilter,
 ) -> Result<u64, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         Ok(tx.count_messages(account, filter)?)
     })
 }

@@ -8,9 +8,9 @@ use time::Duration;
 
 use super::outbox::{queued_message, sender_domain, Addressee, Origin};
 use crate::{
-    auth::require_member,
+    auth::Member,
     ports::{in_transaction, UnitOfWork},
-    Actor, AppError, Services,
+    AppError, Services,
 };
 
 /// How long an `Idempotency-Key` keeps answering with the message it produced.
@@ -43,20 +43,19 @@ pub struct TransactionalSend {
 /// # Errors
 /// [`AppError::Invalid`] on `slug` when the account has no such template;
 /// [`AppError::BadRequest`] when the key was used for another request;
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn send_transactional(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     request: &TransactionalSend,
 ) -> Result<Message, AppError> {
+    let account = member.account();
     let hash = request
         .idempotency_key
         .as_ref()
         .map(|_| request_hash(&request.slug, request.email.as_str(), &request.data));
     let attempt = || {
         in_transaction(services.db.as_ref(), |tx| {
-            require_member(tx, actor, account)?;
             queue(tx, services, account, request, hash.as_deref())
         })
     };

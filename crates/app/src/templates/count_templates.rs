@@ -1,18 +1,10 @@
-use mailroom_domain::AccountId;
-
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// How many templates the account holds (the `/count` companion of the list).
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] when the caller is not a member.
-pub fn count_templates(
-    services: &Services,
-    actor: &Actor,
-    account: AccountId,
-) -> Result<u64, AppError> {
-    in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
-        Ok(tx.count_templates(account)?)
-    })
+/// [`AppError`] when the store fails.
+pub fn count_templates(services: &Services, member: &Member) -> Result<u64, AppError> {
+    let account = member.account();
+    in_transaction(services.db.as_ref(), |tx| Ok(tx.count_templates(account)?))
 }

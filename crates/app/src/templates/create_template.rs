@@ -1,29 +1,28 @@
 use mailroom_domain::{
     template::{Template, TemplateInput},
-    AccountId, TemplateId,
+    TemplateId,
 };
 
 use super::{check_preferred_server, check_template_syntax, slug_taken};
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// Creates a template. `name`, `slug`, `subject` and `content` are required; the slug must
 /// be unused in the account; every rendered field must compile.
 ///
 /// # Errors
-/// [`AppError::Invalid`] naming each bad field; [`AppError::Unauthorized`] for a non-member.
+/// [`AppError::Invalid`] naming each bad field.
 pub fn create_template(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     input: TemplateInput,
 ) -> Result<Template, AppError> {
+    let account = member.account();
     let template = input.parse_new()?.into_template(
         TemplateId::from_uuid(services.ids.next_uuid()),
         services.clock.now(),
     );
     check_template_syntax(&template)?;
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         check_preferred_server(tx, account, &template)?;
         tx.insert_template(account, &template).map_err(slug_taken)?;
         Ok(template)

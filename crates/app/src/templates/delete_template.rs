@@ -1,21 +1,20 @@
-use mailroom_domain::{template::Template, AccountId, TemplateId};
+use mailroom_domain::{template::Template, TemplateId};
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// Deletes a template and returns it. Refused while an automation sends it (naming the
 /// automations), so no automation is left pointing at nothing.
 ///
 /// # Errors
 /// [`AppError::Invalid`] while in use; [`AppError::NotFound`] for an unknown template;
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn delete_template(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     id: TemplateId,
 ) -> Result<Template, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         let template = tx.find_template(account, id)?.ok_or(AppError::NotFound)?;
         let users = tx.automations_sending(account, id)?;
         if !users.is_empty() {

@@ -1,20 +1,19 @@
-use mailroom_domain::{template::Template, AccountId, TemplateId};
+use mailroom_domain::{template::Template, TemplateId};
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// One template of the account.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] when the caller is not a member; [`AppError::NotFound`]
+/// [`AppError::NotFound`]
 /// when the template is unknown or another account's.
 pub fn get_template(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     template: TemplateId,
 ) -> Result<Template, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         tx.find_template(account, template)?
             .ok_or(AppError::NotFound)
     })

@@ -1,19 +1,18 @@
-use mailroom_domain::{paging::PageRequest, template::Template, AccountId};
+use mailroom_domain::{paging::PageRequest, template::Template};
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// One page of the account's templates, oldest first.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] when the caller is not a member.
+/// [`AppError`] when the store fails.
 pub fn list_templates(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     page: PageRequest,
 ) -> Result<Vec<Template>, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         Ok(tx.list_templates(account, page)?)
     })
 }

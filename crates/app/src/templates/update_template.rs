@@ -1,10 +1,10 @@
 use mailroom_domain::{
     template::{Template, TemplateInput},
-    AccountId, TemplateId,
+    TemplateId,
 };
 
 use super::{check_preferred_server, check_template_syntax, slug_taken};
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// Applies a partial update (the specification's eight PATCH rules live in
 /// [`TemplateInput::parse_patch`]). Sends that reference the template use the new content
@@ -12,19 +12,17 @@ use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Servic
 ///
 /// # Errors
 /// [`AppError::Invalid`] naming each bad field (an empty body included);
-/// [`AppError::NotFound`] for an unknown template; [`AppError::Unauthorized`] for a
-/// non-member.
+/// [`AppError::NotFound`] for an unknown template.
 pub fn update_template(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     id: TemplateId,
     input: TemplateInput,
 ) -> Result<Template, AppError> {
+    let account = member.account();
     let patch = input.parse_patch()?;
     let now = services.clock.now();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         let mut template = tx.find_template(account, id)?.ok_or(AppError::NotFound)?;
         patch.apply(&mut template, now);
         check_template_syntax(&template)?;

@@ -1,20 +1,20 @@
 use mailroom_domain::{
     topic::{Topic, TopicInput},
-    AccountId, TopicId,
+    TopicId,
 };
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// Creates a topic.
 ///
 /// # Errors
-/// [`AppError::Invalid`] naming each bad field; [`AppError::Unauthorized`] for a non-member.
+/// [`AppError::Invalid`] naming each bad field.
 pub fn create_topic(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     input: TopicInput,
 ) -> Result<Topic, AppError> {
+    let account = member.account();
     let new = input.parse_new()?;
     let topic = Topic {
         id: TopicId::from_uuid(services.ids.next_uuid()),
@@ -23,7 +23,6 @@ pub fn create_topic(
         created_at: services.clock.now(),
     };
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         tx.insert_topic(account, &topic)?;
         Ok(topic)
     })

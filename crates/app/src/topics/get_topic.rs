@@ -1,19 +1,14 @@
-use mailroom_domain::{topic::Topic, AccountId, TopicId};
+use mailroom_domain::{topic::Topic, TopicId};
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// One topic of the account.
 ///
 /// # Errors
-/// [`AppError::NotFound`] for an unknown topic; [`AppError::Unauthorized`] for a non-member.
-pub fn get_topic(
-    services: &Services,
-    actor: &Actor,
-    account: AccountId,
-    id: TopicId,
-) -> Result<Topic, AppError> {
+/// [`AppError::NotFound`] for an unknown topic.
+pub fn get_topic(services: &Services, member: &Member, id: TopicId) -> Result<Topic, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         tx.find_topic(account, id)?.ok_or(AppError::NotFound)
     })
 }

@@ -1,19 +1,19 @@
-use mailroom_domain::{paging::PageRequest, topic::Topic, AccountId};
+use mailroom_domain::{paging::PageRequest, topic::Topic};
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// One page of the account's topics, oldest first.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn list_topics(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     page: PageRequest,
 ) -> Result<Vec<Topic>, AppError> {
-    in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
-        Ok(tx.list_topics(account, page)?)
-    })
+    let account = member.account();
+    in_transaction(
+        services.db.as_ref(),
+        |tx| Ok(tx.list_topics(account, page)?),
+    )
 }

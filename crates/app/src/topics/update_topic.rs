@@ -1,26 +1,25 @@
 use mailroom_domain::{
     topic::{Topic, TopicInput},
-    AccountId, TopicId,
+    TopicId,
 };
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// Partially updates a topic. Contacts' unsubscriptions from it are untouched: they refer
 /// to the topic's id, which never changes.
 ///
 /// # Errors
 /// [`AppError::Invalid`] for bad fields or an empty body; [`AppError::NotFound`] for an
-/// unknown topic; [`AppError::Unauthorized`] for a non-member.
+/// unknown topic.
 pub fn update_topic(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     id: TopicId,
     input: TopicInput,
 ) -> Result<Topic, AppError> {
+    let account = member.account();
     let patch = input.parse_patch()?;
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         let mut topic = tx.find_topic(account, id)?.ok_or(AppError::NotFound)?;
         patch.apply(&mut topic);
         tx.update_topic(account, &topic)?;

@@ -68,15 +68,14 @@ pub struct Engagement {
 /// none, or the message is unknown).
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member; [`AppError`] when the store fails.
+/// [`AppError`] when the store fails.
 pub fn message_engagement(
     services: &Services,
-    actor: &crate::Actor,
-    account: mailroom_domain::AccountId,
+    member: &crate::auth::Member,
     message: mailroom_domain::MessageId,
 ) -> Result<Engagement, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        crate::auth::require_member(tx, actor, account)?;
         let (opened_at, clicked_at) = tx.message_engagement(account, message)?;
         Ok(Engagement {
             opened_at,

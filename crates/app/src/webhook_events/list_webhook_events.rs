@@ -1,24 +1,22 @@
 use mailroom_domain::{
     paging::PageRequest,
     webhook_event::{WebhookEvent, WebhookEventFilter},
-    AccountId,
 };
 
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// One page of the account's webhook events, oldest first, filtered by status and type.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn list_webhook_events(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     filter: &WebhookEventFilter,
     page: PageRequest,
 ) -> Result<Vec<WebhookEvent>, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         Ok(tx.list_webhook_events(account, filter, page)?)
     })
 }
@@ -26,15 +24,14 @@ pub fn list_webhook_events(
 /// How many webhook events the list shows under the same filters.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn count_webhook_events(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     filter: &WebhookEventFilter,
 ) -> Result<u64, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         Ok(tx.count_webhook_events(account, filter)?)
     })
 }

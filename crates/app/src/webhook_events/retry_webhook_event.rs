@@ -1,10 +1,10 @@
 use mailroom_domain::{
     webhook_event::{WebhookEvent, WebhookTarget},
-    AccountId, WebhookEventId,
+    WebhookEventId,
 };
 
 use super::load_config;
-use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Services};
+use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
 /// Re-queues a delivery: a new `queued` event with the same type, payload and time of the
 /// change, `tryCount` 0, pointing back at `id` and naming the caller. Any event may be
@@ -12,15 +12,14 @@ use crate::{auth::require_member, ports::in_transaction, Actor, AppError, Servic
 ///
 /// # Errors
 /// [`AppError::NotFound`] for an unknown event (or another account's);
-/// [`AppError::Unauthorized`] for a non-member.
+/// [`AppError`] when the store fails.
 pub fn retry_webhook_event(
     services: &Services,
-    actor: &Actor,
-    account: AccountId,
+    member: &Member,
     id: WebhookEventId,
 ) -> Result<WebhookEvent, AppError> {
+    let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        require_member(tx, actor, account)?;
         let original = tx
             .find_webhook_event(account, id)?
             .ok_or(AppError::NotFound)?;
@@ -32,7 +31,7 @@ pub fn retry_webhook_event(
         );
         let retry = original.retried(
             WebhookEventId::from_uuid(services.ids.next_uuid()),
-            actor.user_id,
+            member.user_id(),
             target,
             services.clock.now(),
         );

@@ -6,12 +6,14 @@ use mailroom_domain::{webhook::WebhookSettingsInput, ValidationErrors};
 
 use crate::{
     blocking::run_blocking,
-    dto::{
-        AccountDto, CreateAccountBody, MemberDto, PageEnvelope, SecretView, UpdateAccountBody,
-        WebhookBody, WebhookDto,
-    },
-    extract::{account_id, Caller, JsonBody},
+    dto::PageEnvelope,
+    extract::{Caller, JsonBody},
     problem::{ApiError, Problem},
+    routes::accounts_dto::{
+        AccountDto, CreateAccountBody, MemberDto, SecretView, UpdateAccountBody, WebhookBody,
+        WebhookDto,
+    },
+    tenancy::Membership,
 };
 
 /// Create an account owned by the caller, with starter data.
@@ -61,11 +63,9 @@ pub(crate) async fn list_accounts(
 #[get("/accounts/{accountId}")]
 pub(crate) async fn get_account(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
 ) -> Result<web::Json<AccountDto>, ApiError> {
-    let account = account_id(&path)?;
-    let found = run_blocking(move || accounts::get_account(&services, &caller.0, account)).await?;
+    let found = run_blocking(move || accounts::get_account(&services, &member.0)).await?;
     Ok(web::Json(found.into()))
 }
 
@@ -78,11 +78,9 @@ pub(crate) async fn get_account(
 #[patch("/accounts/{accountId}")]
 pub(crate) async fn update_account(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     body: JsonBody<UpdateAccountBody>,
 ) -> Result<web::Json<AccountDto>, ApiError> {
-    let account = account_id(&path)?;
     let body = body.0;
     let mut errors = ValidationErrors::new();
     let request = accounts::UpdateAccountRequest {
@@ -92,8 +90,7 @@ pub(crate) async fn update_account(
     };
     errors.into_result().map_err(AppError::Invalid)?;
     let updated =
-        run_blocking(move || accounts::update_account(&services, &caller.0, account, request))
-            .await?;
+        run_blocking(move || accounts::update_account(&services, &member.0, request)).await?;
     Ok(web::Json(updated.into()))
 }
 
@@ -106,12 +103,9 @@ pub(crate) async fn update_account(
 #[get("/accounts/{accountId}/members")]
 pub(crate) async fn list_members(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
 ) -> Result<web::Json<PageEnvelope<MemberDto>>, ApiError> {
-    let account = account_id(&path)?;
-    let members =
-        run_blocking(move || accounts::list_members(&services, &caller.0, account)).await?;
+    let members = run_blocking(move || accounts::list_members(&services, &member.0)).await?;
     Ok(web::Json(PageEnvelope::whole(
         members.into_iter().map(MemberDto::from).collect(),
     )))
@@ -126,11 +120,9 @@ pub(crate) async fn list_members(
 #[put("/accounts/{accountId}/webhooks")]
 pub(crate) async fn set_webhooks(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     body: JsonBody<WebhookBody>,
 ) -> Result<web::Json<WebhookDto>, ApiError> {
-    let account = account_id(&path)?;
     let body = body.0;
     let config = run_blocking(move || {
         let input = WebhookSettingsInput {
@@ -144,7 +136,7 @@ pub(crate) async fn set_webhooks(
             password_or_token: body.password_or_token.as_deref(),
             signing_secret: body.signing_secret.as_deref(),
         };
-        accounts::set_webhooks(&services, &caller.0, account, input)
+        accounts::set_webhooks(&services, &member.0, input)
     })
     .await?;
     Ok(web::Json(WebhookDto::from_config(

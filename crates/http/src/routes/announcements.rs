@@ -6,10 +6,11 @@ use mailroom_domain::AnnouncementId;
 
 use crate::{
     blocking::run_blocking,
-    campaign_dto::{AnnouncementBody, AnnouncementDto},
     dto::{CountDto, PageEnvelope},
-    extract::{account_id, record_id, Caller, JsonBody, Paging},
+    extract::{record_id, JsonBody, Paging},
     problem::{ApiError, Problem},
+    routes::announcements_dto::{AnnouncementBody, AnnouncementDto},
+    tenancy::Membership,
 };
 
 /// One page of the account's announcements, oldest first.
@@ -25,16 +26,12 @@ use crate::{
 #[get("/accounts/{accountId}/announcements")]
 pub(crate) async fn list_announcements(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     paging: Paging,
 ) -> Result<web::Json<PageEnvelope<AnnouncementDto>>, ApiError> {
-    let account = account_id(&path)?;
     let page = paging.0;
-    let list = run_blocking(move || {
-        announcements::list_announcements(&services, &caller.0, account, page)
-    })
-    .await?;
+    let list =
+        run_blocking(move || announcements::list_announcements(&services, &member.0, page)).await?;
     Ok(web::Json(PageEnvelope::page(
         list.into_iter().map(AnnouncementDto::from).collect(),
         page,
@@ -50,13 +47,10 @@ pub(crate) async fn list_announcements(
 #[get("/accounts/{accountId}/announcements/count")]
 pub(crate) async fn count_announcements(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
 ) -> Result<web::Json<CountDto>, ApiError> {
-    let account = account_id(&path)?;
     let count =
-        run_blocking(move || announcements::count_announcements(&services, &caller.0, account))
-            .await?;
+        run_blocking(move || announcements::count_announcements(&services, &member.0)).await?;
     Ok(web::Json(CountDto { count }))
 }
 
@@ -69,14 +63,12 @@ pub(crate) async fn count_announcements(
 #[get("/accounts/{accountId}/announcements/{announcementId}")]
 pub(crate) async fn get_announcement(
     services: web::Data<Services>,
-    caller: Caller,
+    member: Membership,
     path: web::Path<(String, String)>,
 ) -> Result<web::Json<AnnouncementDto>, ApiError> {
-    let account = account_id(&path.0)?;
     let id: AnnouncementId = record_id(&path.1)?;
     let found =
-        run_blocking(move || announcements::get_announcement(&services, &caller.0, account, id))
-            .await?;
+        run_blocking(move || announcements::get_announcement(&services, &member.0, id)).await?;
     Ok(web::Json(found.into()))
 }
 
@@ -90,15 +82,12 @@ pub(crate) async fn get_announcement(
 #[post("/accounts/{accountId}/announcements")]
 pub(crate) async fn create_announcement(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     body: JsonBody<AnnouncementBody>,
 ) -> Result<web::Json<AnnouncementDto>, ApiError> {
-    let account = account_id(&path)?;
     let input = body.0.into();
-    let created = run_blocking(move || {
-        announcements::create_announcement(&services, &caller.0, account, input)
-    })
-    .await?;
+    let created =
+        run_blocking(move || announcements::create_announcement(&services, &member.0, input))
+            .await?;
     Ok(web::Json(created.into()))
 }

@@ -6,10 +6,11 @@ use mailroom_domain::AutomationId;
 
 use crate::{
     blocking::run_blocking,
-    campaign_dto::{AutomationBody, AutomationDto, AutomationListItemDto},
     dto::{CountDto, PageEnvelope},
-    extract::{account_id, record_id, Caller, JsonBody, Paging},
+    extract::{record_id, JsonBody, Paging},
     problem::{ApiError, Problem},
+    routes::automations_dto::{AutomationBody, AutomationDto, AutomationListItemDto},
+    tenancy::Membership,
 };
 
 /// One page of the account's automations, oldest first, each joined with its template.
@@ -25,15 +26,12 @@ use crate::{
 #[get("/accounts/{accountId}/automations")]
 pub(crate) async fn list_automations(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     paging: Paging,
 ) -> Result<web::Json<PageEnvelope<AutomationListItemDto>>, ApiError> {
-    let account = account_id(&path)?;
     let page = paging.0;
     let list =
-        run_blocking(move || automations::list_automations(&services, &caller.0, account, page))
-            .await?;
+        run_blocking(move || automations::list_automations(&services, &member.0, page)).await?;
     Ok(web::Json(PageEnvelope::page(
         list.into_iter().map(AutomationListItemDto::from).collect(),
         page,
@@ -49,12 +47,9 @@ pub(crate) async fn list_automations(
 #[get("/accounts/{accountId}/automations/count")]
 pub(crate) async fn count_automations(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
 ) -> Result<web::Json<CountDto>, ApiError> {
-    let account = account_id(&path)?;
-    let count =
-        run_blocking(move || automations::count_automations(&services, &caller.0, account)).await?;
+    let count = run_blocking(move || automations::count_automations(&services, &member.0)).await?;
     Ok(web::Json(CountDto { count }))
 }
 
@@ -67,14 +62,11 @@ pub(crate) async fn count_automations(
 #[get("/accounts/{accountId}/automations/{automationId}")]
 pub(crate) async fn get_automation(
     services: web::Data<Services>,
-    caller: Caller,
+    member: Membership,
     path: web::Path<(String, String)>,
 ) -> Result<web::Json<AutomationDto>, ApiError> {
-    let account = account_id(&path.0)?;
     let id: AutomationId = record_id(&path.1)?;
-    let found =
-        run_blocking(move || automations::get_automation(&services, &caller.0, account, id))
-            .await?;
+    let found = run_blocking(move || automations::get_automation(&services, &member.0, id)).await?;
     Ok(web::Json(found.into()))
 }
 
@@ -87,15 +79,12 @@ pub(crate) async fn get_automation(
 #[post("/accounts/{accountId}/automations")]
 pub(crate) async fn create_automation(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     body: JsonBody<AutomationBody>,
 ) -> Result<web::Json<AutomationDto>, ApiError> {
-    let account = account_id(&path)?;
     let input = body.0.into();
     let created =
-        run_blocking(move || automations::create_automation(&services, &caller.0, account, input))
-            .await?;
+        run_blocking(move || automations::create_automation(&services, &member.0, input)).await?;
     Ok(web::Json(created.into()))
 }
 
@@ -108,17 +97,15 @@ pub(crate) async fn create_automation(
 #[patch("/accounts/{accountId}/automations/{automationId}")]
 pub(crate) async fn update_automation(
     services: web::Data<Services>,
-    caller: Caller,
+    member: Membership,
     path: web::Path<(String, String)>,
     body: JsonBody<AutomationBody>,
 ) -> Result<web::Json<AutomationDto>, ApiError> {
-    let account = account_id(&path.0)?;
     let id: AutomationId = record_id(&path.1)?;
     let input = body.0.into();
-    let updated = run_blocking(move || {
-        automations::update_automation(&services, &caller.0, account, id, input)
-    })
-    .await?;
+    let updated =
+        run_blocking(move || automations::update_automation(&services, &member.0, id, input))
+            .await?;
     Ok(web::Json(updated.into()))
 }
 
@@ -131,13 +118,11 @@ pub(crate) async fn update_automation(
 #[delete("/accounts/{accountId}/automations/{automationId}")]
 pub(crate) async fn delete_automation(
     services: web::Data<Services>,
-    caller: Caller,
+    member: Membership,
     path: web::Path<(String, String)>,
 ) -> Result<web::Json<AutomationDto>, ApiError> {
-    let account = account_id(&path.0)?;
     let id: AutomationId = record_id(&path.1)?;
     let deleted =
-        run_blocking(move || automations::delete_automation(&services, &caller.0, account, id))
-            .await?;
+        run_blocking(move || automations::delete_automation(&services, &member.0, id)).await?;
     Ok(web::Json(deleted.into()))
 }

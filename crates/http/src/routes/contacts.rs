@@ -12,12 +12,14 @@ use mailroom_domain::{
 
 use crate::{
     blocking::run_blocking,
-    dto::{
-        AttributeMetaDto, ContactDto, ContactEventDto, ContactListParams, CountDto, EventBody,
-        EventNameDto, PageEnvelope, SearchBody, UnbounceBody, UpsertContactBody,
-    },
-    extract::{account_id, record_id, Caller, JsonBody, Paging},
+    dto::{CountDto, PageEnvelope},
+    extract::{record_id, JsonBody, Paging},
     problem::{ApiError, Problem},
+    routes::contacts_dto::{
+        AttributeMetaDto, ContactDto, ContactEventDto, ContactListParams, EventBody, EventNameDto,
+        SearchBody, UnbounceBody, UpsertContactBody,
+    },
+    tenancy::Membership,
 };
 
 /// Parses the list's query parameters; a bad value is a 400 naming the parameter.
@@ -79,17 +81,14 @@ fn contact_query(params: ContactListParams) -> Result<ContactQuery, ApiError> {
 #[get("/accounts/{accountId}/contacts")]
 pub(crate) async fn list_contacts(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     paging: Paging,
     params: web::Query<ContactListParams>,
 ) -> Result<web::Json<PageEnvelope<ContactDto>>, ApiError> {
-    let account = account_id(&path)?;
     let query = contact_query(params.into_inner())?;
     let page = paging.0;
     let list =
-        run_blocking(move || contacts::list_contacts(&services, &caller.0, account, &query, page))
-            .await?;
+        run_blocking(move || contacts::list_contacts(&services, &member.0, &query, page)).await?;
     Ok(web::Json(PageEnvelope::page(
         list.into_iter().map(ContactDto::plain).collect(),
         page,
@@ -105,15 +104,12 @@ pub(crate) async fn list_contacts(
 #[get("/accounts/{accountId}/contacts/count")]
 pub(crate) async fn count_contacts(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     params: web::Query<ContactListParams>,
 ) -> Result<web::Json<CountDto>, ApiError> {
-    let account = account_id(&path)?;
     let query = contact_query(params.into_inner())?;
     let count =
-        run_blocking(move || contacts::count_contacts(&services, &caller.0, account, &query))
-            .await?;
+        run_blocking(move || contacts::count_contacts(&services, &member.0, &query)).await?;
     Ok(web::Json(CountDto { count }))
 }
 
@@ -126,18 +122,15 @@ pub(crate) async fn count_contacts(
 #[post("/accounts/{accountId}/contacts")]
 pub(crate) async fn upsert_contact(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     body: JsonBody<UpsertContactBody>,
 ) -> Result<web::Json<ContactDto>, ApiError> {
-    let account = account_id(&path)?;
     let request = contacts::UpsertContactRequest {
         email: body.0.email,
         attributes: body.0.attributes,
     };
     let saved =
-        run_blocking(move || contacts::upsert_contact(&services, &caller.0, account, request))
-            .await?;
+        run_blocking(move || contacts::upsert_contact(&services, &member.0, request)).await?;
     Ok(web::Json(ContactDto::with_attributes(
         saved.contact,
         saved.attributes,
@@ -153,13 +146,12 @@ pub(crate) async fn upsert_contact(
 #[get("/accounts/{accountId}/contacts/{contactId}")]
 pub(crate) async fn get_contact(
     services: web::Data<Services>,
-    caller: Caller,
+    member: Membership,
     path: web::Path<(String, String)>,
 ) -> Result<web::Json<ContactDto>, ApiError> {
-    let account = account_id(&path.0)?;
     let contact: ContactId = record_id(&path.1)?;
     let (found, attributes) =
-        run_blocking(move || contacts::get_contact(&services, &caller.0, account, contact)).await?;
+        run_blocking(move || contacts::get_contact(&services, &member.0, contact)).await?;
     Ok(web::Json(ContactDto::with_attributes(found, attributes)))
 }
 
@@ -172,11 +164,10 @@ pub(crate) async fn get_contact(
 #[patch("/accounts/{accountId}/contacts/{contactId}")]
 pub(crate) async fn unbounce_contact(
     services: web::Data<Services>,
-    caller: Caller,
+    member: Membership,
     path: web::Path<(String, String)>,
     body: JsonBody<UnbounceBody>,
 ) -> Result<web::Json<ContactDto>, ApiError> {
-    let account = account_id(&path.0)?;
     let contact: ContactId = record_id(&path.1)?;
     if body.0.hard_bounced != Field::Value(false) {
         return Err(ApiError::invalid_field(
@@ -185,8 +176,7 @@ pub(crate) async fn unbounce_contact(
         ));
     }
     let updated =
-        run_blocking(move || contacts::unbounce_contact(&services, &caller.0, account, contact))
-            .await?;
+        run_blocking(move || contacts::unbounce_contact(&services, &member.0, contact)).await?;
     Ok(web::Json(ContactDto::plain(updated)))
 }
 
@@ -199,14 +189,12 @@ pub(crate) async fn unbounce_contact(
 #[delete("/accounts/{accountId}/contacts/{contactId}")]
 pub(crate) async fn delete_contact(
     services: web::Data<Services>,
-    caller: Caller,
+    member: Membership,
     path: web::Path<(String, String)>,
 ) -> Result<web::Json<ContactDto>, ApiError> {
-    let account = account_id(&path.0)?;
     let contact: ContactId = record_id(&path.1)?;
     let deleted =
-        run_blocking(move || contacts::delete_contact(&services, &caller.0, account, contact))
-            .await?;
+        run_blocking(move || contacts::delete_contact(&services, &member.0, contact)).await?;
     Ok(web::Json(ContactDto::plain(deleted)))
 }
 
@@ -219,19 +207,16 @@ pub(crate) async fn delete_contact(
 #[post("/accounts/{accountId}/events")]
 pub(crate) async fn record_event(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     body: JsonBody<EventBody>,
 ) -> Result<web::Json<ContactEventDto>, ApiError> {
-    let account = account_id(&path)?;
     let request = contacts::RecordEventRequest {
         email: body.0.email,
         slug: body.0.slug,
         attributes: body.0.attributes,
     };
-    let event =
-        run_blocking(move || contacts::record_event(&services, &caller.0, account, request))
-            .await?;
+    let account = member.0.account();
+    let event = run_blocking(move || contacts::record_event(&services, &member.0, request)).await?;
     Ok(web::Json(ContactEventDto::new(account, event)))
 }
 
@@ -244,11 +229,9 @@ pub(crate) async fn record_event(
 #[get("/accounts/{accountId}/events/names")]
 pub(crate) async fn event_names(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
 ) -> Result<web::Json<PageEnvelope<EventNameDto>>, ApiError> {
-    let account = account_id(&path)?;
-    let names = run_blocking(move || contacts::event_names(&services, &caller.0, account)).await?;
+    let names = run_blocking(move || contacts::event_names(&services, &member.0)).await?;
     let items = names
         .into_iter()
         .map(|name| EventNameDto {
@@ -273,15 +256,12 @@ pub(crate) async fn event_names(
 #[get("/accounts/{accountId}/attributes")]
 pub(crate) async fn list_attributes(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     paging: Paging,
 ) -> Result<web::Json<PageEnvelope<AttributeMetaDto>>, ApiError> {
-    let account = account_id(&path)?;
     let page = paging.0;
     let metas =
-        run_blocking(move || contacts::list_attribute_metas(&services, &caller.0, account, page))
-            .await?;
+        run_blocking(move || contacts::list_attribute_metas(&services, &member.0, page)).await?;
     let items = metas
         .into_iter()
         .map(|meta| AttributeMetaDto {
@@ -302,13 +282,9 @@ pub(crate) async fn list_attributes(
 #[get("/accounts/{accountId}/attributes/count")]
 pub(crate) async fn count_attributes(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
 ) -> Result<web::Json<CountDto>, ApiError> {
-    let account = account_id(&path)?;
-    let count =
-        run_blocking(move || contacts::count_attribute_metas(&services, &caller.0, account))
-            .await?;
+    let count = run_blocking(move || contacts::count_attribute_metas(&services, &member.0)).await?;
     Ok(web::Json(CountDto { count }))
 }
 
@@ -357,18 +333,15 @@ fn search_request(body: SearchBody) -> Result<contacts::SearchRequest, ApiError>
 #[post("/accounts/{accountId}/contacts/search")]
 pub(crate) async fn search_contacts(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     paging: Paging,
     body: JsonBody<SearchBody>,
 ) -> Result<web::Json<PageEnvelope<ContactDto>>, ApiError> {
-    let account = account_id(&path)?;
     let request = search_request(body.0)?;
     let page = paging.0;
-    let found = run_blocking(move || {
-        contacts::search_contacts(&services, &caller.0, account, &request, page)
-    })
-    .await?;
+    let found =
+        run_blocking(move || contacts::search_contacts(&services, &member.0, &request, page))
+            .await?;
     let items = found
         .into_iter()
         .map(|(contact, attributes)| ContactDto::with_attributes(contact, attributes))
@@ -385,14 +358,11 @@ pub(crate) async fn search_contacts(
 #[post("/accounts/{accountId}/contacts/search/count")]
 pub(crate) async fn count_search(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     body: JsonBody<SearchBody>,
 ) -> Result<web::Json<CountDto>, ApiError> {
-    let account = account_id(&path)?;
     let request = search_request(body.0)?;
     let count =
-        run_blocking(move || contacts::count_search(&services, &caller.0, account, &request))
-            .await?;
+        run_blocking(move || contacts::count_search(&services, &member.0, &request)).await?;
     Ok(web::Json(CountDto { count }))
 }

@@ -2,16 +2,12 @@
 //! upserts.
 //!
 //! The file is never held whole in memory. The handler forwards the body's chunks through
-//! a small bounded channel to a blocking task, which parses CSV from a `Read` over that
-//! channel and routes the rows by email to [`LANES`] writer threads; each writer hands
-//! every [`BATCH_ROWS`] rows of its lane to the import use case (one transaction each).
-//! The bounds give back-pressure: a client cannot upload faster than rows are stored, and
-//! memory stays at a few chunks plus a few batches.
+//! a small bounded channel to a blocking task running the app's
+//! [`contacts::import_csv`], which reads them as a `Read` (the pipeline of parser and
+//! batch writers, and its bounds, live there). The channel gives back-pressure: a client
+//! cannot upload faster than rows are stored.
 
-use std::{
-    io::{self, Read},
-    sync::mpsc::{sync_channel, SyncSender},
-};
+use std::io::{self, Read};
 
 use actix_web::{
     http::{header, StatusCode},
@@ -20,40 +16,23 @@ use actix_web::{
     HttpRequest,
 };
 use futures_util::StreamExt;
-use mailroom_app::{
-    contacts::{self, ContactImport, ImportRow, ImportSummary},
-    Actor, AppError, Services,
-};
-use mailroom_domain::AccountId;
+use mailroom_app::{contacts, contacts::ImportSummary, Services};
 use serde::Serialize;
 use tokio::sync::mpsc;
 use utoipa::ToSchema;
 
 use crate::{
     blocking::run_blocking,
-    extract::{account_id, Caller},
     problem::{ApiError, Problem},
+    tenancy::Membership,
 };
 
 /// The largest import accepted (413 beyond). Imports are exempt from the 1 MiB JSON
 /// limit; this bound keeps a single request from running for hours.
 pub const MAX_IMPORT_BYTES: u64 = 200 * 1024 * 1024;
 
-/// Rows per transaction: large enough that per-statement costs vanish, small enough that
-/// a transaction stays short and a batch's arrays stay a few hundred kilobytes.
-const BATCH_ROWS: usize = 1_000;
-
 /// Body chunks in flight between the network and the parser.
 const CHANNEL_CHUNKS: usize = 16;
-
-/// Writers working in parallel, each a transaction at a time on its own connection. One
-/// writer leaves PostgreSQL one core busy per import (index upkeep and foreign-key checks
-/// of thousands of rows a batch); two use a two-core machine. Rows are routed by email
-/// (see [`ContactImport::lane`]), so every contact's rows are still applied in file order.
-const LANES: usize = 2;
-
-/// Full batches waiting per lane while its writer works, so parsing runs ahead of writing.
-const QUEUED_BATCHES: usize = 1;
 
 /// The answer of an import.
 #[derive(Debug, Serialize, ToSchema)]
@@ -119,12 +98,10 @@ impl From<ImportSummary> for ImportReportDto {
 #[post("/accounts/{accountId}/contacts/import")]
 pub(crate) async fn import_contacts(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     request: HttpRequest,
     payload: web::Payload,
 ) -> Result<web::Json<ImportReportDto>, ApiError> {
-    let account = account_id(&path)?;
     if !is_csv(&request) {
         return Err(ApiError::bad_request(
             "the body must be CSV sent with Content-Type: text/csv",
@@ -139,9 +116,9 @@ pub(crate) async fn import_contacts(
         return Err(too_large());
     }
     let (sender, receiver) = mpsc::channel(CHANNEL_CHUNKS);
-    let actor = caller.0;
+    let member = member.0;
     let import = run_blocking(move || {
-        import_stream(&services, &actor, account, ChannelReader::new(receiver))
+        contacts::import_csv(&services, &member, ChannelReader::new(receiver))
     });
     let (imported, pumped) = tokio::join!(import, pump_body(payload, sender));
     // A body that failed (too large, cut off) is the cause of whatever the reader then
@@ -168,7 +145,9 @@ fn too_large() -> ApiError {
 
 /// Forwards the body to the parser. A failure is forwarded too, so the parser stops
 /// instead of taking a cut-off body for a complete one and importing its last rows.
-/// When the parser has stopped (a bad header, a failed batch), reading stops as well.
+/// When the parser has stopped (a bad header, a record over the bound, a failed batch),
+/// the rest of the body is read and dropped chunk by chunk (memory stays at one chunk),
+/// so the client, still sending, reads the answer instead of a reset connection.
 async fn pump_body(
     mut payload: web::Payload,
     sender: mpsc::Sender<io::Result<Bytes>>,
@@ -194,12 +173,12 @@ async fn pump_body(
                 ))),
             ),
         };
-        let parser_gone = sender.send(item).await.is_err();
+        // Once the parser is gone its chunks are dropped here, unread.
+        if !sender.is_closed() {
+            let _ = sender.send(item).await;
+        }
         if let Some(failure) = failure {
             return Err(failure);
-        }
-        if parser_gone {
-            break;
         }
     }
     Ok(())
@@ -234,160 +213,4 @@ impl Read for ChannelReader {
         self.current = self.current.slice(n..);
         Ok(n)
     }
-}
-
-/// Parses the CSV and applies it batch by batch (runs on the blocking pool).
-fn import_stream(
-    services: &Services,
-    actor: &Actor,
-    account: AccountId,
-    body: impl Read,
-) -> Result<ImportSummary, AppError> {
-    // Rows with another number of cells than the header are the use case's to reject,
-    // so the reader must not refuse them itself.
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .from_reader(body);
-    let mut record = csv::StringRecord::new();
-    match reader.read_record(&mut record) {
-        Ok(true) => {}
-        Ok(false) => {
-            return Err(AppError::invalid(
-                "header",
-                "the file is empty; the first line must name the columns, one of them 'email'",
-            ))
-        }
-        Err(error) if matches!(error.kind(), csv::ErrorKind::Utf8 { .. }) => {
-            return Err(AppError::invalid(
-                "header",
-                "the first line is not valid UTF-8",
-            ))
-        }
-        Err(error) => return Err(read_failure(&error)),
-    }
-    let header: Vec<String> = record
-        .iter()
-        .enumerate()
-        // Spreadsheets often start UTF-8 files with a byte order mark.
-        .map(|(index, name)| {
-            if index == 0 {
-                name.trim_start_matches('\u{feff}')
-            } else {
-                name
-            }
-        })
-        .map(str::to_owned)
-        .collect();
-    let import = contacts::start_import(services, actor, account, &header)?;
-    write_in_lanes(services, actor, |senders| {
-        parse_rows(&mut reader, import, senders)
-    })
-}
-
-/// A batch of one lane, with the import as it stood when the batch was complete (the
-/// types the file had fixed by then).
-type Batch = (ContactImport, Vec<ImportRow>);
-
-/// Runs one writer thread per lane, each applying its batches in order, while `parse`
-/// (on this thread) fills them. A failed writer stops the parse; the first failure is the
-/// answer, a parse failure before a writer's.
-fn write_in_lanes(
-    services: &Services,
-    actor: &Actor,
-    parse: impl FnOnce(&[SyncSender<Batch>]) -> Result<(), AppError>,
-) -> Result<ImportSummary, AppError> {
-    let span = tracing::Span::current();
-    std::thread::scope(|scope| {
-        let mut senders = Vec::with_capacity(LANES);
-        let mut writers = Vec::with_capacity(LANES);
-        for _ in 0..LANES {
-            let (sender, batches) = sync_channel::<Batch>(QUEUED_BATCHES);
-            let span = span.clone();
-            writers.push(scope.spawn(move || {
-                span.in_scope(|| {
-                    let mut summary = ImportSummary::default();
-                    for (import, rows) in batches {
-                        summary.add(contacts::import_contacts(services, actor, &import, rows)?);
-                    }
-                    Ok::<_, AppError>(summary)
-                })
-            }));
-            senders.push(sender);
-        }
-        let mut failure = parse(&senders).err();
-        // Closing the lanes lets each writer finish its queue and return.
-        drop(senders);
-        let mut summary = ImportSummary::default();
-        for writer in writers {
-            match writer.join() {
-                Ok(Ok(part)) => summary.merge(part),
-                Ok(Err(error)) => {
-                    failure.get_or_insert(error);
-                }
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        }
-        match failure {
-            Some(error) => Err(error),
-            None => Ok(summary),
-        }
-    })
-}
-
-/// Reads the data rows, in file order, into per-lane batches and hands over each full
-/// batch. Returns early, without error, when a writer has stopped: its error is the one
-/// to report.
-fn parse_rows(
-    reader: &mut csv::Reader<impl Read>,
-    mut import: ContactImport,
-    lanes: &[SyncSender<Batch>],
-) -> Result<(), AppError> {
-    let mut record = csv::StringRecord::new();
-    let mut batches: Vec<Vec<ImportRow>> = lanes
-        .iter()
-        .map(|_| Vec::with_capacity(BATCH_ROWS))
-        .collect();
-    loop {
-        let row = match reader.read_record(&mut record) {
-            Ok(false) => break,
-            Ok(true) => ImportRow {
-                line: record.position().map_or(0, csv::Position::line),
-                cells: Ok(record.iter().map(str::to_owned).collect()),
-            },
-            // Not fatal to the reader: the row is consumed, the next one can be read.
-            Err(error) => match error.kind() {
-                csv::ErrorKind::Utf8 { pos, .. } => ImportRow {
-                    line: pos.as_ref().map_or(0, csv::Position::line),
-                    cells: Err("is not valid UTF-8".to_owned()),
-                },
-                _ => return Err(read_failure(&error)),
-            },
-        };
-        import.plan_row(&row);
-        let lane = import.lane(&row, lanes.len());
-        let (Some(batch), Some(sender)) = (batches.get_mut(lane), lanes.get(lane)) else {
-            return Err(AppError::Internal(format!(
-                "import lane {lane} out of range"
-            )));
-        };
-        batch.push(row);
-        if batch.len() == BATCH_ROWS {
-            let full = std::mem::replace(batch, Vec::with_capacity(BATCH_ROWS));
-            if sender.send((import.clone(), full)).is_err() {
-                return Ok(());
-            }
-        }
-    }
-    for (batch, sender) in batches.into_iter().zip(lanes) {
-        if !batch.is_empty() && sender.send((import.clone(), batch)).is_err() {
-            return Ok(());
-        }
-    }
-    Ok(())
-}
-
-/// The body stopped (the handler reports why) or the CSV could not be read at all.
-fn read_failure(error: &csv::Error) -> AppError {
-    AppError::BadRequest(format!("the CSV could not be read: {error}"))
 }

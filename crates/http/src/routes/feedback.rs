@@ -16,8 +16,8 @@ use utoipa::ToSchema;
 
 use crate::{
     blocking::run_blocking,
-    extract::{account_id, Caller},
     problem::{ApiError, Problem},
+    tenancy::Membership,
 };
 
 /// What recording a report did. Optional fields are omitted while unset.
@@ -114,13 +114,10 @@ impl FromRequest for RawMessage {
 #[post("/accounts/{accountId}/feedback")]
 pub(crate) async fn record_feedback(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     body: RawMessage,
 ) -> Result<web::Json<FeedbackDto>, ApiError> {
-    let account = account_id(&path)?;
     let outcome =
-        run_blocking(move || feedback::record_feedback(&services, &caller.0, account, &body.0))
-            .await?;
+        run_blocking(move || feedback::record_feedback(&services, &member.0, &body.0)).await?;
     Ok(web::Json(outcome.into()))
 }

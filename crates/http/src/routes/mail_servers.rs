@@ -6,9 +6,11 @@ use mailroom_domain::MailServerId;
 
 use crate::{
     blocking::run_blocking,
-    dto::{CountDto, MailServerBody, MailServerDto, PageEnvelope},
-    extract::{account_id, record_id, Caller, JsonBody, Paging},
+    dto::{CountDto, PageEnvelope},
+    extract::{record_id, JsonBody, Paging},
     problem::{ApiError, Problem},
+    routes::mail_servers_dto::{MailServerBody, MailServerDto},
+    tenancy::Membership,
 };
 
 /// One page of the account's mail servers (passwords masked).
@@ -24,15 +26,12 @@ use crate::{
 #[get("/accounts/{accountId}/mail-servers")]
 pub(crate) async fn list_mail_servers(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     paging: Paging,
 ) -> Result<web::Json<PageEnvelope<MailServerDto>>, ApiError> {
-    let account = account_id(&path)?;
     let page = paging.0;
     let list =
-        run_blocking(move || mail_servers::list_mail_servers(&services, &caller.0, account, page))
-            .await?;
+        run_blocking(move || mail_servers::list_mail_servers(&services, &member.0, page)).await?;
     Ok(web::Json(PageEnvelope::page(
         list.into_iter().map(MailServerDto::read).collect(),
         page,
@@ -48,13 +47,10 @@ pub(crate) async fn list_mail_servers(
 #[get("/accounts/{accountId}/mail-servers/count")]
 pub(crate) async fn count_mail_servers(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
 ) -> Result<web::Json<CountDto>, ApiError> {
-    let account = account_id(&path)?;
     let count =
-        run_blocking(move || mail_servers::count_mail_servers(&services, &caller.0, account))
-            .await?;
+        run_blocking(move || mail_servers::count_mail_servers(&services, &member.0)).await?;
     Ok(web::Json(CountDto { count }))
 }
 
@@ -67,14 +63,12 @@ pub(crate) async fn count_mail_servers(
 #[get("/accounts/{accountId}/mail-servers/{mailServerId}")]
 pub(crate) async fn get_mail_server(
     services: web::Data<Services>,
-    caller: Caller,
+    member: Membership,
     path: web::Path<(String, String)>,
 ) -> Result<web::Json<MailServerDto>, ApiError> {
-    let account = account_id(&path.0)?;
     let server: MailServerId = record_id(&path.1)?;
     let found =
-        run_blocking(move || mail_servers::get_mail_server(&services, &caller.0, account, server))
-            .await?;
+        run_blocking(move || mail_servers::get_mail_server(&services, &member.0, server)).await?;
     Ok(web::Json(MailServerDto::read(found)))
 }
 
@@ -87,16 +81,12 @@ pub(crate) async fn get_mail_server(
 #[post("/accounts/{accountId}/mail-servers")]
 pub(crate) async fn create_mail_server(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     body: JsonBody<MailServerBody>,
 ) -> Result<web::Json<MailServerDto>, ApiError> {
-    let account = account_id(&path)?;
     let input = body.0.into();
-    let saved = run_blocking(move || {
-        mail_servers::create_mail_server(&services, &caller.0, account, input)
-    })
-    .await?;
+    let saved =
+        run_blocking(move || mail_servers::create_mail_server(&services, &member.0, input)).await?;
     Ok(web::Json(MailServerDto::saved(saved)))
 }
 
@@ -109,17 +99,15 @@ pub(crate) async fn create_mail_server(
 #[patch("/accounts/{accountId}/mail-servers/{mailServerId}")]
 pub(crate) async fn update_mail_server(
     services: web::Data<Services>,
-    caller: Caller,
+    member: Membership,
     path: web::Path<(String, String)>,
     body: JsonBody<MailServerBody>,
 ) -> Result<web::Json<MailServerDto>, ApiError> {
-    let account = account_id(&path.0)?;
     let server: MailServerId = record_id(&path.1)?;
     let input = body.0.into();
-    let saved = run_blocking(move || {
-        mail_servers::update_mail_server(&services, &caller.0, account, server, input)
-    })
-    .await?;
+    let saved =
+        run_blocking(move || mail_servers::update_mail_server(&services, &member.0, server, input))
+            .await?;
     Ok(web::Json(MailServerDto::saved(saved)))
 }
 
@@ -132,14 +120,12 @@ pub(crate) async fn update_mail_server(
 #[delete("/accounts/{accountId}/mail-servers/{mailServerId}")]
 pub(crate) async fn delete_mail_server(
     services: web::Data<Services>,
-    caller: Caller,
+    member: Membership,
     path: web::Path<(String, String)>,
 ) -> Result<web::Json<MailServerDto>, ApiError> {
-    let account = account_id(&path.0)?;
     let server: MailServerId = record_id(&path.1)?;
-    let deleted = run_blocking(move || {
-        mail_servers::delete_mail_server(&services, &caller.0, account, server)
-    })
-    .await?;
+    let deleted =
+        run_blocking(move || mail_servers::delete_mail_server(&services, &member.0, server))
+            .await?;
     Ok(web::Json(MailServerDto::read(deleted)))
 }

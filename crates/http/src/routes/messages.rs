@@ -11,9 +11,11 @@ use mailroom_domain::{
 
 use crate::{
     blocking::run_blocking,
-    dto::{CountDto, DailyStatsDto, MessageDto, MessageListParams, PageEnvelope, SendMessageBody},
-    extract::{account_id, record_id, Caller, JsonBody, Paging},
+    dto::{CountDto, PageEnvelope},
+    extract::{record_id, JsonBody, Paging},
     problem::{ApiError, Problem},
+    routes::messages_dto::{DailyStatsDto, MessageDto, MessageListParams, SendMessageBody},
+    tenancy::Membership,
 };
 
 /// The header that makes a send safe to repeat.
@@ -114,16 +116,13 @@ fn message_filter(params: MessageListParams) -> Result<MessageFilter, ApiError> 
 #[post("/accounts/{accountId}/messages")]
 pub(crate) async fn send_message(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     request: HttpRequest,
     body: JsonBody<SendMessageBody>,
 ) -> Result<web::Json<MessageDto>, ApiError> {
-    let account = account_id(&path)?;
     let send = send_request(body.0, idempotency_key(&request)?)?;
     let queued =
-        run_blocking(move || messages::send_transactional(&services, &caller.0, account, &send))
-            .await?;
+        run_blocking(move || messages::send_transactional(&services, &member.0, &send)).await?;
     Ok(web::Json(MessageDto::from(queued)))
 }
 
@@ -141,17 +140,14 @@ pub(crate) async fn send_message(
 #[get("/accounts/{accountId}/messages")]
 pub(crate) async fn list_messages(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     paging: Paging,
     params: web::Query<MessageListParams>,
 ) -> Result<web::Json<PageEnvelope<MessageDto>>, ApiError> {
-    let account = account_id(&path)?;
     let filter = message_filter(params.into_inner())?;
     let page = paging.0;
     let list =
-        run_blocking(move || messages::list_messages(&services, &caller.0, account, &filter, page))
-            .await?;
+        run_blocking(move || messages::list_messages(&services, &member.0, &filter, page)).await?;
     Ok(web::Json(PageEnvelope::page(
         list.into_iter().map(MessageDto::from).collect(),
         page,
@@ -167,15 +163,12 @@ pub(crate) async fn list_messages(
 #[get("/accounts/{accountId}/messages/count")]
 pub(crate) async fn count_messages(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     params: web::Query<MessageListParams>,
 ) -> Result<web::Json<CountDto>, ApiError> {
-    let account = account_id(&path)?;
     let filter = message_filter(params.into_inner())?;
     let count =
-        run_blocking(move || messages::count_messages(&services, &caller.0, account, &filter))
-            .await?;
+        run_blocking(move || messages::count_messages(&services, &member.0, &filter)).await?;
     Ok(web::Json(CountDto { count }))
 }
 
@@ -189,11 +182,9 @@ pub(crate) async fn count_messages(
 #[get("/accounts/{accountId}/messages/stats")]
 pub(crate) async fn message_stats(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
 ) -> Result<web::Json<Vec<DailyStatsDto>>, ApiError> {
-    let account = account_id(&path)?;
-    let days = run_blocking(move || messages::message_stats(&services, &caller.0, account)).await?;
+    let days = run_blocking(move || messages::message_stats(&services, &member.0)).await?;
     Ok(web::Json(
         days.into_iter().map(DailyStatsDto::from).collect(),
     ))
@@ -208,14 +199,13 @@ pub(crate) async fn message_stats(
 #[get("/accounts/{accountId}/messages/{messageId}")]
 pub(crate) async fn get_message(
     services: web::Data<Services>,
-    caller: Caller,
+    member: Membership,
     path: web::Path<(String, String)>,
 ) -> Result<web::Json<MessageDto>, ApiError> {
-    let account = account_id(&path.0)?;
     let id: MessageId = record_id(&path.1)?;
     let (found, engagement) = run_blocking(move || {
-        let found = messages::get_message(&services, &caller.0, account, id)?;
-        let engagement = tracking::message_engagement(&services, &caller.0, account, id)?;
+        let found = messages::get_message(&services, &member.0, id)?;
+        let engagement = tracking::message_engagement(&services, &member.0, id)?;
         Ok((found, engagement))
     })
     .await?;

@@ -1,20 +1,30 @@
 //! Route wiring, apart from the handlers: which handler answers which path.
 
 mod accounts;
+pub mod accounts_dto;
 mod announcements;
+pub mod announcements_dto;
 mod automations;
+pub mod automations_dto;
 mod contacts;
+pub mod contacts_dto;
 mod contacts_import;
 mod feedback;
 mod mail_servers;
+pub mod mail_servers_dto;
 mod messages;
+pub mod messages_dto;
 pub mod system;
 mod templates;
+pub mod templates_dto;
 mod tokens;
+pub mod tokens_dto;
 mod topics;
+pub mod topics_dto;
 mod tracking;
 mod unsubscribe;
 mod webhook_events;
+pub mod webhook_events_dto;
 
 use utoipa_actix_web::service_config::ServiceConfig;
 

@@ -6,9 +6,11 @@ use mailroom_domain::TemplateId;
 
 use crate::{
     blocking::run_blocking,
-    dto::{CountDto, PageEnvelope, TemplateBody, TemplateDto},
-    extract::{account_id, record_id, Caller, JsonBody, Paging},
+    dto::{CountDto, PageEnvelope},
+    extract::{record_id, JsonBody, Paging},
     problem::{ApiError, Problem},
+    routes::templates_dto::{TemplateBody, TemplateDto},
+    tenancy::Membership,
 };
 
 /// One page of the account's templates.
@@ -24,14 +26,11 @@ use crate::{
 #[get("/accounts/{accountId}/templates")]
 pub(crate) async fn list_templates(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     paging: Paging,
 ) -> Result<web::Json<PageEnvelope<TemplateDto>>, ApiError> {
-    let account = account_id(&path)?;
     let page = paging.0;
-    let list = run_blocking(move || templates::list_templates(&services, &caller.0, account, page))
-        .await?;
+    let list = run_blocking(move || templates::list_templates(&services, &member.0, page)).await?;
     Ok(web::Json(PageEnvelope::page(
         list.into_iter().map(TemplateDto::from).collect(),
         page,
@@ -47,12 +46,9 @@ pub(crate) async fn list_templates(
 #[get("/accounts/{accountId}/templates/count")]
 pub(crate) async fn count_templates(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
 ) -> Result<web::Json<CountDto>, ApiError> {
-    let account = account_id(&path)?;
-    let count =
-        run_blocking(move || templates::count_templates(&services, &caller.0, account)).await?;
+    let count = run_blocking(move || templates::count_templates(&services, &member.0)).await?;
     Ok(web::Json(CountDto { count }))
 }
 
@@ -65,14 +61,12 @@ pub(crate) async fn count_templates(
 #[get("/accounts/{accountId}/templates/{templateId}")]
 pub(crate) async fn get_template(
     services: web::Data<Services>,
-    caller: Caller,
+    member: Membership,
     path: web::Path<(String, String)>,
 ) -> Result<web::Json<TemplateDto>, ApiError> {
-    let account = account_id(&path.0)?;
     let template: TemplateId = record_id(&path.1)?;
     let found =
-        run_blocking(move || templates::get_template(&services, &caller.0, account, template))
-            .await?;
+        run_blocking(move || templates::get_template(&services, &member.0, template)).await?;
     Ok(web::Json(found.into()))
 }
 
@@ -85,15 +79,12 @@ pub(crate) async fn get_template(
 #[post("/accounts/{accountId}/templates")]
 pub(crate) async fn create_template(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     body: JsonBody<TemplateBody>,
 ) -> Result<web::Json<TemplateDto>, ApiError> {
-    let account = account_id(&path)?;
     let input = body.0.into();
     let created =
-        run_blocking(move || templates::create_template(&services, &caller.0, account, input))
-            .await?;
+        run_blocking(move || templates::create_template(&services, &member.0, input)).await?;
     Ok(web::Json(created.into()))
 }
 
@@ -106,17 +97,15 @@ pub(crate) async fn create_template(
 #[patch("/accounts/{accountId}/templates/{templateId}")]
 pub(crate) async fn update_template(
     services: web::Data<Services>,
-    caller: Caller,
+    member: Membership,
     path: web::Path<(String, String)>,
     body: JsonBody<TemplateBody>,
 ) -> Result<web::Json<TemplateDto>, ApiError> {
-    let account = account_id(&path.0)?;
     let template: TemplateId = record_id(&path.1)?;
     let input = body.0.into();
-    let updated = run_blocking(move || {
-        templates::update_template(&services, &caller.0, account, template, input)
-    })
-    .await?;
+    let updated =
+        run_blocking(move || templates::update_template(&services, &member.0, template, input))
+            .await?;
     Ok(web::Json(updated.into()))
 }
 
@@ -129,13 +118,11 @@ pub(crate) async fn update_template(
 #[delete("/accounts/{accountId}/templates/{templateId}")]
 pub(crate) async fn delete_template(
     services: web::Data<Services>,
-    caller: Caller,
+    member: Membership,
     path: web::Path<(String, String)>,
 ) -> Result<web::Json<TemplateDto>, ApiError> {
-    let account = account_id(&path.0)?;
     let template: TemplateId = record_id(&path.1)?;
     let deleted =
-        run_blocking(move || templates::delete_template(&services, &caller.0, account, template))
-            .await?;
+        run_blocking(move || templates::delete_template(&services, &member.0, template)).await?;
     Ok(web::Json(deleted.into()))
 }

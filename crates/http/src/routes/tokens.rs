@@ -6,9 +6,10 @@ use mailroom_domain::TokenId;
 
 use crate::{
     blocking::run_blocking,
-    dto::{CreateTokenBody, PageEnvelope, TokenDto},
+    dto::PageEnvelope,
     extract::{record_id, Caller, JsonBody},
     problem::{ApiError, Problem},
+    routes::tokens_dto::{CreateTokenBody, TokenDto},
 };
 
 /// Issue a personal access token; the raw value is in this response only.

@@ -6,9 +6,11 @@ use mailroom_domain::TopicId;
 
 use crate::{
     blocking::run_blocking,
-    dto::{CountDto, PageEnvelope, TopicBody, TopicDto},
-    extract::{account_id, record_id, Caller, JsonBody, Paging},
+    dto::{CountDto, PageEnvelope},
+    extract::{record_id, JsonBody, Paging},
     problem::{ApiError, Problem},
+    routes::topics_dto::{TopicBody, TopicDto},
+    tenancy::Membership,
 };
 
 /// One page of the account's topics.
@@ -24,14 +26,11 @@ use crate::{
 #[get("/accounts/{accountId}/topics")]
 pub(crate) async fn list_topics(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     paging: Paging,
 ) -> Result<web::Json<PageEnvelope<TopicDto>>, ApiError> {
-    let account = account_id(&path)?;
     let page = paging.0;
-    let list =
-        run_blocking(move || topics::list_topics(&services, &caller.0, account, page)).await?;
+    let list = run_blocking(move || topics::list_topics(&services, &member.0, page)).await?;
     Ok(web::Json(PageEnvelope::page(
         list.into_iter().map(TopicDto::from).collect(),
         page,
@@ -47,11 +46,9 @@ pub(crate) async fn list_topics(
 #[get("/accounts/{accountId}/topics/count")]
 pub(crate) async fn count_topics(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
 ) -> Result<web::Json<CountDto>, ApiError> {
-    let account = account_id(&path)?;
-    let count = run_blocking(move || topics::count_topics(&services, &caller.0, account)).await?;
+    let count = run_blocking(move || topics::count_topics(&services, &member.0)).await?;
     Ok(web::Json(CountDto { count }))
 }
 
@@ -64,13 +61,11 @@ pub(crate) async fn count_topics(
 #[get("/accounts/{accountId}/topics/{topicId}")]
 pub(crate) async fn get_topic(
     services: web::Data<Services>,
-    caller: Caller,
+    member: Membership,
     path: web::Path<(String, String)>,
 ) -> Result<web::Json<TopicDto>, ApiError> {
-    let account = account_id(&path.0)?;
     let topic: TopicId = record_id(&path.1)?;
-    let found =
-        run_blocking(move || topics::get_topic(&services, &caller.0, account, topic)).await?;
+    let found = run_blocking(move || topics::get_topic(&services, &member.0, topic)).await?;
     Ok(web::Json(TopicDto::from(found)))
 }
 
@@ -83,14 +78,11 @@ pub(crate) async fn get_topic(
 #[post("/accounts/{accountId}/topics")]
 pub(crate) async fn create_topic(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     body: JsonBody<TopicBody>,
 ) -> Result<web::Json<TopicDto>, ApiError> {
-    let account = account_id(&path)?;
     let input = body.0.into();
-    let created =
-        run_blocking(move || topics::create_topic(&services, &caller.0, account, input)).await?;
+    let created = run_blocking(move || topics::create_topic(&services, &member.0, input)).await?;
     Ok(web::Json(TopicDto::from(created)))
 }
 
@@ -103,16 +95,14 @@ pub(crate) async fn create_topic(
 #[patch("/accounts/{accountId}/topics/{topicId}")]
 pub(crate) async fn update_topic(
     services: web::Data<Services>,
-    caller: Caller,
+    member: Membership,
     path: web::Path<(String, String)>,
     body: JsonBody<TopicBody>,
 ) -> Result<web::Json<TopicDto>, ApiError> {
-    let account = account_id(&path.0)?;
     let topic: TopicId = record_id(&path.1)?;
     let input = body.0.into();
     let updated =
-        run_blocking(move || topics::update_topic(&services, &caller.0, account, topic, input))
-            .await?;
+        run_blocking(move || topics::update_topic(&services, &member.0, topic, input)).await?;
     Ok(web::Json(TopicDto::from(updated)))
 }
 
@@ -125,12 +115,10 @@ pub(crate) async fn update_topic(
 #[delete("/accounts/{accountId}/topics/{topicId}")]
 pub(crate) async fn delete_topic(
     services: web::Data<Services>,
-    caller: Caller,
+    member: Membership,
     path: web::Path<(String, String)>,
 ) -> Result<web::Json<TopicDto>, ApiError> {
-    let account = account_id(&path.0)?;
     let topic: TopicId = record_id(&path.1)?;
-    let deleted =
-        run_blocking(move || topics::delete_topic(&services, &caller.0, account, topic)).await?;
+    let deleted = run_blocking(move || topics::delete_topic(&services, &member.0, topic)).await?;
     Ok(web::Json(TopicDto::from(deleted)))
 }

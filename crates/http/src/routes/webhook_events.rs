@@ -10,9 +10,11 @@ use mailroom_domain::{
 
 use crate::{
     blocking::run_blocking,
-    dto::{CountDto, PageEnvelope, WebhookEventDto, WebhookEventListParams},
-    extract::{account_id, record_id, Caller, Paging},
+    dto::{CountDto, PageEnvelope},
+    extract::{record_id, Paging},
     problem::{ApiError, Problem},
+    routes::webhook_events_dto::{WebhookEventDto, WebhookEventListParams},
+    tenancy::Membership,
 };
 
 /// Parses the list's filters; an unknown value is a 400 naming the parameter.
@@ -55,16 +57,14 @@ fn event_filter(params: WebhookEventListParams) -> Result<WebhookEventFilter, Ap
 #[get("/accounts/{accountId}/webhook-events")]
 pub(crate) async fn list_webhook_events(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     paging: Paging,
     params: web::Query<WebhookEventListParams>,
 ) -> Result<web::Json<PageEnvelope<WebhookEventDto>>, ApiError> {
-    let account = account_id(&path)?;
     let filter = event_filter(params.into_inner())?;
     let page = paging.0;
     let list = run_blocking(move || {
-        webhook_events::list_webhook_events(&services, &caller.0, account, &filter, page)
+        webhook_events::list_webhook_events(&services, &member.0, &filter, page)
     })
     .await?;
     Ok(web::Json(PageEnvelope::page(
@@ -82,16 +82,13 @@ pub(crate) async fn list_webhook_events(
 #[get("/accounts/{accountId}/webhook-events/count")]
 pub(crate) async fn count_webhook_events(
     services: web::Data<Services>,
-    caller: Caller,
-    path: web::Path<String>,
+    member: Membership,
     params: web::Query<WebhookEventListParams>,
 ) -> Result<web::Json<CountDto>, ApiError> {
-    let account = account_id(&path)?;
     let filter = event_filter(params.into_inner())?;
-    let count = run_blocking(move || {
-        webhook_events::count_webhook_events(&services, &caller.0, account, &filter)
-    })
-    .await?;
+    let count =
+        run_blocking(move || webhook_events::count_webhook_events(&services, &member.0, &filter))
+            .await?;
     Ok(web::Json(CountDto { count }))
 }
 
@@ -104,15 +101,13 @@ pub(crate) async fn count_webhook_events(
 #[get("/accounts/{accountId}/webhook-events/{eventId}")]
 pub(crate) async fn get_webhook_event(
     services: web::Data<Services>,
-    caller: Caller,
+    member: Membership,
     path: web::Path<(String, String)>,
 ) -> Result<web::Json<WebhookEventDto>, ApiError> {
-    let account = account_id(&path.0)?;
     let event: WebhookEventId = record_id(&path.1)?;
-    let found = run_blocking(move || {
-        webhook_events::get_webhook_event(&services, &caller.0, account, event)
-    })
-    .await?;
+    let found =
+        run_blocking(move || webhook_events::get_webhook_event(&services, &member.0, event))
+            .await?;
     Ok(web::Json(WebhookEventDto::from(found)))
 }
 
@@ -126,14 +121,12 @@ pub(crate) async fn get_webhook_event(
 #[post("/accounts/{accountId}/webhook-events/{eventId}/retry")]
 pub(crate) async fn retry_webhook_event(
     services: web::Data<Services>,
-    caller: Caller,
+    member: Membership,
     path: web::Path<(String, String)>,
 ) -> Result<web::Json<WebhookEventDto>, ApiError> {
-    let account = account_id(&path.0)?;
     let event: WebhookEventId = record_id(&path.1)?;
-    let retried = run_blocking(move || {
-        webhook_events::retry_webhook_event(&services, &caller.0, account, event)
-    })
-    .await?;
+    let retried =
+        run_blocking(move || webhook_events::retry_webhook_event(&services, &member.0, event))
+            .await?;
     Ok(web::Json(WebhookEventDto::from(retried)))
 }

@@ -1,0 +1,172 @@
+//! JSON shapes of `/v2/accounts` and an account's members and webhooks, and their conversion from domain values. Field
+//! names follow the API specification (camelCase, `_id`).
+
+use mailroom_domain::{
+    account::{Account, Member},
+    patch::Field,
+    webhook::WebhookConfig,
+    Timestamp,
+};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// Body of `POST /v2/accounts`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateAccountBody {
+    /// Workspace name.
+    pub name: Option<String>,
+    /// Default click tracking (off).
+    pub click_tracking: Option<bool>,
+    /// Default open tracking (off).
+    pub open_tracking: Option<bool>,
+}
+
+/// Body of `PATCH /v2/accounts/{accountId}`: every field optional, none nullable.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UpdateAccountBody {
+    /// New name.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub name: Field<String>,
+    /// New click-tracking default.
+    #[serde(default)]
+    #[schema(value_type = Option<bool>)]
+    pub click_tracking: Field<bool>,
+    /// New open-tracking default.
+    #[serde(default)]
+    #[schema(value_type = Option<bool>)]
+    pub open_tracking: Field<bool>,
+}
+
+/// An account with its webhook configuration (secrets masked).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AccountDto {
+    /// Id.
+    #[serde(rename = "_id")]
+    pub id: String,
+    /// Name.
+    pub name: String,
+    /// Default click tracking.
+    pub click_tracking: bool,
+    /// Default open tracking.
+    pub open_tracking: bool,
+    /// Webhook configuration, null until one is set.
+    pub webhooks: Option<WebhookDto>,
+    /// Creation time.
+    #[schema(value_type = String, format = DateTime)]
+    pub create_date: Timestamp,
+}
+
+impl From<Account> for AccountDto {
+    fn from(account: Account) -> Self {
+        Self {
+            id: account.id.to_string(),
+            name: account.name.as_str().to_owned(),
+            click_tracking: account.click_tracking,
+            open_tracking: account.open_tracking,
+            webhooks: account
+                .webhooks
+                .map(|config| WebhookDto::from_config(config, SecretView::Masked)),
+            create_date: account.created_at,
+        }
+    }
+}
+
+/// Body of `PUT /v2/accounts/{accountId}/webhooks`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct WebhookBody {
+    /// `basic`, `bearer` or `none`.
+    pub auth_type: Option<String>,
+    /// At least one of contact.bounced, contact.complained, contact.deleted, contact.unsubscribed.
+    pub events: Option<Vec<String>>,
+    /// Password for basic, token for bearer. Write-only.
+    pub password_or_token: Option<String>,
+    /// A new signing secret (`whsec_…`) to rotate to. Write-only.
+    pub signing_secret: Option<String>,
+    /// HTTPS endpoint.
+    pub url: Option<String>,
+    /// Username for basic.
+    pub username: Option<String>,
+}
+
+/// A webhook configuration.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookDto {
+    /// `basic`, `bearer` or `none`.
+    pub auth_type: String,
+    /// Delivered event types.
+    pub events: Vec<String>,
+    /// `****` and the last four characters, when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub password_or_token: Option<String>,
+    /// Masked on reads; whole only in the PUT response.
+    pub signing_secret: String,
+    /// Endpoint.
+    pub url: String,
+    /// Username for basic.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+}
+
+/// Whether a response may carry the signing secret whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecretView {
+    /// Reads: `****` + last four.
+    Masked,
+    /// The PUT response only.
+    SigningSecretRevealed,
+}
+
+impl WebhookDto {
+    /// Shapes a configuration, masking secrets as `view` says.
+    pub fn from_config(config: WebhookConfig, view: SecretView) -> Self {
+        let secret = config.signing_secret.secret();
+        Self {
+            auth_type: config.auth_type.as_str().to_owned(),
+            events: config
+                .events
+                .iter()
+                .map(|e| e.as_str().to_owned())
+                .collect(),
+            password_or_token: config.password_or_token.as_ref().map(|p| p.masked_suffix()),
+            signing_secret: match view {
+                SecretView::Masked => secret.masked_suffix(),
+                SecretView::SigningSecretRevealed => secret.expose().to_owned(),
+            },
+            url: config.url.as_str().to_owned(),
+            username: config.username,
+        }
+    }
+}
+
+/// A member of an account.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberDto {
+    /// The user's id.
+    #[serde(rename = "_id")]
+    pub id: String,
+    /// The user's email.
+    pub email: String,
+    /// `owner` or `member`.
+    pub role: String,
+    /// When the membership began.
+    #[schema(value_type = String, format = DateTime)]
+    pub create_date: Timestamp,
+}
+
+impl From<Member> for MemberDto {
+    fn from(member: Member) -> Self {
+        Self {
+            id: member.user_id.to_string(),
+            email: member.email,
+            role: member.role.as_str().to_owned(),
+            create_date: member.created_at,
+        }
+    }
+}
