@@ -10,6 +10,7 @@ mod errors;
 mod feedback;
 mod hostile;
 mod import;
+mod lanes;
 mod mail_servers;
 mod messages;
 mod metrics;

@@ -144,6 +144,9 @@ pub struct HttpOptions {
     pub shutdown_timeout_secs: u64,
     /// The per-token rate limit; `None` turns limiting off.
     pub rate_limit: Option<RateLimit>,
+    /// Whether this listener serves `/metrics` (`false` when a separate metrics listener
+    /// does; the route then answers 404 here).
+    pub serve_metrics: bool,
 }
 
 impl Default for HttpOptions {
@@ -152,6 +155,7 @@ impl Default for HttpOptions {
             workers: 2,
             shutdown_timeout_secs: 30,
             rate_limit: Some(RateLimit::DEFAULT),
+            serve_metrics: true,
         }
     }
 }
@@ -177,6 +181,7 @@ pub fn serve(
     // One limiter for all actix workers: a token's bucket must not depend on which
     // worker thread took the connection.
     let limiter = web::Data::new(RateLimiter::new(options.rate_limit));
+    let exposure = web::Data::new(metrics::MetricsExposure(options.serve_metrics));
     let server = HttpServer::new(move || {
         let metrics_for_requests = metrics.clone();
         let (app, _) = routed_app().split_for_parts();
@@ -185,6 +190,7 @@ pub fn serve(
             .app_data(document.clone())
             .app_data(table.clone())
             .app_data(limiter.clone())
+            .app_data(exposure.clone())
             .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
             .app_data(web::QueryConfig::default().error_handler(problem::query_error))
             .app_data(web::PathConfig::default().error_handler(problem::path_error))

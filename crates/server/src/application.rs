@@ -88,6 +88,7 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
 /// A running HTTP API bound to its port.
 pub struct Application {
     port: u16,
+    metrics_port: Option<u16>,
     services: Services,
     server: actix_web::dev::Server,
 }
@@ -111,15 +112,27 @@ impl Application {
         let listener = TcpListener::bind(config.listen)
             .with_context(|| format!("binding {}", config.listen))?;
         let port = listener.local_addr()?.port();
-        let metrics = Arc::new(Metrics::new(Arc::new(move || database.pool_state())));
+        let metrics = Arc::new(process_metrics(database));
+        // With a separate metrics listener, `/metrics` is served there only (the same
+        // series: the API's requests are counted in `metrics` either way).
+        let metrics_port = match config.metrics_listen {
+            Some(address) => Some(serve_metrics_on(
+                address,
+                services.clone(),
+                metrics.clone(),
+            )?),
+            None => None,
+        };
         let options = HttpOptions {
             workers: config.http_workers,
             rate_limit: config.rate_limit,
+            serve_metrics: metrics_port.is_none(),
             ..HttpOptions::default()
         };
         let server = mailroom_http::serve(listener, services.clone(), metrics, &options)?;
         Ok(Self {
             port,
+            metrics_port,
             services,
             server,
         })
@@ -128,6 +141,11 @@ impl Application {
     /// The bound port (useful when the configuration asked for port 0).
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The port of the separate metrics listener (`MAILROOM_METRICS_LISTEN`), if any.
+    pub fn metrics_port(&self) -> Option<u16> {
+        self.metrics_port
     }
 
     /// The wired use-case dependencies.
@@ -144,8 +162,18 @@ impl Application {
     }
 }
 
+/// The HTTP layer's metrics over this process's pool, exposing with them the delivery
+/// counters the server owns ([`crate::metrics`]).
+fn process_metrics(database: PgDatabase) -> Metrics {
+    Metrics::new(
+        Arc::new(move || database.pool_state()),
+        vec![crate::metrics::delivery_counters().registry().clone()],
+    )
+}
+
 /// Serves `/metrics` and `/healthz` on `address` from a thread of its own (an actix
-/// system beside the workers' tokio runtime), for `mailroom worker`. The thread ends with
+/// system beside the workers' tokio runtime or the API's), for `mailroom worker`, and
+/// for `serve` when `MAILROOM_METRICS_LISTEN` is set. The thread ends with
 /// the process.
 ///
 /// # Errors
@@ -155,10 +183,17 @@ pub fn spawn_metrics_listener(
     services: Services,
     database: PgDatabase,
 ) -> Result<u16> {
+    serve_metrics_on(address, services, Arc::new(process_metrics(database)))
+}
+
+fn serve_metrics_on(
+    address: std::net::SocketAddr,
+    services: Services,
+    metrics: Arc<Metrics>,
+) -> Result<u16> {
     let listener =
         TcpListener::bind(address).with_context(|| format!("binding {address} for metrics"))?;
     let port = listener.local_addr()?.port();
-    let metrics = Arc::new(Metrics::new(Arc::new(move || database.pool_state())));
     std::thread::Builder::new()
         .name("metrics".into())
         .spawn(move || {

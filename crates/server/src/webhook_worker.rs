@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use crate::metrics::delivery_counters;
 use anyhow::{Context, Result};
 use futures_util::future::join_all;
 use mailroom_app::{
@@ -16,7 +17,6 @@ use mailroom_app::{
     Services,
 };
 use mailroom_domain::webhook_event::RetrySchedule;
-use mailroom_http::metrics::delivery_counters;
 use tokio::sync::watch;
 
 use crate::Config;

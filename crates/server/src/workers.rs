@@ -36,6 +36,10 @@ pub async fn run_until_shutdown(services: Services, config: &Config) -> std::io:
         tokio::spawn(async move { worker.run(stopped).await })
     }));
     loops.push({
+        let (worker, stopped) = (messages.clone(), stopped.clone());
+        tokio::spawn(async move { worker.renew_leases(stopped).await })
+    });
+    loops.push({
         let stopped = stopped.clone();
         tokio::spawn(async move { announcements.run(stopped).await })
     });

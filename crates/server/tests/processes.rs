@@ -19,15 +19,14 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use mailroom_server::message_worker::{BATCH_SIZE, PARALLEL_ROUNDS};
+use mailroom_server::message_worker::MAX_HELD;
 use mailroom_test_support::TestSmtpOptions;
 use rand::Rng as _;
 use support::{count_from_env, describe, Deliveries, Deployment, MESSAGE_LEASE, SMTP_TIMEOUT};
 
 /// The most messages one worker process can have in flight (claimed, maybe accepted by
-/// the SMTP server, outcome not yet recorded): each of its parallel rounds claims a batch
-/// and records each outcome right after its session.
-const IN_FLIGHT_PER_PROCESS: usize = BATCH_SIZE as usize * PARALLEL_ROUNDS;
+/// the SMTP server, outcome not yet recorded): what it holds at most.
+const IN_FLIGHT_PER_PROCESS: usize = MAX_HELD;
 
 /// Scale-out (issue 9): one API-only process and two worker-only processes on one database
 /// deliver an announcement to 20,000 contacts (`MAILROOM_SCALE_OUT_CONTACTS` overrides).
@@ -99,7 +98,9 @@ async fn two_worker_processes_share_an_announcement_and_send_each_contact_one_me
 ///
 /// The SMTP server waits 50 ms before accepting each message, so the killed process has
 /// messages in flight; a message it had sent but not yet recorded is sent again once its
-/// lease (`MAILROOM_MESSAGE_LEASE`, 16 s here) runs out. Afterwards: every contact
+/// lease (the default 30 s, renewed while a worker lives) runs out. After each kill the
+/// test measures how long until every message that was `sending` at the kill is settled,
+/// prints it and requires at most 90 s (the killed worker's messages wait one lease). Afterwards: every contact
 /// received the announcement; duplicates are at most the messages the killed process can
 /// have had in flight ([`IN_FLIGHT_PER_PROCESS`] per kill) and at least those the server
 /// still held for it right after each kill (accepted after it died, so never recorded
@@ -133,6 +134,7 @@ async fn killing_a_worker_three_times_loses_nothing_and_repeats_only_messages_in
             .to_vec()
     };
     let mut kills = Vec::new();
+    let mut recoveries = Vec::new();
     for (percent, pause) in moments {
         let threshold = (contacts as f64 * percent / 100.0) as usize;
         deployment
@@ -144,13 +146,31 @@ async fn killing_a_worker_three_times_loses_nothing_and_repeats_only_messages_in
             .await;
         tokio::time::sleep(Duration::from_millis(pause)).await;
         victim.kill();
+        let killed_at = Instant::now();
         // Read after the kill: each of these is accepted by the server after the victim
         // died, so the victim never recorded it, and it is sent again.
         let stranded = deployment.smtp.in_flight("worker-a");
         let at = deployment.smtp.message_count();
         kills.push((percent, at, stranded));
+        // Everything `sending` now: the victim's messages (leased to a dead worker) and
+        // the survivor's. Recovery ends when none of them is still `sending`.
+        let sending = deployment.message_ids("sending").await;
         victim = deployment.start_worker("worker-a").await;
+        let recovered = wait_until_settled(&deployment, &sending, Duration::from_secs(180)).await;
+        let recovery = recovered.duration_since(killed_at);
+        println!(
+            "crash: the {} messages `sending` at the kill were all settled {:.1} s after it (lease {MESSAGE_LEASE:?}, renewed)",
+            sending.len(),
+            recovery.as_secs_f64()
+        );
+        recoveries.push(recovery);
     }
+    assert!(
+        recoveries
+            .iter()
+            .all(|recovery| *recovery <= Duration::from_secs(90)),
+        "a killed worker's messages must be delivered by another within 90 s: {recoveries:?}"
+    );
     let announcement = deployment
         .wait_for_completion(
             &id,
@@ -200,6 +220,34 @@ async fn killing_a_worker_three_times_loses_nothing_and_repeats_only_messages_in
         "the SMTP server saw each message once plus the duplicates"
     );
     assert_eq!(announcement["audienceSize"], contacts, "{announcement}");
+}
+
+/// Waits until none of `ids` is `sending` any more (each read through the API); returns
+/// when.
+async fn wait_until_settled(deployment: &Deployment, ids: &[String], within: Duration) -> Instant {
+    let deadline = Instant::now() + within;
+    let mut pending: Vec<&String> = ids.iter().collect();
+    loop {
+        let mut still = Vec::new();
+        for id in pending {
+            let message = deployment
+                .account_call(reqwest::Method::GET, &format!("/messages/{id}"), None)
+                .await;
+            if message["status"] == "sending" {
+                still.push(id);
+            }
+        }
+        pending = still;
+        if pending.is_empty() {
+            return Instant::now();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} messages still `sending` {within:?} after the kill",
+            pending.len()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }
 
 /// Graceful shutdown (issue 8): SIGTERM to a worker process while it delivers. It
@@ -300,8 +348,8 @@ async fn sigterm_lets_a_worker_finish_its_messages_and_another_sends_the_rest() 
     assert_eq!(announcement["audienceSize"], contacts, "{announcement}");
 }
 
-/// The knobs these tests turn are checked at start-up: a lease that does not outlast a
-/// session, a zero SMTP timeout, or an EHLO name that is not a host name, stops the
+/// The knobs these tests turn are checked at start-up: a lease too short to renew, a zero
+/// SMTP timeout, or an EHLO name that is not a host name, stops the
 /// process with a message naming the variable.
 #[tokio::test]
 async fn a_lease_shorter_than_a_session_or_a_bad_hello_name_stops_the_worker() {
@@ -310,7 +358,7 @@ async fn a_lease_shorter_than_a_session_or_a_bad_hello_name_stops_the_worker() {
     for (variable, value, extra) in [
         (
             "MAILROOM_MESSAGE_LEASE",
-            "6",
+            "2",
             ("MAILROOM_SMTP_TIMEOUT", "2"),
         ),
         ("MAILROOM_SMTP_TIMEOUT", "0", ("MAILROOM_LOG", "warn")),

@@ -34,7 +34,8 @@ pub use feedback::FeedbackRepository;
 pub use mail_server_records::{MailServerRecord, MailServerRepository};
 pub use mail_servers::{CredentialCheck, MailServerProbe, ProbeError, SmtpEndpoint, SmtpSecurity};
 pub use messages::{
-    IdempotentMessage, ListUnsubscribe, MailFuture, Mailer, MessageRepository, OutgoingMail,
+    ClaimedMessage, IdempotentMessage, ListUnsubscribe, MailFuture, Mailer, MessageRepository,
+    OutgoingMail,
 };
 pub use queue_stats::{QueueDepth, QueueStats, QueueStatsRepository};
 pub use records::*;
