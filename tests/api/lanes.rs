@@ -1,13 +1,24 @@
 //! Delivery fairness and quarantine (issue 13, defect 2; docs/operations.md, "Delivery
-//! engine"): a mail server that stalls fills its own lane only, and a message whose claims
-//! keep ending without an outcome is quarantined instead of being claimed forever.
+//! engine"): a mail server that stalls fills its own lane only, a webhook endpoint that
+//! hangs holds only its own account's events, and a message whose claims keep ending
+//! without an outcome is quarantined instead of being claimed forever.
 
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use mailroom_app::messages::{claim_messages, ClaimRequest};
-use mailroom_server::message_worker::{MessageWorker, PARALLEL_ROUNDS};
-use mailroom_test_support::{TestSmtpOptions, TestSmtpServer, TlsMode};
+use mailroom_app::{ports::in_transaction, webhook_events::queue_webhook_event};
+use mailroom_domain::{
+    webhook_event::{ContactChange, ContactNotice},
+    AccountId, ContactId,
+};
+use mailroom_server::{
+    message_worker::{MessageWorker, PARALLEL_ROUNDS},
+    webhook_worker::{self, WebhookWorker},
+};
+use mailroom_test_support::{
+    ReceiverReply, TestSmtpOptions, TestSmtpServer, TestWebhookReceiver, TlsMode,
+};
 use mailroom_tests::{expect_json, spawn_app_with, TestApp};
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -195,5 +206,92 @@ async fn a_message_whose_claims_keep_ending_without_an_outcome_is_quarantined() 
             .and_then(|days| days.last())
             .expect("today")["failed"],
         1
+    );
+}
+
+/// Queues `count` `contact.deleted` events for `account` (as contact deletions would).
+async fn queue_webhook_events(app: &TestApp, account: &str, count: usize) {
+    let services = app.services.clone();
+    let account = AccountId::parse(account).expect("account id");
+    tokio::task::spawn_blocking(move || {
+        in_transaction(services.db.as_ref(), |tx| {
+            for n in 0..count {
+                queue_webhook_event(
+                    tx,
+                    &services,
+                    &ContactNotice {
+                        account_id: account,
+                        contact_id: ContactId::from_uuid(services.ids.next_uuid()),
+                        email: format!("gone-{n}@example.org"),
+                        occurred_at: services.clock.now(),
+                        change: ContactChange::Deleted,
+                    },
+                )?;
+            }
+            Ok(())
+        })
+    })
+    .await
+    .expect("queue task")
+    .expect("events queued");
+}
+
+/// Account A's webhook endpoint accepts connections and never answers; account B's
+/// answers at once. A's 600 events are queued first (more than the worker's claims could
+/// take in rounds that each wait for their slowest attempt), then B's 20. All of B's
+/// events arrive within 5 s: attempts are recorded one by one, and claims skip an account
+/// with its share of attempts in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_webhook_endpoint_does_not_hold_another_accounts_events() {
+    let app = spawn_app_with(|config| {
+        config.allow_private_egress = true;
+        config.webhook_timeout = Duration::from_secs(20);
+    })
+    .await;
+    let token = app.user_token("ada@example.com").await;
+    let hanging = TestWebhookReceiver::start_with(ReceiverReply::Hang);
+    let prompt = TestWebhookReceiver::start();
+    let mut accounts = Vec::new();
+    for (name, receiver) in [("Slow", &hanging), ("Fast", &prompt)] {
+        let account = app.create_account(&token, name).await;
+        let body = json!({"url": receiver.url("/hooks"), "authType": "none",
+                          "events": ["contact.deleted"]});
+        let path = format!("/v2/accounts/{account}/webhooks");
+        expect_json(app.send_json(Method::PUT, &path, &token, &body).await, 200).await;
+        accounts.push(account);
+    }
+    queue_webhook_events(&app, &accounts[0], 600).await;
+    queue_webhook_events(&app, &accounts[1], 20).await;
+
+    let worker = WebhookWorker::new(app.services.clone(), &app.config);
+    let (_stop, stopped) = watch::channel(false);
+    let loops: Vec<_> = (0..webhook_worker::PARALLEL_ROUNDS)
+        .map(|_| {
+            let (worker, stopped) = (worker.clone(), stopped.clone());
+            tokio::spawn(async move { worker.run(stopped).await })
+        })
+        .collect();
+    let started = Instant::now();
+    while prompt.requests().len() < 20 && started.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let elapsed = started.elapsed();
+    println!(
+        "webhook fairness: account B's {} of 20 events arrived in {:.2} s; account A's endpoint got {} requests",
+        prompt.requests().len(),
+        elapsed.as_secs_f64(),
+        hanging.requests().len(),
+    );
+    for handle in loops {
+        handle.abort();
+    }
+    assert_eq!(
+        prompt.requests().len(),
+        20,
+        "account B's events waited for account A's endpoint"
+    );
+    assert!(
+        hanging.requests().len() <= webhook_worker::MAX_IN_FLIGHT,
+        "more attempts in flight than the worker allows"
     );
 }

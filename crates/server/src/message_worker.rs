@@ -102,6 +102,10 @@ struct Shared {
     held: Mutex<HashSet<MessageId>>,
     /// Signalled when a held message is released.
     released: Notify,
+    /// Claims of this process run one at a time, so each sees what the previous one took
+    /// (the worker's bound on held messages, full lanes); rendering and sending run side
+    /// by side.
+    claiming: tokio::sync::Mutex<()>,
 }
 
 /// Runs message delivery.
@@ -130,6 +134,7 @@ impl MessageWorker {
                 lanes: Mutex::new(HashMap::new()),
                 held: Mutex::new(HashSet::new()),
                 released: Notify::new(),
+                claiming: tokio::sync::Mutex::new(()),
             }),
         }
     }
@@ -167,6 +172,12 @@ impl MessageWorker {
         if limit == 0 {
             return Ok(None);
         }
+        let one_at_a_time = self.shared.claiming.lock().await;
+        let room = MAX_HELD.saturating_sub(self.held());
+        let limit = limit.min(u32::try_from(room).unwrap_or(u32::MAX));
+        if limit == 0 {
+            return Ok(None);
+        }
         let request = ClaimRequest {
             lease_token: self.shared.lease_token,
             limit,
@@ -180,11 +191,12 @@ impl MessageWorker {
         .context("the claim task")?
         .map_err(|error| anyhow::anyhow!("claiming messages: {error}"))?;
         let (lease, claimed) = (claim.lease, claim.claimed);
+        let ids: Vec<MessageId> = claim.to_render.iter().map(|job| job.message.id).collect();
+        self.hold(&ids);
+        drop(one_at_a_time);
         if claim.to_render.is_empty() {
             return Ok(Some((lease, claimed, Vec::new())));
         }
-        let ids: Vec<MessageId> = claim.to_render.iter().map(|job| job.message.id).collect();
-        self.hold(&ids);
         let shared = self.shared.clone();
         let prepared = tokio::task::spawn_blocking(move || {
             let mut rendered = Vec::with_capacity(claim.to_render.len());

@@ -222,31 +222,25 @@ async fn killing_a_worker_three_times_loses_nothing_and_repeats_only_messages_in
     assert_eq!(announcement["audienceSize"], contacts, "{announcement}");
 }
 
-/// Waits until none of `ids` is `sending` any more (each read through the API); returns
-/// when.
+/// Waits until none of `ids` is `sending` any more (the `sending` list read through the
+/// API once a second, a few pages each time); returns when.
 async fn wait_until_settled(deployment: &Deployment, ids: &[String], within: Duration) -> Instant {
     let deadline = Instant::now() + within;
-    let mut pending: Vec<&String> = ids.iter().collect();
     loop {
-        let mut still = Vec::new();
-        for id in pending {
-            let message = deployment
-                .account_call(reqwest::Method::GET, &format!("/messages/{id}"), None)
-                .await;
-            if message["status"] == "sending" {
-                still.push(id);
-            }
-        }
-        pending = still;
-        if pending.is_empty() {
+        let sending: std::collections::HashSet<String> = deployment
+            .message_ids("sending")
+            .await
+            .into_iter()
+            .collect();
+        let pending = ids.iter().filter(|id| sending.contains(*id)).count();
+        if pending == 0 {
             return Instant::now();
         }
         assert!(
             Instant::now() < deadline,
-            "{} messages still `sending` {within:?} after the kill",
-            pending.len()
+            "{pending} messages still `sending` {within:?} after the kill"
         );
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }
 
