@@ -90,7 +90,7 @@ impl Drop for RenderChild {
 /// One render's answer on the child's standard output.
 #[derive(Serialize, Deserialize)]
 enum SandboxReply {
-    Rendered(RenderedMessage),
+    Rendered(Box<RenderedMessage>),
     Failed(String),
 }
 
@@ -121,7 +121,7 @@ impl RenderSandbox {
         }
         let running = child.as_mut()?;
         match exchange(running, request) {
-            Ok(SandboxReply::Rendered(message)) => Some(Ok(message)),
+            Ok(SandboxReply::Rendered(message)) => Some(Ok(*message)),
             Ok(SandboxReply::Failed(reason)) => Some(Err(reason)),
             Err(error) => {
                 let mut gone = child.take()?;
@@ -196,7 +196,7 @@ pub fn serve_render_sandbox() -> io::Result<()> {
         let line = line?;
         let reply = match serde_json::from_str::<RenderRequest>(&line) {
             Ok(request) => match request.render() {
-                Ok(message) => SandboxReply::Rendered(message),
+                Ok(message) => SandboxReply::Rendered(Box::new(message)),
                 Err(error) => SandboxReply::Failed(error.to_string()),
             },
             Err(error) => SandboxReply::Failed(format!("unreadable render request: {error}")),
