@@ -53,7 +53,11 @@ use tokio::{
     task::JoinSet,
 };
 
-use crate::{render_sandbox::Renderer, Config};
+use crate::{
+    render_sandbox::Renderer,
+    workers::{run_steps, Next},
+    Config,
+};
 
 /// The most messages one claim takes.
 pub const BATCH_SIZE: u32 = 128;
@@ -157,8 +161,7 @@ impl MessageWorker {
     /// When the claim or the render's transaction fails (claimed messages then stay
     /// leased until the lease runs out).
     pub async fn run_once(&self) -> Result<MessageRound> {
-        let room = MAX_HELD.saturating_sub(self.held());
-        let Some((lease, claimed, jobs)) = self.claim_and_render(room).await? else {
+        let Some((lease, claimed, jobs)) = self.claim_and_render().await? else {
             return Ok(MessageRound::default());
         };
         let attempted = jobs.len();
@@ -166,15 +169,15 @@ impl MessageWorker {
         Ok(MessageRound { claimed, attempted })
     }
 
-    /// Claims up to `room` messages and renders them; `None` when there is no room.
-    async fn claim_and_render(&self, room: usize) -> Result<Option<(Lease, usize, Vec<LaneJob>)>> {
-        let limit = u32::try_from(room).unwrap_or(u32::MAX).min(BATCH_SIZE);
-        if limit == 0 {
-            return Ok(None);
-        }
+    /// Claims as many messages as the worker has room for (at most [`BATCH_SIZE`]) and
+    /// renders them; `None` when there is no room. Claims run one at a time, so each sees
+    /// what the previous one took.
+    async fn claim_and_render(&self) -> Result<Option<(Lease, usize, Vec<LaneJob>)>> {
         let one_at_a_time = self.shared.claiming.lock().await;
-        let room = MAX_HELD.saturating_sub(self.held());
-        let limit = limit.min(u32::try_from(room).unwrap_or(u32::MAX));
+        let room = MAX_HELD
+            .saturating_sub(self.held())
+            .min(BATCH_SIZE as usize);
+        let limit = u32::try_from(room).unwrap_or(BATCH_SIZE);
         if limit == 0 {
             return Ok(None);
         }
@@ -328,41 +331,27 @@ impl MessageWorker {
     /// room, otherwise after [`IDLE_POLL`] or when a held message is released. A failed
     /// claim is logged and retried after a pause. On shutdown it stops claiming and
     /// returns once every message it handed out is recorded.
-    pub async fn run(&self, mut shutdown: watch::Receiver<bool>) {
-        let mut deliveries = JoinSet::new();
-        while !*shutdown.borrow() {
-            while deliveries.try_join_next().is_some() {}
-            let room = MAX_HELD.saturating_sub(self.held());
-            let pause = match self.claim_and_render(room).await {
-                Ok(Some((lease, claimed, jobs))) => {
-                    let worker = self.clone();
-                    deliveries.spawn(async move { worker.deliver(lease, jobs).await });
-                    if claimed >= BATCH_SIZE as usize {
-                        Duration::ZERO
-                    } else {
-                        IDLE_POLL
-                    }
-                }
+    pub async fn run(&self, shutdown: watch::Receiver<bool>) {
+        let deliveries = &Mutex::new(JoinSet::new());
+        let wake = Some(&self.shared.released);
+        run_steps("message delivery claim", shutdown, wake, || async move {
+            let Some((lease, claimed, jobs)) = self.claim_and_render().await? else {
                 // No room: wait for a release.
-                Ok(None) => IDLE_POLL * 10,
-                Err(error) => {
-                    tracing::warn!(
-                        error = format!("{error:#}"),
-                        "message delivery claim failed"
-                    );
-                    Duration::from_secs(1)
-                }
+                return Ok(Next::Wait(IDLE_POLL * 10));
             };
-            if pause.is_zero() {
-                continue;
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(pause) => {}
-                _ = self.shared.released.notified(), if room < BATCH_SIZE as usize => {}
-                _ = shutdown.changed() => {}
-            }
-        }
-        while deliveries.join_next().await.is_some() {}
+            let worker = self.clone();
+            let mut running = lock(deliveries);
+            while running.try_join_next().is_some() {}
+            running.spawn(async move { worker.deliver(lease, jobs).await });
+            Ok(if claimed >= BATCH_SIZE as usize {
+                Next::Again
+            } else {
+                Next::Wait(IDLE_POLL)
+            })
+        })
+        .await;
+        let mut running = std::mem::take(&mut *lock(deliveries));
+        while running.join_next().await.is_some() {}
     }
 
     /// Renews the leases of everything the worker holds every third of the lease, until

@@ -33,7 +33,11 @@ use tokio::{
     task::JoinSet,
 };
 
-use crate::{metrics::delivery_counters, Config};
+use crate::{
+    metrics::delivery_counters,
+    workers::{run_steps, Next},
+    Config,
+};
 
 /// The most events one claim takes.
 pub const BATCH_SIZE: u32 = 128;
@@ -230,40 +234,30 @@ impl WebhookWorker {
     /// attempts end, if the process is saturated). A failed claim is logged and retried
     /// after a pause. On shutdown it stops claiming and returns once every attempt it
     /// started is recorded.
-    pub async fn run(&self, mut shutdown: watch::Receiver<bool>) {
-        let mut deliveries = JoinSet::new();
-        while !*shutdown.borrow() {
-            while deliveries.try_join_next().is_some() {}
-            let pause = match self.claim().await {
-                Ok(Some((lease, batch))) => {
-                    let full = batch.len() >= BATCH_SIZE as usize;
-                    let worker = self.clone();
-                    deliveries.spawn(async move { worker.deliver(lease, batch).await });
-                    if full {
-                        Duration::ZERO
-                    } else {
-                        IDLE_POLL
-                    }
-                }
-                Ok(None) => IDLE_POLL * 10,
-                Err(error) => {
-                    tracing::warn!(
-                        error = format!("{error:#}"),
-                        "webhook delivery claim failed"
-                    );
-                    Duration::from_secs(1)
-                }
+    pub async fn run(&self, shutdown: watch::Receiver<bool>) {
+        let deliveries = &Mutex::new(JoinSet::new());
+        let wake = Some(&self.shared.released);
+        run_steps("webhook delivery claim", shutdown, wake, || async move {
+            let Some((lease, batch)) = self.claim().await? else {
+                // Saturated: wait for attempts to end.
+                return Ok(Next::Wait(IDLE_POLL * 10));
             };
-            if pause.is_zero() {
-                continue;
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(pause) => {}
-                _ = self.shared.released.notified() => {}
-                _ = shutdown.changed() => {}
-            }
-        }
-        while deliveries.join_next().await.is_some() {}
+            let full = batch.len() >= BATCH_SIZE as usize;
+            let worker = self.clone();
+            let mut running = lock(deliveries);
+            while running.try_join_next().is_some() {}
+            running.spawn(async move {
+                worker.deliver(lease, batch).await;
+            });
+            Ok(if full {
+                Next::Again
+            } else {
+                Next::Wait(IDLE_POLL)
+            })
+        })
+        .await;
+        let mut running = std::mem::take(&mut *lock(deliveries));
+        while running.join_next().await.is_some() {}
     }
 }
 
