@@ -295,3 +295,69 @@ async fn a_hanging_webhook_endpoint_does_not_hold_another_accounts_events() {
         "more attempts in flight than the worker allows"
     );
 }
+
+/// A live worker renews the leases of what it holds: a message whose session outlasts the
+/// lease (the server waits 12 s before accepting; the lease is 6 s, and the test clock
+/// moves 12 s meanwhile) is never claimed by a second worker, and is sent once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewed_lease_keeps_a_slow_message_from_a_second_worker() {
+    let app = spawn_app_with(|config| {
+        config.allow_private_egress = true;
+        config.message_lease = Duration::from_secs(6);
+        config.smtp_timeout = Duration::from_secs(30);
+    })
+    .await;
+    let token = app.user_token("ada@example.com").await;
+    let server = TestSmtpServer::start(TestSmtpOptions {
+        tls: TlsMode::None,
+        accept_delay: Some(Duration::from_secs(12)),
+        ..TestSmtpOptions::default()
+    });
+    let account = account_with_server(&app, &token, "Acme", &server).await;
+    let ids = queue(&app, &token, &account, "grace", 1).await;
+    let holder = MessageWorker::new(app.services.clone(), &app.config);
+    let (_stop, stopped) = watch::channel(false);
+    let loops = [
+        {
+            let (worker, stopped) = (holder.clone(), stopped.clone());
+            tokio::spawn(async move { worker.run(stopped).await })
+        },
+        {
+            let (worker, stopped) = (holder.clone(), stopped.clone());
+            tokio::spawn(async move { worker.renew_leases(stopped).await })
+        },
+    ];
+    let started = Instant::now();
+    while holder.held() == 0 {
+        assert!(started.elapsed() < Duration::from_secs(10), "never claimed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let second = MessageWorker::new(app.services.clone(), &app.config);
+    for _ in 0..4 {
+        // Renewals run every 2 s (a third of the lease); the clock moves 3 s per 2.5 s.
+        tokio::time::sleep(Duration::from_millis(2_500)).await;
+        app.clock.advance(time::Duration::seconds(3));
+        let round = second.run_once().await.expect("round");
+        assert_eq!(
+            round.claimed, 0,
+            "a second worker took a message a live worker holds"
+        );
+    }
+    let path = format!(
+        "/v2/accounts/{account}/messages/{}",
+        ids[0].as_str().expect("id")
+    );
+    let sent = loop {
+        let message = expect_json(app.get(&path, &token).await, 200).await;
+        if message["status"] != "sending" {
+            break message;
+        }
+        assert!(started.elapsed() < Duration::from_secs(40), "{message}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    for handle in loops {
+        handle.abort();
+    }
+    assert_eq!(sent["status"], "sent", "{sent}");
+    assert_eq!(server.messages().len(), 1);
+}

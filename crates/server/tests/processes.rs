@@ -355,7 +355,7 @@ async fn sigterm_lets_a_worker_finish_its_messages_and_another_sends_the_rest() 
 /// SMTP timeout, or an EHLO name that is not a host name, stops the
 /// process with a message naming the variable.
 #[tokio::test]
-async fn a_lease_shorter_than_a_session_or_a_bad_hello_name_stops_the_worker() {
+async fn a_lease_too_short_to_renew_or_a_bad_hello_name_stops_the_worker() {
     let database = mailroom_test_support::TestDatabase::create();
     let dir = support::ScratchDir::new("bad_knobs");
     for (variable, value, extra) in [
