@@ -11,6 +11,7 @@ mod errors;
 mod feedback;
 mod hostile;
 mod import;
+mod lanes;
 mod mail_servers;
 mod messages;
 mod metrics;

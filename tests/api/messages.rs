@@ -616,7 +616,17 @@ async fn an_expired_lease_returns_the_message_to_the_queue() {
     let services = setup.app.services.clone();
     let settings = setup.worker().settings().clone();
     let claimed = tokio::task::spawn_blocking(move || {
-        mailroom_app::messages::claim_messages(&services, &settings)
+        let request = mailroom_app::messages::ClaimRequest {
+            lease_token: services.ids.next_uuid(),
+            limit: 128,
+            skip_accounts: Vec::new(),
+        };
+        mailroom_app::messages::prepare_messages(
+            &services,
+            &settings,
+            &request,
+            mailroom_app::messages::render_in_process,
+        )
     })
     .await
     .unwrap()

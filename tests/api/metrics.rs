@@ -198,3 +198,53 @@ async fn metrics_still_answer_without_the_database_and_drop_the_queue_series() {
     assert!(!text.contains("mailroom_messages{"), "{text}");
     assert!(text.contains("mailroom_http_requests_total"), "{text}");
 }
+
+/// With `MAILROOM_METRICS_LISTEN` set, `serve` exposes `/metrics` on that listener only:
+/// the public port answers 404 (problem+json), the metrics listener answers the HTTP
+/// series and the delivery counters (which the server owns and hands to both).
+#[tokio::test]
+async fn a_separate_metrics_listener_takes_metrics_off_the_public_port() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let app = spawn_app_with(|config| {
+        config.metrics_listen = Some(([127, 0, 0, 1], port).into());
+    })
+    .await;
+    let public = app
+        .client
+        .get(format!("{}/metrics", app.address))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(public.status(), 404);
+    assert_eq!(public.headers()["content-type"], "application/problem+json");
+    let healthz = app
+        .client
+        .get(format!("{}/healthz", app.address))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(healthz.status(), 200, "only /metrics moves");
+    let mut text = None;
+    for _ in 0..100 {
+        if let Ok(response) = app
+            .client
+            .get(format!("http://127.0.0.1:{port}/metrics"))
+            .send()
+            .await
+        {
+            assert_eq!(response.status(), 200);
+            text = Some(response.text().await.expect("text"));
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let text = text.expect("the metrics listener answers");
+    assert!(text.contains("mailroom_http_requests_total"), "{text}");
+    assert!(
+        text.contains(r#"mailroom_smtp_replies_total{class="accepted"}"#),
+        "{text}"
+    );
+}

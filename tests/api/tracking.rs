@@ -102,12 +102,26 @@ impl LinkSetup {
     /// a mail client reads it (minijinja's HTML auto-escape writes `/` in variables so).
     pub fn received(&self, n: usize) -> String {
         let messages = self.smtp.messages();
-        let data = &messages.get(n).expect("received").data;
+        Self::readable(&messages.get(n).expect("received").data)
+    }
+
+    /// As [`Self::received`], for the email to `recipient` (messages of one drain are
+    /// sent side by side, so their arrival order is not their queue order).
+    pub fn received_by(&self, recipient: &str) -> String {
+        let messages = self.smtp.messages();
+        let message = messages
+            .iter()
+            .find(|message| message.recipients.iter().any(|to| to == recipient))
+            .expect("received");
+        Self::readable(&message.data)
+    }
+
+    fn readable(data: &str) -> String {
         let data = if data.contains("Content-Transfer-Encoding: quoted-printable") {
             // Enough of quoted-printable for URLs: soft breaks and `=`.
             data.replace("=\r\n", "").replace("=3D", "=")
         } else {
-            data.clone()
+            data.to_owned()
         };
         data.replace("&#x2f;", "/")
     }
@@ -184,7 +198,7 @@ async fn opens_and_clicks_are_tracked_through_signed_links_and_counted_once() {
         )
         .await;
     setup.drain().await;
-    let mail = setup.received(0);
+    let mail = setup.received_by("grace@example.org");
     assert!(mail.contains("grace@example.org"), "{mail}");
 
     // The body: the pixel before </body>, both web links rewritten, the mailto and the
@@ -278,7 +292,7 @@ async fn opens_and_clicks_are_tracked_through_signed_links_and_counted_once() {
     );
 
     // The second message's own links count for it.
-    let second_mail = setup.received(1);
+    let second_mail = setup.received_by("alan@example.org");
     setup.follow(&links(&second_mail, "/t/o/")[0]).await;
     assert_eq!(setup.today().await["opened"], 2);
     assert_ne!(first["_id"], second["_id"]);

@@ -700,7 +700,7 @@ async fn an_expired_lease_returns_the_event_to_the_queue() {
     // A worker claims the event and then stalls (or dies) before recording anything.
     let (services, settings) = (app.services.clone(), worker.settings().clone());
     let stalled =
-        tokio::task::spawn_blocking(move || claim_webhook_deliveries(&services, &settings))
+        tokio::task::spawn_blocking(move || claim_webhook_deliveries(&services, &settings, &[]))
             .await
             .expect("claim task")
             .expect("claim");

@@ -25,6 +25,7 @@ use std::{fmt, io};
 
 use mailroom_domain::template::Template;
 use minijinja::{AutoEscape, Environment, ErrorKind, UndefinedBehavior, Value};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 
 #[cfg(test)]
@@ -50,7 +51,7 @@ const BCC: &str = "bcc";
 const REPLY_TO: &str = "replyTo";
 
 /// The account's tracking defaults, used where the template leaves a flag unset.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AccountDefaults {
     /// Rewrite links for click tracking unless the template says otherwise.
     pub click_tracking: bool,
@@ -60,7 +61,7 @@ pub struct AccountDefaults {
 
 /// The sender pair of the mail server chosen for this send. The pair applies together:
 /// see [`render_message`] for the pairing rule.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerDefaults {
     /// The server's `defaultFromEmail`.
     pub default_from_email: String,
@@ -69,7 +70,7 @@ pub struct ServerDefaults {
 }
 
 /// The contact a message goes to.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Recipient {
     /// The contact's address; the message's `To`, and also the `email` variable.
     pub email: String,
@@ -84,7 +85,7 @@ pub type SendData = Map<String, Json>;
 
 /// Links the worker minted for this message, exposed as the `unsubscribe_url` and
 /// `preferences_url` variables.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct MessageLinks {
     /// The one-click unsubscribe page (`/u/{token}`); `None` renders as the empty string.
     pub unsubscribe_url: Option<String>,
@@ -93,7 +94,7 @@ pub struct MessageLinks {
 }
 
 /// An address with an optional display name, ready for a header.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mailbox {
     /// Display name, already single-line and trimmed; `None` when there is none.
     pub name: Option<String>,
@@ -102,7 +103,7 @@ pub struct Mailbox {
 }
 
 /// One rendered message, ready for MIME assembly and tracking rewrites.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RenderedMessage {
     /// Subject, single-line (CR/LF runs collapsed to one space) and trimmed.
     pub subject: String,
@@ -249,6 +250,108 @@ pub fn check_syntax(field: &'static str, source: &str) -> Result<(), TemplateSyn
 /// too much output or fails to evaluate.
 pub fn render_message(
     template: &Template,
+    account: &AccountDefaults,
+    server: &ServerDefaults,
+    recipient: &Recipient,
+    data: &SendData,
+    links: &MessageLinks,
+) -> Result<RenderedMessage, RenderError> {
+    render_fields(
+        &TemplateFields::of(template),
+        account,
+        server,
+        recipient,
+        data,
+        links,
+    )
+}
+
+/// The fields of a template that rendering reads, owned and serializable, so a render
+/// can be handed to another process (the worker's render sandbox).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TemplateFields {
+    /// `subject`.
+    pub subject: String,
+    /// `content`, the HTML body.
+    pub content: String,
+    /// `textContent`.
+    pub text_content: Option<String>,
+    /// `fromName`.
+    pub from_name: Option<String>,
+    /// `fromEmail`.
+    pub from_email: Option<String>,
+    /// `cc`.
+    pub cc: Option<String>,
+    /// `bcc`.
+    pub bcc: Option<String>,
+    /// `rcptName`.
+    pub rcpt_name: Option<String>,
+    /// `replyTo`.
+    pub reply_to: Option<String>,
+    /// Click tracking; `None` inherits the account default.
+    pub click_tracking: Option<bool>,
+    /// Open tracking; `None` inherits the account default.
+    pub open_tracking: Option<bool>,
+}
+
+impl TemplateFields {
+    /// The rendered fields of `template`.
+    pub fn of(template: &Template) -> Self {
+        Self {
+            subject: template.subject.clone(),
+            content: template.content.clone(),
+            text_content: template.text_content.clone(),
+            from_name: template.from_name.clone(),
+            from_email: template.from_email.clone(),
+            cc: template.cc.clone(),
+            bcc: template.bcc.clone(),
+            rcpt_name: template.rcpt_name.clone(),
+            reply_to: template.reply_to.clone(),
+            click_tracking: template.click_tracking,
+            open_tracking: template.open_tracking,
+        }
+    }
+}
+
+/// Everything one message's render reads: [`RenderRequest::render`] is
+/// [`render_message`]. Serializable, so the worker can render in a process of its own
+/// whose memory is bounded (a template can build huge values in a few instructions, which
+/// fuel does not bound).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RenderRequest {
+    /// The template's fields.
+    pub template: TemplateFields,
+    /// The account's tracking defaults.
+    pub account: AccountDefaults,
+    /// The chosen server's sender pair.
+    pub server: ServerDefaults,
+    /// The recipient.
+    pub recipient: Recipient,
+    /// The send's `data`.
+    pub data: SendData,
+    /// The message's minted links.
+    pub links: MessageLinks,
+}
+
+impl RenderRequest {
+    /// Renders as [`render_message`] does.
+    ///
+    /// # Errors
+    /// As [`render_message`].
+    pub fn render(&self) -> Result<RenderedMessage, RenderError> {
+        render_fields(
+            &self.template,
+            &self.account,
+            &self.server,
+            &self.recipient,
+            &self.data,
+            &self.links,
+        )
+    }
+}
+
+fn render_fields(
+    template: &TemplateFields,
     account: &AccountDefaults,
     server: &ServerDefaults,
     recipient: &Recipient,

@@ -21,6 +21,7 @@ pub mod feedback;
 pub mod id;
 pub mod mail_server;
 pub mod message;
+pub mod message_lifecycle;
 pub mod paging;
 pub mod patch;
 pub mod secret;

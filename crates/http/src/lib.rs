@@ -150,6 +150,9 @@ pub struct HttpOptions {
     pub auth_failure_limit: Option<RateLimit>,
     /// Peers whose `X-Forwarded-For` names the client (reverse proxies you run).
     pub trusted_proxies: Vec<std::net::IpAddr>,
+    /// Whether this listener serves `/metrics` (`false` when a separate metrics listener
+    /// does; the route then answers 404 here).
+    pub serve_metrics: bool,
 }
 
 impl Default for HttpOptions {
@@ -160,6 +163,7 @@ impl Default for HttpOptions {
             rate_limit: Some(RateLimit::DEFAULT),
             auth_failure_limit: Some(auth_failures::DEFAULT_FAILURE_LIMIT),
             trusted_proxies: Vec::new(),
+            serve_metrics: true,
         }
     }
 }
@@ -191,6 +195,7 @@ pub fn serve(
         options.auth_failure_limit,
         options.trusted_proxies.clone(),
     ));
+    let exposure = web::Data::new(metrics::MetricsExposure(options.serve_metrics));
     let server = HttpServer::new(move || {
         let metrics_for_requests = metrics.clone();
         let (app, _) = routed_app().split_for_parts();
@@ -200,6 +205,7 @@ pub fn serve(
             .app_data(table.clone())
             .app_data(limiter.clone())
             .app_data(auth_failures.clone())
+            .app_data(exposure.clone())
             .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
             .app_data(web::QueryConfig::default().error_handler(problem::query_error))
             .app_data(web::PathConfig::default().error_handler(problem::path_error))

@@ -1,16 +1,19 @@
-//! Prometheus metrics of the HTTP layer and the connection pool, the outboxes as the
-//! database sees them at scrape time, and the delivery counters the workers bump.
+//! Prometheus metrics of the HTTP layer and the connection pool, and the outboxes as the
+//! database sees them at scrape time. The server hands in further registries to expose
+//! with them (the workers' delivery counters, `mailroom_server::metrics`).
 
-use std::{
-    sync::{Arc, OnceLock},
-    time::Duration,
-};
+use std::{sync::Arc, time::Duration};
 
 use mailroom_app::ports::QueueStats;
 use prometheus::{
     Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts,
     Registry, TextEncoder,
 };
+
+/// Whether a listener serves `/metrics`: the public API does not when the process has a
+/// separate metrics listener (`MAILROOM_METRICS_LISTEN`), and answers 404 there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetricsExposure(pub bool);
 
 /// Reports (connections open, connections idle) of the database pool.
 pub type PoolStateFn = Arc<dyn Fn() -> (u32, u32) + Send + Sync>;
@@ -24,6 +27,8 @@ pub struct Metrics {
     pool_idle: IntGauge,
     pool_state: PoolStateFn,
     queue: QueueGauges,
+    /// Registries the server owns, gathered with this one.
+    gathered: Vec<Registry>,
 }
 
 /// The gauges filled from a [`QueueStats`] snapshot at scrape time.
@@ -142,118 +147,13 @@ impl QueueGauges {
     }
 }
 
-/// Counters the delivery workers bump, one set per process (a `serve` process with
-/// workers exports them on its `/metrics`). Process-wide rather than per [`Metrics`]
-/// because workers are built apart from the HTTP server.
-pub struct DeliveryCounters {
-    registry: Registry,
-    smtp_replies: IntCounterVec,
-    webhook_deliveries: IntCounterVec,
-}
-
-/// How one SMTP session ended, as counted by `mailroom_smtp_replies_total`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SmtpReplyClass {
-    /// 2xx to the end of DATA.
-    Accepted,
-    /// A permanent refusal of the recipient.
-    HardBounce,
-    /// Any other permanent refusal, or a local permanent fault.
-    Permanent,
-    /// A 3xx/4xx reply.
-    Transient,
-    /// No reply: a time-out, a dropped connection, a TLS or DNS failure.
-    Connection,
-}
-
-impl SmtpReplyClass {
-    fn label(self) -> &'static str {
-        match self {
-            Self::Accepted => "accepted",
-            Self::HardBounce => "hard_bounce",
-            Self::Permanent => "permanent",
-            Self::Transient => "transient",
-            Self::Connection => "connection",
-        }
-    }
-}
-
-impl DeliveryCounters {
-    fn new() -> Self {
-        let registry = Registry::new_custom(Some("mailroom".into()), None).expect("valid prefix");
-        let smtp_replies = IntCounterVec::new(
-            Opts::new(
-                "smtp_replies_total",
-                "SMTP sessions of the message worker by how they ended.",
-            ),
-            &["class"],
-        )
-        .expect("valid metric");
-        let webhook_deliveries = IntCounterVec::new(
-            Opts::new(
-                "webhook_deliveries_total",
-                "Webhook delivery attempts recorded, by the event's resulting status.",
-            ),
-            &["outcome"],
-        )
-        .expect("valid metric");
-        registry
-            .register(Box::new(smtp_replies.clone()))
-            .expect("distinct metric names");
-        registry
-            .register(Box::new(webhook_deliveries.clone()))
-            .expect("distinct metric names");
-        // Every label present from the start, so rates work from the first scrape.
-        for class in [
-            SmtpReplyClass::Accepted,
-            SmtpReplyClass::HardBounce,
-            SmtpReplyClass::Permanent,
-            SmtpReplyClass::Transient,
-            SmtpReplyClass::Connection,
-        ] {
-            smtp_replies.with_label_values(&[class.label()]);
-        }
-        for outcome in ["delivered", "retrying", "failed"] {
-            webhook_deliveries.with_label_values(&[outcome]);
-        }
-        Self {
-            registry,
-            smtp_replies,
-            webhook_deliveries,
-        }
-    }
-
-    /// Counts one SMTP session.
-    pub fn smtp_reply(&self, class: SmtpReplyClass) {
-        self.smtp_replies.with_label_values(&[class.label()]).inc();
-    }
-
-    /// Counts recorded webhook attempts by the status they left their events in.
-    pub fn webhook_deliveries(&self, delivered: usize, retrying: usize, failed: usize) {
-        for (outcome, count) in [
-            ("delivered", delivered),
-            ("retrying", retrying),
-            ("failed", failed),
-        ] {
-            self.webhook_deliveries
-                .with_label_values(&[outcome])
-                .inc_by(u64::try_from(count).unwrap_or(u64::MAX));
-        }
-    }
-}
-
-/// This process's delivery counters.
-pub fn delivery_counters() -> &'static DeliveryCounters {
-    static COUNTERS: OnceLock<DeliveryCounters> = OnceLock::new();
-    COUNTERS.get_or_init(DeliveryCounters::new)
-}
-
 impl Metrics {
-    /// A fresh registry with every series registered.
+    /// A fresh registry with every series registered; `/metrics` also exposes the series
+    /// of `gathered` (registries the server owns).
     ///
     /// # Panics
     /// Never in practice: the series names are fixed and distinct.
-    pub fn new(pool_state: PoolStateFn) -> Self {
+    pub fn new(pool_state: PoolStateFn, gathered: Vec<Registry>) -> Self {
         let registry = Registry::new_custom(Some("mailroom".into()), None).expect("valid prefix");
         let requests = IntCounterVec::new(
             Opts::new(
@@ -295,6 +195,7 @@ impl Metrics {
             pool_idle,
             pool_state,
             queue,
+            gathered,
         }
     }
 
@@ -317,7 +218,9 @@ impl Metrics {
         self.pool_idle.set(i64::from(idle));
         self.queue.set(queue_stats);
         let mut families = self.registry.gather();
-        families.extend(delivery_counters().registry.gather());
+        for registry in &self.gathered {
+            families.extend(registry.gather());
+        }
         let mut buffer = Vec::new();
         if let Err(error) = TextEncoder::new().encode(&families, &mut buffer) {
             tracing::error!(%error, "metrics encoding failed");

@@ -23,7 +23,7 @@
 use diesel::{
     pg::{Pg, PgConnection},
     sql_query,
-    sql_types::{BigInt, Timestamptz, Uuid as SqlUuid},
+    sql_types::{Array, BigInt, Timestamptz, Uuid as SqlUuid},
     QueryResult, QueryableByName, RunQueryDsl,
 };
 use time::OffsetDateTime;
@@ -55,8 +55,9 @@ impl LeasedQueue {
     }
 }
 
-/// Leases up to `limit` rows of `queue` that are pending, due at `now` and not leased (or
-/// whose lease ran out), earliest due first, to `token` until `until`, and returns them as
+/// Leases up to `limit` rows of `queue` of any account but `skip_accounts` (whose
+/// deliveries are saturated in the claiming worker) that are pending, due at `now` and
+/// not leased (or whose lease ran out), earliest due first, to `token` until `until`, and returns them as
 /// they are after the update. Rows locked by a concurrent claim are skipped, not waited
 /// for, so concurrent workers split the queue instead of queueing behind each other.
 pub(crate) fn claim_due<R>(
@@ -66,6 +67,7 @@ pub(crate) fn claim_due<R>(
     token: Uuid,
     until: OffsetDateTime,
     limit: i64,
+    skip_accounts: &[Uuid],
 ) -> QueryResult<Vec<R>>
 where
     R: QueryableByName<Pg> + 'static,
@@ -79,6 +81,7 @@ where
          FROM (SELECT account_id, id FROM {table} \
                WHERE status IN ({pending}) AND next_attempt_at <= $3 \
                  AND (locked_until IS NULL OR locked_until <= $3) \
+                 AND account_id <> ALL($5) \
                ORDER BY next_attempt_at \
                LIMIT $4 \
                FOR UPDATE SKIP LOCKED) AS due \
@@ -88,6 +91,7 @@ where
     .bind::<Timestamptz, _>(until)
     .bind::<SqlUuid, _>(token)
     .bind::<Timestamptz, _>(now)
-    .bind::<BigInt, _>(limit);
+    .bind::<BigInt, _>(limit)
+    .bind::<Array<SqlUuid>, _>(skip_accounts.to_vec());
     query.load(conn)
 }

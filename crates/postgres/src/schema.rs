@@ -227,6 +227,7 @@ diesel::table! {
         sent_at -> Nullable<Timestamptz>,
         automation_id -> Nullable<Uuid>,
         announcement_id -> Nullable<Uuid>,
+        claims_without_outcome -> Int4,
     }
 }
 

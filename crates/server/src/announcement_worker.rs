@@ -12,6 +12,8 @@ use mailroom_app::{
 };
 use tokio::sync::watch;
 
+use crate::workers::{run_steps, Next};
+
 /// Contacts per expansion batch (one transaction each).
 pub const BATCH_SIZE: u32 = 5_000;
 /// How long an idle loop waits before looking again.
@@ -64,33 +66,20 @@ impl AnnouncementWorker {
     }
 
     /// Runs rounds until `shutdown` turns true: at once again while there is audience to
-    /// expand, otherwise after [`IDLE_POLL`]. A failed round is logged and retried after a
-    /// pause.
-    pub async fn run(&self, mut shutdown: watch::Receiver<bool>) {
-        while !*shutdown.borrow() {
-            let pause = match self.run_once().await {
-                Ok(AnnouncementRound {
-                    expanded: Some(batch),
-                    ..
-                }) if !batch.finished => Duration::ZERO,
-                Ok(round) => {
-                    if let Some(batch) = round.expanded {
+    /// expand, otherwise after [`IDLE_POLL`] (the shared loop, [`run_steps`]).
+    pub async fn run(&self, shutdown: watch::Receiver<bool>) {
+        run_steps("announcement round", shutdown, None, || async move {
+            let round = self.run_once().await?;
+            Ok(match round.expanded {
+                Some(batch) if !batch.finished => Next::Again,
+                expanded => {
+                    if let Some(batch) = expanded {
                         tracing::info!(announcement = %batch.announcement, "announcement audience expanded");
                     }
-                    IDLE_POLL
+                    Next::Wait(IDLE_POLL)
                 }
-                Err(error) => {
-                    tracing::warn!(error = format!("{error:#}"), "announcement round failed");
-                    Duration::from_secs(1)
-                }
-            };
-            if pause.is_zero() {
-                continue;
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(pause) => {}
-                _ = shutdown.changed() => {}
-            }
-        }
+            })
+        })
+        .await;
     }
 }

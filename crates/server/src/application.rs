@@ -101,6 +101,7 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
 /// A running HTTP API bound to its port.
 pub struct Application {
     port: u16,
+    metrics_port: Option<u16>,
     services: Services,
     server: actix_web::dev::Server,
 }
@@ -125,12 +126,23 @@ impl Application {
             .with_context(|| format!("binding {}", config.listen))?;
         let port = listener.local_addr()?.port();
         let request_database = database.with_statement_timeout(config.statement_timeout);
-        let metrics = Arc::new(Metrics::new(Arc::new(move || database.pool_state())));
+        let metrics = Arc::new(process_metrics(database));
+        // With a separate metrics listener, `/metrics` is served there only (the same
+        // series: the API's requests are counted in `metrics` either way).
+        let metrics_port = match config.metrics_listen {
+            Some(address) => Some(serve_metrics_on(
+                address,
+                services.clone(),
+                metrics.clone(),
+            )?),
+            None => None,
+        };
         let options = HttpOptions {
             workers: config.http_workers,
             rate_limit: config.rate_limit,
             auth_failure_limit: config.auth_failure_limit,
             trusted_proxies: config.trusted_proxies.clone(),
+            serve_metrics: metrics_port.is_none(),
             ..HttpOptions::default()
         };
         // Request transactions get the statement timeout; the workers' (which use
@@ -143,6 +155,7 @@ impl Application {
         let server = mailroom_http::serve(listener, request_services, metrics, &options)?;
         Ok(Self {
             port,
+            metrics_port,
             services,
             server,
         })
@@ -151,6 +164,11 @@ impl Application {
     /// The bound port (useful when the configuration asked for port 0).
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The port of the separate metrics listener (`MAILROOM_METRICS_LISTEN`), if any.
+    pub fn metrics_port(&self) -> Option<u16> {
+        self.metrics_port
     }
 
     /// The wired use-case dependencies.
@@ -167,8 +185,18 @@ impl Application {
     }
 }
 
+/// The HTTP layer's metrics over this process's pool, exposing with them the delivery
+/// counters the server owns ([`crate::metrics`]).
+fn process_metrics(database: PgDatabase) -> Metrics {
+    Metrics::new(
+        Arc::new(move || database.pool_state()),
+        vec![crate::metrics::delivery_counters().registry().clone()],
+    )
+}
+
 /// Serves `/metrics` and `/healthz` on `address` from a thread of its own (an actix
-/// system beside the workers' tokio runtime), for `mailroom worker`. The thread ends with
+/// system beside the workers' tokio runtime or the API's), for `mailroom worker`, and
+/// for `serve` when `MAILROOM_METRICS_LISTEN` is set. The thread ends with
 /// the process.
 ///
 /// # Errors
@@ -178,10 +206,17 @@ pub fn spawn_metrics_listener(
     services: Services,
     database: PgDatabase,
 ) -> Result<u16> {
+    serve_metrics_on(address, services, Arc::new(process_metrics(database)))
+}
+
+fn serve_metrics_on(
+    address: std::net::SocketAddr,
+    services: Services,
+    metrics: Arc<Metrics>,
+) -> Result<u16> {
     let listener =
         TcpListener::bind(address).with_context(|| format!("binding {address} for metrics"))?;
     let port = listener.local_addr()?.port();
-    let metrics = Arc::new(Metrics::new(Arc::new(move || database.pool_state())));
     std::thread::Builder::new()
         .name("metrics".into())
         .spawn(move || {

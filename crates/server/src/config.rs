@@ -24,6 +24,8 @@ pub const DEFAULT_MESSAGE_MAX_ATTEMPTS: u32 = 8;
 
 /// The bound on each step of one SMTP session (connect, then the rest).
 pub const DEFAULT_SMTP_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a message claim holds unless renewed (`MAILROOM_MESSAGE_LEASE`).
+pub const DEFAULT_MESSAGE_LEASE: Duration = Duration::from_secs(30);
 
 /// SMTP connections open to one mail server at once, unless configured.
 pub const DEFAULT_SMTP_CONNECTIONS_PER_SERVER: usize = 8;
@@ -63,10 +65,15 @@ pub struct Config {
     pub monthly_send_limit: Option<u64>,
     /// The bound on each step of an SMTP session (`MAILROOM_SMTP_TIMEOUT`, seconds).
     pub smtp_timeout: Duration,
-    /// How long a claimed message stays leased to the worker sending it
-    /// (`MAILROOM_MESSAGE_LEASE`, seconds). `None`: three SMTP timeouts plus 60 s.
-    /// A worker that dies holding messages delays them by at most this much.
-    pub message_lease: Option<Duration>,
+    /// How long a claimed message stays leased to the worker holding it unless renewed
+    /// (`MAILROOM_MESSAGE_LEASE`, seconds, 5 to 3600; default 30). The worker renews the
+    /// leases of everything it holds every third of this, so a worker that dies holding
+    /// messages delays them by about this much.
+    pub message_lease: Duration,
+    /// The `mailroom` binary whose `render-sandbox` children render messages with a
+    /// bounded address space; `None` renders in the worker's process. Not read from the
+    /// environment: the CLI sets it to itself.
+    pub render_program: Option<PathBuf>,
     /// The name the mailer gives in EHLO (`MAILROOM_SMTP_HELLO_NAME`). `None`: the
     /// machine's host name.
     pub smtp_hello_name: Option<String>,
@@ -89,8 +96,10 @@ pub struct Config {
     pub statement_timeout: Option<Duration>,
     /// HTTP worker threads.
     pub http_workers: usize,
-    /// Where `mailroom worker` serves `/metrics` and `/healthz`
-    /// (`MAILROOM_METRICS_LISTEN`); `None`: it serves no HTTP.
+    /// Where `/metrics` and `/healthz` are served on a listener of their own
+    /// (`MAILROOM_METRICS_LISTEN`): `mailroom worker` serves no other HTTP, and `serve`
+    /// then answers 404 for `/metrics` on its public port. `None`: the worker serves no
+    /// HTTP and `serve` exposes `/metrics` on `MAILROOM_LISTEN`.
     pub metrics_listen: Option<SocketAddr>,
     /// The per-token API rate limit (`MAILROOM_RATE_LIMIT_PER_SECOND`,
     /// `MAILROOM_RATE_LIMIT_BURST`); `None` turns it off.
@@ -122,6 +131,7 @@ impl std::fmt::Debug for Config {
             .field("monthly_send_limit", &self.monthly_send_limit)
             .field("smtp_timeout", &self.smtp_timeout)
             .field("message_lease", &self.message_lease)
+            .field("render_program", &self.render_program)
             .field("smtp_hello_name", &self.smtp_hello_name)
             .field("dns_server", &self.dns_server)
             .field(
@@ -173,7 +183,8 @@ impl Config {
             message_max_attempts: DEFAULT_MESSAGE_MAX_ATTEMPTS,
             monthly_send_limit: None,
             smtp_timeout: DEFAULT_SMTP_TIMEOUT,
-            message_lease: None,
+            message_lease: DEFAULT_MESSAGE_LEASE,
+            render_program: None,
             smtp_hello_name: None,
             dns_server: None,
             smtp_connections_per_server: DEFAULT_SMTP_CONNECTIONS_PER_SERVER,
@@ -250,10 +261,8 @@ impl Config {
             );
         }
         if let Ok(seconds) = std::env::var("MAILROOM_MESSAGE_LEASE") {
-            config.message_lease = Some(
-                parse_message_lease(&seconds, config.smtp_timeout)
-                    .context("MAILROOM_MESSAGE_LEASE")?,
-            );
+            config.message_lease =
+                parse_message_lease(&seconds).context("MAILROOM_MESSAGE_LEASE")?;
         }
         if let Ok(name) = std::env::var("MAILROOM_SMTP_HELLO_NAME") {
             config.smtp_hello_name =
@@ -409,9 +418,6 @@ fn env_bool(name: &str, default: bool) -> Result<bool> {
     }
 }
 
-/// The lease must outlast a live session: resolution, connecting and the rest of the
-/// session are each bounded by the SMTP timeout, so anything shorter than three of them
-/// would let a second worker send a message the first is still sending.
 /// `MAILROOM_DNS_SERVER`: `192.0.2.53`, `192.0.2.53:5353`, `2001:db8::53` or
 /// `[2001:db8::53]:5353`. An address, not a name: resolving the resolver would need a
 /// resolver.
@@ -427,20 +433,16 @@ fn parse_dns_server(text: &str) -> Result<SocketAddr> {
         })
 }
 
-fn parse_message_lease(text: &str, smtp_timeout: Duration) -> Result<Duration> {
-    let lease = text
-        .trim()
+/// The lease is renewed every third of itself while its worker lives, so it only has to
+/// outlast a few renewal statements; the bounds keep it from renewing constantly (below
+/// 5 s) or from leaving a dead worker's messages waiting for hours.
+fn parse_message_lease(text: &str) -> Result<Duration> {
+    text.trim()
         .parse::<u64>()
+        .ok()
+        .filter(|seconds| (5..=3600).contains(seconds))
         .map(Duration::from_secs)
-        .map_err(|_| anyhow!("must be whole seconds, got {text:?}"))?;
-    if lease <= smtp_timeout * 3 {
-        bail!(
-            "must be more than three SMTP timeouts ({} s), got {} s",
-            (smtp_timeout * 3).as_secs(),
-            lease.as_secs()
-        );
-    }
-    Ok(lease)
+        .ok_or_else(|| anyhow!("must be whole seconds from 5 to 3600, got {text:?}"))
 }
 
 /// An EHLO name is a domain (RFC 5321 §4.1.2): dot-separated labels of letters, digits and
@@ -665,15 +667,15 @@ mod tests {
     }
 
     #[test]
-    fn a_lease_must_outlast_three_smtp_timeouts() {
-        let timeout = Duration::from_secs(2);
+    fn a_lease_is_whole_seconds_from_5_to_3600() {
         assert_eq!(
-            parse_message_lease(" 7 ", timeout).expect("valid"),
+            parse_message_lease(" 7 ").expect("valid"),
             Duration::from_secs(7)
         );
-        assert!(parse_message_lease("6", timeout).is_err());
-        assert!(parse_message_lease("-1", timeout).is_err());
-        assert!(parse_message_lease("soon", timeout).is_err());
+        assert!(parse_message_lease("4").is_err());
+        assert!(parse_message_lease("3601").is_err());
+        assert!(parse_message_lease("-1").is_err());
+        assert!(parse_message_lease("soon").is_err());
     }
 
     #[test]

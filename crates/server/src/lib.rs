@@ -5,6 +5,8 @@ pub mod announcement_worker;
 pub mod application;
 pub mod config;
 pub mod message_worker;
+pub mod metrics;
+pub mod render_sandbox;
 pub mod system;
 pub mod telemetry;
 pub mod webhook_worker;

@@ -10,6 +10,7 @@ use mailroom_app::{
 };
 use mailroom_server::{
     application::{build_services, prepare_database, spawn_metrics_listener},
+    render_sandbox,
     system::SystemClock,
     telemetry, workers, Application, Config,
 };
@@ -41,6 +42,10 @@ enum Command {
         #[arg(long, default_value_t = 500)]
         batch_size: u32,
     },
+    /// Render messages read from standard input (started by the workers; see
+    /// `render_sandbox`).
+    #[command(name = "render-sandbox", hide = true)]
+    RenderSandbox,
     /// Manage users.
     User {
         #[command(subcommand)]
@@ -74,9 +79,16 @@ struct CreatedUser {
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
+    if matches!(cli.command, Command::RenderSandbox) {
+        // Before anything else: the child has no configuration, secrets or logging.
+        return render_sandbox::serve_render_sandbox().context("the render sandbox");
+    }
     telemetry::init();
-    let config = Config::from_env()?;
+    let mut config = Config::from_env()?;
+    // The workers render in children of this very binary (render_sandbox).
+    config.render_program = std::env::current_exe().ok();
     match cli.command {
+        Command::RenderSandbox => Ok(()),
         Command::Migrate => prepare_database(&config.database_url),
         Command::User {
             command:

@@ -1,60 +1,82 @@
-//! The message delivery worker: [`MessageWorker::run_once`] is one round (claim, send,
-//! record) that tests call directly; [`MessageWorker::run`] loops rounds until shutdown.
+//! The message delivery worker.
 //!
-//! The database steps are synchronous (diesel) and run on the blocking pool; the SMTP
-//! sessions of a round run concurrently on the async runtime with no transaction open
-//! (over the mailer's pooled connections), and outcomes are recorded as soon as their
-//! sessions end: the ones that finished while the previous record ran go together in one
-//! short transaction, so a crash after a 250 repeats at most the messages in flight or
-//! waiting for that one transaction.
+//! Claims feed **lanes**: a lane is one mail server of one account ([`Lane`]), with its own
+//! bound on concurrent sessions (`MAILROOM_SMTP_CONNECTIONS_PER_SERVER`). A claimed,
+//! rendered message waits for a session slot of its own lane only, and its outcome is
+//! recorded as soon as its session ends, so a slow or firewalled server fills its own lane
+//! and nothing else: no claim waits for another tenant's sessions. A lane holding
+//! [`LANE_BACKLOG`] sessions' worth of messages is full, and claims skip its account until
+//! it drains; the worker as a whole holds at most [`MAX_HELD`] messages.
+//!
+//! Each step:
+//! 1. the claim (one transaction, committed: the claim is counted before anything is
+//!    rendered, so a message whose render kills its process is quarantined after a few
+//!    claims instead of being claimed first forever);
+//! 2. rendering, outside any transaction, in `render-sandbox` children with a bounded
+//!    address space ([`crate::render_sandbox`]), then one short transaction for the
+//!    tracking links and the render failures;
+//! 3. the session, in its lane, with no transaction open;
+//! 4. the record: outcomes that finished while the previous record ran go together in
+//!    one short transaction.
+//!
+//! Leases are short ([`crate::config::DEFAULT_MESSAGE_LEASE`], 30 s) and renewed: one
+//! statement every third of the lease extends the lease of everything the worker holds
+//! ([`MessageWorker::renew_leases`]), so a SIGKILLed worker's messages are claimed by
+//! another worker about one lease later, however long a live worker's sessions take.
 
-use std::time::Duration;
+use std::{
+    collections::{HashMap, HashSet},
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc, Mutex,
+    },
+    time::Duration,
+};
 
+use crate::metrics::{delivery_counters, SmtpReplyClass};
 use anyhow::{Context, Result};
 use futures_util::future::join_all;
 use mailroom_app::{
     messages::{
-        claim_messages, record_message_outcomes, send_claimed_message, DeliverySettings,
-        MessageJob, SendOutcome,
+        claim_messages, finish_rendered, record_message_outcomes, renew_message_leases,
+        send_claimed_message, ClaimRequest, DeliverySettings, Lane, MessageJob, SendOutcome,
     },
     ports::Lease,
     AppError, Services,
 };
-use mailroom_domain::message::{AttemptFault, ReplyClass};
-use mailroom_http::metrics::{delivery_counters, SmtpReplyClass};
-use tokio::sync::{mpsc, watch};
+use mailroom_domain::{
+    message::{AttemptFault, ReplyClass},
+    AccountId, MessageId, Uuid,
+};
+use tokio::{
+    sync::{mpsc, watch, Notify, Semaphore},
+    task::JoinSet,
+};
 
-use crate::Config;
+use crate::{
+    render_sandbox::Renderer,
+    workers::{run_steps, Next},
+    Config,
+};
 
-/// Messages claimed (and sent concurrently) per round.
+/// The most messages one claim takes.
 pub const BATCH_SIZE: u32 = 128;
-/// Rounds one process runs side by side, each claiming its own messages (`SKIP LOCKED`).
-pub const PARALLEL_ROUNDS: usize = 3;
+/// Claim loops one process runs side by side (each claims its own messages, `SKIP
+/// LOCKED`), sharing the process's lanes.
+pub const PARALLEL_ROUNDS: usize = 2;
+/// The most messages one worker process holds (claimed, outcome not yet recorded).
+pub const MAX_HELD: usize = BATCH_SIZE as usize * 4;
+/// A lane holding this many times its session bound is full: claims skip its account.
+pub const LANE_BACKLOG: usize = 2;
 /// How long an idle loop waits before looking for due messages again.
 pub const IDLE_POLL: Duration = Duration::from_millis(100);
 /// How long an outcome that could not be recorded because the database was unavailable
-/// is retried; well inside the lease, which outlasts the session by a minute.
+/// is retried; the lease is renewed meanwhile.
 const RECORD_RETRY_FOR: Duration = Duration::from_secs(30);
 const RECORD_RETRY_PAUSE: Duration = Duration::from_millis(500);
 
-/// How long a claim holds by default: the messages of every round in the process may
-/// queue for one server's connections and pace, so the lease covers that wait in the worst
-/// case (each session taking its three bounded steps, resolve, connect and the rest, in
-/// full) plus a margin. Only a crashed worker's messages wait this long to be taken back;
-/// `MAILROOM_MESSAGE_LEASE` sets it shorter at the price of possible duplicates when a
-/// server is slow.
-pub fn lease(config: &Config) -> Duration {
-    let in_flight = BATCH_SIZE as usize * PARALLEL_ROUNDS;
-    let waves = in_flight.div_ceil(config.smtp_connections_per_server.max(1));
-    let sessions = config.smtp_timeout * 3 * u32::try_from(waves).unwrap_or(u32::MAX);
-    let paced = config
-        .smtp_rate_limit
-        .filter(|rate| *rate > 0.0)
-        .map_or(Duration::ZERO, |rate| {
-            Duration::from_secs_f64(in_flight as f64 / rate)
-        });
-    sessions + paced + Duration::from_secs(60)
-}
+/// A message ready to send, with the lane it waits in.
+type LaneJob = (MessageJob, Arc<LaneState>);
 
 /// What one round did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -65,56 +87,185 @@ pub struct MessageRound {
     pub attempted: usize,
 }
 
-/// Runs message delivery rounds.
-#[derive(Clone)]
-pub struct MessageWorker {
+/// One lane's state in this process.
+struct LaneState {
+    /// Session slots.
+    sessions: Semaphore,
+    /// Messages in this lane: waiting for a slot, in a session, or being recorded.
+    held: AtomicUsize,
+}
+
+struct Shared {
     services: Services,
     settings: DeliverySettings,
+    renderer: Renderer,
+    lease_token: Uuid,
+    lane_sessions: usize,
+    lanes: Mutex<HashMap<Lane, Arc<LaneState>>>,
+    /// Every message this worker holds a lease on, for the renewal.
+    held: Mutex<HashSet<MessageId>>,
+    /// Signalled when a held message is released.
+    released: Notify,
+    /// Claims of this process run one at a time, so each sees what the previous one took
+    /// (the worker's bound on held messages, full lanes); rendering and sending run side
+    /// by side.
+    claiming: tokio::sync::Mutex<()>,
+}
+
+/// Runs message delivery.
+#[derive(Clone)]
+pub struct MessageWorker {
+    shared: Arc<Shared>,
 }
 
 impl MessageWorker {
-    /// A worker with the configuration's attempt limit and lease: the operator's
-    /// `MAILROOM_MESSAGE_LEASE` when set (checked against the SMTP timeout when the
-    /// configuration is read), else one long enough that a live round never loses its
-    /// messages (see [`lease`]).
+    /// A worker with the configuration's attempt limit, lease, lane bound and renderer.
     pub fn new(services: Services, config: &Config) -> Self {
         let settings = DeliverySettings {
-            lease: config.message_lease.unwrap_or_else(|| lease(config)),
+            lease: config.message_lease,
             batch_size: BATCH_SIZE,
             max_attempts: config.message_max_attempts,
             monthly_send_limit: config.monthly_send_limit,
         };
-        Self { services, settings }
+        let lease_token = services.ids.next_uuid();
+        Self {
+            shared: Arc::new(Shared {
+                services,
+                settings,
+                renderer: Renderer::for_program(config.render_program.clone()),
+                lease_token,
+                lane_sessions: config.smtp_connections_per_server.max(1),
+                lanes: Mutex::new(HashMap::new()),
+                held: Mutex::new(HashSet::new()),
+                released: Notify::new(),
+                claiming: tokio::sync::Mutex::new(()),
+            }),
+        }
     }
 
     /// The settings rounds run with.
     pub fn settings(&self) -> &DeliverySettings {
-        &self.settings
+        &self.shared.settings
     }
 
-    /// One round: claims due messages under a lease, sends them concurrently, records
-    /// each outcome right after its session.
+    /// How many messages the worker holds now.
+    pub fn held(&self) -> usize {
+        lock(&self.shared.held).len()
+    }
+
+    /// One round, start to end: claims (skipping accounts whose lanes are full), renders,
+    /// sends each message in its lane and records each outcome right after its session;
+    /// returns when every message of the round is recorded.
     ///
     /// # Errors
-    /// When the claim fails (nothing was claimed then). A failed record is logged; its
-    /// message stays leased until the lease runs out and is then sent again.
+    /// When the claim or the render's transaction fails (claimed messages then stay
+    /// leased until the lease runs out).
     pub async fn run_once(&self) -> Result<MessageRound> {
-        let (services, settings) = (self.services.clone(), self.settings.clone());
-        let batch = tokio::task::spawn_blocking(move || claim_messages(&services, &settings))
-            .await
-            .context("the claim task")?
-            .map_err(|error| anyhow::anyhow!("claiming messages: {error}"))?;
-        let (claimed, attempted, lease, jobs) =
-            (batch.claimed, batch.jobs.len(), batch.lease, batch.jobs);
+        let Some((lease, claimed, jobs)) = self.claim_and_render().await? else {
+            return Ok(MessageRound::default());
+        };
+        let attempted = jobs.len();
+        self.deliver(lease, jobs).await;
+        Ok(MessageRound { claimed, attempted })
+    }
+
+    /// Claims as many messages as the worker has room for (at most [`BATCH_SIZE`]) and
+    /// renders them; `None` when there is no room. Claims run one at a time, so each sees
+    /// what the previous one took.
+    async fn claim_and_render(&self) -> Result<Option<(Lease, usize, Vec<LaneJob>)>> {
+        let one_at_a_time = self.shared.claiming.lock().await;
+        let room = MAX_HELD
+            .saturating_sub(self.held())
+            .min(BATCH_SIZE as usize);
+        let limit = u32::try_from(room).unwrap_or(BATCH_SIZE);
+        if limit == 0 {
+            return Ok(None);
+        }
+        let request = ClaimRequest {
+            lease_token: self.shared.lease_token,
+            limit,
+            skip_accounts: self.full_accounts(),
+        };
+        let shared = self.shared.clone();
+        let claim = tokio::task::spawn_blocking(move || {
+            claim_messages(&shared.services, &shared.settings, &request)
+        })
+        .await
+        .context("the claim task")?
+        .map_err(|error| anyhow::anyhow!("claiming messages: {error}"))?;
+        let (lease, claimed) = (claim.lease, claim.claimed);
+        let ids: Vec<MessageId> = claim.to_render.iter().map(|job| job.message.id).collect();
+        self.hold(&ids);
+        drop(one_at_a_time);
+        if claim.to_render.is_empty() {
+            return Ok(Some((lease, claimed, Vec::new())));
+        }
+        let shared = self.shared.clone();
+        let prepared = tokio::task::spawn_blocking(move || {
+            let mut rendered = Vec::with_capacity(claim.to_render.len());
+            let mut unrendered = Vec::new();
+            for job in claim.to_render {
+                match shared.renderer.render(&job) {
+                    Some(outcome) => rendered.push((job, outcome)),
+                    None => unrendered.push(job.message.id),
+                }
+            }
+            finish_rendered(&shared.services, &lease, rendered).map(|jobs| (jobs, unrendered))
+        })
+        .await
+        .context("the render task");
+        match prepared {
+            Ok(Ok((jobs, unrendered))) => {
+                // Failed renders were settled; messages no renderer could take are left to
+                // their lease, like a crash.
+                let kept: HashSet<MessageId> = jobs.iter().map(|job| job.message.id).collect();
+                let dropped: Vec<MessageId> =
+                    ids.into_iter().filter(|id| !kept.contains(id)).collect();
+                if !unrendered.is_empty() {
+                    tracing::warn!(
+                        messages = unrendered.len(),
+                        "messages left unrendered until their lease runs out"
+                    );
+                }
+                self.release(&dropped);
+                let jobs = jobs
+                    .into_iter()
+                    .map(|job| {
+                        let lane = self.enter_lane(job.lane);
+                        (job, lane)
+                    })
+                    .collect();
+                Ok(Some((lease, claimed, jobs)))
+            }
+            Ok(Err(error)) => {
+                self.release(&ids);
+                Err(anyhow::anyhow!("storing rendered messages: {error}"))
+            }
+            Err(error) => {
+                self.release(&ids);
+                Err(error)
+            }
+        }
+    }
+
+    /// Sends each job in its lane and records outcomes as sessions end; returns when every
+    /// job is recorded (or given up on).
+    async fn deliver(&self, lease: Lease, jobs: Vec<LaneJob>) {
+        if jobs.is_empty() {
+            return;
+        }
         let (finished, mut outcomes) = mpsc::unbounded_channel();
         let sessions = async move {
-            let sends = jobs.into_iter().map(|job| {
+            let sends = jobs.into_iter().map(|(job, lane)| {
                 let finished = finished.clone();
                 async move {
-                    let outcome = send_claimed_message(&self.services, &job).await;
+                    let outcome = {
+                        let _slot = lane.sessions.acquire().await;
+                        send_claimed_message(&self.shared.services, &job).await
+                    };
                     delivery_counters().smtp_reply(reply_class(&outcome));
                     // The receiver lives until every sender is gone.
-                    let _ = finished.send((job, outcome));
+                    let _ = finished.send((job, outcome, lane));
                 }
             });
             join_all(sends).await;
@@ -127,26 +278,34 @@ impl MessageWorker {
                 while let Ok(next) = outcomes.try_recv() {
                     group.push(next);
                 }
+                let (group, lanes): (Vec<_>, Vec<_>) = group
+                    .into_iter()
+                    .map(|(job, outcome, lane)| ((job, outcome), lane))
+                    .unzip();
+                let ids: Vec<MessageId> = group.iter().map(|(job, _)| job.message.id).collect();
                 self.record(group, lease).await;
+                for lane in lanes {
+                    lane.held.fetch_sub(1, Ordering::SeqCst);
+                }
+                self.release(&ids);
             }
         };
         tokio::join!(sessions, recorder);
-        Ok(MessageRound { claimed, attempted })
     }
 
     async fn record(&self, group: Vec<(MessageJob, SendOutcome)>, lease: Lease) {
         let count = group.len();
-        let group = std::sync::Arc::new(group);
+        let group = Arc::new(group);
         // The messages have been handed to their server: while the database is away, keep
         // trying to record that (a little longer than an outage of a restart takes) rather
         // than leave them `sending` until the lease runs out and send them a second time.
         let started = std::time::Instant::now();
         loop {
-            let (services, settings) = (self.services.clone(), self.settings.clone());
+            let shared = self.shared.clone();
             let batch = group.clone();
             let recorded = tokio::task::spawn_blocking(move || {
                 let pairs: Vec<_> = batch.iter().map(|(job, outcome)| (job, outcome)).collect();
-                record_message_outcomes(&services, &settings, &lease, &pairs)
+                record_message_outcomes(&shared.services, &shared.settings, &lease, &pairs)
             })
             .await;
             match recorded {
@@ -167,30 +326,118 @@ impl MessageWorker {
         }
     }
 
-    /// Runs rounds until `shutdown` turns true: at once again after a full batch,
-    /// otherwise after [`IDLE_POLL`]. A failed round is logged and retried after a pause.
-    pub async fn run(&self, mut shutdown: watch::Receiver<bool>) {
-        while !*shutdown.borrow() {
-            let pause = match self.run_once().await {
-                Ok(round) if round.claimed >= self.settings.batch_size as usize => Duration::ZERO,
-                Ok(_) => IDLE_POLL,
-                Err(error) => {
-                    tracing::warn!(
-                        error = format!("{error:#}"),
-                        "message delivery round failed"
-                    );
-                    Duration::from_secs(1)
-                }
+    /// Runs claims until `shutdown` turns true, handing each claim's messages to their
+    /// lanes without waiting for them: at once again after a full claim while there is
+    /// room, otherwise after [`IDLE_POLL`] or when a held message is released. A failed
+    /// claim is logged and retried after a pause. On shutdown it stops claiming and
+    /// returns once every message it handed out is recorded.
+    pub async fn run(&self, shutdown: watch::Receiver<bool>) {
+        let deliveries = &Mutex::new(JoinSet::new());
+        let wake = Some(&self.shared.released);
+        run_steps("message delivery claim", shutdown, wake, || async move {
+            let Some((lease, claimed, jobs)) = self.claim_and_render().await? else {
+                // No room: wait for a release.
+                return Ok(Next::Wait(IDLE_POLL * 10));
             };
-            if pause.is_zero() {
+            let worker = self.clone();
+            let mut running = lock(deliveries);
+            while running.try_join_next().is_some() {}
+            running.spawn(async move { worker.deliver(lease, jobs).await });
+            Ok(if claimed >= BATCH_SIZE as usize {
+                Next::Again
+            } else {
+                Next::Wait(IDLE_POLL)
+            })
+        })
+        .await;
+        let mut running = std::mem::take(&mut *lock(deliveries));
+        while running.join_next().await.is_some() {}
+    }
+
+    /// Renews the leases of everything the worker holds every third of the lease, until
+    /// `shutdown` turns true and nothing is held any more.
+    pub async fn renew_leases(&self, shutdown: watch::Receiver<bool>) {
+        let every = self.shared.settings.lease / 3;
+        loop {
+            tokio::time::sleep(every).await;
+            let ids: Vec<MessageId> = lock(&self.shared.held).iter().copied().collect();
+            if ids.is_empty() {
+                if *shutdown.borrow() {
+                    return;
+                }
                 continue;
             }
-            tokio::select! {
-                _ = tokio::time::sleep(pause) => {}
-                _ = shutdown.changed() => {}
+            let shared = self.shared.clone();
+            let count = ids.len();
+            let renewed = tokio::task::spawn_blocking(move || {
+                renew_message_leases(
+                    &shared.services,
+                    shared.lease_token,
+                    &ids,
+                    shared.settings.lease,
+                )
+            })
+            .await;
+            match renewed {
+                Ok(Ok(renewed)) => {
+                    tracing::debug!(held = count, renewed, "message leases renewed");
+                }
+                Ok(Err(error)) => tracing::warn!(%error, "renewing message leases failed"),
+                Err(error) => tracing::warn!(%error, "the lease renewal task failed"),
             }
         }
     }
+
+    /// Counts a message into its lane; under the lanes' lock, so a lane is never
+    /// forgotten (see [`Self::full_accounts`]) while a message is counted in it.
+    fn enter_lane(&self, lane: Lane) -> Arc<LaneState> {
+        let mut lanes = lock(&self.shared.lanes);
+        let state = lanes.entry(lane).or_insert_with(|| {
+            Arc::new(LaneState {
+                sessions: Semaphore::new(self.shared.lane_sessions),
+                held: AtomicUsize::new(0),
+            })
+        });
+        state.held.fetch_add(1, Ordering::SeqCst);
+        state.clone()
+    }
+
+    /// Accounts with a full lane; empty lanes are forgotten on the way.
+    fn full_accounts(&self) -> Vec<AccountId> {
+        let full = self.shared.lane_sessions * LANE_BACKLOG;
+        let mut lanes = lock(&self.shared.lanes);
+        lanes.retain(|_, state| state.held.load(Ordering::SeqCst) > 0);
+        let mut accounts: Vec<AccountId> = lanes
+            .iter()
+            .filter(|(_, state)| state.held.load(Ordering::SeqCst) >= full)
+            .map(|(lane, _)| lane.account)
+            .collect();
+        accounts.sort_unstable();
+        accounts.dedup();
+        accounts
+    }
+
+    fn hold(&self, ids: &[MessageId]) {
+        lock(&self.shared.held).extend(ids.iter().copied());
+    }
+
+    fn release(&self, ids: &[MessageId]) {
+        if ids.is_empty() {
+            return;
+        }
+        let mut held = lock(&self.shared.held);
+        for id in ids {
+            held.remove(id);
+        }
+        drop(held);
+        self.shared.released.notify_waiters();
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// How a session counts in `mailroom_smtp_replies_total`.

@@ -1,114 +1,268 @@
 //! The webhook delivery worker: [`WebhookWorker::run_once`] is one round (claim, send,
-//! record) that tests call directly; [`WebhookWorker::run`] loops rounds until shutdown.
+//! record) that tests call directly; [`WebhookWorker::run`] claims until shutdown, handing
+//! each claim's deliveries out without waiting for them.
 //!
-//! The database steps are synchronous (diesel) and run on the blocking pool; the sends of a
-//! round run concurrently on the async runtime with no transaction open.
+//! Fairness between accounts (each account has one endpoint): an attempt is recorded as
+//! soon as it ends, nothing waits for a whole claim, and an account with
+//! [`ACCOUNT_IN_FLIGHT`] attempts in flight in this process is skipped by its claims
+//! until some end. A hanging endpoint therefore holds only its own account's events (each
+//! attempt bounded by the webhook timeout), never another account's.
+//!
+//! The database steps are synchronous (diesel) and run on the blocking pool; the sends run
+//! concurrently on the async runtime with no transaction open.
 
-use std::time::Duration;
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use anyhow::{Context, Result};
 use futures_util::future::join_all;
 use mailroom_app::{
+    ports::Lease,
     webhook_events::{
-        claim_webhook_deliveries, record_webhook_attempts, send_webhook_delivery, DeliveryRound,
-        DeliverySettings,
+        claim_webhook_deliveries, record_webhook_attempts, send_webhook_delivery, AttemptReport,
+        ClaimedDelivery, DeliveryRound, DeliverySettings,
     },
     Services,
 };
-use mailroom_domain::webhook_event::RetrySchedule;
-use mailroom_http::metrics::delivery_counters;
-use tokio::sync::watch;
+use mailroom_domain::{webhook_event::RetrySchedule, AccountId};
+use tokio::{
+    sync::{mpsc, watch, Notify},
+    task::JoinSet,
+};
 
-use crate::Config;
+use crate::{
+    metrics::delivery_counters,
+    workers::{run_steps, Next},
+    Config,
+};
 
-/// Events claimed (and sent concurrently) per round.
+/// The most events one claim takes.
 pub const BATCH_SIZE: u32 = 128;
-/// Rounds one process runs side by side: while one records, another sends. Each claims
-/// its own events (`SKIP LOCKED`), as separate processes would.
+/// Claim loops one process runs side by side (each claims its own events, `SKIP
+/// LOCKED`, as separate processes would).
 pub const PARALLEL_ROUNDS: usize = 4;
+/// The most attempts one process has in flight.
+pub const MAX_IN_FLIGHT: usize = BATCH_SIZE as usize * 4;
+/// The most attempts in flight for one account's endpoint; beyond it, claims skip the
+/// account.
+pub const ACCOUNT_IN_FLIGHT: usize = BATCH_SIZE as usize * 2;
 /// How long an idle loop waits before looking for due events again.
 pub const IDLE_POLL: Duration = Duration::from_millis(50);
 
-/// Runs webhook delivery rounds.
-#[derive(Clone)]
-pub struct WebhookWorker {
+#[derive(Default)]
+struct InFlight {
+    by_account: HashMap<AccountId, usize>,
+    reserved: usize,
+}
+
+struct Shared {
     services: Services,
     settings: DeliverySettings,
+    /// Attempts in flight by account, and room reserved by claims under way (so claims
+    /// running side by side never take more than the bound together).
+    in_flight: Mutex<InFlight>,
+    /// Signalled when attempts end.
+    released: Notify,
+    /// Claims of this process run one at a time, so each sees the accounts the previous
+    /// one saturated (the sends run side by side).
+    claiming: tokio::sync::Mutex<()>,
+}
+
+/// Runs webhook delivery.
+#[derive(Clone)]
+pub struct WebhookWorker {
+    shared: Arc<Shared>,
 }
 
 impl WebhookWorker {
     /// A worker with the configuration's retry schedule. The lease outlasts two attempt
-    /// timeouts plus a margin, so a live round never loses its events: it sends for at
-    /// most one timeout and then records at once.
+    /// timeouts plus a margin, so a live worker never loses its events: an attempt starts
+    /// as soon as it is claimed, takes at most one timeout, and is recorded at once.
     pub fn new(services: Services, config: &Config) -> Self {
         let settings = DeliverySettings {
             schedule: RetrySchedule::from_secs(&config.webhook_retry_schedule),
             lease: config.webhook_timeout * 2 + Duration::from_secs(30),
             batch_size: BATCH_SIZE,
         };
-        Self { services, settings }
+        Self {
+            shared: Arc::new(Shared {
+                services,
+                settings,
+                in_flight: Mutex::new(InFlight::default()),
+                released: Notify::new(),
+                claiming: tokio::sync::Mutex::new(()),
+            }),
+        }
     }
 
     /// The settings rounds run with.
     pub fn settings(&self) -> &DeliverySettings {
-        &self.settings
+        &self.shared.settings
     }
 
-    /// One round: claims the due events under a lease, sends them concurrently, records
-    /// each attempt.
+    /// One round, start to end: claims the due events (skipping saturated accounts), sends
+    /// them concurrently, records each attempt as it ends; returns when all are recorded.
     ///
     /// # Errors
-    /// When the database fails; claimed events then stay leased until the lease runs out
-    /// and are attempted again.
+    /// When the claim fails.
     pub async fn run_once(&self) -> Result<DeliveryRound> {
-        let (services, settings) = (self.services.clone(), self.settings.clone());
-        let batch =
-            tokio::task::spawn_blocking(move || claim_webhook_deliveries(&services, &settings))
-                .await
-                .context("the claim task")?
-                .map_err(|error| anyhow::anyhow!("claiming webhook events: {error}"))?;
-        if batch.deliveries.is_empty() {
+        let Some((lease, deliveries)) = self.claim().await? else {
             return Ok(DeliveryRound::default());
-        }
-        let sends = batch
-            .deliveries
-            .into_iter()
-            .map(|delivery| send_webhook_delivery(&self.services, delivery));
-        let reports = join_all(sends).await;
-        let (services, settings, lease) =
-            (self.services.clone(), self.settings.clone(), batch.lease);
-        let round = tokio::task::spawn_blocking(move || {
-            record_webhook_attempts(&services, &settings, &lease, reports)
-        })
-        .await
-        .context("the record task")?
-        .map_err(|error| anyhow::anyhow!("recording webhook attempts: {error}"))?;
-        delivery_counters().webhook_deliveries(round.delivered, round.retrying, round.failed);
-        Ok(round)
+        };
+        Ok(self.deliver(lease, deliveries).await)
     }
 
-    /// Runs rounds until `shutdown` turns true: at once again after a full batch,
-    /// otherwise after [`IDLE_POLL`]. A failed round is logged and retried after a pause.
-    pub async fn run(&self, mut shutdown: watch::Receiver<bool>) {
-        while !*shutdown.borrow() {
-            let pause = match self.run_once().await {
-                Ok(round) if round.claimed >= self.settings.batch_size as usize => Duration::ZERO,
-                Ok(_) => IDLE_POLL,
-                Err(error) => {
-                    tracing::warn!(
-                        error = format!("{error:#}"),
-                        "webhook delivery round failed"
-                    );
-                    Duration::from_secs(1)
+    async fn claim(&self) -> Result<Option<(Lease, Vec<ClaimedDelivery>)>> {
+        let _one_at_a_time = self.shared.claiming.lock().await;
+        let (room, skip) = {
+            let mut in_flight = lock(&self.shared.in_flight);
+            let skip: Vec<AccountId> = in_flight
+                .by_account
+                .iter()
+                .filter(|(_, count)| **count >= ACCOUNT_IN_FLIGHT)
+                .map(|(account, _)| *account)
+                .collect();
+            let held = in_flight.by_account.values().sum::<usize>() + in_flight.reserved;
+            let room = MAX_IN_FLIGHT.saturating_sub(held).min(BATCH_SIZE as usize);
+            in_flight.reserved += room;
+            (room, skip)
+        };
+        if room == 0 {
+            return Ok(None);
+        }
+        let shared = self.shared.clone();
+        let mut settings = shared.settings.clone();
+        settings.batch_size = u32::try_from(room).unwrap_or(BATCH_SIZE);
+        let claimed = tokio::task::spawn_blocking(move || {
+            claim_webhook_deliveries(&shared.services, &settings, &skip)
+        })
+        .await;
+        let mut in_flight = lock(&self.shared.in_flight);
+        in_flight.reserved -= room;
+        let batch = claimed
+            .context("the claim task")?
+            .map_err(|error| anyhow::anyhow!("claiming webhook events: {error}"))?;
+        for delivery in &batch.deliveries {
+            *in_flight
+                .by_account
+                .entry(delivery.event.account_id)
+                .or_default() += 1;
+        }
+        drop(in_flight);
+        Ok(Some((batch.lease, batch.deliveries)))
+    }
+
+    /// Sends `deliveries` concurrently and records attempts as they end (those that ended
+    /// while the previous record ran go together in one transaction).
+    async fn deliver(&self, lease: Lease, deliveries: Vec<ClaimedDelivery>) -> DeliveryRound {
+        let mut round = DeliveryRound {
+            claimed: deliveries.len(),
+            ..DeliveryRound::default()
+        };
+        if deliveries.is_empty() {
+            return round;
+        }
+        let (finished, mut reports) = mpsc::unbounded_channel::<AttemptReport>();
+        let sends = async move {
+            join_all(deliveries.into_iter().map(|delivery| {
+                let finished = finished.clone();
+                async move {
+                    let report = send_webhook_delivery(&self.shared.services, delivery).await;
+                    let _ = finished.send(report);
                 }
-            };
-            if pause.is_zero() {
-                continue;
+            }))
+            .await;
+        };
+        let recorder = async {
+            while let Some(first) = reports.recv().await {
+                let mut group = vec![first];
+                while let Ok(next) = reports.try_recv() {
+                    group.push(next);
+                }
+                let accounts: Vec<AccountId> =
+                    group.iter().map(AttemptReport::account_id).collect();
+                let (shared, count) = (self.shared.clone(), group.len());
+                let recorded = tokio::task::spawn_blocking(move || {
+                    record_webhook_attempts(&shared.services, &shared.settings, &lease, group)
+                })
+                .await;
+                match recorded {
+                    Ok(Ok(part)) => {
+                        delivery_counters().webhook_deliveries(
+                            part.delivered,
+                            part.retrying,
+                            part.failed,
+                        );
+                        round.delivered += part.delivered;
+                        round.retrying += part.retrying;
+                        round.failed += part.failed;
+                        round.lost += part.lost;
+                    }
+                    // The events stay leased until the lease runs out and are attempted
+                    // again.
+                    Ok(Err(error)) => {
+                        tracing::warn!(events = count, %error, "recording webhook attempts failed");
+                    }
+                    Err(error) => tracing::warn!(events = count, %error, "the record task failed"),
+                }
+                self.release(&accounts);
             }
-            tokio::select! {
-                _ = tokio::time::sleep(pause) => {}
-                _ = shutdown.changed() => {}
+        };
+        tokio::join!(sends, recorder);
+        round
+    }
+
+    fn release(&self, accounts: &[AccountId]) {
+        let mut in_flight = lock(&self.shared.in_flight);
+        for account in accounts {
+            if let Some(count) = in_flight.by_account.get_mut(account) {
+                *count = count.saturating_sub(1);
+                if *count == 0 {
+                    in_flight.by_account.remove(account);
+                }
             }
         }
+        drop(in_flight);
+        self.shared.released.notify_waiters();
     }
+
+    /// Claims until `shutdown` turns true, handing each claim's deliveries out without
+    /// waiting: at once again after a full claim, otherwise after [`IDLE_POLL`] (or when
+    /// attempts end, if the process is saturated). A failed claim is logged and retried
+    /// after a pause. On shutdown it stops claiming and returns once every attempt it
+    /// started is recorded.
+    pub async fn run(&self, shutdown: watch::Receiver<bool>) {
+        let deliveries = &Mutex::new(JoinSet::new());
+        let wake = Some(&self.shared.released);
+        run_steps("webhook delivery claim", shutdown, wake, || async move {
+            let Some((lease, batch)) = self.claim().await? else {
+                // Saturated: wait for attempts to end.
+                return Ok(Next::Wait(IDLE_POLL * 10));
+            };
+            let full = batch.len() >= BATCH_SIZE as usize;
+            let worker = self.clone();
+            let mut running = lock(deliveries);
+            while running.try_join_next().is_some() {}
+            running.spawn(async move {
+                worker.deliver(lease, batch).await;
+            });
+            Ok(if full {
+                Next::Again
+            } else {
+                Next::Wait(IDLE_POLL)
+            })
+        })
+        .await;
+        let mut running = std::mem::take(&mut *lock(deliveries));
+        while running.join_next().await.is_some() {}
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

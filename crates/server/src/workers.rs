@@ -6,8 +6,13 @@
 //! ([`crate::announcement_worker`]). On SIGTERM or SIGINT the loops finish their current round
 //! (bounded by the webhook and SMTP timeouts) and stop.
 
+use std::{future::Future, time::Duration};
+
 use mailroom_app::Services;
-use tokio::{signal, sync::watch};
+use tokio::{
+    signal,
+    sync::{watch, Notify},
+};
 
 use crate::{
     announcement_worker::{AnnouncementWorker, BATCH_SIZE as EXPANSION_BATCH},
@@ -36,6 +41,10 @@ pub async fn run_until_shutdown(services: Services, config: &Config) -> std::io:
         tokio::spawn(async move { worker.run(stopped).await })
     }));
     loops.push({
+        let (worker, stopped) = (messages.clone(), stopped.clone());
+        tokio::spawn(async move { worker.renew_leases(stopped).await })
+    });
+    loops.push({
         let stopped = stopped.clone();
         tokio::spawn(async move { announcements.run(stopped).await })
     });
@@ -51,6 +60,58 @@ pub async fn run_until_shutdown(services: Services, config: &Config) -> std::io:
     }
     tracing::info!("workers stopped");
     Ok(())
+}
+
+/// What a worker loop does after one step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Step again at once (the step found a full batch).
+    Again,
+    /// Wait this long, or until the loop's wake-up is signalled, or shutdown.
+    Wait(Duration),
+}
+
+/// How long a loop waits after a failed step.
+pub const FAILED_STEP_PAUSE: Duration = Duration::from_secs(1);
+
+/// The one loop every worker runs (messages, webhooks, announcements): calls `step` until
+/// `shutdown` turns true, pausing as the step says; a step that fails is logged (`what`
+/// names it) and tried again after [`FAILED_STEP_PAUSE`]. `wake`, when given, ends a
+/// pause early (a delivery worker signals it when held work is released).
+pub async fn run_steps<F, Fut>(
+    what: &'static str,
+    mut shutdown: watch::Receiver<bool>,
+    wake: Option<&Notify>,
+    mut step: F,
+) where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = anyhow::Result<Next>>,
+{
+    while !*shutdown.borrow() {
+        let pause = match step().await {
+            Ok(Next::Again) => continue,
+            Ok(Next::Wait(pause)) => pause,
+            Err(error) => {
+                tracing::warn!(
+                    step = what,
+                    error = format!("{error:#}"),
+                    "worker step failed"
+                );
+                FAILED_STEP_PAUSE
+            }
+        };
+        let woken = async {
+            match wake {
+                Some(wake) => wake.notified().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            () = woken => {}
+            _ = shutdown.changed() => {}
+        }
+    }
 }
 
 /// Resolves on SIGTERM or SIGINT.

@@ -15,9 +15,9 @@ use mailroom_domain::{
     AutomationId, ContactId, MailServerId, TemplateId,
 };
 
-use super::deliver::{choose_server, endpoint};
 use crate::{
-    ports::{AccountRecord, MailServerRecord, SmtpEndpoint, UnitOfWork},
+    mail_servers::password_slot,
+    ports::{AccountRecord, MailServerRecord, SavedServer, SmtpEndpoint, SmtpSecurity, UnitOfWork},
     AppError, Services,
 };
 
@@ -181,4 +181,52 @@ impl ClaimBatch {
             .or_insert_with(|| endpoint(services, account, record))
             .clone()
     }
+}
+
+/// The template's preferred server, else the account's oldest: the one place this rule
+/// lives.
+fn choose_server(
+    tx: &mut dyn UnitOfWork,
+    account: AccountId,
+    preferred: Option<MailServerId>,
+) -> Result<Option<MailServerRecord>, AppError> {
+    if let Some(id) = preferred {
+        if let Some(record) = tx.find_mail_server(account, id)? {
+            return Ok(Some(record));
+        }
+    }
+    let first = mailroom_domain::paging::PageRequest { start: 0, limit: 1 };
+    Ok(tx.list_mail_servers(account, first)?.into_iter().next())
+}
+
+fn endpoint(
+    services: &Services,
+    account: AccountId,
+    record: &MailServerRecord,
+) -> Result<SmtpEndpoint, String> {
+    let server = &record.server;
+    let password = services
+        .secrets
+        .open(&record.password, &password_slot(account, server.id))
+        .map_err(|_| "the mail server's stored password cannot be opened".to_owned())?;
+    let security = if server.secure {
+        SmtpSecurity::ImplicitTls
+    } else if server.require_tls {
+        SmtpSecurity::StartTlsRequired
+    } else {
+        SmtpSecurity::StartTlsOpportunistic
+    };
+    Ok(SmtpEndpoint {
+        host: server.host.as_str().to_owned(),
+        port: server.port,
+        security,
+        allow_insecure_tls: server.allow_insecure_tls,
+        user: server.user.clone(),
+        password,
+        saved: Some(SavedServer {
+            account_id: account,
+            id: server.id,
+            updated_at: server.updated_at,
+        }),
+    })
 }

@@ -3,24 +3,32 @@
 //!
 //! Every email is a row of the outbox, written in the transaction of whatever caused it;
 //! the worker claims due rows under a lease, renders and sends them with no transaction
-//! open, and records each outcome in a short transaction of its own (see [`deliver`]).
+//! open, and records each outcome in a short transaction of its own (see [`claim`], [`prepare`] and [`deliver`]).
 
+pub mod claim;
 mod claim_batch;
 pub mod deliver;
 mod get_message;
 mod list_messages;
 mod message_stats;
 pub(crate) mod outbox;
+pub mod prepare;
 mod send_limit;
 mod send_message;
 
+pub use claim::{
+    claim_messages, renew_message_leases, ClaimRequest, ClaimedMessages, Lane, RenderJob,
+};
 pub use deliver::{
-    claim_messages, record_message_outcome, record_message_outcomes, send_claimed_message,
-    ClaimedMessages, DeliverySettings, MessageJob, SendOutcome,
+    record_message_outcome, record_message_outcomes, send_claimed_message, DeliverySettings,
+    MessageJob, SendOutcome,
 };
 pub use get_message::get_message;
 pub use list_messages::{count_messages, list_messages};
 pub use message_stats::message_stats;
+pub use prepare::{
+    finish_rendered, prepare_messages, render_in_process, PreparedMessages, RenderOutcome,
+};
 pub use send_message::{send_transactional, TransactionalSend, IDEMPOTENCY_WINDOW};
 
 use mailroom_domain::{message::StatsCounter, AccountId, Timestamp};

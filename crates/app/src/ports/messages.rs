@@ -8,6 +8,17 @@ use mailroom_domain::{
 use time::Date;
 
 use super::{Lease, SmtpEndpoint};
+
+/// A message as its claim returned it.
+#[derive(Debug, Clone)]
+pub struct ClaimedMessage {
+    /// The message, now `sending`.
+    pub message: Message,
+    /// Claims since its last outcome, this one included: more than one means earlier
+    /// claims ended without an outcome (their worker died or lost the lease).
+    pub claims_without_outcome: u32,
+}
+
 use crate::{rendering::RenderedMessage, StoreError};
 
 /// A message queued with an `Idempotency-Key`, as the key's holder.
@@ -79,10 +90,11 @@ pub trait MessageRepository {
         filter: &MessageFilter,
     ) -> Result<u64, StoreError>;
 
-    /// Claims up to `limit` messages of any account that are `queued` and due at `now`, or
-    /// `sending` under a lease that ran out (their worker died), earliest due first;
-    /// leases them with `lease` and moves them to `sending`. Rows other workers hold
-    /// locked are skipped, never waited for.
+    /// Claims up to `limit` messages of any account but those in `skip_accounts` that are
+    /// `queued` and due at `now`, or `sending` under a lease that ran out (their worker
+    /// died), earliest due first; leases them with `lease`, moves them to `sending` and
+    /// counts the claim (`claims_without_outcome`, which every state write resets). Rows
+    /// other workers hold locked are skipped, never waited for.
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
@@ -91,7 +103,20 @@ pub trait MessageRepository {
         now: Timestamp,
         lease: &Lease,
         limit: u32,
-    ) -> Result<Vec<Message>, StoreError>;
+        skip_accounts: &[AccountId],
+    ) -> Result<Vec<ClaimedMessage>, StoreError>;
+
+    /// Extends to `until` the lease of each of `messages` still `sending` under `token`,
+    /// in one statement; returns how many it extended.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn renew_message_leases(
+        &mut self,
+        token: Uuid,
+        messages: &[MessageId],
+        until: Timestamp,
+    ) -> Result<u64, StoreError>;
 
     /// Writes a message's state (status, skip reason, attempts, due time, last reply,
     /// sent time, update time) and releases the lease, but only while `lease_token` still

@@ -36,8 +36,8 @@ pub use mail_servers::{
     CredentialCheck, MailServerProbe, ProbeError, SavedServer, SmtpEndpoint, SmtpSecurity,
 };
 pub use messages::{
-    IdempotentMessage, ListUnsubscribe, MailAccepted, MailFuture, Mailer, MessageRepository,
-    OutgoingMail,
+    ClaimedMessage, IdempotentMessage, ListUnsubscribe, MailAccepted, MailFuture, Mailer,
+    MessageRepository, OutgoingMail,
 };
 pub use queue_stats::{QueueDepth, QueueStats, QueueStatsRepository};
 pub use records::*;

@@ -56,9 +56,10 @@ pub trait WebhookEventRepository {
         filter: &WebhookEventFilter,
     ) -> Result<u64, StoreError>;
 
-    /// Claims up to `limit` pending events of any account that are due at `now` and not
-    /// leased (or whose lease ran out), earliest due first, and leases them with `lease`.
-    /// Rows other workers hold locked are skipped, never waited for.
+    /// Claims up to `limit` pending events of any account but those in `skip_accounts`
+    /// that are due at `now` and not leased (or whose lease ran out), earliest due first,
+    /// and leases them with `lease`. Rows other workers hold locked are skipped, never
+    /// waited for.
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
@@ -67,6 +68,7 @@ pub trait WebhookEventRepository {
         now: Timestamp,
         lease: &Lease,
         limit: u32,
+        skip_accounts: &[AccountId],
     ) -> Result<Vec<WebhookEvent>, StoreError>;
 
     /// Writes an attempt's outcome (status, counts, target, last answer, due time) and

@@ -74,6 +74,13 @@ pub struct AttemptReport {
     result: AttemptResult,
 }
 
+impl AttemptReport {
+    /// The account whose event was attempted.
+    pub fn account_id(&self) -> AccountId {
+        self.event.account_id
+    }
+}
+
 /// What a worker round did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DeliveryRound {
@@ -89,14 +96,17 @@ pub struct DeliveryRound {
     pub lost: usize,
 }
 
-/// Claims the due events (up to the batch size) under a fresh lease, with the
-/// configuration each will be delivered with, in one short transaction.
+/// Claims the due events (up to the batch size) of any account but `skip_accounts` (whose
+/// endpoints already have as many deliveries in flight as the worker allows) under a
+/// fresh lease, with the configuration each will be delivered with, in one short
+/// transaction.
 ///
 /// # Errors
 /// [`AppError`] from the store.
 pub fn claim_webhook_deliveries(
     services: &Services,
     settings: &DeliverySettings,
+    skip_accounts: &[AccountId],
 ) -> Result<ClaimedBatch, AppError> {
     let now = services.clock.now();
     let lease = Lease {
@@ -105,7 +115,8 @@ pub fn claim_webhook_deliveries(
     };
     let secrets = services.secrets.as_ref();
     let deliveries = in_transaction(services.db.as_ref(), |tx| {
-        let events = tx.claim_due_webhook_events(now, &lease, settings.batch_size)?;
+        let events =
+            tx.claim_due_webhook_events(now, &lease, settings.batch_size, skip_accounts)?;
         let mut destinations: HashMap<AccountId, Destination> = HashMap::new();
         let mut deliveries = Vec::with_capacity(events.len());
         for event in events {

@@ -4,7 +4,11 @@ use actix_web::{get, http::header, web, HttpResponse};
 use mailroom_app::{operations::queue_stats, Services};
 use serde::Serialize;
 
-use crate::{blocking::run_blocking, metrics::Metrics, problem::ApiError};
+use crate::{
+    blocking::run_blocking,
+    metrics::{Metrics, MetricsExposure},
+    problem::ApiError,
+};
 
 /// The generated OpenAPI document, serialised once at start-up.
 pub struct OpenApiDocument(pub String);
@@ -38,8 +42,13 @@ pub(crate) async fn readyz(
 #[get("/metrics")]
 pub(crate) async fn metrics(
     metrics: web::Data<Metrics>,
+    exposure: Option<web::Data<MetricsExposure>>,
     services: web::Data<Services>,
-) -> HttpResponse {
+) -> Result<HttpResponse, ApiError> {
+    // Served on the separate metrics listener only, when the process has one.
+    if exposure.is_some_and(|exposure| !exposure.0) {
+        return Err(mailroom_app::AppError::NotFound.into());
+    }
     // A database outage must not take the process's own series down with it.
     let stats = match run_blocking(move || queue_stats(&services)).await {
         Ok(stats) => Some(stats),
@@ -48,9 +57,9 @@ pub(crate) async fn metrics(
             None
         }
     };
-    HttpResponse::Ok()
+    Ok(HttpResponse::Ok()
         .insert_header((header::CONTENT_TYPE, "text/plain; version=0.0.4"))
-        .body(metrics.render(stats.as_ref()))
+        .body(metrics.render(stats.as_ref())))
 }
 
 /// This API's OpenAPI 3.1 document.

@@ -2,10 +2,10 @@ use diesel::{
     pg::Pg,
     prelude::*,
     sql_query,
-    sql_types::{BigInt, Date as SqlDate, Uuid as SqlUuid},
+    sql_types::{Array, BigInt, Date as SqlDate, Timestamptz, Uuid as SqlUuid},
 };
 use mailroom_app::{
-    ports::{IdempotentMessage, Lease, MessageRepository},
+    ports::{ClaimedMessage, IdempotentMessage, Lease, MessageRepository},
     StoreError,
 };
 use mailroom_domain::{
@@ -23,15 +23,7 @@ use super::contacts::{set_contact_mark, ContactMark};
 use super::{corrupt, templates::page_bounds, timestamp, PgUnitOfWork};
 use crate::{
     error::store_error,
-    queue::{claim_due, LeasedQueue},
     schema::{contacts, message_stats_daily, messages},
-};
-
-/// `messages` as a queue: `queued` rows wait for a worker, and `sending` rows whose lease
-/// ran out (their worker died mid-session) are taken back.
-const MESSAGE_QUEUE: LeasedQueue = LeasedQueue {
-    table: "messages",
-    pending: &["queued", "sending"],
 };
 
 #[derive(Queryable, QueryableByName, Selectable, Insertable)]
@@ -59,6 +51,7 @@ pub(super) struct MessageRow {
     sent_at: Option<OffsetDateTime>,
     automation_id: Option<Uuid>,
     announcement_id: Option<Uuid>,
+    claims_without_outcome: i32,
 }
 
 impl TryFrom<MessageRow> for Message {
@@ -124,6 +117,7 @@ pub(super) fn message_row(message: &Message, idempotency: Option<(&str, &str)>) 
         sent_at: message.sent_at.map(|t| t.as_datetime()),
         automation_id: message.automation_id.map(|id| id.as_uuid()),
         announcement_id: message.announcement_id.map(|id| id.as_uuid()),
+        claims_without_outcome: 0,
     }
 }
 
@@ -284,37 +278,64 @@ impl MessageRepository for PgUnitOfWork<'_> {
         now: Timestamp,
         lease: &Lease,
         limit: u32,
-    ) -> Result<Vec<Message>, StoreError> {
-        let mut rows: Vec<MessageRow> = claim_due(
-            self.conn,
-            &MESSAGE_QUEUE,
-            now.as_datetime(),
-            lease.token,
-            lease.until.as_datetime(),
-            i64::from(limit),
+        skip_accounts: &[AccountId],
+    ) -> Result<Vec<ClaimedMessage>, StoreError> {
+        let skip: Vec<Uuid> = skip_accounts.iter().map(|id| id.as_uuid()).collect();
+        // One statement: the inner SELECT locks the due rows (skipping rows other claims
+        // hold and accounts whose lanes are full), the UPDATE stamps the lease, moves them
+        // to `sending` and counts the claim; the row locks end when it commits.
+        let mut rows: Vec<MessageRow> = sql_query(
+            "UPDATE messages AS claimed \
+             SET locked_until = $1, lease_token = $2, status = 'sending', \
+                 claims_without_outcome = claimed.claims_without_outcome + 1 \
+             FROM (SELECT account_id, id FROM messages \
+                   WHERE status IN ('queued', 'sending') AND next_attempt_at <= $3 \
+                     AND (locked_until IS NULL OR locked_until <= $3) \
+                     AND account_id <> ALL($5) \
+                   ORDER BY next_attempt_at \
+                   LIMIT $4 \
+                   FOR UPDATE SKIP LOCKED) AS due \
+             WHERE claimed.account_id = due.account_id AND claimed.id = due.id \
+             RETURNING claimed.*",
         )
+        .bind::<Timestamptz, _>(lease.until.as_datetime())
+        .bind::<SqlUuid, _>(lease.token)
+        .bind::<Timestamptz, _>(now.as_datetime())
+        .bind::<BigInt, _>(i64::from(limit))
+        .bind::<Array<SqlUuid>, _>(skip)
+        .load(self.conn)
         .map_err(store_error)?;
-        if rows.is_empty() {
-            return Ok(Vec::new());
-        }
-        // The rows are already locked by this transaction, so the status change cannot
-        // race another claim. The account filter keeps the statement routable by
-        // `account_id` (DESIGN.md §12).
-        let accounts: Vec<Uuid> = rows.iter().map(|row| row.account_id).collect();
-        diesel::update(
-            messages::table
-                .filter(messages::account_id.eq_any(accounts))
-                .filter(messages::lease_token.eq(lease.token)),
-        )
-        .set(messages::status.eq(MessageStatus::Sending.as_str()))
-        .execute(self.conn)
-        .map_err(store_error)?;
-        for row in &mut rows {
-            MessageStatus::Sending.as_str().clone_into(&mut row.status);
-        }
         // RETURNING has no order; send the longest-waiting first.
         rows.sort_by_key(|row| (row.next_attempt_at, row.id));
-        to_messages(rows)
+        rows.into_iter()
+            .map(|row| {
+                let claims_without_outcome = u32::try_from(row.claims_without_outcome)
+                    .map_err(|e| corrupt("messages.claims_without_outcome", e))?;
+                Ok(ClaimedMessage {
+                    message: Message::try_from(row)?,
+                    claims_without_outcome,
+                })
+            })
+            .collect()
+    }
+
+    fn renew_message_leases(
+        &mut self,
+        token: Uuid,
+        ids: &[MessageId],
+        until: Timestamp,
+    ) -> Result<u64, StoreError> {
+        let ids: Vec<Uuid> = ids.iter().map(|id| id.as_uuid()).collect();
+        diesel::update(
+            messages::table
+                .filter(messages::lease_token.eq(token))
+                .filter(messages::id.eq_any(ids))
+                .filter(messages::status.eq(MessageStatus::Sending.as_str())),
+        )
+        .set(messages::locked_until.eq(until.as_datetime()))
+        .execute(self.conn)
+        .map(|n| n as u64)
+        .map_err(store_error)
     }
 
     fn record_message_state(
@@ -339,6 +360,7 @@ impl MessageRepository for PgUnitOfWork<'_> {
             messages::sent_at.eq(row.sent_at),
             messages::locked_until.eq(None::<OffsetDateTime>),
             messages::lease_token.eq(None::<Uuid>),
+            messages::claims_without_outcome.eq(0),
         ))
         .execute(self.conn)
         .map_err(store_error)?;

@@ -212,7 +212,9 @@ impl WebhookEventRepository for PgUnitOfWork<'_> {
         now: Timestamp,
         lease: &Lease,
         limit: u32,
+        skip_accounts: &[AccountId],
     ) -> Result<Vec<WebhookEvent>, StoreError> {
+        let skip: Vec<Uuid> = skip_accounts.iter().map(|id| id.as_uuid()).collect();
         let mut rows: Vec<WebhookEventRow> = claim_due(
             self.conn,
             &WEBHOOK_QUEUE,
@@ -220,6 +222,7 @@ impl WebhookEventRepository for PgUnitOfWork<'_> {
             lease.token,
             lease.until.as_datetime(),
             i64::from(limit),
+            &skip,
         )
         .map_err(store_error)?;
         // RETURNING has no order; deliver the longest-waiting first.

@@ -36,9 +36,10 @@ pub const MAILROOM: &str = env!("CARGO_BIN_EXE_mailroom");
 /// lease.
 pub const SMTP_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The message lease the processes run with (`MAILROOM_MESSAGE_LEASE`; it must exceed
-/// three SMTP timeouts). Messages a killed worker held are sent again after this.
-pub const MESSAGE_LEASE: Duration = Duration::from_secs(16);
+/// The message lease the processes run with: the default (`MAILROOM_MESSAGE_LEASE` is
+/// left unset), renewed by the worker while it holds a message. Messages a killed
+/// worker held are claimed again about this long after the kill.
+pub const MESSAGE_LEASE: Duration = mailroom_server::config::DEFAULT_MESSAGE_LEASE;
 
 /// The log line `mailroom worker` writes once its loops run (crates/server/src/workers.rs).
 const WORKERS_STARTED: &str = "workers started";
@@ -94,10 +95,6 @@ pub fn mailroom_command(dir: &ScratchDir, database: &TestDatabase) -> Command {
         )
         .env("MAILROOM_ALLOW_PRIVATE_EGRESS", "true")
         .env("MAILROOM_SMTP_TIMEOUT", SMTP_TIMEOUT.as_secs().to_string())
-        .env(
-            "MAILROOM_MESSAGE_LEASE",
-            MESSAGE_LEASE.as_secs().to_string(),
-        )
         .env("MAILROOM_DB_POOL_SIZE", "12")
         .env("MAILROOM_LOG", "info")
         .stdin(Stdio::null());
@@ -533,6 +530,29 @@ impl Deployment {
     pub async fn announcement(&self, id: &str) -> Value {
         self.account_call(Method::GET, &format!("/announcements/{id}"), None)
             .await
+    }
+
+    /// The ids of every message in `status` (`GET …/messages?status=…`, page by page).
+    pub async fn message_ids(&self, status: &str) -> Vec<String> {
+        let mut ids = Vec::new();
+        loop {
+            let page = self
+                .account_call(
+                    Method::GET,
+                    &format!("/messages?status={status}&start={}&limit=100", ids.len()),
+                    None,
+                )
+                .await;
+            let items = page["items"].as_array().expect("items").clone();
+            ids.extend(
+                items
+                    .iter()
+                    .map(|item| item["_id"].as_str().expect("message id").to_owned()),
+            );
+            if items.len() < 100 {
+                return ids;
+            }
+        }
     }
 
     /// `GET …/messages/count?status=…`.

@@ -1,0 +1,338 @@
+//! Delivery step 1, the claim (one short transaction, committed before anything is
+//! rendered): leases due messages and counts the claim, quarantines the ones whose
+//! earlier claims ended without an outcome, settles the ones suppression stops
+//! (`skipped`, counted) or that cannot be prepared (`failed`, counted), applies the
+//! monthly send limit, chooses each message's server (its lane) and gathers everything
+//! its render reads into a [`RenderJob`].
+//!
+//! Rendering happens after the commit and outside any transaction (see
+//! [`super::prepare`]): a render that kills its process leaves a counted claim behind,
+//! so the message is quarantined after a few such claims instead of being claimed first
+//! by every worker forever.
+
+use mailroom_domain::{
+    contact::Contact,
+    message::{
+        server_fault_delay, suppression_reason, Message, MessageStatus, SkipReason, StatsCounter,
+        Suppression,
+    },
+    AccountId, MailServerId, MessageId, Uuid,
+};
+use serde_json::{Map, Value};
+
+use super::{
+    claim_batch::ClaimBatch,
+    count,
+    deliver::{jitter, DeliverySettings},
+    send_limit::MonthlySendLimit,
+};
+use crate::{
+    ports::{in_transaction, Lease, ListUnsubscribe, SavedServer, SmtpEndpoint, UnitOfWork},
+    rendering::{AccountDefaults, Recipient, RenderRequest, ServerDefaults, TemplateFields},
+    tracking::delivery::mint_links,
+    AppError, Services,
+};
+
+/// The mail server a message goes through: the unit of the worker's send concurrency, so
+/// one slow server only fills its own lane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Lane {
+    /// The account the server belongs to.
+    pub account: AccountId,
+    /// The server.
+    pub server: MailServerId,
+}
+
+/// What a worker asks a claim for.
+#[derive(Debug, Clone)]
+pub struct ClaimRequest {
+    /// The worker's lease token: one per worker, so one statement renews everything it
+    /// holds.
+    pub lease_token: Uuid,
+    /// The most messages to claim.
+    pub limit: u32,
+    /// Accounts whose lanes are full: their messages stay queued for a later claim.
+    pub skip_accounts: Vec<AccountId>,
+}
+
+/// One claimed message that passed the checks, with what its render reads.
+#[derive(Debug, Clone)]
+pub struct RenderJob {
+    /// The message as claimed (`sending`).
+    pub message: Message,
+    /// The server it goes through.
+    pub lane: Lane,
+    /// What to render.
+    pub request: RenderRequest,
+    pub(crate) endpoint: SmtpEndpoint,
+    pub(crate) list_unsubscribe: Option<ListUnsubscribe>,
+}
+
+/// What one claim produced.
+#[derive(Debug, Clone)]
+pub struct ClaimedMessages {
+    /// The lease held on the claimed rows.
+    pub lease: Lease,
+    /// How many rows were claimed (including those settled at once).
+    pub claimed: usize,
+    /// The messages to render and send.
+    pub to_render: Vec<RenderJob>,
+}
+
+/// Step 1: claims up to `request.limit` due messages under the worker's lease and
+/// prepares them for rendering, in one transaction.
+///
+/// # Errors
+/// [`AppError`] when the store fails; the transaction then rolls back and the messages
+/// stay as they were.
+pub fn claim_messages(
+    services: &Services,
+    settings: &DeliverySettings,
+    request: &ClaimRequest,
+) -> Result<ClaimedMessages, AppError> {
+    let now = services.clock.now();
+    let lease = Lease {
+        token: request.lease_token,
+        until: now.plus(time::Duration::try_from(settings.lease).unwrap_or(time::Duration::MINUTE)),
+    };
+    in_transaction(services.db.as_ref(), |tx| {
+        let claims = tx.claim_due_messages(now, &lease, request.limit, &request.skip_accounts)?;
+        let claimed = claims.len();
+        let mut to_render = Vec::with_capacity(claimed);
+        let mut send_limit = MonthlySendLimit::new(settings.monthly_send_limit);
+        let messages: Vec<Message> = claims.iter().map(|c| c.message.clone()).collect();
+        let mut batch = ClaimBatch::load(tx, &messages)?;
+        for claim in claims {
+            let mut message = claim.message;
+            if Message::must_quarantine(claim.claims_without_outcome) {
+                message.quarantine(now);
+                tracing::warn!(message = %message.id, "message quarantined: its claims keep ending without an outcome");
+                if tx.record_message_state(&message, lease.token)? {
+                    count(tx, message.account_id, now, StatsCounter::Failed)?;
+                }
+                continue;
+            }
+            let checked = check(tx, services, &mut batch, &message)?;
+            // The monthly limit applies only to what would really be sent.
+            let checked = match checked {
+                Checked::Render(_) if !send_limit.admit(tx, message.account_id, now)? => {
+                    Checked::Skip(SkipReason::FreeLimitCapped)
+                }
+                other => other,
+            };
+            match checked {
+                Checked::Render(job) => to_render.push(*job),
+                Checked::Skip(reason) => {
+                    message.skip(reason, now);
+                    if tx.record_message_state(&message, lease.token)? {
+                        if let Some(counter) = reason.counter() {
+                            count(tx, message.account_id, now, counter)?;
+                        }
+                    }
+                }
+                Checked::WaitForServer(server, reason) => {
+                    let since = tx
+                        .mark_mail_server_unhealthy(
+                            server.account_id,
+                            server.id,
+                            server.updated_at,
+                            now,
+                            &reason,
+                        )?
+                        .unwrap_or(now);
+                    // Back to `queued` without spending an attempt: the server is at
+                    // fault, not the message (docs/api-decisions.md, "Who a refusal
+                    // blames").
+                    message.status = MessageStatus::Queued;
+                    message.next_attempt_at = Some(now.plus(server_fault_delay(
+                        now.as_datetime() - since.as_datetime(),
+                        jitter(services),
+                    )));
+                    message.last_reply = Some(reason);
+                    message.updated_at = now;
+                    tx.record_message_state(&message, lease.token)?;
+                }
+                Checked::Fail(reason) => {
+                    message.fail(reason, now);
+                    if tx.record_message_state(&message, lease.token)? {
+                        count(tx, message.account_id, now, StatsCounter::Failed)?;
+                    }
+                }
+            }
+        }
+        Ok(ClaimedMessages {
+            lease,
+            claimed,
+            to_render,
+        })
+    })
+}
+
+enum Checked {
+    Render(Box<RenderJob>),
+    Skip(SkipReason),
+    /// Permanent: the contact or the template is gone.
+    Fail(String),
+    /// The server's stored password does not open: the server is unhealthy and the
+    /// message waits for it without spending an attempt.
+    WaitForServer(SavedServer, String),
+}
+
+/// Applies suppression and the origin's rules and gathers what rendering reads (in the
+/// claim's transaction); what the claim's messages share comes from `batch`.
+fn check(
+    tx: &mut dyn UnitOfWork,
+    services: &Services,
+    batch: &mut ClaimBatch,
+    message: &Message,
+) -> Result<Checked, AppError> {
+    let account = message.account_id;
+    let Some(contact) = batch.contact(tx, account, message.contact_id)? else {
+        // The foreign key deletes a contact's messages with it; this is only reachable
+        // in a race with the deletion, and the row is gone once that commits.
+        return Ok(Checked::Fail("the contact was deleted".into()));
+    };
+    let Some(template) = batch.template(tx, account, message.template_id)? else {
+        return Ok(Checked::Fail("the template was deleted".into()));
+    };
+    let server = batch.server(tx, account, template.preferred_mail_server)?;
+    let include_unsubscribed = match origin_rules(tx, batch, message, &contact)? {
+        OriginRules::Skip(reason) => return Ok(Checked::Skip(reason)),
+        OriginRules::Send {
+            include_unsubscribed,
+        } => include_unsubscribed,
+    };
+    let mut suppression = flags(&contact);
+    suppression.unsubscribed &= !include_unsubscribed;
+    if let Some(reason) = suppression_reason(message.kind, suppression, server.is_some()) {
+        return Ok(Checked::Skip(reason));
+    }
+    let Some(server) = server else {
+        return Ok(Checked::Skip(SkipReason::NoMailServer));
+    };
+    let account_record = batch.account(tx, account)?.ok_or(AppError::NotFound)?;
+    let attributes = batch.attributes(tx, account, contact.id)?;
+    let endpoint = match batch.endpoint(services, account, &server) {
+        Ok(endpoint) => endpoint,
+        // The server's fault, not the message's (docs/api-decisions.md, "Who a refusal
+        // blames"): the message waits for the server to be saved again.
+        Err(reason) => {
+            let server = SavedServer {
+                account_id: account,
+                id: server.server.id,
+                updated_at: server.server.updated_at,
+            };
+            return Ok(Checked::WaitForServer(server, reason));
+        }
+    };
+    // Tracking and unsubscribe links (crate::tracking::delivery).
+    let links = mint_links(services, message);
+    let request = RenderRequest {
+        template: TemplateFields::of(&template),
+        account: AccountDefaults {
+            click_tracking: account_record.click_tracking,
+            open_tracking: account_record.open_tracking,
+        },
+        server: ServerDefaults {
+            default_from_email: server.server.default_from_email.clone(),
+            default_from_name: server.server.default_from_name.clone(),
+        },
+        recipient: Recipient {
+            email: contact.email.clone(),
+            attributes: attributes
+                .iter()
+                .map(|(slug, value)| (slug.clone(), value.to_json()))
+                .collect::<Map<String, Value>>(),
+        },
+        data: message.data.clone(),
+        links: links.render,
+    };
+    Ok(Checked::Render(Box::new(RenderJob {
+        message: message.clone(),
+        lane: Lane {
+            account,
+            server: server.server.id,
+        },
+        request,
+        endpoint,
+        list_unsubscribe: links.list_unsubscribe,
+    })))
+}
+
+enum OriginRules {
+    Skip(SkipReason),
+    Send { include_unsubscribed: bool },
+}
+
+/// What the automation or announcement behind a message says when it is due: an
+/// automation's message goes out only while the automation exists and is enabled (a
+/// delayed message may fall due long after it was queued); an announcement's message
+/// honours `includeUnsubscribed` and its topic's unsubscriptions, also those made after
+/// the audience was expanded.
+fn origin_rules(
+    tx: &mut dyn UnitOfWork,
+    batch: &mut ClaimBatch,
+    message: &Message,
+    contact: &Contact,
+) -> Result<OriginRules, AppError> {
+    let account = message.account_id;
+    if let Some(id) = message.automation_id {
+        let enabled = batch
+            .automation(tx, account, id)?
+            .is_some_and(|automation| automation.settings.is_enabled);
+        if !enabled {
+            return Ok(OriginRules::Skip(SkipReason::AutomationDisabled));
+        }
+    }
+    if let Some(id) = message.announcement_id {
+        if let Some(announcement) = batch.announcement(tx, account, id)? {
+            let left_topic = announcement
+                .topic_id
+                .is_some_and(|topic| contact.topic_unsubscriptions.contains(&topic));
+            if left_topic && contact.hard_bounced_at.is_none() && contact.complaint_at.is_none() {
+                return Ok(OriginRules::Skip(SkipReason::Unsubscribed));
+            }
+            return Ok(OriginRules::Send {
+                include_unsubscribed: announcement.include_unsubscribed,
+            });
+        }
+    }
+    Ok(OriginRules::Send {
+        include_unsubscribed: false,
+    })
+}
+
+fn flags(contact: &Contact) -> Suppression {
+    Suppression {
+        hard_bounced: contact.hard_bounced_at.is_some(),
+        complained: contact.complaint_at.is_some(),
+        unsubscribed: contact.unsubscribed_at.is_some(),
+    }
+}
+
+/// Extends the lease of each of `messages` the worker holds under `lease_token` to
+/// `lease` from now, in one statement; returns how many it extended. A worker calls it
+/// well within the lease, so a live worker keeps what it holds however slow its servers
+/// are, and a dead worker's messages are free again soon after one lease. A message the
+/// worker gives up on (its outcome could not be recorded) is left out, so its lease runs
+/// out and another claim takes it.
+///
+/// # Errors
+/// [`AppError`] when the store fails.
+pub fn renew_message_leases(
+    services: &Services,
+    lease_token: Uuid,
+    messages: &[MessageId],
+    lease: std::time::Duration,
+) -> Result<u64, AppError> {
+    if messages.is_empty() {
+        return Ok(0);
+    }
+    let until = services
+        .clock
+        .now()
+        .plus(time::Duration::try_from(lease).unwrap_or(time::Duration::MINUTE));
+    in_transaction(services.db.as_ref(), |tx| {
+        Ok(tx.renew_message_leases(lease_token, messages, until)?)
+    })
+}

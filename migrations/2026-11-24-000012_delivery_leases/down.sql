@@ -1,0 +1,2 @@
+DROP INDEX messages_lease_token;
+ALTER TABLE messages DROP COLUMN claims_without_outcome;
