@@ -41,7 +41,11 @@ pub fn up() -> Result<()> {
     server
         .args(["run", "--package", "mailroom-server", "--bin", "mailroom"])
         .args(["--", "serve"])
-        .env("DATABASE_URL", &url);
+        .env("DATABASE_URL", &url)
+        // Without MAILROOM_SECRET_KEY the server keeps its key in `.mailroom/secret.key`
+        // under its working directory: the repository root, whichever directory `cargo
+        // xtask up` was typed in, so every start finds the same key.
+        .current_dir(system::workspace_root());
     // A development server should be able to save a mail server on localhost, such as
     // `cargo xtask mail-catcher`; the server refuses private addresses by default. An
     // explicit setting in the environment (even `false`) is left to the server.
@@ -160,7 +164,7 @@ fn timed(name: &str, body: impl FnOnce() -> Result<()>) -> Result<()> {
 }
 
 /// A `cargo` command; without colours under CI, whose logs show escape codes raw.
-fn cargo() -> Command {
+pub fn cargo() -> Command {
     let mut command = Command::new("cargo");
     if env::var_os("CI").is_some() {
         command.env("CARGO_TERM_COLOR", "never");
@@ -175,11 +179,9 @@ fn run_tests(args: &[String]) -> Result<()> {
     postgres::drop_leftover_test_databases(&url);
     let plan = TestPlan::from_args(args);
 
-    let mut unit_tests = if nextest_available() {
-        plan.nextest()
-    } else {
-        note("cargo-nextest not found; using `cargo test` (install it: `cargo install cargo-nextest`)");
-        plan.cargo_test()
+    let mut unit_tests = match TestRunner::detect() {
+        TestRunner::Nextest => plan.nextest(),
+        TestRunner::CargoTest => plan.cargo_test(),
     };
     let unit_tests_passed = run_watched(&mut postgres, unit_tests.env("DATABASE_URL", &url))?;
     // nextest does not run doc tests, so they are a step of their own. `cargo test --doc`
@@ -218,13 +220,45 @@ fn run_watched(postgres: &mut Postgres, command: &mut Command) -> Result<bool> {
     Ok(status?.success())
 }
 
-fn nextest_available() -> bool {
-    cargo()
-        .args(["nextest", "--version"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
+/// Which program runs the tests: cargo-nextest when a working one is installed, else
+/// `cargo test`. Not installed on the fly: `cargo install cargo-nextest` compiles for
+/// minutes on a small machine, a large share of CI's time, while `cargo test` runs the
+/// same tests (one binary after another, so somewhat slower) with nothing to install.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TestRunner {
+    Nextest,
+    CargoTest,
+}
+
+impl TestRunner {
+    /// Asks `cargo nextest --version`, so a `cargo-nextest` that is missing, broken or
+    /// exits non-zero all mean `cargo test`; says so in one line.
+    pub fn detect() -> Self {
+        let runner = Self::detect_with(&mut cargo());
+        if runner == TestRunner::CargoTest {
+            note(
+                "no working cargo-nextest (`cargo nextest --version` failed); using `cargo test` \
+                 (faster with nextest: `cargo install cargo-nextest --locked`)",
+            );
+        }
+        runner
+    }
+
+    /// The same with a prepared `cargo` command (tests give it their own PATH).
+    fn detect_with(cargo: &mut Command) -> Self {
+        let works = cargo
+            .args(["nextest", "--version"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success());
+        if works {
+            TestRunner::Nextest
+        } else {
+            TestRunner::CargoTest
+        }
+    }
 }
 
 /// How the extra arguments of `cargo xtask test` become the two test commands.
@@ -544,6 +578,80 @@ mod tests {
         assert!(!plan(&["-p", "xtask"]).selects_a_library());
         assert!(plan(&["-pxtask", "--package=mailroom-domain"]).selects_a_library());
         assert!(plan(&["-p", "some-dependency"]).selects_a_library());
+    }
+
+    /// A `cargo` whose PATH starts with a directory holding a fake `cargo-nextest`
+    /// script; `CARGO_HOME` points into it too, so an installed one in
+    /// `~/.cargo/bin` cannot win.
+    fn cargo_with_fake_nextest(name: &str, script: &str) -> (Command, PathBuf) {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = env::temp_dir().join(format!("xtask-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("bin")).expect("creating the fake bin directory");
+        let fake = dir.join("bin/cargo-nextest");
+        fs::write(&fake, script).expect("writing the fake cargo-nextest");
+        fs::set_permissions(&fake, fs::Permissions::from_mode(0o755)).expect("chmod");
+        let path = env::var_os("PATH").unwrap_or_default();
+        let path = env::join_paths(std::iter::once(dir.join("bin")).chain(env::split_paths(&path)))
+            .expect("a PATH");
+        let mut command = Command::new(env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+        command.env("PATH", path).env("CARGO_HOME", &dir);
+        (command, dir)
+    }
+
+    #[test]
+    fn a_broken_cargo_nextest_falls_back_to_cargo_test() {
+        let (mut cargo, dir) = cargo_with_fake_nextest("broken-nextest", "#!/bin/sh\nexit 1\n");
+        let runner = TestRunner::detect_with(&mut cargo);
+        let _ = fs::remove_dir_all(&dir);
+        assert_eq!(runner, TestRunner::CargoTest);
+    }
+
+    #[test]
+    fn a_working_cargo_nextest_is_used() {
+        let (mut cargo, dir) =
+            cargo_with_fake_nextest("working-nextest", "#!/bin/sh\necho 'cargo-nextest 0.9.0'\n");
+        let runner = TestRunner::detect_with(&mut cargo);
+        let _ = fs::remove_dir_all(&dir);
+        assert_eq!(runner, TestRunner::Nextest);
+    }
+
+    #[test]
+    fn reliability_runs_the_ignored_tests_with_either_runner() {
+        assert_eq!(
+            words(&crate::reliability::command(TestRunner::Nextest, &[]).expect("nextest")),
+            [
+                "nextest",
+                "run",
+                "--workspace",
+                "--run-ignored",
+                "only",
+                "--no-fail-fast",
+                "--test-threads",
+                "1",
+                "--success-output",
+                "immediate"
+            ]
+        );
+        assert_eq!(
+            words(&crate::reliability::command(TestRunner::CargoTest, &[]).expect("cargo test")),
+            [
+                "test",
+                "--workspace",
+                "--tests",
+                "--no-fail-fast",
+                "--",
+                "--ignored",
+                "--test-threads",
+                "1",
+                "--nocapture"
+            ]
+        );
+        assert!(crate::reliability::command(
+            TestRunner::CargoTest,
+            &["-E".into(), "test(x)".into()]
+        )
+        .is_err());
     }
 
     #[test]
