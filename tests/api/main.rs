@@ -2,6 +2,7 @@
 
 mod accounts;
 mod announcements;
+mod api_doc;
 mod api_reference;
 mod automations;
 mod campaign_setup;
