@@ -11,7 +11,7 @@ use crate::postgres::{self, InstallIfMissing, Postgres, PrivateCluster};
 use crate::system::{self, note};
 use crate::Result;
 
-/// Crates the domain must never depend on: it does no I/O (DESIGN.md, STYLE.md §9).
+/// Crates the domain must never depend on: it does no I/O (docs/design.md#1-one-binary-layered-crates).
 const FORBIDDEN_IN_DOMAIN: [&str; 7] = [
     "diesel",
     "actix-web",

@@ -12,6 +12,8 @@ mod mail_catcher;
 mod postgres;
 mod reliability;
 mod system;
+#[cfg(test)]
+mod tidy;
 
 use std::process::ExitCode;
 
