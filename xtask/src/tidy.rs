@@ -1,7 +1,7 @@
 //! Tidy tests: the repository explains itself from a clone alone.
 //!
 //! - No tracked file cites the product design document that lives outside the repository,
-//!   nor `../shared/…`: what they said is in `docs/` now (`docs/design.md`,
+//!   nor the shared folder beside it: what they said is in `docs/` now (`docs/design.md`,
 //!   `docs/api.md`). `CHANGELOG.md` may name them, as history.
 //! - `docs/ARCHITECTURE.md` names only paths that exist, and says nothing twice.
 //!
