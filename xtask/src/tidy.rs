@@ -90,40 +90,87 @@ fn files_citing_outside_documents() -> Vec<String> {
         .collect()
 }
 
-/// Paragraphs (blocks between blank lines, outside code fences) that appear more than
-/// once, ignoring line breaks and spacing; short ones (headings, "See below.") are fine.
+/// Paragraphs, list items, sentences and runs of twelve words (outside code fences) that appear
+/// more than once, ignoring line breaks and spacing: an edit that pasted a paragraph, or
+/// part of one, beside an older version. Short ones (headings, "See below.") may repeat.
 fn duplicated_paragraphs(markdown: &str) -> Vec<String> {
-    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     let mut in_fence = false;
-    let mut block: Vec<&str> = Vec::new();
-    let mut blocks: Vec<String> = Vec::new();
-    for line in markdown.lines().chain(std::iter::once("")) {
+    let mut pieces: Vec<String> = Vec::new();
+    let mut current: Vec<&str> = Vec::new();
+    let flush = |current: &mut Vec<&str>, pieces: &mut Vec<String>| {
+        if !current.is_empty() {
+            pieces.push(current.join(" "));
+            current.clear();
+        }
+    };
+    for line in markdown.lines() {
         if line.trim_start().starts_with("```") {
             in_fence = !in_fence;
+            flush(&mut current, &mut pieces);
             continue;
         }
         if in_fence {
             continue;
         }
-        if line.trim().is_empty() {
-            if !block.is_empty() {
-                blocks.push(block.join(" "));
-                block.clear();
-            }
-        } else {
-            block.push(line);
+        let trimmed = line.trim_start();
+        // A blank line ends a paragraph; a list item or table row starts a piece.
+        if trimmed.is_empty() || trimmed.starts_with("- ") || trimmed.starts_with('|') {
+            flush(&mut current, &mut pieces);
+        }
+        if !trimmed.is_empty() {
+            current.push(trimmed);
         }
     }
-    for text in blocks {
-        let normalised = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    flush(&mut current, &mut pieces);
+
+    // Runs of words repeated anywhere in the text (across line breaks and paragraphs)
+    // catch a passage pasted beside its older version even when the two differ at the
+    // edges; prose repeats itself this long only by accident.
+    const RUN: usize = 12;
+    let mut words: Vec<String> = Vec::new();
+    let mut in_fence = false;
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+            continue;
+        }
+        if !in_fence {
+            words.extend(
+                line.split_whitespace()
+                    .map(|word| word.trim_matches(|c: char| ",.;:()".contains(c)).to_owned())
+                    .filter(|word| !word.is_empty() && word != "-" && word != "|"),
+            );
+        }
+    }
+    let mut runs: BTreeMap<String, usize> = BTreeMap::new();
+    for window in words.windows(RUN) {
+        *runs.entry(window.join(" ")).or_default() += 1;
+    }
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for piece in pieces {
+        let normalised = piece.split_whitespace().collect::<Vec<_>>().join(" ");
+        let sentences: Vec<String> = normalised
+            .split(". ")
+            .map(str::to_owned)
+            .filter(|sentence| sentence.len() >= 60 && sentence.len() < normalised.len())
+            .collect();
+        // A sentence repeated within one piece counts too.
+        for sentence in sentences {
+            *seen.entry(sentence).or_default() += 1;
+        }
         if normalised.len() >= 40 {
             *seen.entry(normalised).or_default() += 1;
         }
     }
-    seen.into_iter()
+    let mut repeated: Vec<String> = seen
+        .into_iter()
+        .chain(runs)
         .filter(|(_, count)| *count > 1)
         .map(|(text, _)| text)
-        .collect()
+        .collect();
+    repeated.sort();
+    repeated.dedup();
+    repeated
 }
 
 /// Backticked words that name a repository path (their first segment is a top-level
@@ -221,12 +268,32 @@ fn tidy_checks_catch_what_they_look_for() {
         ["crates/nowhere/src/lib.rs"]
     );
     let paragraph = "The worker claims a batch of messages and sends them through the pool.";
-    assert_eq!(
-        duplicated_paragraphs(&format!(
-            "# Title\n\n{paragraph}\n\nSomething else that is long enough to count here.\n\n\
-             The worker claims a batch of messages\nand sends them through the pool.\n"
-        )),
-        [paragraph]
+    let repeated = duplicated_paragraphs(&format!(
+        "# Title\n\n{paragraph}\n\nSomething else that is long enough to count here.\n\n\
+         The worker claims a batch of messages\nand sends them through the pool.\n"
+    ));
+    assert!(
+        repeated.iter().any(|text| text == paragraph),
+        "{repeated:?}"
     );
-    assert!(duplicated_paragraphs("```\nsame line, long enough to count twice\n\nsame line, long enough to count twice\n```\n").is_empty());
+    assert!(duplicated_paragraphs(
+        "```\nsame line, long enough to count twice\n\nsame line, long enough to count twice\n```\n"
+    )
+    .is_empty());
+    // The same list item twice in one list.
+    let item = "- `dto.rs`: JSON shapes and secret masking here.";
+    let repeated = duplicated_paragraphs(&format!("{item}\n- other\n{item}\n"));
+    assert!(repeated.iter().any(|text| text == item), "{repeated:?}");
+    // A passage pasted into another paragraph, with different edges.
+    let passage = "the lease outlasts two SMTP timeouts plus a minute for each message it holds";
+    let repeated = duplicated_paragraphs(&format!(
+        "First, {passage}; more.\n\nSecond: {passage} and again.\n"
+    ));
+    assert!(!repeated.is_empty(), "a pasted passage went unnoticed");
+    // Different paragraphs pass.
+    assert!(duplicated_paragraphs(
+        "Requests arrive over HTTP and become calls to use cases in the app crate.\n\n\
+         Workers claim due messages under a lease and send them through the pool.\n"
+    )
+    .is_empty());
 }
