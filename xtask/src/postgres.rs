@@ -916,7 +916,7 @@ pub fn drop_leftover_test_databases(url: &str) {
             "-c",
         ])
         .arg(
-            r"SELECT datname FROM pg_database AS d
+            r"SELECT datname, datistemplate FROM pg_database AS d
               WHERE datname LIKE 'mailroom\_test\_%'
                 AND NOT EXISTS (SELECT 1 FROM pg_stat_activity AS a WHERE a.datid = d.oid)
               ORDER BY datname",
@@ -925,9 +925,8 @@ pub fn drop_leftover_test_databases(url: &str) {
     let names = match list {
         Ok(output) if output.status.success() => String::from_utf8_lossy(&output.stdout)
             .lines()
-            .map(str::trim)
-            .filter(|name| !name.is_empty())
-            .map(str::to_owned)
+            .filter_map(|line| line.trim().split_once('|'))
+            .map(|(name, template)| (name.to_owned(), template == "t"))
             .collect::<Vec<_>>(),
         Ok(output) => {
             note(&format!(
@@ -942,14 +941,19 @@ pub fn drop_leftover_test_databases(url: &str) {
         }
     };
     let mut dropped = 0;
-    for name in &names {
+    for (name, is_template) in &names {
         let quoted = format!("\"{}\"", name.replace('"', "\"\""));
         // Separate -c options run as separate transactions, which DROP DATABASE needs.
-        // A template database cannot be dropped until it stops being one.
-        let result = Command::new(&psql)
-            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url])
-            .arg("-c")
-            .arg(format!("ALTER DATABASE {quoted} IS_TEMPLATE false"))
+        // A template database cannot be dropped until it stops being one; the ALTER is
+        // only for those, since it fails on a database an interrupted DROP left invalid
+        // (which DROP alone removes).
+        let mut drop = Command::new(&psql);
+        drop.args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url]);
+        if *is_template {
+            drop.arg("-c")
+                .arg(format!("ALTER DATABASE {quoted} IS_TEMPLATE false"));
+        }
+        let result = drop
             .arg("-c")
             .arg(format!("DROP DATABASE IF EXISTS {quoted}"))
             .output();
