@@ -365,6 +365,11 @@ pub enum InstallIfMissing {
 /// The cluster under `target/`: data in `target/pgdata`, its log in
 /// `target/pgdata.log`, its unix socket in `target/pgsocket` (not `/var/run/postgresql`,
 /// which may not exist or belong to the system server).
+///
+/// As root the server runs as `postgres`, which must be able to enter every directory
+/// above its data. A checkout under a private directory (`/root/…`, mode 0700) does not
+/// allow that, so there the cluster lives in `/var/tmp/mailroom-pg-<hash of the checkout's
+/// path>/` instead, one per checkout, kept across runs like `target/pgdata`.
 pub struct PrivateCluster {
     target_dir: PathBuf,
     data_dir: PathBuf,
@@ -374,7 +379,14 @@ pub struct PrivateCluster {
 
 impl PrivateCluster {
     pub fn new() -> Self {
-        let target_dir = system::workspace_root().join("target");
+        let workspace = system::workspace_root();
+        let mut target_dir = workspace.join("target");
+        if system::is_root() && !others_can_enter(&target_dir) {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            workspace.hash(&mut hasher);
+            target_dir = PathBuf::from(format!("/var/tmp/mailroom-pg-{:016x}", hasher.finish()));
+        }
         PrivateCluster {
             data_dir: target_dir.join("pgdata"),
             socket_dir: target_dir.join("pgsocket"),
@@ -558,6 +570,18 @@ impl PrivateCluster {
         let tail = lines[lines.len().saturating_sub(15)..].join("\n");
         format!("last lines of {}:\n{tail}", self.log_file.display())
     }
+}
+
+/// Whether a user who is neither the owner nor in the group (as `postgres` is for
+/// root's directories) may enter `dir` and every directory above it. Parts that do not
+/// exist yet (`target/` before the first build) are created by root with mode 0755.
+fn others_can_enter(dir: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    dir.ancestors()
+        .all(|ancestor| match fs::metadata(ancestor) {
+            Ok(meta) => meta.permissions().mode() & 0o001 != 0,
+            Err(_) => true,
+        })
 }
 
 fn chown_to_postgres(path: &Path) -> Result<()> {
@@ -1104,6 +1128,25 @@ mod tests {
             panic!("a missing role must be refused for authentication");
         };
         assert!(missing_role.contains("does not exist"), "{missing_role}");
+    }
+
+    #[test]
+    fn a_private_directory_above_the_data_is_noticed() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = env::temp_dir().join(format!("xtask-enter-{}", std::process::id()));
+        let inner = root.join("checkout/target");
+        fs::create_dir_all(&inner).expect("creating directories");
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o755)).expect("chmod");
+        let open = others_can_enter(&inner) && others_can_enter(&inner.join("not-yet"));
+        fs::set_permissions(root.join("checkout"), fs::Permissions::from_mode(0o700))
+            .expect("chmod");
+        let closed = others_can_enter(&inner);
+        let _ = fs::remove_dir_all(&root);
+        assert!(open, "every directory above is 0755");
+        assert!(
+            !closed,
+            "a 0700 directory above the data keeps `postgres` out"
+        );
     }
 
     #[test]
