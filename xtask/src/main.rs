@@ -77,8 +77,9 @@ PostgreSQL discovery, in order:
      password (skipped when MAILROOM_XTASK_PRIVATE_PG=1; a server that asks
      for a password or has no such role is named in one line and skipped);
   3. a private cluster under target/pgdata, created with the system's initdb
-     (installed with apt-get when running as root and none is found). A cluster
-     started by `up`, `test` or `ci` is stopped when the command ends.
+     (installed with apt-get when running as root and none is found; as root in
+     a checkout the postgres user cannot enter, under /var/tmp/mailroom-pg-…).
+     A cluster started by `up`, `test` or `ci` is stopped when the command ends.
 ";
 
 fn main() -> ExitCode {
