@@ -348,11 +348,17 @@ impl TestPlan {
 
     /// Without nextest: `cargo test --tests`, which runs what nextest would (library,
     /// binary and integration tests) but not the doc tests, which have their own step.
+    /// One test at a time within each binary: nextest's configuration runs the
+    /// process-level tests (several `mailroom` processes each) one at a time, and libtest
+    /// has no per-binary setting, so the fallback is serial throughout (slower, not flaky).
     fn cargo_test(&self) -> Command {
         let mut command = cargo();
         command.args(["test", "--tests"]);
         self.add_defaults(&mut command);
         command.args(&self.args);
+        if env::var_os("RUST_TEST_THREADS").is_none() {
+            command.env("RUST_TEST_THREADS", "1");
+        }
         command
     }
 
