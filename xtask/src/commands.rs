@@ -179,7 +179,7 @@ fn run_tests(args: &[String]) -> Result<()> {
     postgres::drop_leftover_test_databases(&url);
     let plan = TestPlan::from_args(args);
 
-    let mut unit_tests = match TestRunner::detect() {
+    let mut unit_tests = match TestRunner::provide() {
         TestRunner::Nextest => plan.nextest(),
         TestRunner::CargoTest => plan.cargo_test(),
     };
@@ -220,28 +220,65 @@ fn run_watched(postgres: &mut Postgres, command: &mut Command) -> Result<bool> {
     Ok(status?.success())
 }
 
-/// Which program runs the tests: cargo-nextest when a working one is installed, else
-/// `cargo test`. Not installed on the fly: `cargo install cargo-nextest` compiles for
-/// minutes on a small machine, a large share of CI's time, while `cargo test` runs the
-/// same tests (one binary after another, so somewhat slower) with nothing to install.
+/// Which program runs the tests: cargo-nextest, installed when missing, else `cargo test`.
+///
+/// The suite is written for nextest, which runs every test in a process of its own: some
+/// tests read process-wide counters (the metrics test) and would see their neighbours'
+/// work under `cargo test`, which runs a binary's tests in one process. So a machine
+/// without a working cargo-nextest gets one with `cargo install cargo-nextest --locked`
+/// (several minutes of compiling, once per machine: it lands in `$CARGO_HOME/bin`).
+/// Only when that fails (no registry, no compiler) do the tests run with `cargo test`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TestRunner {
     Nextest,
     CargoTest,
 }
 
+/// Setting this to `1` keeps xtask from installing cargo-nextest (then `cargo test` runs).
+const NO_INSTALL_ENV: &str = "MAILROOM_XTASK_NO_INSTALL";
+
 impl TestRunner {
-    /// Asks `cargo nextest --version`, so a `cargo-nextest` that is missing, broken or
-    /// exits non-zero all mean `cargo test`; says so in one line.
-    pub fn detect() -> Self {
-        let runner = Self::detect_with(&mut cargo());
-        if runner == TestRunner::CargoTest {
-            note(
-                "no working cargo-nextest (`cargo nextest --version` failed); using `cargo test` \
-                 (faster with nextest: `cargo install cargo-nextest --locked`)",
-            );
+    /// A working cargo-nextest, installing it if need be; `cargo test` as the last resort.
+    /// A `cargo-nextest` that is missing, broken or exits non-zero is not working.
+    pub fn provide() -> Self {
+        if Self::detect_with(&mut cargo()) == TestRunner::Nextest {
+            return TestRunner::Nextest;
         }
-        runner
+        if env::var(NO_INSTALL_ENV).is_ok_and(|value| value == "1") {
+            note(&format!(
+                "no working cargo-nextest and {NO_INSTALL_ENV}=1: using `cargo test`"
+            ));
+            return TestRunner::CargoTest;
+        }
+        note(
+            "no working cargo-nextest (`cargo nextest --version` failed): installing it with \
+             `cargo install cargo-nextest --locked` (several minutes of compiling, once per machine)",
+        );
+        let started = Instant::now();
+        // --force replaces a broken cargo-nextest of our own in $CARGO_HOME/bin.
+        let installed =
+            system::run(cargo().args(["install", "cargo-nextest", "--locked", "--force"]));
+        if let Err(error) = &installed {
+            note(&format!("could not install cargo-nextest: {error}"));
+        } else {
+            note(&format!(
+                "cargo-nextest installed in {}",
+                system::format_duration(started.elapsed())
+            ));
+            // A broken cargo-nextest in a PATH directory before $CARGO_HOME/bin would
+            // still win; put the one just installed first for this run.
+            if Self::detect_with(&mut cargo()) == TestRunner::CargoTest {
+                prepend_cargo_home_bin_to_path();
+            }
+            if Self::detect_with(&mut cargo()) == TestRunner::Nextest {
+                return TestRunner::Nextest;
+            }
+        }
+        note(
+            "using `cargo test` without cargo-nextest: tests that need a process of their own \
+             (the metrics test reads process-wide counters) may fail",
+        );
+        TestRunner::CargoTest
     }
 
     /// The same with a prepared `cargo` command (tests give it their own PATH).
@@ -258,6 +295,25 @@ impl TestRunner {
         } else {
             TestRunner::CargoTest
         }
+    }
+}
+
+/// Puts `$CARGO_HOME/bin` (default `~/.cargo/bin`), where `cargo install` puts programs,
+/// first in this process's PATH, which the cargo commands it runs inherit.
+fn prepend_cargo_home_bin_to_path() {
+    let home_bin = env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")))
+        .map(|home| home.join("bin"));
+    let Some(home_bin) = home_bin else {
+        return;
+    };
+    let path = env::var_os("PATH").unwrap_or_default();
+    let dirs = std::iter::once(home_bin.clone())
+        .chain(env::split_paths(&path).filter(|dir| *dir != home_bin));
+    if let Ok(joined) = env::join_paths(dirs) {
+        // Single-threaded here, before any child process is started for the tests.
+        env::set_var("PATH", joined);
     }
 }
 

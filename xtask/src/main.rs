@@ -29,7 +29,9 @@ Commands:
                       MAILROOM_ALLOW_PRIVATE_EGRESS=true unless already set.
   test [args...]      Run every test: `cargo nextest run --workspace --no-fail-fast`,
                       then the doc tests (`cargo test --workspace --doc`).
-                      Without a working cargo-nextest, `cargo test` runs them.
+                      Without a working cargo-nextest, installs it (`cargo
+                      install cargo-nextest --locked`; MAILROOM_XTASK_NO_INSTALL=1
+                      declines), else falls back to `cargo test`.
                       Extra args go to nextest. Package and feature selections
                       (-p/--package, --exclude, -F/--features, --all-features,
                       --no-default-features, --release) also apply to the doc tests,
@@ -41,8 +43,9 @@ Commands:
                       `test` without arguments runs them after the suite):
                       `cargo nextest run --workspace --run-ignored only
                       --test-threads 1 --success-output immediate`, printing
-                      their figures. Extra args go to nextest. Without a
-                      working cargo-nextest: `cargo test -- --ignored`.
+                      their figures. Extra args go to nextest. Without
+                      cargo-nextest (and no way to install it): `cargo test
+                      -- --ignored`.
   bench audience [--contacts N] [--seconds S]
                       The audience benchmark in release mode: imports N
                       contacts (default 1000000) through the API, then times

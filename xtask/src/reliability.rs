@@ -5,9 +5,10 @@
 //! --test-threads 1 --success-output immediate <args>` against the discovered
 //! PostgreSQL: one test at a time, since each measures the machine, and with the output
 //! of passing tests shown, since the figures they print are the point. Extra args go to
-//! nextest (e.g. `-E 'test(/load/)'` for the load test alone). Without a working
-//! cargo-nextest the same tests run with `cargo test … -- --ignored --test-threads 1
-//! --nocapture` (which takes no nextest arguments).
+//! nextest (e.g. `-E 'test(/load/)'` for the load test alone). cargo-nextest is
+//! installed when missing (see [`TestRunner`]); where that fails, the same tests run with
+//! `cargo test … -- --ignored --test-threads 1 --nocapture` (which takes no nextest
+//! arguments).
 
 use std::process::Command;
 use std::time::Instant;
@@ -56,7 +57,7 @@ pub fn command(runner: TestRunner, args: &[String]) -> Result<Command> {
 }
 
 fn run_ignored(args: &[String]) -> Result<()> {
-    let mut command = command(TestRunner::detect(), args)?;
+    let mut command = command(TestRunner::provide(), args)?;
     postgres::ensure_libpq()?;
     let mut postgres = Postgres::provide()?;
     let url = postgres.maintenance_url();
