@@ -662,7 +662,7 @@ mod tests {
     }
 
     #[test]
-    fn a_broken_cargo_nextest_falls_back_to_cargo_test() {
+    fn a_broken_cargo_nextest_is_not_taken_for_a_working_one() {
         let (mut cargo, dir) = cargo_with_fake_nextest("broken-nextest", "#!/bin/sh\nexit 1\n");
         let runner = TestRunner::detect_with(&mut cargo);
         let _ = fs::remove_dir_all(&dir);
