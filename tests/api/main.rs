@@ -2,6 +2,8 @@
 
 mod accounts;
 mod announcements;
+mod api_doc;
+mod api_reference;
 mod automations;
 mod bounds;
 mod campaign_setup;

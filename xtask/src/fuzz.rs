@@ -255,23 +255,7 @@ fn ensure_schemathesis(venv: &Path) -> Result<PathBuf> {
             return Ok(executable);
         }
     }
-    let python = system::find_in_path("python3")
-        .ok_or("python3 not found; install Python 3.9 or later (e.g. `apt-get install python3 python3-venv`)")?;
-    if !venv.join("bin/pip").exists() {
-        let has_venv = Command::new(&python)
-            .args(["-c", "import venv, ensurepip"])
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|status| status.success());
-        if !has_venv {
-            if !system::is_root() {
-                return Err("python3's venv module is missing: install python3-venv".to_owned());
-            }
-            note("python3-venv not found; installing it with apt-get");
-            system::apt_install(&["python3-venv"])?;
-        }
-        system::run(Command::new(&python).args(["-m", "venv"]).arg(venv))?;
-    }
+    system::python_venv(venv)?;
     system::run(
         Command::new(venv.join("bin/pip"))
             .args(["install", "--quiet", "--disable-pip-version-check"])

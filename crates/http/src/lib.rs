@@ -87,6 +87,24 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     api
 }
 
+/// The browsable API reference at `/docs/`: Swagger UI, whose files are compiled into
+/// the binary (utoipa-swagger-ui's `vendored` feature), reading the document served at
+/// `/v2/openapi.json`. No CDN and no validator badge, so it works offline.
+fn api_reference() -> utoipa_swagger_ui::SwaggerUi {
+    utoipa_swagger_ui::SwaggerUi::new("/docs/{_:.*}").config(
+        utoipa_swagger_ui::Config::new(["/v2/openapi.json"])
+            .validator_url("none")
+            .try_it_out_enabled(true),
+    )
+}
+
+/// `/docs` → `/docs/`: the page loads its files by relative paths.
+async fn api_reference_redirect() -> HttpResponse {
+    HttpResponse::PermanentRedirect()
+        .insert_header((header::LOCATION, "/docs/"))
+        .finish()
+}
+
 /// Paths and methods from the OpenAPI document, so an unmatched request can be told
 /// apart: a known path with another method is 405 (with `Allow`), anything else 404.
 struct RouteTable(Vec<(actix_web::dev::ResourceDef, String)>);
@@ -199,7 +217,9 @@ pub fn serve(
     let server = HttpServer::new(move || {
         let metrics_for_requests = metrics.clone();
         let (app, _) = routed_app().split_for_parts();
-        app.app_data(services.clone())
+        app.service(api_reference())
+            .route("/docs", web::get().to(api_reference_redirect))
+            .app_data(services.clone())
             .app_data(metrics.clone())
             .app_data(document.clone())
             .app_data(table.clone())

@@ -194,6 +194,123 @@ async fn serve_answers_and_stops_gracefully_on_sigterm() {
     );
 }
 
+/// The README's way of running Mailroom without `MAILROOM_SECRET_KEY`: the binary keeps a
+/// key of its own in `.mailroom/secret.key` (mode 0600) under its working directory, so a
+/// secret sealed by one start opens in the next. `rotate-secrets` opens every stored
+/// secret and fails when one opens with neither key, which a fresh key per start would do.
+#[tokio::test]
+async fn two_starts_without_a_secret_key_open_the_same_sealed_secret() {
+    use std::os::unix::fs::PermissionsExt;
+    let database = TestDatabase::create();
+    let dir = ScratchDir::new("keyfile");
+    let without_key = || {
+        let mut command = mailroom(&dir, &database);
+        command.env_remove("MAILROOM_SECRET_KEY");
+        command
+    };
+
+    // First start: creates the user, and the key file.
+    let output = without_key()
+        .args(["user", "create", "--email", "ada@example.com"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("running mailroom user create");
+    let created = created_user(&output);
+    let token = created["token"].as_str().expect("token is a string");
+    let key_file = dir.path.join(".mailroom/secret.key");
+    let mode = fs::metadata(&key_file)
+        .unwrap_or_else(|e| panic!("{} was not created: {e}", key_file.display()))
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "the key file must be private");
+
+    // Second start: the server seals a webhook signing secret.
+    let port = free_port();
+    let mut server = ServerProcess(
+        without_key()
+            .arg("serve")
+            .env("MAILROOM_LISTEN", format!("127.0.0.1:{port}"))
+            .env("MAILROOM_WORKERS", "false")
+            // The receiver's address is only checked, never called: loopback, offline.
+            .env("MAILROOM_ALLOW_PRIVATE_EGRESS", "true")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting `mailroom serve`"),
+    );
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .expect("HTTP client");
+    let started = Instant::now();
+    while !matches!(
+        client.get(format!("{base}/healthz")).send().await,
+        Ok(response) if response.status() == 200
+    ) {
+        assert!(
+            server.0.try_wait().expect("polling the server").is_none(),
+            "`mailroom serve` exited early"
+        );
+        assert!(started.elapsed() < Duration::from_secs(30), "no /healthz");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let account: Value = client
+        .post(format!("{base}/v2/accounts"))
+        .bearer_auth(token)
+        .json(&serde_json::json!({"name": "Keyfile"}))
+        .send()
+        .await
+        .expect("POST /v2/accounts")
+        .json()
+        .await
+        .expect("an account");
+    let account_id = account["_id"].as_str().expect("account id");
+    let webhook = client
+        .put(format!("{base}/v2/accounts/{account_id}/webhooks"))
+        .bearer_auth(token)
+        .json(&serde_json::json!({
+            "url": "http://127.0.0.1:9/mailroom",
+            "authType": "none",
+            "events": ["contact.bounced"]
+        }))
+        .send()
+        .await
+        .expect("PUT webhooks");
+    assert_eq!(webhook.status(), 200, "{:?}", webhook.text().await);
+    drop(server);
+
+    // Third start, again without the variable: every stored secret opens.
+    let rotation = without_key()
+        .arg("rotate-secrets")
+        .stdin(Stdio::null())
+        .output()
+        .expect("running mailroom rotate-secrets");
+    let stdout = String::from_utf8_lossy(&rotation.stdout);
+    assert!(
+        rotation.status.success(),
+        "a secret sealed by the previous start does not open: {stdout}\n{}",
+        String::from_utf8_lossy(&rotation.stderr)
+    );
+    let summary: Value = serde_json::from_str(&stdout).expect("one JSON summary");
+    assert_eq!(summary["complete"], true, "{summary}");
+    assert_eq!(summary["resealed"], 0, "{summary}");
+
+    // The check can fail: under another key the same secret does not open.
+    let other_key = mailroom(&dir, &database)
+        .env(
+            "MAILROOM_SECRET_KEY",
+            base64::engine::general_purpose::STANDARD.encode([9u8; 32]),
+        )
+        .arg("rotate-secrets")
+        .stdin(Stdio::null())
+        .output()
+        .expect("running mailroom rotate-secrets");
+    assert!(!other_key.status.success(), "another key opened the secret");
+}
+
 /// `mailroom` with a clean environment of its own: the test database, a fixed key, quiet
 /// logs, and a scratch working directory (so no `.mailroom/` appears in the repository).
 fn mailroom(dir: &ScratchDir, database: &TestDatabase) -> Command {

@@ -1,0 +1,299 @@
+//! Tidy tests: the repository explains itself from a clone alone.
+//!
+//! - No tracked file cites the product design document that lives outside the repository,
+//!   nor the shared folder beside it: what they said is in `docs/` now (`docs/design.md`,
+//!   `docs/api.md`). `CHANGELOG.md` may name them, as history.
+//! - `docs/ARCHITECTURE.md` names only paths that exist, and says nothing twice.
+//!
+//! Tests only (`cargo xtask test` runs them with the rest of the workspace).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use crate::system;
+
+/// Spelled in two parts so that this file does not cite it itself.
+const DESIGN_DOCUMENT: &str = concat!("DESIGN", ".md");
+/// The same document cited without its extension.
+const DESIGN_SECTION: &str = concat!("DESIGN", " §");
+const SHARED_DIRECTORY: &str = concat!("../", "shared");
+
+/// Files whose citations `/work/notes/design-refs.sed` rewrites when the lead applies
+/// it after merging every branch (their owners were editing them at the same time). Once
+/// the sed has run, this list must be emptied: the test fails while a listed file no
+/// longer cites, as it fails while an unlisted one does.
+const CITES_PENDING_SED: [&str; 31] = [
+    "crates/app/src/announcements/mod.rs",
+    "crates/app/src/automations/mod.rs",
+    "crates/app/src/feedback/mod.rs",
+    "crates/app/src/mail_servers/save_mail_server.rs",
+    "crates/app/src/messages/mod.rs",
+    "crates/app/src/messages/send_limit.rs",
+    "crates/app/src/rendering.rs",
+    "crates/app/src/tracking/mod.rs",
+    "crates/app/src/unsubscribe/mod.rs",
+    "crates/domain/src/announcement.rs",
+    "crates/domain/src/automation.rs",
+    "crates/domain/src/feedback.rs",
+    "crates/domain/src/message.rs",
+    "crates/http/src/routes/tracking.rs",
+    "crates/http/src/routes/unsubscribe.rs",
+    "crates/postgres/src/repositories/messages.rs",
+    "crates/postgres/tests/schema.rs",
+    "crates/postgres/tests/segments.rs",
+    "crates/server/src/config.rs",
+    "crates/server/tests/cli.rs",
+    "crates/server/tests/processes.rs",
+    "crates/smtp/src/lib.rs",
+    "crates/webhook/src/lib.rs",
+    "crates/webhook/src/sender.rs",
+    "docs/api-decisions.md",
+    "docs/operations.md",
+    "migrations/2026-11-22-000004_webhook_events/up.sql",
+    "migrations/2026-11-22-000005_messages/up.sql",
+    "migrations/2026-11-22-000006_automations_announcements/up.sql",
+    "migrations/2026-11-22-000007_tracking/up.sql",
+    "tests/api/openapi.rs",
+];
+
+/// The files git tracks, relative to the workspace root.
+fn tracked_files() -> Vec<String> {
+    let output = Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(system::workspace_root())
+        .output()
+        .expect("running git ls-files");
+    assert!(output.status.success(), "git ls-files failed");
+    String::from_utf8_lossy(&output.stdout)
+        .split('\0')
+        .filter(|name| !name.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The tracked text files (other than the changelog) that cite a document outside the
+/// repository.
+fn files_citing_outside_documents() -> Vec<String> {
+    let root = system::workspace_root();
+    tracked_files()
+        .into_iter()
+        .filter(|name| name != "CHANGELOG.md")
+        .filter(|name| {
+            fs::read_to_string(root.join(name)).is_ok_and(|text| {
+                text.contains(DESIGN_DOCUMENT)
+                    || text.contains(DESIGN_SECTION)
+                    || text.contains(SHARED_DIRECTORY)
+            })
+        })
+        .collect()
+}
+
+/// Paragraphs, list items, sentences and runs of twelve words (outside code fences) that appear
+/// more than once, ignoring line breaks and spacing: an edit that pasted a paragraph, or
+/// part of one, beside an older version. Short ones (headings, "See below.") may repeat.
+fn duplicated_paragraphs(markdown: &str) -> Vec<String> {
+    let mut in_fence = false;
+    let mut pieces: Vec<String> = Vec::new();
+    let mut current: Vec<&str> = Vec::new();
+    let flush = |current: &mut Vec<&str>, pieces: &mut Vec<String>| {
+        if !current.is_empty() {
+            pieces.push(current.join(" "));
+            current.clear();
+        }
+    };
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+            flush(&mut current, &mut pieces);
+            continue;
+        }
+        if in_fence {
+            continue;
+        }
+        let trimmed = line.trim_start();
+        // A blank line ends a paragraph; a list item or table row starts a piece.
+        if trimmed.is_empty() || trimmed.starts_with("- ") || trimmed.starts_with('|') {
+            flush(&mut current, &mut pieces);
+        }
+        if !trimmed.is_empty() {
+            current.push(trimmed);
+        }
+    }
+    flush(&mut current, &mut pieces);
+
+    // Runs of words repeated anywhere in the text (across line breaks and paragraphs)
+    // catch a passage pasted beside its older version even when the two differ at the
+    // edges; prose repeats itself this long only by accident.
+    const RUN: usize = 12;
+    let mut words: Vec<String> = Vec::new();
+    let mut in_fence = false;
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+            continue;
+        }
+        if !in_fence {
+            words.extend(
+                line.split_whitespace()
+                    .map(|word| word.trim_matches(|c: char| ",.;:()".contains(c)).to_owned())
+                    .filter(|word| !word.is_empty() && word != "-" && word != "|"),
+            );
+        }
+    }
+    let mut runs: BTreeMap<String, usize> = BTreeMap::new();
+    for window in words.windows(RUN) {
+        *runs.entry(window.join(" ")).or_default() += 1;
+    }
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for piece in pieces {
+        let normalised = piece.split_whitespace().collect::<Vec<_>>().join(" ");
+        let sentences: Vec<String> = normalised
+            .split(". ")
+            .map(str::to_owned)
+            .filter(|sentence| sentence.len() >= 60 && sentence.len() < normalised.len())
+            .collect();
+        // A sentence repeated within one piece counts too.
+        for sentence in sentences {
+            *seen.entry(sentence).or_default() += 1;
+        }
+        if normalised.len() >= 40 {
+            *seen.entry(normalised).or_default() += 1;
+        }
+    }
+    let mut repeated: Vec<String> = seen
+        .into_iter()
+        .chain(runs)
+        .filter(|(_, count)| *count > 1)
+        .map(|(text, _)| text)
+        .collect();
+    repeated.sort();
+    repeated.dedup();
+    repeated
+}
+
+/// Backticked words that name a repository path (their first segment is a top-level
+/// entry of the repository, other than the build output) and do not exist under `root`.
+/// Patterns (`crates/*`, `{id}`, `…`) are not paths and are skipped.
+fn missing_paths(markdown: &str, root: &Path, top_level: &[String]) -> Vec<String> {
+    let mut missing = Vec::new();
+    for (index, piece) in markdown.split('`').enumerate() {
+        // Odd pieces are inside backticks.
+        if index % 2 == 0 || piece.contains(char::is_whitespace) {
+            continue;
+        }
+        if piece.contains(['*', '{', '<', '…', '$', '(']) {
+            continue;
+        }
+        let path = piece
+            .split(['#', ':'])
+            .next()
+            .unwrap_or(piece)
+            .trim_end_matches('/');
+        let first = path.split('/').next().unwrap_or(path);
+        if first == "target" || !top_level.iter().any(|entry| entry == first) {
+            continue;
+        }
+        if !root.join(path).exists() {
+            missing.push(piece.to_owned());
+        }
+    }
+    missing.sort();
+    missing.dedup();
+    missing
+}
+
+fn top_level_entries() -> Vec<String> {
+    let mut entries: Vec<String> = tracked_files()
+        .iter()
+        .filter_map(|name| name.split('/').next().map(str::to_owned))
+        .collect();
+    entries.sort();
+    entries.dedup();
+    entries
+}
+
+#[test]
+fn tidy_no_file_cites_documents_outside_the_repository() {
+    let citing = files_citing_outside_documents();
+    let unexpected: Vec<&String> = citing
+        .iter()
+        .filter(|name| !CITES_PENDING_SED.contains(&name.as_str()))
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "these files cite {DESIGN_DOCUMENT} or {SHARED_DIRECTORY}, which a clone does not \
+         have; cite the file under docs/ that says it (docs/design.md, docs/api.md, \
+         docs/configuration.md): {unexpected:#?}"
+    );
+    let done: Vec<&&str> = CITES_PENDING_SED
+        .iter()
+        .filter(|name| !citing.iter().any(|citing| citing == *name))
+        .collect();
+    assert!(
+        done.is_empty(),
+        "these files no longer cite {DESIGN_DOCUMENT}: remove them from CITES_PENDING_SED \
+         in xtask/src/tidy.rs: {done:#?}"
+    );
+}
+
+#[test]
+fn tidy_architecture_map_names_existing_paths_once() {
+    let root = system::workspace_root();
+    let map = fs::read_to_string(root.join("docs/ARCHITECTURE.md")).expect("docs/ARCHITECTURE.md");
+    let missing = missing_paths(&map, &root, &top_level_entries());
+    assert!(
+        missing.is_empty(),
+        "docs/ARCHITECTURE.md names paths that do not exist: {missing:#?}"
+    );
+    let repeated = duplicated_paragraphs(&map);
+    assert!(
+        repeated.is_empty(),
+        "docs/ARCHITECTURE.md says these paragraphs more than once: {repeated:#?}"
+    );
+}
+
+#[test]
+fn tidy_checks_catch_what_they_look_for() {
+    let root = system::workspace_root();
+    let top_level = vec!["crates".to_owned(), "docs".to_owned(), "target".to_owned()];
+    assert_eq!(
+        missing_paths(
+            "`crates/domain` and `crates/nowhere/src/lib.rs`, `docs/api.md#errors`, \
+             `crates/*`, `text/csv`, `target/pgdata`, `POST …/events`",
+            &root,
+            &top_level
+        ),
+        ["crates/nowhere/src/lib.rs"]
+    );
+    let paragraph = "The worker claims a batch of messages and sends them through the pool.";
+    let repeated = duplicated_paragraphs(&format!(
+        "# Title\n\n{paragraph}\n\nSomething else that is long enough to count here.\n\n\
+         The worker claims a batch of messages\nand sends them through the pool.\n"
+    ));
+    assert!(
+        repeated.iter().any(|text| text == paragraph),
+        "{repeated:?}"
+    );
+    assert!(duplicated_paragraphs(
+        "```\nsame line, long enough to count twice\n\nsame line, long enough to count twice\n```\n"
+    )
+    .is_empty());
+    // The same list item twice in one list.
+    let item = "- `dto.rs`: JSON shapes and secret masking here.";
+    let repeated = duplicated_paragraphs(&format!("{item}\n- other\n{item}\n"));
+    assert!(repeated.iter().any(|text| text == item), "{repeated:?}");
+    // A passage pasted into another paragraph, with different edges.
+    let passage = "the lease outlasts two SMTP timeouts plus a minute for each message it holds";
+    let repeated = duplicated_paragraphs(&format!(
+        "First, {passage}; more.\n\nSecond: {passage} and again.\n"
+    ));
+    assert!(!repeated.is_empty(), "a pasted passage went unnoticed");
+    // Different paragraphs pass.
+    assert!(duplicated_paragraphs(
+        "Requests arrive over HTTP and become calls to use cases in the app crate.\n\n\
+         Workers claim due messages under a lease and send them through the pool.\n"
+    )
+    .is_empty());
+}
