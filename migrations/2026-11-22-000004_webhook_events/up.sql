@@ -1,5 +1,5 @@
 -- Webhook events: the outbox of contact lifecycle notifications, one row per queued or
--- attempted delivery (DESIGN.md §10).
+-- attempted delivery (docs/design.md#10-webhooks).
 --
 -- Rows are written in the transaction of the change they report; the delivery worker
 -- claims due rows with FOR UPDATE SKIP LOCKED and a lease (`locked_until`,

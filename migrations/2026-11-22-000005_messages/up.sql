@@ -1,4 +1,4 @@
--- Messages: the outbox of emails, one row per email (DESIGN.md §8), and the daily
+-- Messages: the outbox of emails, one row per email (docs/design.md#8-delivery), and the daily
 -- counters of `GET …/messages/stats`.
 --
 -- A message is written in the transaction of whatever caused it. Workers claim due

@@ -1,5 +1,5 @@
 -- Automations fire on contact events; announcements send one template to a segment
--- (DESIGN.md §9). Both only write messages: the outbox and its worker send them.
+-- (docs/design.md#9-automations-and-announcements). Both only write messages: the outbox and its worker send them.
 
 -- `once` automations fire at most once per contact, ever: the first event of the contact
 -- inserts this row in the event's transaction, and a concurrent or later event finds it

@@ -1,4 +1,4 @@
--- Tracking (DESIGN.md §8): per message, the links its click tokens number (position =
+-- Tracking (docs/design.md#8-delivery): per message, the links its click tokens number (position =
 -- array index, 0-based, as the token carries it) and its first open and first click.
 --
 -- A table of its own rather than columns on `messages`: the hot outbox rows stay narrow,

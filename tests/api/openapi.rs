@@ -1,6 +1,6 @@
 use mailroom_tests::{expect_json, spawn_app};
 
-/// Every route of the API, as DESIGN.md §6 and the specification name them for this stage.
+/// Every route of the API, as docs/api.md and the specification name them for this stage.
 pub const ROUTES: [(&str, &str); 68] = [
     ("post", "/v2/users/me/tokens"),
     ("get", "/v2/users/me/tokens"),

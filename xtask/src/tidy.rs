@@ -20,44 +20,6 @@ const DESIGN_DOCUMENT: &str = concat!("DESIGN", ".md");
 const DESIGN_SECTION: &str = concat!("DESIGN", " §");
 const SHARED_DIRECTORY: &str = concat!("../", "shared");
 
-/// Files whose citations `/work/notes/design-refs.sed` rewrites when the lead applies
-/// it after merging every branch (their owners were editing them at the same time). Once
-/// the sed has run, this list must be emptied: the test fails while a listed file no
-/// longer cites, as it fails while an unlisted one does.
-const CITES_PENDING_SED: [&str; 31] = [
-    "crates/app/src/announcements/mod.rs",
-    "crates/app/src/automations/mod.rs",
-    "crates/app/src/feedback/mod.rs",
-    "crates/app/src/mail_servers/save_mail_server.rs",
-    "crates/app/src/messages/mod.rs",
-    "crates/app/src/messages/send_limit.rs",
-    "crates/app/src/rendering.rs",
-    "crates/app/src/tracking/mod.rs",
-    "crates/app/src/unsubscribe/mod.rs",
-    "crates/domain/src/announcement.rs",
-    "crates/domain/src/automation.rs",
-    "crates/domain/src/feedback.rs",
-    "crates/domain/src/message.rs",
-    "crates/http/src/routes/tracking.rs",
-    "crates/http/src/routes/unsubscribe.rs",
-    "crates/postgres/src/repositories/messages.rs",
-    "crates/postgres/tests/schema.rs",
-    "crates/postgres/tests/segments.rs",
-    "crates/server/src/config.rs",
-    "crates/server/tests/cli.rs",
-    "crates/server/tests/processes.rs",
-    "crates/smtp/src/lib.rs",
-    "crates/webhook/src/lib.rs",
-    "crates/webhook/src/sender.rs",
-    "docs/api-decisions.md",
-    "docs/operations.md",
-    "migrations/2026-11-22-000004_webhook_events/up.sql",
-    "migrations/2026-11-22-000005_messages/up.sql",
-    "migrations/2026-11-22-000006_automations_announcements/up.sql",
-    "migrations/2026-11-22-000007_tracking/up.sql",
-    "tests/api/openapi.rs",
-];
-
 /// The files git tracks, relative to the workspace root.
 fn tracked_files() -> Vec<String> {
     let output = Command::new("git")
@@ -217,24 +179,11 @@ fn top_level_entries() -> Vec<String> {
 #[test]
 fn tidy_no_file_cites_documents_outside_the_repository() {
     let citing = files_citing_outside_documents();
-    let unexpected: Vec<&String> = citing
-        .iter()
-        .filter(|name| !CITES_PENDING_SED.contains(&name.as_str()))
-        .collect();
     assert!(
-        unexpected.is_empty(),
+        citing.is_empty(),
         "these files cite {DESIGN_DOCUMENT} or {SHARED_DIRECTORY}, which a clone does not \
          have; cite the file under docs/ that says it (docs/design.md, docs/api.md, \
-         docs/configuration.md): {unexpected:#?}"
-    );
-    let done: Vec<&&str> = CITES_PENDING_SED
-        .iter()
-        .filter(|name| !citing.iter().any(|citing| citing == *name))
-        .collect();
-    assert!(
-        done.is_empty(),
-        "these files no longer cite {DESIGN_DOCUMENT}: remove them from CITES_PENDING_SED \
-         in xtask/src/tidy.rs: {done:#?}"
+         docs/configuration.md): {citing:#?}"
     );
 }
 

@@ -1,4 +1,4 @@
-//! Rendering a stored template into one concrete message (DESIGN §8, Rendering, Sender,
+//! Rendering a stored template into one concrete message (docs/design.md#8-delivery, Rendering, Sender,
 //! Tracking).
 //!
 //! Pure and synchronous: no I/O, no clock, no randomness. The delivery worker calls

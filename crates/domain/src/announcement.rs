@@ -1,4 +1,4 @@
-//! Announcements: one template sent once to a segment of the audience (DESIGN.md §9).
+//! Announcements: one template sent once to a segment of the audience (docs/design.md#9-automations-and-announcements).
 //!
 //! An announcement is created `running`. A worker expands its audience in contact-id
 //! order, a batch per transaction, recording the last contact reached

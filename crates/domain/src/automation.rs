@@ -1,4 +1,4 @@
-//! Automations: a template sent when a contact records a matching event (DESIGN.md §9).
+//! Automations: a template sent when a contact records a matching event (docs/design.md#9-automations-and-announcements).
 //!
 //! The rules of the body live here: `POST` and `PATCH` take the same complete body
 //! ([`AutomationInput::parse`]), `timingValue` belongs to `x_days_after` only, and a delayed

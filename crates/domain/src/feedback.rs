@@ -1,6 +1,6 @@
 //! Feedback reports: what a complaint (ARF, RFC 5965) or a delivery status notification
 //! (DSN, RFC 3464) posted to `POST …/feedback` says, and the rules that decide what it
-//! means for the message and the contact (DESIGN.md §8).
+//! means for the message and the contact (docs/design.md#8-delivery).
 //!
 //! The MIME structure is taken apart elsewhere (the app crate, with a MIME parser); this
 //! module reads the fields that structure yields: the feedback type, the per-recipient

@@ -1,4 +1,4 @@
-//! Messages: one row of the outbox per email (DESIGN.md §8), their states, the reading of
+//! Messages: one row of the outbox per email (docs/design.md#8-delivery), their states, the reading of
 //! SMTP replies, the retry backoff and the daily counters.
 //!
 //! A message moves `queued → sending → sent | failed | bounced`, or straight to `skipped`

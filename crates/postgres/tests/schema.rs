@@ -1,5 +1,5 @@
 //! Keeps the hand-written diesel schema (`src/schema.rs`) honest against the migrations,
-//! and keeps the tables distributable by `account_id` (DESIGN.md §12).
+//! and keeps the tables distributable by `account_id` (docs/design.md#12-scaling-out).
 //!
 //! `schema.rs` is read as text by a deliberately small parser: it understands
 //! `diesel::table! { name (pk, …) { column -> Type, … } }` blocks with comments, doc
@@ -47,7 +47,7 @@ fn account_owned_tables_are_keyed_by_account() {
     let problems = account_key_problems(&mut database.connection());
     assert!(
         problems.is_empty(),
-        "tables not keyed by account (DESIGN.md §12):\n  - {}",
+        "tables not keyed by account (docs/design.md#12-scaling-out):\n  - {}",
         problems.join("\n  - ")
     );
 }

@@ -1,5 +1,5 @@
 //! Segment queries against a real database: the SQL the adapter compiles selects exactly the
-//! contacts for which the domain's `Segment::matches` holds (DESIGN.md §7), in id order.
+//! contacts for which the domain's `Segment::matches` holds (docs/design.md#7-audience), in id order.
 //!
 //! The property test runs its cases on one database created once (creation costs ~100 ms),
 //! each case on a fresh account. The accounts of earlier cases stay, so every case also

@@ -1,4 +1,4 @@
-//! Operator configuration, read from the environment once at start-up (DESIGN.md §3).
+//! Operator configuration, read from the environment once at start-up (docs/configuration.md).
 //! A bad value stops the process with a message naming the variable.
 
 use std::{
@@ -16,7 +16,7 @@ pub use mailroom_http::RateLimit;
 /// The default webhook retry schedule, in seconds between attempts.
 pub const DEFAULT_RETRY_SCHEDULE: [u64; 7] = [5, 300, 1800, 7200, 18000, 36000, 36000];
 
-/// The total time one webhook delivery attempt may take (DESIGN.md §10).
+/// The total time one webhook delivery attempt may take (docs/design.md#10-webhooks).
 pub const DEFAULT_WEBHOOK_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Attempts a message gets before a transient SMTP failure makes it `failed`.

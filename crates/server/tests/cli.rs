@@ -1,5 +1,5 @@
 //! The real `mailroom` binary, run as a separate process against a database of its own:
-//! the CLI's output contract (DESIGN.md §4), serving, and a graceful stop on SIGTERM.
+//! the CLI's output contract (docs/design.md#4-the-command-line), serving, and a graceful stop on SIGTERM.
 
 use std::{
     fs,

@@ -1,5 +1,5 @@
 //! Several real `mailroom` processes on one database, with the delivery of an announcement
-//! under scale-out, SIGKILL and SIGTERM (issues 8 and 9; DESIGN.md §8 and §12).
+//! under scale-out, SIGKILL and SIGTERM (issues 8 and 9; docs/design.md#8-delivery and docs/design.md#12-scaling-out).
 //!
 //! Each test starts an API-only `mailroom serve` (MAILROOM_WORKERS=false) and worker-only
 //! `mailroom worker` processes against a database of its own, imports contacts through

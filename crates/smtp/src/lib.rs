@@ -10,7 +10,7 @@
 //! # Why addresses are pinned
 //!
 //! Mail-server hosts come from API callers, so a connection must never reach loopback,
-//! the private network or a cloud metadata service (DESIGN §11). Checking the name and
+//! the private network or a cloud metadata service (docs/design.md#11-egress-guard). Checking the name and
 //! then letting the SMTP client resolve it again would be a time-of-check/time-of-use gap:
 //! a DNS answer with a short TTL can be public for the check and `127.0.0.1` for the
 //! connection (DNS rebinding). So the host is resolved exactly once, **every** address is

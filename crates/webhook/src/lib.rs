@@ -16,7 +16,7 @@
 //! # Why addresses are pinned
 //!
 //! Webhook URLs come from API callers, so a delivery must never reach loopback, the
-//! private network or a cloud metadata service (DESIGN §11). The connector resolves the
+//! private network or a cloud metadata service (docs/design.md#11-egress-guard). The connector resolves the
 //! host exactly once per connection, checks **every** address with
 //! [`mailroom_domain::egress::check_addresses`], and connects to the checked address; TLS
 //! still verifies the certificate against the host *name*. A connection kept in the pool

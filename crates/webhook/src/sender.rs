@@ -29,7 +29,7 @@ use tokio_rustls::rustls::{
 
 use crate::connector::{ConnectFailure, PinnedConnector};
 
-/// The total time one attempt may take (DESIGN.md §10).
+/// The total time one attempt may take (docs/design.md#10-webhooks).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// How many bytes of an answer's body are kept for the event's `lastError`.

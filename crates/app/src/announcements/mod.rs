@@ -1,5 +1,5 @@
 //! Announcements: create-and-start, read, and the two worker steps that carry one out
-//! (DESIGN.md §9): [`expand_next_batch`] turns the audience into messages, a batch per
+//! (docs/design.md#9-automations-and-announcements): [`expand_next_batch`] turns the audience into messages, a batch per
 //! transaction, and [`complete_finished`] marks an announcement `completed` once every
 //! message has a final state.
 

@@ -1,5 +1,5 @@
 //! Automations: CRUD and the trigger that queues their messages when a contact records an
-//! event (DESIGN.md §9).
+//! event (docs/design.md#9-automations-and-announcements).
 
 mod create_automation;
 mod delete_automation;

@@ -1,5 +1,5 @@
 //! Feedback intake: complaints (ARF, RFC 5965) and late bounces (DSN, RFC 3464) posted
-//! raw to `POST …/feedback` (DESIGN.md §8).
+//! raw to `POST …/feedback` (docs/design.md#8-delivery).
 //!
 //! [`parse`] takes the MIME message apart with mail-parser and hands the fields to the
 //! domain's rules ([`mailroom_domain::feedback`]); [`record_feedback`] matches the report

@@ -21,7 +21,7 @@ pub struct SavedMailServer {
     pub warnings: Vec<String>,
 }
 
-/// The warning for a relay without AUTH (DESIGN.md §8).
+/// The warning for a relay without AUTH (docs/design.md#8-delivery).
 pub const NO_AUTH_WARNING: &str =
     "the server advertises no AUTH mechanism: the credentials were not checked and mail will be sent without authentication";
 

@@ -1,5 +1,5 @@
 //! Messages: the transactional send, the message log, the daily stats, and the steps of
-//! the delivery worker (DESIGN.md §8).
+//! the delivery worker (docs/design.md#8-delivery).
 //!
 //! Every email is a row of the outbox, written in the transaction of whatever caused it;
 //! the worker claims due rows under a lease, renders and sends them with no transaction

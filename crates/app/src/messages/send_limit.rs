@@ -1,6 +1,6 @@
 //! The monthly per-account send limit (`MAILROOM_MONTHLY_SEND_LIMIT`), applied at claim
 //! time: a message that would be sent once the account has used its month is `skipped`
-//! with `free_limit_capped` instead (DESIGN.md §8).
+//! with `free_limit_capped` instead (docs/design.md#8-delivery).
 //!
 //! "Sent this month" is the sum of the `sent` counter of the account's days in the
 //! current UTC calendar month (at most 31 rows of `message_stats_daily`), read once per

@@ -1,4 +1,4 @@
-//! Tracking and unsubscribe links (DESIGN.md §8, Tracking and Unsubscribe).
+//! Tracking and unsubscribe links (docs/design.md#8-delivery, Tracking and Unsubscribe).
 //!
 //! The delivery worker mints, per message, an unsubscribe URL (`/u/{token}`, also the
 //! `unsubscribe_url` and `preferences_url` template variables and, for announcement and

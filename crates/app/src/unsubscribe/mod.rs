@@ -1,4 +1,4 @@
-//! The unsubscribe page behind `/u/{token}` (DESIGN.md §8, Unsubscribe): what it shows
+//! The unsubscribe page behind `/u/{token}` (docs/design.md#8-delivery, Unsubscribe): what it shows
 //! ([`subscription_page`]) and what a post does ([`unsubscribe`]). The token alone
 //! identifies the account, the contact and the message (see
 //! [`LinkToken`](crate::tracking::LinkToken)).

@@ -1,5 +1,5 @@
 //! The public tracking endpoints, outside `/v2` and without authentication: the token in
-//! the path is the only credential (DESIGN.md §8, Tracking).
+//! the path is the only credential (docs/design.md#8-delivery, Tracking).
 
 use actix_web::{
     get,

@@ -1,5 +1,5 @@
 //! The public unsubscribe page, outside `/v2` and without authentication: the token in
-//! the path is the only credential (DESIGN.md §8, Unsubscribe).
+//! the path is the only credential (docs/design.md#8-delivery, Unsubscribe).
 //!
 //! `GET /u/{token}` shows the page and changes nothing (mail scanners fetch links).
 //! `POST /u/{token}` unsubscribes: the RFC 8058 one-click body
