@@ -20,6 +20,7 @@ mod metrics;
 pub(crate) mod openapi;
 mod operations;
 mod rate_limit;
+mod scopes;
 mod send_limit;
 mod smtp_blame;
 mod smtp_faults;

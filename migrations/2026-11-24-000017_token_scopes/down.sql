@@ -1,0 +1,1 @@
+ALTER TABLE tokens DROP COLUMN account_ids, DROP COLUMN scope;
