@@ -15,6 +15,7 @@ mod hostile;
 mod import;
 mod lanes;
 mod mail_servers;
+mod members;
 mod messages;
 mod metrics;
 pub(crate) mod openapi;

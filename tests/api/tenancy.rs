@@ -122,6 +122,8 @@ fn valid_body(method: &Method, path: &str, template: &str) -> Option<(&'static s
         ("PATCH", "/contacts/{contactId}") => json(json!({"attributes": {"plan": "pro"}})),
         ("POST", "/contacts/search" | "/contacts/search/count") => json(conditions),
         ("POST", "/contacts/import") => Some(("text/csv", b"email\nnew@example.org\n".to_vec())),
+        ("POST", "/members") => json(json!({"email": "new@example.org", "role": "member"})),
+        ("PATCH", "/members/{userId}") => json(json!({"role": "admin"})),
         ("POST", "/events") => json(json!({"email": "new@example.org", "slug": "signed_up"})),
         ("POST", "/messages") => {
             json(json!({"slug": "order-receipt", "email": "new@example.org", "data": {}}))

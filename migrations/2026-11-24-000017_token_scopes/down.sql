@@ -1,1 +1,0 @@
-ALTER TABLE tokens DROP COLUMN account_ids, DROP COLUMN scope;
