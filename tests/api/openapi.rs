@@ -1,7 +1,7 @@
 use mailroom_tests::{expect_json, spawn_app};
 
 /// Every route of the API, as docs/api.md and the specification name them for this stage.
-pub const ROUTES: [(&str, &str); 68] = [
+pub const ROUTES: [(&str, &str); 71] = [
     ("post", "/v2/users/me/tokens"),
     ("get", "/v2/users/me/tokens"),
     ("delete", "/v2/users/me/tokens/{tokenId}"),
@@ -10,6 +10,9 @@ pub const ROUTES: [(&str, &str); 68] = [
     ("get", "/v2/accounts/{accountId}"),
     ("patch", "/v2/accounts/{accountId}"),
     ("get", "/v2/accounts/{accountId}/members"),
+    ("post", "/v2/accounts/{accountId}/members"),
+    ("patch", "/v2/accounts/{accountId}/members/{userId}"),
+    ("delete", "/v2/accounts/{accountId}/members/{userId}"),
     ("put", "/v2/accounts/{accountId}/webhooks"),
     ("get", "/v2/accounts/{accountId}/webhook-events"),
     ("get", "/v2/accounts/{accountId}/webhook-events/count"),

@@ -122,6 +122,8 @@ fn valid_body(method: &Method, path: &str, template: &str) -> Option<(&'static s
         ("PATCH", "/contacts/{contactId}") => json(json!({"attributes": {"plan": "pro"}})),
         ("POST", "/contacts/search" | "/contacts/search/count") => json(conditions),
         ("POST", "/contacts/import") => Some(("text/csv", b"email\nnew@example.org\n".to_vec())),
+        ("POST", "/members") => json(json!({"email": "new@example.org", "role": "member"})),
+        ("PATCH", "/members/{userId}") => json(json!({"role": "admin"})),
         ("POST", "/events") => json(json!({"email": "new@example.org", "slug": "signed_up"})),
         ("POST", "/messages") => {
             json(json!({"slug": "order-receipt", "email": "new@example.org", "data": {}}))
@@ -288,4 +290,110 @@ async fn a_bad_token_is_401_before_the_body_on_the_tokens_and_accounts_routes() 
             expect_problem(response, 401).await;
         }
     }
+}
+
+/// The routes a `sending` token may call: the four of the scope, and minting or revoking
+/// tokens within its own scope (docs/api-decisions.md, "Scoped tokens").
+fn sending_may_call(method: &str, path: &str) -> bool {
+    matches!(
+        (method, path),
+        ("post", "/v2/accounts/{accountId}/events")
+            | ("post", "/v2/accounts/{accountId}/messages")
+            | ("get", "/v2/accounts/{accountId}/messages/{messageId}")
+            | ("post", "/v2/users/me/tokens")
+            | ("delete", "/v2/users/me/tokens/{tokenId}")
+    )
+}
+
+/// Every route × {full, sending, pinned elsewhere}: a full token is never refused by
+/// authentication or scope; a sending token gets 403 problem+json naming its scope except
+/// on its routes; a token pinned to another account gets 401 on every account route.
+#[tokio::test]
+async fn every_route_answers_each_token_scope_as_the_table_says() {
+    let app = spawn_app().await;
+    let ada = app.user_token("ada@example.com").await;
+    let account = app.create_account(&ada, "Acme").await;
+    let elsewhere = app.create_account(&ada, "Elsewhere").await;
+    let full = crate::scopes::raw(&crate::scopes::mint(&app, &ada, json!({"name": "full"})).await);
+    let sending = crate::scopes::raw(
+        &crate::scopes::mint(&app, &ada, json!({"name": "backend", "scope": "sending"})).await,
+    );
+    let pinned = crate::scopes::raw(
+        &crate::scopes::mint(
+            &app,
+            &ada,
+            json!({"name": "pinned", "accountIds": [elsewhere]}),
+        )
+        .await,
+    );
+    let some_id = "01936c5e-7b2a-7cde-8f00-0123456789ab";
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for (method, path) in crate::openapi::ROUTES {
+        // Public routes (links, health, the API document) take no token at all.
+        if !path.starts_with("/v2/accounts") && !path.starts_with("/v2/users/") {
+            continue;
+        }
+        let concrete = path
+            .replace("{accountId}", &account)
+            .split('/')
+            .map(|segment| {
+                if segment.starts_with('{') {
+                    some_id
+                } else {
+                    segment
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("/");
+        let http_method = Method::from_bytes(method.to_uppercase().as_bytes()).expect("method");
+        let mut calls = vec![(concrete.clone(), sending_may_call(method, path))];
+        if (method, path) == ("get", "/v2/accounts/{accountId}/contacts") {
+            calls = vec![
+                (concrete.clone(), false),
+                (format!("{concrete}?email=someone%40example.org"), true),
+            ];
+        }
+        for (url, allowed) in calls {
+            let mut outcomes = vec![("full", full.as_str(), None)];
+            outcomes.push(("sending", sending.as_str(), (!allowed).then_some(403)));
+            if path.contains("{accountId}") {
+                outcomes.push(("pinned elsewhere", pinned.as_str(), Some(401)));
+            }
+            for (who, token, expected) in outcomes {
+                let mut request = app.request(http_method.clone(), &url, Some(token));
+                // A body that fails to parse: scope and pins are judged before any body.
+                if http_method != Method::GET && http_method != Method::DELETE {
+                    request = request
+                        .header("content-type", "application/json")
+                        .body("{not json");
+                }
+                let response = request.send().await.expect("sent");
+                let status = response.status().as_u16();
+                let content_type = response
+                    .headers()
+                    .get("content-type")
+                    .and_then(|value| value.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned();
+                let body = response.text().await.unwrap_or_default();
+                let ok = match expected {
+                    None => status != 401 && status != 403,
+                    Some(403) => {
+                        status == 403
+                            && content_type == "application/problem+json"
+                            && body.contains("scope sending")
+                    }
+                    Some(want) => status == want && content_type == "application/problem+json",
+                };
+                if !ok {
+                    let body: String = body.chars().take(200).collect();
+                    failures.push(format!("{who}: {method} {url}: {status} {body}"));
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(checked >= 175, "checked {checked} requests");
 }

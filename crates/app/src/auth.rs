@@ -4,17 +4,66 @@
 //! get one is [`verify_membership`]. A driving adapter therefore cannot call such a use
 //! case for a caller whose membership it forgot to check.
 
-use mailroom_domain::{account::Role, AccountId, TokenId, UserId};
+use mailroom_domain::{account::Role, token::TokenScope, AccountId, TokenId, UserId};
 
 use crate::{ports::in_transaction, AppError, Services};
 
 /// An authenticated caller: a user acting through one of their tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Actor {
     /// The user the token acts for.
     pub user_id: UserId,
     /// The token used.
     pub token_id: TokenId,
+    /// What the token may call.
+    pub scope: TokenScope,
+    /// The accounts the token is pinned to; `None` for every account of its user.
+    pub account_ids: Option<Vec<AccountId>>,
+}
+
+impl Actor {
+    /// Whether the token may reach `account` at all (its pins allow it).
+    #[must_use]
+    pub fn may_reach(&self, account: AccountId) -> bool {
+        self.account_ids
+            .as_ref()
+            .is_none_or(|pins| pins.contains(&account))
+    }
+}
+
+/// The request being authorised: method, path as received, query string without `?`.
+/// The scope check reads the one table of the domain
+/// ([`mailroom_domain::token::SENDING_ROUTES`]).
+#[derive(Debug, Clone, Copy)]
+pub struct RouteCall<'a> {
+    /// HTTP method.
+    pub method: &'a str,
+    /// Path, from `/v2`.
+    pub path: &'a str,
+    /// Query string, without the `?`.
+    pub query: &'a str,
+}
+
+fn check_scope(scope: TokenScope, call: RouteCall<'_>) -> Result<(), AppError> {
+    if scope.allows(call.method, call.path, call.query) {
+        Ok(())
+    } else {
+        Err(AppError::Forbidden(format!(
+            "a token of scope {} may not call {} {}",
+            scope.as_str(),
+            call.method,
+            call.path
+        )))
+    }
+}
+
+/// Checks that the caller's token scope allows a route outside any account (tokens,
+/// accounts). Nothing is read from the store.
+///
+/// # Errors
+/// [`AppError::Forbidden`] naming the scope when it does not.
+pub fn authorize_caller(actor: &Actor, call: RouteCall<'_>) -> Result<(), AppError> {
+    check_scope(actor.scope, call)
 }
 
 /// Proof that an authenticated caller is a member of one account. Its fields are private:
@@ -22,7 +71,9 @@ pub struct Actor {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Member {
     account: AccountId,
-    actor: Actor,
+    user_id: UserId,
+    token_id: TokenId,
+    scope: TokenScope,
     role: Role,
 }
 
@@ -33,22 +84,22 @@ impl Member {
         self.account
     }
 
-    /// The caller.
-    #[must_use]
-    pub fn actor(&self) -> &Actor {
-        &self.actor
-    }
-
     /// The user behind the caller's token.
     #[must_use]
     pub fn user_id(&self) -> UserId {
-        self.actor.user_id
+        self.user_id
     }
 
     /// The token the caller used.
     #[must_use]
     pub fn token_id(&self) -> TokenId {
-        self.actor.token_id
+        self.token_id
+    }
+
+    /// The scope of the caller's token, already checked against the route.
+    #[must_use]
+    pub fn scope(&self) -> TokenScope {
+        self.scope
     }
 
     /// The caller's role in the account.
@@ -58,28 +109,37 @@ impl Member {
     }
 }
 
-/// Checks that `actor` is a member of `account`, in its own short transaction, and returns
-/// the proof. An unknown account and a foreign account look the same to the caller: 401,
-/// so account ids cannot be probed.
+/// Checks that `actor` may act on `account` for `call`, in its own short transaction, and
+/// returns the proof: the token is pinned to the account (or to none), its user is a
+/// member, and its scope allows the route. An unknown account, a foreign account and an
+/// account outside the token's pins look the same to the caller: 401, so account ids
+/// cannot be probed; only then does a scope that does not allow the route get 403.
 ///
-/// Membership is checked once per request, before the request's own transaction; no route
-/// removes a member, so the proof cannot go stale within a request.
+/// Membership is checked at every request, before the request's own transaction, so a
+/// removed member's tokens stop working at their next request.
 ///
 /// # Errors
-/// [`AppError::Unauthorized`] when the actor is not a member.
+/// [`AppError::Unauthorized`] when the token may not reach the account or its user is
+/// not a member; [`AppError::Forbidden`] when its scope does not allow the route.
 pub fn verify_membership(
     services: &Services,
     actor: &Actor,
     account: AccountId,
+    call: RouteCall<'_>,
 ) -> Result<Member, AppError> {
-    in_transaction(services.db.as_ref(), |tx| {
-        let role = tx
-            .member_role(account, actor.user_id)?
-            .ok_or(AppError::Unauthorized)?;
-        Ok(Member {
-            account,
-            actor: *actor,
-            role,
-        })
+    if !actor.may_reach(account) {
+        return Err(AppError::Unauthorized);
+    }
+    let role = in_transaction(services.db.as_ref(), |tx| {
+        tx.member_role(account, actor.user_id)?
+            .ok_or(AppError::Unauthorized)
+    })?;
+    check_scope(actor.scope, call)?;
+    Ok(Member {
+        account,
+        user_id: actor.user_id,
+        token_id: actor.token_id,
+        scope: actor.scope,
+        role,
     })
 }

@@ -1,6 +1,6 @@
 //! The error every use case returns, and the error every repository returns.
 //!
-//! Policy: a client mistake is `Invalid`/`BadRequest` (400), `Unauthorized` (401) or
+//! Policy: a client mistake is `Invalid`/`BadRequest` (400), `Unauthorized` (401), `Forbidden` (403) or
 //! `NotFound` (404); a database that cannot be reached is `Unavailable` (503, the client
 //! may retry), and so is a statement cancelled by the statement timeout (`TimedOut`);
 //! anything else is `Internal` (500) and is a bug to fix, never an answer to
@@ -20,6 +20,10 @@ pub enum AppError {
     /// Missing, invalid, expired or revoked credentials, or no access to the account.
     #[error("unauthorized")]
     Unauthorized,
+    /// The caller is known and may reach the account, but its token's scope or its role
+    /// does not allow this; the message names what is missing.
+    #[error("forbidden: {0}")]
+    Forbidden(String),
     /// The record does not exist (or belongs to another account).
     #[error("not found")]
     NotFound,

@@ -52,33 +52,93 @@ impl AccountName {
     }
 }
 
-/// A user's part in an account. The creator is its `owner`; every member may use every
-/// account path (finer roles are not part of the v2 API).
+/// A user's part in an account. The creator is its `owner`, who stays for the account's
+/// life; `admin`s manage members like the owner; every member may use every other account
+/// path (finer roles are not part of the v2 API).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
-    /// Created the account.
+    /// Created the account; can be neither removed nor demoted.
     Owner,
-    /// Added later.
+    /// Manages members.
+    Admin,
+    /// Uses the account.
     Member,
 }
+
+/// A role that members may be given was not `admin` or `member`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("must be admin or member")]
+pub struct InvalidRole;
 
 impl Role {
     /// The stored text form.
     pub fn as_str(&self) -> &'static str {
         match self {
             Self::Owner => "owner",
+            Self::Admin => "admin",
             Self::Member => "member",
         }
     }
 
     /// Reads the stored text form; unknown text reads as `member`, the lesser role.
     pub fn from_stored(text: &str) -> Self {
-        if text == "owner" {
-            Self::Owner
-        } else {
-            Self::Member
+        match text {
+            "owner" => Self::Owner,
+            "admin" => Self::Admin,
+            _ => Self::Member,
         }
+    }
+
+    /// Reads a role to give a member: `admin` or `member` (an account has one owner, its
+    /// creator, so `owner` is never given).
+    ///
+    /// # Errors
+    /// [`InvalidRole`] for anything else.
+    pub fn parse_assignable(text: &str) -> Result<Self, InvalidRole> {
+        match text {
+            "admin" => Ok(Self::Admin),
+            "member" => Ok(Self::Member),
+            _ => Err(InvalidRole),
+        }
+    }
+
+    /// Whether this role adds, changes and removes members: the owner and admins.
+    pub fn manages_members(&self) -> bool {
+        matches!(self, Self::Owner | Self::Admin)
+    }
+}
+
+/// Why a change to a membership is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum MemberChangeRefusal {
+    /// The acting user is neither the owner nor an admin (and is not leaving).
+    #[error("only the owner and admins manage members")]
+    NotAManager,
+    /// The change would remove or demote the owner.
+    #[error("the owner can be neither removed nor demoted")]
+    OwnerStays,
+}
+
+/// Whether `acting` (the acting member's role; `None` for the operator's command line)
+/// may change or remove a member whose role is `target`. Anyone but the owner may remove
+/// themselves (`leaving`). The owner is never changed, so an account always keeps a
+/// member who manages members: that is what "the last admin cannot leave the account
+/// without one" comes to while the owner stays.
+///
+/// # Errors
+/// [`MemberChangeRefusal`] naming the rule.
+pub fn check_member_change(
+    acting: Option<Role>,
+    target: Role,
+    leaving: bool,
+) -> Result<(), MemberChangeRefusal> {
+    if target == Role::Owner {
+        return Err(MemberChangeRefusal::OwnerStays);
+    }
+    match acting {
+        Some(role) if !role.manages_members() && !leaving => Err(MemberChangeRefusal::NotAManager),
+        _ => Ok(()),
     }
 }
 
@@ -133,6 +193,42 @@ pub struct Member {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_managers_change_members_and_the_owner_stays() {
+        use MemberChangeRefusal::{NotAManager, OwnerStays};
+        assert_eq!(
+            check_member_change(Some(Role::Owner), Role::Admin, false),
+            Ok(())
+        );
+        assert_eq!(
+            check_member_change(Some(Role::Admin), Role::Admin, false),
+            Ok(())
+        );
+        assert_eq!(check_member_change(None, Role::Member, false), Ok(()));
+        assert_eq!(
+            check_member_change(Some(Role::Member), Role::Member, false),
+            Err(NotAManager)
+        );
+        assert_eq!(
+            check_member_change(Some(Role::Member), Role::Member, true),
+            Ok(())
+        );
+        assert_eq!(
+            check_member_change(Some(Role::Admin), Role::Owner, false),
+            Err(OwnerStays)
+        );
+        assert_eq!(
+            check_member_change(Some(Role::Owner), Role::Owner, true),
+            Err(OwnerStays)
+        );
+        assert_eq!(
+            check_member_change(None, Role::Owner, false),
+            Err(OwnerStays)
+        );
+        assert_eq!(Role::parse_assignable("owner"), Err(InvalidRole));
+        assert_eq!(Role::from_stored("admin"), Role::Admin);
+    }
 
     #[test]
     fn names_are_trimmed_and_bounded() {

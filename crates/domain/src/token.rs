@@ -205,8 +205,220 @@ impl TokenName {
     }
 }
 
+/// What a token may do. `Full` is every route its user may call; `Sending` is what a
+/// product backend needs to record events and send mail, see [`TokenScope::allows`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TokenScope {
+    /// Every route the user may call.
+    #[default]
+    Full,
+    /// Only the routes of [`SENDING_ROUTES`].
+    Sending,
+}
+
+/// `scope` was not `full` or `sending`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("must be full or sending")]
+pub struct InvalidScope;
+
+/// One route a [`TokenScope::Sending`] token may call: a method, a path pattern under
+/// `/v2` whose `{…}` segments match one well-formed record id (so `{messageId}` does not
+/// match the sibling routes `messages/count` or `messages/stats`), and a query parameter the request
+/// must carry with a value (for `GET …/contacts`, the look-up by `email` and not the
+/// list of every contact).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScopedRoute {
+    /// The HTTP method, upper case.
+    pub method: &'static str,
+    /// The path pattern, starting at `/v2`.
+    pub pattern: &'static str,
+    /// A query parameter that must be present with a non-empty value.
+    pub required_query: Option<&'static str>,
+}
+
+/// The one table of what a `sending` token may call. Beyond the four account routes of
+/// the sending scope, a sending token may mint its own successor (within its scope, pins
+/// and lifetime) and revoke itself, so a product backend can rotate its credential
+/// without holding a full token.
+pub const SENDING_ROUTES: [ScopedRoute; 6] = [
+    ScopedRoute {
+        method: "POST",
+        pattern: "/v2/accounts/{accountId}/events",
+        required_query: None,
+    },
+    ScopedRoute {
+        method: "POST",
+        pattern: "/v2/accounts/{accountId}/messages",
+        required_query: None,
+    },
+    ScopedRoute {
+        method: "GET",
+        pattern: "/v2/accounts/{accountId}/messages/{messageId}",
+        required_query: None,
+    },
+    ScopedRoute {
+        method: "GET",
+        pattern: "/v2/accounts/{accountId}/contacts",
+        required_query: Some("email"),
+    },
+    ScopedRoute {
+        method: "POST",
+        pattern: "/v2/users/me/tokens",
+        required_query: None,
+    },
+    ScopedRoute {
+        method: "DELETE",
+        pattern: "/v2/users/me/tokens/{tokenId}",
+        required_query: None,
+    },
+];
+
+impl ScopedRoute {
+    /// Whether a request (`method`, `path` as received, `query` without the `?`) is
+    /// this route.
+    #[must_use]
+    pub fn matches(&self, method: &str, path: &str, query: &str) -> bool {
+        if !self.method.eq_ignore_ascii_case(method) {
+            return false;
+        }
+        let mut expected = self.pattern.split('/');
+        let mut actual = path.split('/');
+        loop {
+            match (expected.next(), actual.next()) {
+                (None, None) => break,
+                (Some(want), Some(got)) => {
+                    let fits = if want.starts_with('{') {
+                        is_record_id(got)
+                    } else {
+                        want == got
+                    };
+                    if !fits {
+                        return false;
+                    }
+                }
+                _ => return false,
+            }
+        }
+        self.required_query.is_none_or(|name| {
+            query.split('&').any(|pair| {
+                pair.split_once('=')
+                    .is_some_and(|(key, value)| key == name && !value.is_empty())
+            })
+        })
+    }
+}
+
+/// Whether `segment` is a record id in its canonical text form (a hyphenated UUID).
+fn is_record_id(segment: &str) -> bool {
+    segment.len() == 36 && uuid::Uuid::try_parse(segment).is_ok()
+}
+
+impl TokenScope {
+    /// Reads `scope`: absent is `full`.
+    ///
+    /// # Errors
+    /// [`InvalidScope`] for anything but `full` or `sending`.
+    pub fn parse(text: Option<&str>) -> Result<Self, InvalidScope> {
+        match text {
+            None | Some("full") => Ok(Self::Full),
+            Some("sending") => Ok(Self::Sending),
+            Some(_) => Err(InvalidScope),
+        }
+    }
+
+    /// The stored and shown text form.
+    #[must_use]
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Full => "full",
+            Self::Sending => "sending",
+        }
+    }
+
+    /// Reads the stored text form; unknown text reads as `sending`, the lesser scope.
+    #[must_use]
+    pub fn from_stored(text: &str) -> Self {
+        if text == "full" {
+            Self::Full
+        } else {
+            Self::Sending
+        }
+    }
+
+    /// Whether a token of this scope may call this request (`method`, `path` as
+    /// received, `query` without the `?`). Membership and pins are checked apart.
+    #[must_use]
+    pub fn allows(&self, method: &str, path: &str, query: &str) -> bool {
+        match self {
+            Self::Full => true,
+            Self::Sending => SENDING_ROUTES
+                .iter()
+                .any(|route| route.matches(method, path, query)),
+        }
+    }
+
+    /// Whether a token of this scope may mint a token of scope `other`: a sending token
+    /// mints only sending tokens.
+    #[must_use]
+    pub fn covers(&self, other: Self) -> bool {
+        *self == Self::Full || other == Self::Sending
+    }
+}
+
+/// Whether a token pinned to `minter` (`None`: every account of its user) may mint one
+/// pinned to `minted`: an unpinned token mints anything; a pinned one only tokens pinned
+/// to some of its own accounts.
+#[must_use]
+pub fn pins_within<T: PartialEq>(minted: Option<&[T]>, minter: Option<&[T]>) -> bool {
+    match (minted, minter) {
+        (_, None) => true,
+        (None, Some(_)) => false,
+        (Some(minted), Some(minter)) => minted.iter().all(|pin| minter.contains(pin)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_sending_scope_allows_its_table_only() {
+        use super::TokenScope::{Full, Sending};
+        let account = "/v2/accounts/01936c5e-7b2a-7cde-8f00-0123456789ab";
+        let message = "01936c5e-7b2a-7cde-8f00-0123456789ac";
+        assert!(Sending.allows("POST", &format!("{account}/events"), ""));
+        assert!(Sending.allows("post", &format!("{account}/messages"), ""));
+        assert!(Sending.allows("GET", &format!("{account}/messages/{message}"), ""));
+        assert!(!Sending.allows("GET", &format!("{account}/messages/count"), ""));
+        assert!(!Sending.allows("GET", &format!("{account}/messages/stats"), ""));
+        assert!(!Sending.allows("POST", "/v2/accounts/x/events", ""));
+        assert!(Sending.allows(
+            "GET",
+            &format!("{account}/contacts"),
+            "limit=1&email=a%40b.c"
+        ));
+        assert!(!Sending.allows("GET", &format!("{account}/contacts"), "email="));
+        assert!(!Sending.allows("GET", &format!("{account}/contacts"), "limit=1"));
+        assert!(!Sending.allows("GET", &format!("{account}/messages"), ""));
+        assert!(!Sending.allows("GET", &format!("{account}/messages/"), ""));
+        assert!(!Sending.allows("GET", &format!("{account}/messages/{message}/x"), ""));
+        assert!(!Sending.allows("POST", &format!("{account}/templates"), ""));
+        assert!(!Sending.allows("GET", "/v2/accounts", ""));
+        assert!(Sending.allows("DELETE", &format!("/v2/users/me/tokens/{message}"), ""));
+        assert!(!Sending.allows("GET", "/v2/users/me/tokens", ""));
+        assert!(Full.allows("GET", "/v2/accounts", ""));
+        assert!(Full.covers(Sending) && Full.covers(Full) && Sending.covers(Sending));
+        assert!(!Sending.covers(Full));
+    }
+
+    #[test]
+    fn pins_stay_within_the_minters() {
+        use super::pins_within;
+        assert!(pins_within::<u8>(None, None));
+        assert!(pins_within(Some(&[1][..]), None));
+        assert!(!pins_within(None, Some(&[1][..])));
+        assert!(pins_within(Some(&[1][..]), Some(&[1, 2][..])));
+        assert!(!pins_within(Some(&[1, 3][..]), Some(&[1, 2][..])));
+    }
+
     use super::*;
 
     #[test]

@@ -18,7 +18,7 @@ use crate::{
 /// scheme, a value that is not a Mailroom token (refused without touching the database
 /// thanks to its check digits), or an unknown, revoked or expired token; and with 429
 /// when the token has used up its rate limit ([`crate::rate_limit`]).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Caller(pub Actor);
 
 impl FromRequest for Caller {
@@ -28,7 +28,7 @@ impl FromRequest for Caller {
     fn from_request(req: &HttpRequest, _payload: &mut Payload) -> Self::Future {
         // The tenancy middleware has authenticated the routes that take a caller; the
         // fallback keeps a route registered elsewhere from going unauthenticated.
-        if let Some(caller) = req.extensions().get::<Self>().copied() {
+        if let Some(caller) = req.extensions().get::<Self>().cloned() {
             return Box::pin(std::future::ready(Ok(caller)));
         }
         let req = req.clone();

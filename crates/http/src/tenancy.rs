@@ -5,8 +5,10 @@
 //! before the body extractor; a middleware can. [`require_membership`] authenticates the
 //! token, parses `{accountId}` and checks membership; only then does the request reach
 //! routing and extractors, which find the proof as [`Membership`]. A non-member, an
-//! unknown account and a malformed id all get the same 401, whatever the method, body,
-//! content type or query.
+//! unknown account, an account outside the token's pins and a malformed id all get the
+//! same 401, whatever the method, body, content type or query. The token's scope is
+//! checked here too, after membership and before any body: 403 for a route its scope
+//! does not allow (the table is the domain's `token::SENDING_ROUTES`).
 
 use std::future::{ready, Ready};
 
@@ -17,7 +19,7 @@ use actix_web::{
     FromRequest, HttpMessage, HttpRequest, ResponseError,
 };
 use mailroom_app::{
-    auth::{verify_membership, Member},
+    auth::{authorize_caller, verify_membership, Member, RouteCall},
     AppError,
 };
 use mailroom_domain::AccountId;
@@ -74,13 +76,39 @@ async fn prove_membership(req: &HttpRequest, segment: &str) -> Result<Member, Ap
     // A malformed id cannot name an account the caller belongs to: 401 like an unknown one.
     let account = AccountId::parse(segment).map_err(|_| ApiError::unauthorized())?;
     let services = services_of(req)?;
-    run_blocking(move || verify_membership(&services, &actor, account)).await
+    let (method, path, query) = (
+        req.method().as_str().to_owned(),
+        req.path().to_owned(),
+        req.query_string().to_owned(),
+    );
+    run_blocking(move || {
+        let call = RouteCall {
+            method: &method,
+            path: &path,
+            query: &query,
+        };
+        verify_membership(&services, &actor, account, call)
+    })
+    .await
+}
+
+async fn authenticate_caller(req: &HttpRequest) -> Result<Caller, ApiError> {
+    let actor = authenticate_request(req).await?;
+    let call = RouteCall {
+        method: req.method().as_str(),
+        path: req.path(),
+        query: req.query_string(),
+    };
+    authorize_caller(&actor, call)?;
+    Ok(Caller(actor))
 }
 
 /// The middleware: for an account-scoped path, answers 401 (or 429) unless the caller is
-/// a member, and otherwise stores the [`Member`] for the handler; for the tokens and
-/// accounts routes, answers 401 (or 429) unless the caller is authenticated, and
-/// otherwise stores the [`Caller`]. Other paths pass.
+/// a member through a token that may reach the account, 403 when the token's scope does
+/// not allow the route, and otherwise stores the [`Member`] for the handler; for the
+/// tokens and accounts routes, answers 401 (or 429) unless the caller is authenticated,
+/// 403 when its scope does not allow the route, and otherwise stores the [`Caller`].
+/// Other paths pass.
 ///
 /// # Errors
 /// Only the inner service's errors; refusals are responses.
@@ -90,9 +118,9 @@ pub async fn require_membership(
 ) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
     let Some(segment) = account_segment(req.path()).map(str::to_owned) else {
         if is_caller_scoped(req.path()) {
-            match authenticate_request(req.request()).await {
-                Ok(actor) => {
-                    req.extensions_mut().insert(Caller(actor));
+            match authenticate_caller(req.request()).await {
+                Ok(caller) => {
+                    req.extensions_mut().insert(caller);
                 }
                 Err(error) => {
                     return Ok(req

@@ -19,6 +19,8 @@ diesel::table! {
         expires_at -> Nullable<Timestamptz>,
         last_used_at -> Nullable<Timestamptz>,
         revoked_at -> Nullable<Timestamptz>,
+        scope -> Text,
+        account_ids -> Nullable<Array<Uuid>>,
     }
 }
 

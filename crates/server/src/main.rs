@@ -5,9 +5,11 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use mailroom_app::{
+    accounts::{operator_add_member, operator_remove_member, AddMemberRequest},
     operations::rotate_secrets,
     users::{bootstrap_user, BootstrapRequest},
 };
+use mailroom_domain::AccountId;
 use mailroom_server::{
     application::{build_services, prepare_database, spawn_metrics_listener},
     render_sandbox,
@@ -51,6 +53,46 @@ enum Command {
         #[command(subcommand)]
         command: UserCommand,
     },
+    /// Manage the members of an account; prints the membership as one JSON object.
+    Member {
+        #[command(subcommand)]
+        command: MemberCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum MemberCommand {
+    /// Add a user (created if unknown, without a token) to an account.
+    Add {
+        /// The account's id.
+        #[arg(long)]
+        account: String,
+        /// The user's email address.
+        #[arg(long)]
+        email: String,
+        /// The role to give.
+        #[arg(long, default_value = "member", value_parser = ["admin", "member"])]
+        role: String,
+    },
+    /// Remove a user from an account (never its owner); their tokens get 401 on it from
+    /// their next request.
+    Remove {
+        /// The account's id.
+        #[arg(long)]
+        account: String,
+        /// The user's email address.
+        #[arg(long)]
+        email: String,
+    },
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Membership {
+    account_id: String,
+    user_id: String,
+    email: String,
+    role: &'static str,
 }
 
 #[derive(Subcommand)]
@@ -98,6 +140,7 @@ fn main() -> Result<()> {
                     expires_in_days,
                 },
         } => create_user(&config, email, token_name, expires_in_days),
+        Command::Member { command } => manage_member(&config, command),
         Command::RotateSecrets { batch_size } => rotate(&config, batch_size),
         Command::Serve => serve(config),
         Command::Worker => {
@@ -189,6 +232,47 @@ fn rotate(config: &Config, batch_size: u32) -> Result<()> {
         anyhow::bail!(
             "some stored secrets open with neither MAILROOM_SECRET_KEY nor MAILROOM_SECRET_KEY_PREVIOUS (listed as `unreadable`); keep the previous key until they are re-entered"
         );
+    }
+    Ok(())
+}
+
+fn manage_member(config: &Config, command: MemberCommand) -> Result<()> {
+    let account_text = match &command {
+        MemberCommand::Add { account, .. } | MemberCommand::Remove { account, .. } => account,
+    };
+    let account = AccountId::parse(account_text)
+        .map_err(|_| anyhow::anyhow!("--account {account_text:?} is not an account id"))?;
+    prepare_database(&config.database_url)?;
+    // One connection, as in `create_user`.
+    let mut one_connection = config.clone();
+    one_connection.db_pool_size = 1;
+    let (services, _) = build_services(&one_connection, Arc::new(SystemClock))?;
+    let member = match command {
+        MemberCommand::Add { email, role, .. } => operator_add_member(
+            &services,
+            account,
+            AddMemberRequest {
+                email: Some(email),
+                role: Some(role),
+            },
+        ),
+        MemberCommand::Remove { email, .. } => operator_remove_member(&services, account, &email),
+    }
+    .map_err(|e| match e {
+        mailroom_app::AppError::NotFound => {
+            anyhow::anyhow!("no such account, or the user is not a member of it")
+        }
+        other => anyhow::anyhow!("{other}"),
+    })?;
+    let output = Membership {
+        account_id: account.to_string(),
+        user_id: member.user_id.to_string(),
+        email: member.email,
+        role: member.role.as_str(),
+    };
+    #[allow(clippy::print_stdout)] // One JSON object on stdout, like `user create`.
+    {
+        println!("{}", serde_json::to_string(&output)?);
     }
     Ok(())
 }

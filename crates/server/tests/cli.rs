@@ -84,6 +84,157 @@ fn user_create_prints_exactly_one_json_object() {
     }
 }
 
+/// `mailroom member add|remove`: one JSON object on success; refusals (the owner, a
+/// second add, a bad account id) fail with nothing on stdout. The owner's membership is
+/// protected by the database itself, whatever writes.
+#[test]
+fn member_add_and_remove_print_the_membership_and_keep_the_owner() {
+    let database = TestDatabase::create();
+    let dir = ScratchDir::new("member");
+    let ada = created_user(&run(
+        &dir,
+        &database,
+        &["user", "create", "--email", "ada@example.com"],
+    ));
+    let ada_id = ada["userId"].as_str().expect("user id");
+    let account = "01936c5e-7b2a-7cde-8f00-0123456789ab";
+    database
+        .connection()
+        .batch_execute(&format!(
+            "INSERT INTO accounts (id, name, created_at) VALUES ('{account}', 'Acme', now()); \
+             INSERT INTO memberships (account_id, user_id, role, created_at) \
+             VALUES ('{account}', '{ada_id}', 'owner', now());"
+        ))
+        .expect("an account owned by ada");
+
+    let added = membership(&run(
+        &dir,
+        &database,
+        &[
+            "member",
+            "add",
+            "--account",
+            account,
+            "--email",
+            "Bob@Example.com",
+            "--role",
+            "admin",
+        ],
+    ));
+    assert_eq!(added["role"], "admin");
+    assert_eq!(added["accountId"], account);
+    let bob = created_user(&run(
+        &dir,
+        &database,
+        &["user", "create", "--email", "bob@example.com"],
+    ));
+    assert_eq!(bob["userId"], added["userId"], "the command created bob");
+
+    let removed = membership(&run(
+        &dir,
+        &database,
+        &[
+            "member",
+            "remove",
+            "--account",
+            account,
+            "--email",
+            "bob@example.com",
+        ],
+    ));
+    assert_eq!(removed["userId"], added["userId"]);
+
+    for (args, why) in [
+        (
+            &[
+                "member",
+                "remove",
+                "--account",
+                account,
+                "--email",
+                "bob@example.com",
+            ][..],
+            "removing a user who is no longer a member",
+        ),
+        (
+            &[
+                "member",
+                "remove",
+                "--account",
+                account,
+                "--email",
+                "ada@example.com",
+            ][..],
+            "removing the owner",
+        ),
+        (
+            &[
+                "member",
+                "add",
+                "--account",
+                account,
+                "--email",
+                "ada@example.com",
+            ][..],
+            "adding the owner again",
+        ),
+        (
+            &[
+                "member",
+                "add",
+                "--account",
+                "nope",
+                "--email",
+                "c@example.com",
+            ][..],
+            "a malformed account id",
+        ),
+        (
+            &[
+                "member",
+                "add",
+                "--account",
+                "01936c5e-7b2a-7cde-8f00-0123456789ac",
+                "--email",
+                "c@example.com",
+            ][..],
+            "an unknown account",
+        ),
+    ] {
+        let output = run(&dir, &database, args);
+        assert!(
+            !output.status.success() && output.stdout.is_empty() && !output.stderr.is_empty(),
+            "{why} must fail with a reason on stderr only; status {}, stdout {:?}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout)
+        );
+    }
+
+    // The database keeps the owner whatever writes: neither a delete nor a demotion.
+    for statement in [
+        "DELETE FROM memberships WHERE role = 'owner'",
+        "UPDATE memberships SET role = 'member' WHERE role = 'owner'",
+    ] {
+        assert!(
+            database.connection().batch_execute(statement).is_err(),
+            "the database let `{statement}` through"
+        );
+    }
+}
+
+/// The one JSON object a successful `mailroom member add|remove` prints.
+fn membership(output: &Output) -> Value {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.lines().count() == 1,
+        "`mailroom member` exited with {}; stdout: {stdout:?}; stderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON value ({e}): {stdout:?}"))
+}
+
 #[tokio::test]
 async fn serve_answers_and_stops_gracefully_on_sigterm() {
     let database = TestDatabase::create();

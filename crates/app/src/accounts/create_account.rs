@@ -26,12 +26,18 @@ pub struct CreateAccountRequest {
 /// is either complete or absent.
 ///
 /// # Errors
-/// [`AppError::Invalid`] for a missing or bad name.
+/// [`AppError::Invalid`] for a missing or bad name; [`AppError::Forbidden`] for a token
+/// pinned to accounts, which could not reach the account it would create.
 pub fn create_account(
     services: &Services,
     actor: &Actor,
     request: CreateAccountRequest,
 ) -> Result<Account, AppError> {
+    if actor.account_ids.is_some() {
+        return Err(AppError::Forbidden(
+            "a token pinned to accounts may not create accounts".into(),
+        ));
+    }
     let name = match request.name.as_deref() {
         None => return Err(AppError::invalid("name", "is required")),
         Some(name) => {

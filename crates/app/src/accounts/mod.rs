@@ -1,17 +1,24 @@
 //! Accounts (workspaces): create with starter data, read, list, update, members, and the
 //! webhook configuration.
 
+mod add_member;
+mod change_member_role;
 mod create_account;
 mod get_account;
 mod list_accounts;
 mod list_members;
+mod members;
+mod remove_member;
 mod set_webhooks;
 mod update_account;
 
+pub use add_member::{add_member, operator_add_member, AddMemberRequest};
+pub use change_member_role::change_member_role;
 pub use create_account::{create_account, CreateAccountRequest};
 pub use get_account::get_account;
 pub use list_accounts::list_accounts;
 pub use list_members::list_members;
+pub use remove_member::{operator_remove_member, remove_member};
 pub use set_webhooks::set_webhooks;
 pub use update_account::{update_account, UpdateAccountRequest};
 

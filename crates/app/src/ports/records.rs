@@ -3,7 +3,7 @@
 
 use mailroom_domain::{
     account::AccountName,
-    token::TokenHash,
+    token::{TokenHash, TokenScope},
     webhook::{WebhookAuthType, WebhookEventType, WebhookUrl},
     AccountId, Timestamp, TokenId, UserId,
 };
@@ -38,6 +38,10 @@ pub struct TokenRecord {
     pub last_used_at: Option<Timestamp>,
     /// Revocation time; a revoked token never authenticates again.
     pub revoked_at: Option<Timestamp>,
+    /// What the token may call.
+    pub scope: TokenScope,
+    /// The accounts it is pinned to; `None` for every account of its user.
+    pub account_ids: Option<Vec<AccountId>>,
 }
 
 /// A token to store, with the hash it is looked up by.

@@ -106,6 +106,48 @@ pub trait AccountRepository {
     /// [`StoreError`] on store failure.
     fn list_members(&mut self, account: AccountId) -> Result<Vec<Member>, StoreError>;
 
+    /// Locks the memberships of `users` in the account (`FOR UPDATE`, in user id order so
+    /// two transactions locking the same pair cannot deadlock) and returns their roles;
+    /// users who are not members are left out.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn lock_memberships(
+        &mut self,
+        account: AccountId,
+        users: &[UserId],
+    ) -> Result<Vec<(UserId, Role)>, StoreError>;
+
+    /// Adds `user` to the account with `role`; `false` when already a member (nothing
+    /// changes then).
+    ///
+    /// # Errors
+    /// [`StoreError::ForeignKeyViolation`] for an unknown account or user.
+    fn insert_membership(
+        &mut self,
+        account: AccountId,
+        user: UserId,
+        role: Role,
+        at: Timestamp,
+    ) -> Result<bool, StoreError>;
+
+    /// Sets a member's role.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure (the database refuses to demote the owner).
+    fn set_member_role(
+        &mut self,
+        account: AccountId,
+        user: UserId,
+        role: Role,
+    ) -> Result<(), StoreError>;
+
+    /// Removes a member.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure (the database refuses to remove the owner).
+    fn delete_membership(&mut self, account: AccountId, user: UserId) -> Result<(), StoreError>;
+
     /// The account's webhook configuration, if set.
     ///
     /// # Errors

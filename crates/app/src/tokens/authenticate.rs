@@ -29,6 +29,8 @@ pub fn authenticate(services: &Services, raw: &RawToken) -> Result<Actor, AppErr
         Ok(Actor {
             user_id: token.user_id,
             token_id: token.id,
+            scope: token.scope,
+            account_ids: token.account_ids,
         })
     })
 }

@@ -72,6 +72,7 @@ pub fn bootstrap_user(
         IssueTokenRequest {
             name: Some(request.token_name),
             expires_in_days: request.expires_in_days,
+            ..IssueTokenRequest::default()
         },
     )?;
     Ok(Bootstrapped {

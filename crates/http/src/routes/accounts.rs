@@ -1,17 +1,17 @@
 //! `/v2/accounts`, members and the webhook configuration.
 
-use actix_web::{get, patch, post, put, web};
+use actix_web::{delete, get, patch, post, put, web};
 use mailroom_app::{accounts, AppError, Services};
-use mailroom_domain::{webhook::WebhookSettingsInput, ValidationErrors};
+use mailroom_domain::{webhook::WebhookSettingsInput, UserId, ValidationErrors};
 
 use crate::{
     blocking::run_blocking,
     dto::PageEnvelope,
-    extract::{Caller, JsonBody},
+    extract::{record_id, Caller, JsonBody},
     problem::{ApiError, Problem},
     routes::accounts_dto::{
-        AccountDto, CreateAccountBody, MemberDto, SecretView, UpdateAccountBody, WebhookBody,
-        WebhookDto,
+        AccountDto, AddMemberBody, CreateAccountBody, MemberDto, MemberRoleBody, SecretView,
+        UpdateAccountBody, WebhookBody, WebhookDto,
     },
     tenancy::Membership,
 };
@@ -109,6 +109,68 @@ pub(crate) async fn list_members(
     Ok(web::Json(PageEnvelope::whole(
         members.into_iter().map(MemberDto::from).collect(),
     )))
+}
+
+/// Add a member (`admin` or `member`); a user with an unknown email is created. Owner and
+/// admins only.
+#[utoipa::path(
+    tag = "accounts", request_body = AddMemberBody, security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id")),
+    responses((status = 200, body = MemberDto), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem))
+)]
+#[post("/accounts/{accountId}/members")]
+pub(crate) async fn add_member(
+    services: web::Data<Services>,
+    member: Membership,
+    body: JsonBody<AddMemberBody>,
+) -> Result<web::Json<MemberDto>, ApiError> {
+    let body = body.0;
+    let request = accounts::AddMemberRequest {
+        email: body.email,
+        role: body.role,
+    };
+    let added = run_blocking(move || accounts::add_member(&services, &member.0, request)).await?;
+    Ok(web::Json(added.into()))
+}
+
+/// Change a member's role; the owner's never changes. Owner and admins only.
+#[utoipa::path(
+    tag = "accounts", request_body = MemberRoleBody, security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id"), ("userId" = String, Path, description = "The member's user id")),
+    responses((status = 200, body = MemberDto), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem))
+)]
+#[patch("/accounts/{accountId}/members/{userId}")]
+pub(crate) async fn change_member_role(
+    services: web::Data<Services>,
+    member: Membership,
+    path: web::Path<(String, String)>,
+    body: JsonBody<MemberRoleBody>,
+) -> Result<web::Json<MemberDto>, ApiError> {
+    let target: UserId = record_id(&path.1)?;
+    let role = body.0.role;
+    let changed =
+        run_blocking(move || accounts::change_member_role(&services, &member.0, target, role))
+            .await?;
+    Ok(web::Json(changed.into()))
+}
+
+/// Remove a member (owner and admins; any other member may remove only themselves); the
+/// owner stays. Their tokens get 401 on the account from their next request.
+#[utoipa::path(
+    tag = "accounts", security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id"), ("userId" = String, Path, description = "The member's user id")),
+    responses((status = 200, body = MemberDto), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem))
+)]
+#[delete("/accounts/{accountId}/members/{userId}")]
+pub(crate) async fn remove_member(
+    services: web::Data<Services>,
+    member: Membership,
+    path: web::Path<(String, String)>,
+) -> Result<web::Json<MemberDto>, ApiError> {
+    let target: UserId = record_id(&path.1)?;
+    let removed =
+        run_blocking(move || accounts::remove_member(&services, &member.0, target)).await?;
+    Ok(web::Json(removed.into()))
 }
 
 /// Replace the webhook configuration; the response carries the signing secret whole.

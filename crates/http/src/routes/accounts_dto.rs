@@ -153,7 +153,7 @@ pub struct MemberDto {
     pub id: String,
     /// The user's email.
     pub email: String,
-    /// `owner` or `member`.
+    /// `owner`, `admin` or `member`.
     pub role: String,
     /// When the membership began.
     #[schema(value_type = String, format = DateTime)]
@@ -169,4 +169,22 @@ impl From<Member> for MemberDto {
             create_date: member.created_at,
         }
     }
+}
+
+/// Body of `POST /v2/accounts/{accountId}/members`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AddMemberBody {
+    /// The user's email; a user with an unknown email is created.
+    pub email: Option<String>,
+    /// `admin` or `member`.
+    pub role: Option<String>,
+}
+
+/// Body of `PATCH /v2/accounts/{accountId}/members/{userId}`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct MemberRoleBody {
+    /// `admin` or `member`.
+    pub role: Option<String>,
 }

@@ -15,7 +15,7 @@ use crate::{
 /// Issue a personal access token; the raw value is in this response only.
 #[utoipa::path(
     tag = "tokens", request_body = CreateTokenBody, security(("bearer" = [])),
-    responses((status = 200, body = TokenDto), (status = 400, body = Problem), (status = 401, body = Problem))
+    responses((status = 200, body = TokenDto), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem))
 )]
 #[post("/users/me/tokens")]
 pub(crate) async fn create_token(
@@ -27,6 +27,8 @@ pub(crate) async fn create_token(
     let request = tokens::IssueTokenRequest {
         name: body.name,
         expires_in_days: body.expires_in_days,
+        scope: body.scope,
+        account_ids: body.account_ids,
     };
     let issued =
         run_blocking(move || tokens::issue_token_as(&services, &caller.0, request)).await?;
@@ -36,7 +38,7 @@ pub(crate) async fn create_token(
 /// List the caller's tokens (never the raw values), all in one envelope.
 #[utoipa::path(
     tag = "tokens", security(("bearer" = [])),
-    responses((status = 200, body = PageEnvelope<TokenDto>), (status = 401, body = Problem))
+    responses((status = 200, body = PageEnvelope<TokenDto>), (status = 401, body = Problem), (status = 403, body = Problem))
 )]
 #[get("/users/me/tokens")]
 pub(crate) async fn list_tokens(
@@ -53,7 +55,7 @@ pub(crate) async fn list_tokens(
 #[utoipa::path(
     tag = "tokens", security(("bearer" = [])),
     params(("tokenId" = String, Path, description = "Token id")),
-    responses((status = 200, body = TokenDto), (status = 401, body = Problem), (status = 404, body = Problem))
+    responses((status = 200, body = TokenDto), (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem))
 )]
 #[delete("/users/me/tokens/{tokenId}")]
 pub(crate) async fn revoke_token(

@@ -14,6 +14,12 @@ pub struct CreateTokenBody {
     pub name: Option<String>,
     /// 30, 60 or 90; omitted or null for a token that never expires.
     pub expires_in_days: Option<i64>,
+    /// `full` (the default: every route its user may call) or `sending` (recording
+    /// events, sending messages, reading a message, looking a contact up by email).
+    #[schema(example = "sending")]
+    pub scope: Option<String>,
+    /// Pins the token to some of the caller's accounts; omitted or null for all of them.
+    pub account_ids: Option<Vec<String>>,
 }
 
 /// A personal access token. `token` appears only in the creation response.
@@ -34,6 +40,11 @@ pub struct TokenDto {
     /// Last use (updated at most once a minute).
     #[schema(value_type = Option<String>, format = DateTime)]
     pub last_used_at: Option<Timestamp>,
+    /// `full` or `sending`.
+    pub scope: &'static str,
+    /// The accounts the token is pinned to; null when it reaches every account of its
+    /// user.
+    pub account_ids: Option<Vec<String>>,
     /// The raw token, shown once.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
@@ -47,6 +58,10 @@ impl From<TokenRecord> for TokenDto {
             create_date: record.created_at,
             expires_at: record.expires_at,
             last_used_at: record.last_used_at,
+            scope: record.scope.as_str(),
+            account_ids: record
+                .account_ids
+                .map(|ids| ids.iter().map(ToString::to_string).collect()),
             token: None,
         }
     }

@@ -180,6 +180,67 @@ impl AccountRepository for PgUnitOfWork<'_> {
             .map_err(store_error)
     }
 
+    fn lock_memberships(
+        &mut self,
+        account: AccountId,
+        users: &[UserId],
+    ) -> Result<Vec<(UserId, Role)>, StoreError> {
+        let ids: Vec<Uuid> = users.iter().map(UserId::as_uuid).collect();
+        memberships::table
+            .filter(memberships::account_id.eq(account.as_uuid()))
+            .filter(memberships::user_id.eq_any(ids))
+            .order(memberships::user_id.asc())
+            .select((memberships::user_id, memberships::role))
+            .for_update()
+            .load::<(Uuid, String)>(self.conn)
+            .map(|rows| {
+                rows.into_iter()
+                    .map(|(user, role)| (UserId::from_uuid(user), Role::from_stored(&role)))
+                    .collect()
+            })
+            .map_err(store_error)
+    }
+
+    fn insert_membership(
+        &mut self,
+        account: AccountId,
+        user: UserId,
+        role: Role,
+        at: Timestamp,
+    ) -> Result<bool, StoreError> {
+        diesel::insert_into(memberships::table)
+            .values((
+                memberships::account_id.eq(account.as_uuid()),
+                memberships::user_id.eq(user.as_uuid()),
+                memberships::role.eq(role.as_str()),
+                memberships::created_at.eq(at.as_datetime()),
+            ))
+            .on_conflict_do_nothing()
+            .execute(self.conn)
+            .map(|inserted| inserted == 1)
+            .map_err(store_error)
+    }
+
+    fn set_member_role(
+        &mut self,
+        account: AccountId,
+        user: UserId,
+        role: Role,
+    ) -> Result<(), StoreError> {
+        diesel::update(memberships::table.find((account.as_uuid(), user.as_uuid())))
+            .set(memberships::role.eq(role.as_str()))
+            .execute(self.conn)
+            .map(drop)
+            .map_err(store_error)
+    }
+
+    fn delete_membership(&mut self, account: AccountId, user: UserId) -> Result<(), StoreError> {
+        diesel::delete(memberships::table.find((account.as_uuid(), user.as_uuid())))
+            .execute(self.conn)
+            .map(drop)
+            .map_err(store_error)
+    }
+
     fn find_webhook_config(
         &mut self,
         account: AccountId,

@@ -3,7 +3,10 @@ use mailroom_app::{
     ports::{NewTokenRecord, TokenRecord, TokenRepository},
     StoreError,
 };
-use mailroom_domain::{token::TokenHash, Timestamp, TokenId, UserId};
+use mailroom_domain::{
+    token::{TokenHash, TokenScope},
+    AccountId, Timestamp, TokenId, UserId,
+};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -21,6 +24,8 @@ struct TokenRow {
     expires_at: Option<OffsetDateTime>,
     last_used_at: Option<OffsetDateTime>,
     revoked_at: Option<OffsetDateTime>,
+    scope: String,
+    account_ids: Option<Vec<Uuid>>,
 }
 
 impl From<TokenRow> for TokenRecord {
@@ -33,6 +38,10 @@ impl From<TokenRow> for TokenRecord {
             expires_at: row.expires_at.map(timestamp),
             last_used_at: row.last_used_at.map(timestamp),
             revoked_at: row.revoked_at.map(timestamp),
+            scope: TokenScope::from_stored(&row.scope),
+            account_ids: row
+                .account_ids
+                .map(|ids| ids.into_iter().map(AccountId::from_uuid).collect()),
         }
     }
 }
@@ -50,6 +59,11 @@ impl TokenRepository for PgUnitOfWork<'_> {
                 expires_at: record.expires_at.map(|t| t.as_datetime()),
                 last_used_at: None,
                 revoked_at: None,
+                scope: record.scope.as_str().to_owned(),
+                account_ids: record
+                    .account_ids
+                    .as_ref()
+                    .map(|ids| ids.iter().map(|id| id.as_uuid()).collect()),
             })
             .execute(self.conn)
             .map(drop)
