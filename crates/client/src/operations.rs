@@ -3,7 +3,7 @@
 //! Both come from one macro invocation: each entry gives the HTTP method, the path as the
 //! OpenAPI document spells it, whether the call may be retried, and the method, whose name
 //! *is* the operation id. So the table cannot list an operation the client lacks, or miss
-//! one it has; `tests/operations.rs` compares the table with the server's document in both
+//! one it has; `tests/client/operations.rs` compares the table with the server's document in both
 //! directions, method and path included.
 
 use mailroom_domain::{

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 pub struct Condition {
     /// The attribute's slug (e.g. `plan`, `event.signed_up`).
     pub slug: String,
-    /// The operator (`equals`, `exists`, `before`, …; see docs/api.md).
+    /// The operator (`s_equal`, `exists`, `before`, …; see docs/api.md).
     pub operator: String,
     /// The operand; its type depends on the operator.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -21,7 +21,8 @@ pub struct Contact {
     pub create_date: Timestamp,
     /// The topics it unsubscribed from.
     pub topic_unsubscriptions: Vec<TopicId>,
-    /// Its custom attributes.
+    /// Its attributes (`{slug: value}`), in single reads, upserts and search results;
+    /// `None` in plain lists.
     #[serde(default)]
     pub attributes: Option<Attributes>,
     /// When it hard-bounced.
@@ -98,8 +99,7 @@ pub struct ContactSearch {
     /// Conditions combined with AND; empty for everyone.
     pub attributes: Vec<Condition>,
     /// Include contacts unsubscribed from everything.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub include_unsubscribed: Option<bool>,
+    pub include_unsubscribed: bool,
     /// Leave out contacts unsubscribed from this topic.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub topic_id: Option<TopicId>,
