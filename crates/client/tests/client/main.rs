@@ -5,6 +5,7 @@
 //! cannot be made to give on cue.
 
 mod calls;
+mod dependencies;
 mod operations;
 mod retries;
 mod support;
