@@ -62,7 +62,7 @@ pub enum Error {
     /// The server answered with an error status.
     #[error("the API refused the request: {0}")]
     Api(Problem),
-    /// The call did not finish within its timeout (retries included).
+    /// An attempt did not finish within the client's timeout.
     #[error("the request to {operation} timed out")]
     Timeout {
         /// The operation id of the call.

@@ -61,7 +61,6 @@ macro_rules! operations {
             ///
             #[doc = concat!("Operation `", stringify!($name), "`: `", stringify!($method), " ", $path, "`.")]
             pub async fn $name(&$self $(, $arg: $ty)*) -> $ret {
-                #[allow(dead_code)]
                 const OP: &Operation = &Operation {
                     id: stringify!($name),
                     method: stringify!($method),
@@ -489,6 +488,9 @@ operations! {
     POST "/v2/accounts/{accountId}/messages" WithIdempotencyKey;
     pub async fn send_message(&self, account: AccountId, message: &SendMessage, idempotency_key: Option<&str>) -> Result<Message> {
         let key = idempotency_key.map_or_else(|| uuid::Uuid::now_v7().to_string(), str::to_owned);
+        if key.is_empty() || reqwest::header::HeaderValue::from_str(&key).is_err() {
+            return Err(Error::InvalidRequest("the idempotency key is empty or not header-safe".into()));
+        }
         let request = Request::new([account.to_string()]).json(message)?.idempotency_key(key);
         self.execute(OP, request).await?.json()
     }

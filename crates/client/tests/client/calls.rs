@@ -55,6 +55,36 @@ async fn an_event_and_a_send_reach_the_smtp_server_and_read_back() {
         .await
         .expect("mail server");
     assert_eq!(server.port, smtp.port());
+    assert_eq!(server.health.status, "healthy");
+    // Saving the same settings again keeps the server; reads agree.
+    let server = client
+        .update_mail_server(account, server.id, &loopback_server(&smtp))
+        .await
+        .expect("mail server saved");
+    assert_eq!(
+        client
+            .get_mail_server(account, server.id)
+            .await
+            .expect("read")
+            .default_from_email,
+        "hello@acme.example"
+    );
+    assert_eq!(client.count_mail_servers(account).await.expect("count"), 1);
+    let servers: Vec<_> = client
+        .stream_mail_servers(account)
+        .try_collect()
+        .await
+        .expect("servers");
+    assert_eq!(servers.len(), 1);
+    assert_eq!(
+        client
+            .list_mail_servers(account, PageRequest::default())
+            .await
+            .expect("page")
+            .items[0]
+            .id,
+        server.id
+    );
     let template = client
         .create_template(account, &receipt_template())
         .await
@@ -165,6 +195,18 @@ async fn an_event_and_a_send_reach_the_smtp_server_and_read_back() {
     assert_eq!(listed.len(), 2);
     let stats = client.message_stats(account).await.expect("stats");
     assert_eq!(stats.last().expect("today").sent, 2);
+
+    // A report that is neither a DSN nor an ARF complaint is refused as a problem.
+    let error = client
+        .record_feedback(account, "Subject: hello\r\n\r\nnot a report\r\n")
+        .await
+        .expect_err("not a report");
+    assert_eq!(error.status(), Some(400), "{error:?}");
+    client
+        .delete_mail_server(account, server.id)
+        .await
+        .expect("mail server deleted");
+    assert_eq!(client.count_mail_servers(account).await.expect("count"), 0);
 }
 
 #[tokio::test]
@@ -268,6 +310,36 @@ async fn a_refused_body_is_a_typed_problem_naming_the_fields() {
         .await
         .expect_err("unknown");
     assert_eq!(error.status(), Some(404), "{error:?}");
+
+    // An answer beyond the client's bound is refused, not buffered: the OpenAPI document
+    // is about 100 KiB.
+    let small = mailroom_client::Client::builder(&setup.app.address)
+        .max_response_bytes(10_000)
+        .build()
+        .expect("client");
+    let error = small.openapi_json().await.expect_err("too large");
+    assert!(
+        matches!(
+            error,
+            Error::ResponseTooLarge {
+                operation: "openapi_json",
+                limit: 10_000
+            }
+        ),
+        "{error:?}"
+    );
+    // A key that cannot be a header is refused before anything is sent.
+    let send = SendMessage {
+        slug: "order-receipt".into(),
+        email: "grace@example.com".into(),
+        data: None,
+    };
+    let error = setup
+        .client
+        .send_message(account, &send, Some("line\nbreak"))
+        .await
+        .expect_err("bad key");
+    assert!(matches!(error, Error::InvalidRequest(_)), "{error:?}");
 }
 
 /// The other resources once each, so every answer type is read from the real server.
