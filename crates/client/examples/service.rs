@@ -36,20 +36,11 @@ struct Signup {
 
 async fn signup(mailroom: web::Data<Mailroom>, body: web::Json<Signup>) -> HttpResponse {
     let Signup { email, plan } = body.into_inner();
-    let attributes = json!({ "plan": plan });
-    let event = NewEvent {
-        slug: "signed_up".into(),
-        email: email.clone(),
-        attributes: attributes.as_object().cloned(),
-    };
+    let event = NewEvent::new("signed_up", &email).attribute("plan", plan.as_str());
     if let Err(error) = mailroom.client.record_event(mailroom.account, &event).await {
         return failure(&error);
     }
-    let welcome = SendMessage {
-        slug: "welcome".into(),
-        email: email.clone(),
-        data: attributes.as_object().cloned(),
-    };
+    let welcome = SendMessage::new("welcome", &email).data("plan", plan);
     // The key makes the welcome mail once per address, however often this runs.
     let key = format!("welcome-{}", email.to_lowercase());
     match mailroom
@@ -138,8 +129,7 @@ mod tests {
     use std::time::{SystemTime, UNIX_EPOCH};
 
     use actix_web::test;
-    use mailroom_client::webhooks::sign;
-    use mailroom_domain::webhook::SigningSecret;
+    use mailroom_client::webhooks::{sign, SigningSecret};
 
     use super::*;
 

@@ -9,6 +9,8 @@
 
 use std::time::SystemTime;
 
+/// The signing secret type, for tests that sign deliveries with [`sign`].
+pub use mailroom_domain::webhook::SigningSecret;
 pub use mailroom_domain::webhook_signature::{
     sign, verify, VerifyError, DEFAULT_TOLERANCE, ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER,
 };

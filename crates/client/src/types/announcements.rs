@@ -32,7 +32,7 @@ pub struct Announcement {
     pub include_unsubscribed: bool,
     /// The audience's conditions.
     pub attributes: Vec<serde_json::Value>,
-    /// Where it stands, e.g. `pending`, `processing`, `done`, `failed`.
+    /// `running`, `completed` or `failed`.
     pub status: String,
     /// The contacts it reaches.
     pub audience_size: u64,

@@ -69,6 +69,29 @@ pub struct ContactFilter {
     pub status: Option<String>,
 }
 
+impl NewEvent {
+    /// An event `slug` for the contact `email`, without attributes.
+    pub fn new(slug: impl Into<String>, email: impl Into<String>) -> Self {
+        Self {
+            slug: slug.into(),
+            email: email.into(),
+            attributes: None,
+        }
+    }
+
+    /// Adds one attribute to merge into the contact.
+    pub fn attribute(
+        mut self,
+        slug: impl Into<String>,
+        value: impl Into<serde_json::Value>,
+    ) -> Self {
+        self.attributes
+            .get_or_insert_with(Attributes::new)
+            .insert(slug.into(), value.into());
+        self
+    }
+}
+
 impl ContactFilter {
     /// Only the contact with this email (the lookup a `sending` token may make).
     pub fn email(email: impl Into<String>) -> Self {
@@ -176,7 +199,7 @@ pub struct AttributeMeta {
     /// `string`, `number`, `boolean` or `date`.
     #[serde(rename = "type")]
     pub kind: String,
-    /// `builtin`, `custom` or `event`.
+    /// `system`, `custom` or `event`.
     pub source: String,
 }
 

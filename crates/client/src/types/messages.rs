@@ -19,6 +19,25 @@ pub struct SendMessage {
     pub data: Option<Attributes>,
 }
 
+impl SendMessage {
+    /// The template `slug` to `email`, without data.
+    pub fn new(slug: impl Into<String>, email: impl Into<String>) -> Self {
+        Self {
+            slug: slug.into(),
+            email: email.into(),
+            data: None,
+        }
+    }
+
+    /// Adds one value for the template.
+    pub fn data(mut self, name: impl Into<String>, value: impl Into<serde_json::Value>) -> Self {
+        self.data
+            .get_or_insert_with(Attributes::new)
+            .insert(name.into(), value.into());
+        self
+    }
+}
+
 /// One message of the outbox. Optional fields are `None` while unset.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -20,7 +20,7 @@ pub struct Template {
     pub subject: String,
     /// The HTML body (a minijinja template).
     pub content: String,
-    /// `html` or `text`… as stored.
+    /// `html` or `wysiwyg`.
     pub content_type: String,
     /// The plain-text body.
     #[serde(default)]

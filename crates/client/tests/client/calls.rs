@@ -95,11 +95,7 @@ async fn an_event_and_a_send_reach_the_smtp_server_and_read_back() {
     let event = client
         .record_event(
             account,
-            &NewEvent {
-                slug: "signedUp".into(),
-                email: "grace@example.com".into(),
-                attributes: Some(object(serde_json::json!({"plan": "pro"}))),
-            },
+            &NewEvent::new("signedUp", "grace@example.com").attribute("plan", "pro"),
         )
         .await
         .expect("event");
@@ -124,11 +120,7 @@ async fn an_event_and_a_send_reach_the_smtp_server_and_read_back() {
     assert_eq!(read.attributes.as_ref().expect("attributes")["plan"], "pro");
 
     // A send with a key, sent twice, is one message.
-    let send = SendMessage {
-        slug: "order-receipt".into(),
-        email: "grace@example.com".into(),
-        data: Some(object(serde_json::json!({"total": "9.99"}))),
-    };
+    let send = SendMessage::new("order-receipt", "grace@example.com").data("total", "9.99");
     let queued = client
         .send_message(account, &send, Some("order-1042"))
         .await
