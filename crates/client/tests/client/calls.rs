@@ -689,3 +689,114 @@ async fn a_tour_of_the_other_operations_reads_every_answer() {
         .expect_err("bad link");
     assert!(matches!(error.status(), Some(400 | 404)), "{error:?}");
 }
+
+const PUBLIC_URL: &str = "http://mailroom.test";
+
+/// The tokens of every `{PUBLIC_URL}{route}…` link in `mail`, in order, after undoing
+/// quoted-printable soft breaks and minijinja's `&#x2f;`.
+fn link_tokens(mail: &str, route: &str) -> Vec<String> {
+    let mail = mail
+        .replace("=\r\n", "")
+        .replace("=3D", "=")
+        .replace("&#x2f;", "/");
+    let prefix = format!("{PUBLIC_URL}{route}");
+    mail.match_indices(&prefix)
+        .map(|(at, _)| {
+            mail[at + prefix.len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+                .collect()
+        })
+        .collect()
+}
+
+/// The public operations with the signed tokens of a real email.
+#[tokio::test]
+async fn the_links_of_a_delivered_email_open_click_and_unsubscribe() {
+    let setup = Setup::new(|config| config.public_url = PUBLIC_URL.to_owned()).await;
+    let client = &setup.client;
+    let account = setup.account().await;
+    let smtp = TestSmtpServer::start(TestSmtpOptions {
+        tls: TlsMode::None,
+        ..TestSmtpOptions::default()
+    });
+    client
+        .create_mail_server(account, &loopback_server(&smtp))
+        .await
+        .expect("mail server");
+    client
+        .create_template(
+            account,
+            &NewTemplate {
+                name: "News".into(),
+                slug: "news".into(),
+                subject: "News".into(),
+                content: "<html><body><a href=\"https://shop.example/orders/7\">Order</a> \
+                    <a href=\"{{ unsubscribe_url }}\">Unsubscribe</a></body></html>"
+                    .into(),
+                open_tracking: Some(true),
+                click_tracking: Some(true),
+                ..NewTemplate::default()
+            },
+        )
+        .await
+        .expect("template");
+    let message = client
+        .send_message(
+            account,
+            &SendMessage::new("news", "grace@example.com"),
+            None,
+        )
+        .await
+        .expect("send");
+    MessageWorker::new(setup.app.services.clone(), &setup.app.config)
+        .run_once()
+        .await
+        .expect("worker round");
+    let mail = smtp.messages().first().expect("delivered").data.clone();
+    let [pixel] = &link_tokens(&mail, "/t/o/")[..] else {
+        panic!("one pixel in {mail}");
+    };
+    let [click] = &link_tokens(&mail, "/t/c/")[..] else {
+        panic!("one tracked link in {mail}");
+    };
+    let [unsubscribe] = &link_tokens(&mail, "/u/")[..] else {
+        panic!("one unsubscribe link in {mail}");
+    };
+
+    let gif = client.open_pixel(pixel).await.expect("pixel");
+    assert_eq!(&gif[..6], b"GIF89a");
+    assert_eq!(
+        client.follow_link(click).await.expect("redirect"),
+        "https://shop.example/orders/7",
+        "the target is returned, not fetched"
+    );
+    let read = client
+        .get_message(account, message.id)
+        .await
+        .expect("message");
+    assert!(
+        read.opened_at.is_some() && read.clicked_at.is_some(),
+        "{read:?}"
+    );
+
+    let page = client.unsubscribe_page(unsubscribe).await.expect("page");
+    assert!(page.contains("grace@example.com"), "{page}");
+    let one_click = UnsubscribeForm {
+        list_unsubscribe: Some("One-Click".into()),
+        ..UnsubscribeForm::default()
+    };
+    let done = client
+        .unsubscribe_post(unsubscribe, &one_click)
+        .await
+        .expect("unsubscribed");
+    assert!(done.contains("unsubscribed"), "{done}");
+    let contact = client
+        .get_contact(account, message.contact_id)
+        .await
+        .expect("contact");
+    assert!(contact.unsubscribe_date.is_some(), "{contact:?}");
+    let today = client.message_stats(account).await.expect("stats");
+    let today = today.last().expect("today");
+    assert_eq!((today.opened, today.clicked, today.unsubscribed), (1, 1, 1));
+}
