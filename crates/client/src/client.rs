@@ -67,7 +67,7 @@ impl std::fmt::Debug for Client {
 }
 
 /// Settings of a [`Client`]; see [`Client::builder`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ClientBuilder {
     base_url: String,
     token: Option<String>,
@@ -77,6 +77,17 @@ pub struct ClientBuilder {
     page_size: u32,
     max_response_bytes: usize,
     user_agent: String,
+}
+
+impl std::fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("base_url", &self.base_url)
+            .field("token", &self.token.as_ref().map(|_| "[redacted]"))
+            .field("timeout", &self.timeout)
+            .field("retry", &self.retry)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ClientBuilder {

@@ -3,6 +3,8 @@
 use mailroom_domain::{MailServerId, Timestamp};
 use serde::{Deserialize, Serialize};
 
+use super::Secret;
+
 /// A mail server; the password always reads `********`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -79,7 +81,7 @@ pub struct MailServerSettings {
     /// SMTP user (empty for none).
     pub user: String,
     /// SMTP password (empty for none).
-    pub password: String,
+    pub password: Secret,
     /// The sender address used when a template names none.
     pub default_from_email: String,
     /// The sender name used when a template names none.

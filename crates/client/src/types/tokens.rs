@@ -3,6 +3,8 @@
 use mailroom_domain::{AccountId, Timestamp, TokenId};
 use serde::{Deserialize, Serialize};
 
+use super::Secret;
+
 /// A personal access token. `token` (the secret itself) is present only in the answer to
 /// `create_token`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -28,7 +30,7 @@ pub struct Token {
     pub last_used_at: Option<Timestamp>,
     /// The secret (`mailroom_pat_…`), only when just created.
     #[serde(default)]
-    pub token: Option<String>,
+    pub token: Option<Secret>,
 }
 
 /// What a token may do.

@@ -3,6 +3,8 @@
 use mailroom_domain::{AccountId, Timestamp, UserId, WebhookEventId};
 use serde::{Deserialize, Serialize};
 
+use super::Secret;
+
 /// An account's webhook configuration. The signing secret is whole only in the answer to
 /// `set_webhooks`; elsewhere it and the receiver credential read masked.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -14,14 +16,15 @@ pub struct Webhooks {
     pub auth_type: String,
     /// The event types delivered.
     pub events: Vec<String>,
-    /// The signing secret (`whsec_…`) to verify deliveries with.
-    pub signing_secret: String,
+    /// The signing secret (`whsec_…`) to verify deliveries with; masked except in the
+    /// answer to `set_webhooks`.
+    pub signing_secret: Secret,
     /// The username for `basic`.
     #[serde(default)]
     pub username: Option<String>,
     /// The password or bearer token, masked.
     #[serde(default)]
-    pub password_or_token: Option<String>,
+    pub password_or_token: Option<Secret>,
 }
 
 /// The body of `set_webhooks`.
@@ -40,10 +43,10 @@ pub struct WebhookSettings {
     pub username: Option<String>,
     /// The password for `basic`, the token for `bearer`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub password_or_token: Option<String>,
+    pub password_or_token: Option<Secret>,
     /// A signing secret to rotate to (`whsec_…`); the server keeps or makes one otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub signing_secret: Option<String>,
+    pub signing_secret: Option<Secret>,
 }
 
 /// One queued or attempted webhook delivery.
