@@ -440,3 +440,56 @@ impl Answer {
         problem
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LINK: Operation = Operation {
+        id: "unsubscribe_page",
+        method: "GET",
+        path: "/u/{token}",
+        replay: Replay::Always,
+    };
+
+    #[test]
+    fn urls_keep_the_base_path_and_encode_each_argument_as_one_segment() {
+        let request = || {
+            Request::new(["a/b c?d".to_owned()]).query([("email", "x+y@example.com".to_owned())])
+        };
+        let bare = Client::builder("https://mail.example")
+            .build()
+            .expect("client");
+        assert_eq!(
+            bare.url(&LINK, &request()).expect("url").as_str(),
+            "https://mail.example/u/a%2Fb%20c%3Fd?email=x%2By%40example.com"
+        );
+        let prefixed = Client::builder("https://example.com/mailroom/")
+            .build()
+            .expect("client");
+        assert_eq!(
+            prefixed.url(&LINK, &request()).expect("url").path(),
+            "/mailroom/u/a%2Fb%20c%3Fd"
+        );
+        let missing = bare.url(&LINK, &Request::new([]));
+        assert!(matches!(missing, Err(Error::InvalidRequest(_))));
+    }
+
+    #[test]
+    fn only_http_base_urls_are_accepted_and_the_token_is_not_printed() {
+        for base in ["mailto:ops@example.com", "ftp://example.com", "not a url"] {
+            assert!(matches!(
+                Client::builder(base).build(),
+                Err(Error::InvalidBaseUrl(_))
+            ));
+        }
+        let builder = Client::builder("https://mail.example").token("mailroom_pat_secret");
+        assert!(!format!("{builder:?}").contains("mailroom_pat_secret"));
+        let client = builder.build().expect("client");
+        assert!(!format!("{client:?}").contains("mailroom_pat_secret"));
+        assert!(matches!(
+            Client::new("https://mail.example", "line\nbreak"),
+            Err(Error::InvalidRequest(_))
+        ));
+    }
+}
