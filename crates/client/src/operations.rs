@@ -467,7 +467,9 @@ operations! {
         self.execute(OP, Request::new([])).await?.json()
     }
 
-    /// Readiness: the database answers (503 while it does not).
+    /// Readiness: the database answers (503 while it does not). A 503 is retried like
+    /// any read; a probe that wants the first answer uses
+    /// `client.with_retry(RetryPolicy::NONE)`.
     GET "/readyz" Always;
     pub async fn readyz(&self) -> Result<Health> {
         self.execute(OP, Request::new([])).await?.json()
