@@ -496,6 +496,12 @@ async fn a_tour_of_the_other_operations_reads_every_answer() {
         client.count_topics(account).await.expect("count"),
         topics + 1
     );
+    let listed = client
+        .list_topics(account, PageRequest::new(topics, 10))
+        .await
+        .expect("topics");
+    assert_eq!((listed.start, listed.items.len()), (topics, 1));
+    assert_eq!(listed.items[0].id, topic.id);
 
     let settings = AutomationSettings {
         name: "Welcome".into(),
