@@ -1,0 +1,70 @@
+//! Announcements: one template sent once to an audience.
+
+use mailroom_domain::{AnnouncementId, ContactId, TemplateId, Timestamp, TopicId};
+use serde::{Deserialize, Serialize};
+
+/// One condition on a contact attribute; an audience is the AND of its conditions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Condition {
+    /// The attribute's slug (e.g. `plan`, `event.signed_up`).
+    pub slug: String,
+    /// The operator (`s_equal`, `exists`, `before`, …; see docs/api.md).
+    pub operator: String,
+    /// The operand; its type depends on the operator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<serde_json::Value>,
+}
+
+/// An announcement.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Announcement {
+    /// The announcement's id.
+    #[serde(rename = "_id")]
+    pub id: AnnouncementId,
+    /// Its name.
+    pub name: String,
+    /// The template it sends.
+    pub template_id: TemplateId,
+    /// The template's subject when it was made.
+    pub subject: String,
+    /// Whether contacts unsubscribed from everything receive it.
+    pub include_unsubscribed: bool,
+    /// The audience's conditions.
+    pub attributes: Vec<serde_json::Value>,
+    /// `running`, `completed` or `failed`.
+    pub status: String,
+    /// The contacts it reaches.
+    pub audience_size: u64,
+    /// When it was created.
+    pub create_date: Timestamp,
+    /// The topic whose unsubscribers are skipped.
+    #[serde(default)]
+    pub topic_id: Option<TopicId>,
+    /// When its messages were queued.
+    #[serde(default)]
+    pub process_date: Option<Timestamp>,
+    /// Why it failed.
+    #[serde(default)]
+    pub failure_reason: Option<String>,
+    /// The last contact sampled while queuing.
+    #[serde(default)]
+    pub last_sampled_contact_id: Option<ContactId>,
+}
+
+/// The body of `create_announcement`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NewAnnouncement {
+    /// Its name.
+    pub name: String,
+    /// The template to send.
+    pub template_id: TemplateId,
+    /// Skip contacts unsubscribed from this topic.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topic_id: Option<TopicId>,
+    /// Send to contacts unsubscribed from everything too.
+    pub include_unsubscribed: bool,
+    /// The audience's conditions; empty for everyone.
+    pub attributes: Vec<Condition>,
+}

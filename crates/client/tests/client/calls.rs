@@ -1,0 +1,813 @@
+//! Calls against the real server: the sending path end to end, paged streams, the typed
+//! problem, and a tour of the other resources that reads every kind of answer.
+
+use mailroom_client::{
+    AutomationSettings, Condition, ContactFilter, ContactSearch, ContactUpsert, Error,
+    MailServerSettings, MemberRole, MessageFilter, NewAnnouncement, NewEvent, NewMember,
+    NewTemplate, NewToken, NewTopic, PageRequest, Patch, SendMessage, TemplateUpdate, TokenScope,
+    TopicUpdate, TryStreamExt, UnsubscribeForm, WebhookEventFilter,
+};
+use mailroom_server::message_worker::MessageWorker;
+use mailroom_test_support::{TestSmtpOptions, TestSmtpServer, TlsMode};
+
+use crate::support::{object, Setup};
+
+fn loopback_server(smtp: &TestSmtpServer) -> MailServerSettings {
+    MailServerSettings {
+        service_type: "smtp".into(),
+        host: "127.0.0.1".into(),
+        port: smtp.port(),
+        secure: false,
+        require_tls: false,
+        allow_insecure_tls: None,
+        user: String::new(),
+        password: "".into(),
+        default_from_email: "hello@acme.example".into(),
+        default_from_name: "Acme".into(),
+    }
+}
+
+fn receipt_template() -> NewTemplate {
+    NewTemplate {
+        name: "Receipt".into(),
+        slug: "order-receipt".into(),
+        subject: "Your receipt".into(),
+        content: "<p>Total: {{ total }}</p>".into(),
+        ..NewTemplate::default()
+    }
+}
+
+#[tokio::test]
+async fn an_event_and_a_send_reach_the_smtp_server_and_read_back() {
+    let setup = Setup::new(|_| {}).await;
+    let client = &setup.client;
+    let account = setup.account().await;
+    let fetched = client.get_account(account).await.expect("account");
+    assert_eq!(fetched.name, "Acme");
+    assert!(fetched.webhooks.is_none());
+
+    let smtp = TestSmtpServer::start(TestSmtpOptions {
+        tls: TlsMode::None,
+        ..TestSmtpOptions::default()
+    });
+    let server = client
+        .create_mail_server(account, &loopback_server(&smtp))
+        .await
+        .expect("mail server");
+    assert_eq!(server.port, smtp.port());
+    assert_eq!(server.health.status, "healthy");
+    // Saving the same settings again keeps the server; reads agree.
+    let server = client
+        .update_mail_server(account, server.id, &loopback_server(&smtp))
+        .await
+        .expect("mail server saved");
+    assert_eq!(
+        client
+            .get_mail_server(account, server.id)
+            .await
+            .expect("read")
+            .default_from_email,
+        "hello@acme.example"
+    );
+    assert_eq!(client.count_mail_servers(account).await.expect("count"), 1);
+    let servers: Vec<_> = client
+        .stream_mail_servers(account)
+        .try_collect()
+        .await
+        .expect("servers");
+    assert_eq!(servers.len(), 1);
+    assert_eq!(
+        client
+            .list_mail_servers(account, PageRequest::default())
+            .await
+            .expect("page")
+            .items[0]
+            .id,
+        server.id
+    );
+    let template = client
+        .create_template(account, &receipt_template())
+        .await
+        .expect("template");
+    assert_eq!(template.slug, "order-receipt");
+
+    // An event creates the contact.
+    let event = client
+        .record_event(
+            account,
+            &NewEvent::new("signedUp", "grace@example.com").attribute("plan", "pro"),
+        )
+        .await
+        .expect("event");
+    assert_eq!(event.slug, "signed_up");
+    assert_eq!(event.account_id, account);
+    let found = client
+        .list_contacts(
+            account,
+            &ContactFilter::email("GRACE@example.com"),
+            PageRequest::default(),
+        )
+        .await
+        .expect("lookup by email");
+    assert_eq!(found.items.len(), 1);
+    let contact = &found.items[0];
+    assert_eq!(contact.id, event.contact_id);
+    // Lists leave attributes out; a single read has them.
+    let read = client
+        .get_contact(account, contact.id)
+        .await
+        .expect("contact");
+    assert_eq!(read.attributes.as_ref().expect("attributes")["plan"], "pro");
+
+    // A send with a key, sent twice, is one message.
+    let send = SendMessage::new("order-receipt", "grace@example.com").data("total", "9.99");
+    let queued = client
+        .send_message(account, &send, Some("order-1042"))
+        .await
+        .expect("send");
+    assert_eq!(queued.status, "queued");
+    assert_eq!(queued.contact_id, contact.id);
+    assert_eq!(queued.template_id, template.id);
+    let again = client
+        .send_message(account, &send, Some("order-1042"))
+        .await
+        .expect("repeated send");
+    assert_eq!(
+        again.id, queued.id,
+        "the same key answers the first message"
+    );
+    // Without a key each call gets a fresh one: a second message.
+    let other = client
+        .send_message(account, &send, None)
+        .await
+        .expect("unkeyed send");
+    assert_ne!(other.id, queued.id);
+
+    for _ in 0..10 {
+        let round = MessageWorker::new(setup.app.services.clone(), &setup.app.config)
+            .run_once()
+            .await
+            .expect("worker round");
+        if round.claimed == 0 {
+            break;
+        }
+    }
+    let sent = client
+        .get_message(account, queued.id)
+        .await
+        .expect("read back");
+    assert_eq!(sent.status, "sent", "{sent:?}");
+    assert!(sent.sent_at.is_some());
+    assert_eq!(sent.data["total"], "9.99");
+    assert_eq!(smtp.message_count(), 2);
+    let messages = smtp.messages();
+    assert!(
+        messages[0].data.contains("Total: 9.99"),
+        "{}",
+        messages[0].data
+    );
+    assert_eq!(messages[0].recipients, ["grace@example.com"]);
+
+    let sent_filter = MessageFilter {
+        status: Some("sent".into()),
+        contact_id: Some(contact.id),
+    };
+    assert_eq!(
+        client
+            .count_messages(account, &sent_filter)
+            .await
+            .expect("count"),
+        2
+    );
+    let listed: Vec<_> = client
+        .stream_messages(account, sent_filter)
+        .try_collect()
+        .await
+        .expect("stream");
+    assert_eq!(listed.len(), 2);
+    let stats = client.message_stats(account).await.expect("stats");
+    assert_eq!(stats.last().expect("today").sent, 2);
+
+    // A report that is neither a DSN nor an ARF complaint is refused as a problem.
+    let error = client
+        .record_feedback(account, "Subject: hello\r\n\r\nnot a report\r\n")
+        .await
+        .expect_err("not a report");
+    assert_eq!(error.status(), Some(400), "{error:?}");
+    client
+        .delete_mail_server(account, server.id)
+        .await
+        .expect("mail server deleted");
+    assert_eq!(client.count_mail_servers(account).await.expect("count"), 0);
+}
+
+#[tokio::test]
+async fn a_stream_walks_every_page_in_order() {
+    let setup = Setup::new(|_| {}).await;
+    let account = setup.account().await;
+    let emails: Vec<String> = (0..7).map(|n| format!("reader{n}@example.com")).collect();
+    for email in &emails {
+        setup
+            .client
+            .upsert_contact(
+                account,
+                &ContactUpsert {
+                    email: email.clone(),
+                    attributes: None,
+                },
+            )
+            .await
+            .expect("contact");
+    }
+    let by_creation = ContactFilter {
+        sort_by: Some("createDate".into()),
+        ..ContactFilter::default()
+    };
+    // Three pages of 3, 3 and 1.
+    let client = setup.client.with_page_size(3);
+    let streamed: Vec<String> = client
+        .stream_contacts(account, by_creation.clone())
+        .map_ok(|contact| contact.email)
+        .try_collect()
+        .await
+        .expect("stream");
+    assert_eq!(streamed, emails);
+    assert_eq!(
+        client
+            .count_contacts(account, &by_creation)
+            .await
+            .expect("count"),
+        7
+    );
+    // A page the size of the list ends the walk too (with one empty page after it).
+    let exact: Vec<_> = setup
+        .client
+        .with_page_size(7)
+        .stream_contacts(account, by_creation)
+        .try_collect()
+        .await
+        .expect("stream");
+    assert_eq!(exact.len(), 7);
+    // The searches page the same way.
+    let everyone: Vec<_> = client
+        .stream_search(account, ContactSearch::default())
+        .try_collect()
+        .await
+        .expect("search stream");
+    assert_eq!(everyone.len(), 7);
+    assert_eq!(
+        client
+            .count_search(account, &ContactSearch::default())
+            .await
+            .expect("count"),
+        7
+    );
+}
+
+#[tokio::test]
+async fn a_refused_body_is_a_typed_problem_naming_the_fields() {
+    let setup = Setup::new(|_| {}).await;
+    let account = setup.account().await;
+    let bad = NewTemplate {
+        name: "Receipt".into(),
+        slug: "Not A Slug".into(),
+        subject: String::new(),
+        content: "<p>hi</p>".into(),
+        ..NewTemplate::default()
+    };
+    let error = setup
+        .client
+        .create_template(account, &bad)
+        .await
+        .expect_err("refused");
+    let Error::Api(problem) = &error else {
+        panic!("not a problem: {error:?}");
+    };
+    assert_eq!(problem.status, 400);
+    assert_eq!(problem.title, "Bad Request");
+    assert!(!problem.detail.is_empty());
+    assert!(problem.field("slug").is_some(), "{problem:?}");
+    assert!(problem.field("subject").is_some(), "{problem:?}");
+    assert_eq!(error.status(), Some(400));
+
+    // A token that is not one is a 401 problem; an unknown record a 404.
+    let stranger =
+        mailroom_client::Client::new(&setup.app.address, "mailroom_pat_nope").expect("client");
+    let error = stranger.list_accounts().await.expect_err("refused");
+    assert_eq!(error.status(), Some(401), "{error:?}");
+    let unknown = "0193b1c4-0000-7000-8000-000000000001".parse().expect("id");
+    let error = setup
+        .client
+        .get_template(account, unknown)
+        .await
+        .expect_err("unknown");
+    assert_eq!(error.status(), Some(404), "{error:?}");
+
+    // An answer beyond the client's bound is refused, not buffered: the OpenAPI document
+    // is about 100 KiB.
+    let small = mailroom_client::Client::builder(&setup.app.address)
+        .max_response_bytes(10_000)
+        .build()
+        .expect("client");
+    let error = small.openapi_json().await.expect_err("too large");
+    assert!(
+        matches!(
+            error,
+            Error::ResponseTooLarge {
+                operation: "openapi_json",
+                limit: 10_000
+            }
+        ),
+        "{error:?}"
+    );
+    // A key that cannot be a header is refused before anything is sent.
+    let send = SendMessage {
+        slug: "order-receipt".into(),
+        email: "grace@example.com".into(),
+        data: None,
+    };
+    let error = setup
+        .client
+        .send_message(account, &send, Some("line\nbreak"))
+        .await
+        .expect_err("bad key");
+    assert!(matches!(error, Error::InvalidRequest(_)), "{error:?}");
+}
+
+/// The other resources once each, so every answer type is read from the real server.
+#[tokio::test]
+async fn a_tour_of_the_other_operations_reads_every_answer() {
+    let setup = Setup::new(|_| {}).await;
+    let client = &setup.client;
+    let account = setup.account().await;
+
+    // Accounts, members, tokens.
+    let renamed = client
+        .update_account(
+            account,
+            &mailroom_client::AccountUpdate {
+                name: Some("Acme Ltd".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("rename");
+    assert_eq!(renamed.name, "Acme Ltd");
+    assert_eq!(
+        client.list_accounts().await.expect("accounts").items.len(),
+        1
+    );
+    let member = client
+        .add_member(
+            account,
+            &NewMember {
+                email: "grace@example.com".into(),
+                role: MemberRole::Member,
+            },
+        )
+        .await
+        .expect("member");
+    let promoted = client
+        .change_member_role(account, member.id, MemberRole::Admin)
+        .await
+        .expect("role");
+    assert_eq!(promoted.role, "admin");
+    assert_eq!(
+        client
+            .list_members(account)
+            .await
+            .expect("members")
+            .items
+            .len(),
+        2
+    );
+    client
+        .remove_member(account, member.id)
+        .await
+        .expect("removed");
+    let token = client
+        .create_token(&NewToken {
+            name: "backend".into(),
+            scope: Some(TokenScope::Sending),
+            account_ids: Some(vec![account]),
+            ..NewToken::default()
+        })
+        .await
+        .expect("token");
+    assert_eq!(token.scope, "sending");
+    assert!(token.token.is_some());
+    assert_eq!(token.account_ids, Some(vec![account]));
+    assert_eq!(client.list_tokens().await.expect("tokens").items.len(), 2);
+    // The sending token may send but not manage: a 403 problem.
+    let secret = token.token.as_ref().expect("the secret, this once");
+    assert!(
+        !format!("{token:?}").contains(secret.expose()),
+        "redacted in Debug"
+    );
+    let backend =
+        mailroom_client::Client::new(&setup.app.address, secret.expose()).expect("client");
+    let error = backend
+        .list_templates(account, PageRequest::default())
+        .await
+        .expect_err("outside the scope");
+    assert_eq!(error.status(), Some(403), "{error:?}");
+    client.revoke_token(token.id).await.expect("revoked");
+
+    // Templates (a new account has starter templates), topics, automations, announcements.
+    let starters = client.count_templates(account).await.expect("count");
+    let template = client
+        .create_template(account, &receipt_template())
+        .await
+        .expect("template");
+    let changed = client
+        .update_template(
+            account,
+            template.id,
+            &TemplateUpdate {
+                subject: Patch::Set("Thanks".into()),
+                reply_to: Patch::Set("help@acme.example".into()),
+                ..TemplateUpdate::default()
+            },
+        )
+        .await
+        .expect("update");
+    assert_eq!(changed.subject, "Thanks");
+    let cleared = client
+        .update_template(
+            account,
+            template.id,
+            &TemplateUpdate {
+                reply_to: Patch::Clear,
+                ..TemplateUpdate::default()
+            },
+        )
+        .await
+        .expect("clear");
+    assert_eq!(cleared.reply_to, None);
+    assert_eq!(cleared.subject, "Thanks", "a kept field stays");
+    assert_eq!(
+        client.count_templates(account).await.expect("count"),
+        starters + 1
+    );
+    let streamed: Vec<_> = client
+        .with_page_size(2)
+        .stream_templates(account)
+        .try_collect()
+        .await
+        .expect("templates");
+    assert_eq!(streamed.len() as u64, starters + 1);
+    assert_eq!(
+        client
+            .get_template(account, template.id)
+            .await
+            .expect("get")
+            .id,
+        template.id
+    );
+
+    let topics = client.count_topics(account).await.expect("count");
+    let topic = client
+        .create_topic(
+            account,
+            &NewTopic {
+                name: "News".into(),
+                description: Some("Monthly".into()),
+            },
+        )
+        .await
+        .expect("topic");
+    let topic = client
+        .update_topic(
+            account,
+            topic.id,
+            &TopicUpdate {
+                description: Patch::Clear,
+                ..TopicUpdate::default()
+            },
+        )
+        .await
+        .expect("topic update");
+    assert_eq!(topic.description, None);
+    assert_eq!(
+        client.get_topic(account, topic.id).await.expect("get").name,
+        "News"
+    );
+    assert_eq!(
+        client.count_topics(account).await.expect("count"),
+        topics + 1
+    );
+    let listed = client
+        .list_topics(account, PageRequest::new(topics, 10))
+        .await
+        .expect("topics");
+    assert_eq!((listed.start, listed.items.len()), (topics, 1));
+    assert_eq!(listed.items[0].id, topic.id);
+
+    let settings = AutomationSettings {
+        name: "Welcome".into(),
+        template_id: template.id,
+        trigger_event_slug: "signed_up".into(),
+        trigger_event_condition: "once".into(),
+        timing_condition: "x_days_after".into(),
+        timing_value: Some(2),
+        is_enabled: false,
+    };
+    let automation = client
+        .create_automation(account, &settings)
+        .await
+        .expect("automation");
+    assert_eq!(automation.timing_value, Some(2));
+    let enabled = AutomationSettings {
+        is_enabled: true,
+        ..settings
+    };
+    assert!(
+        client
+            .update_automation(account, automation.id, &enabled)
+            .await
+            .expect("update")
+            .is_enabled
+    );
+    let listed: Vec<_> = client
+        .stream_automations(account)
+        .try_collect()
+        .await
+        .expect("automations");
+    let ours = listed
+        .iter()
+        .find(|item| item.automation.id == automation.id)
+        .expect("listed");
+    assert_eq!(
+        ours.template.as_ref().expect("template").slug,
+        "order-receipt"
+    );
+    assert_eq!(
+        client.count_automations(account).await.expect("count"),
+        listed.len() as u64
+    );
+    client
+        .get_automation(account, automation.id)
+        .await
+        .expect("get");
+    client
+        .delete_automation(account, automation.id)
+        .await
+        .expect("delete");
+
+    // Contacts, events, attributes, import.
+    let contact = client
+        .upsert_contact(
+            account,
+            &ContactUpsert {
+                email: "lin@example.com".into(),
+                attributes: Some(object(serde_json::json!({"plan": "pro"}))),
+            },
+        )
+        .await
+        .expect("contact");
+    client
+        .record_event(
+            account,
+            &NewEvent {
+                slug: "signed_up".into(),
+                email: "lin@example.com".into(),
+                attributes: None,
+            },
+        )
+        .await
+        .expect("event");
+    let names = client.event_names(account).await.expect("names");
+    assert_eq!(names.items[0].slug, "signed_up");
+    assert_eq!(names.items[0].count, 1);
+    let attributes: Vec<_> = client
+        .stream_attributes(account)
+        .try_collect()
+        .await
+        .expect("attributes");
+    assert!(attributes
+        .iter()
+        .any(|a| a.slug == "plan" && a.kind == "string"));
+    assert_eq!(
+        client.count_attributes(account).await.expect("count") as usize,
+        attributes.len()
+    );
+    let report = client
+        .import_contacts(
+            account,
+            "email,plan\nmo@example.com,free\nnot-an-email,free\n",
+        )
+        .await
+        .expect("import");
+    assert_eq!((report.created, report.rejected), (1, 1), "{report:?}");
+    assert_eq!(report.errors[0].line, 3);
+    let pros = ContactSearch {
+        attributes: vec![Condition {
+            slug: "plan".into(),
+            operator: "s_equal".into(),
+            value: Some("pro".into()),
+        }],
+        ..ContactSearch::default()
+    };
+    let found = client
+        .search_contacts(account, &pros, PageRequest::default())
+        .await
+        .expect("search");
+    assert_eq!(found.items.len(), 1, "{found:?}");
+    assert_eq!(found.items[0].id, contact.id);
+    let announcement = client
+        .create_announcement(
+            account,
+            &NewAnnouncement {
+                name: "Launch".into(),
+                template_id: template.id,
+                topic_id: Some(topic.id),
+                include_unsubscribed: false,
+                attributes: pros.attributes.clone(),
+            },
+        )
+        .await
+        .expect("announcement");
+    assert_eq!(
+        client
+            .get_announcement(account, announcement.id)
+            .await
+            .expect("get")
+            .name,
+        "Launch"
+    );
+    assert_eq!(client.count_announcements(account).await.expect("count"), 1);
+    assert_eq!(
+        client
+            .list_announcements(account, PageRequest::default())
+            .await
+            .expect("list")
+            .items
+            .len(),
+        1
+    );
+    client.get_contact(account, contact.id).await.expect("get");
+    let unbounced = client
+        .unbounce_contact(account, contact.id)
+        .await
+        .expect("nothing to clear is fine");
+    assert_eq!(unbounced.hard_bounced, None);
+    client
+        .delete_contact(account, contact.id)
+        .await
+        .expect("delete");
+    // The automation that used it is gone, so it may go.
+    let deleted = client
+        .delete_template(account, template.id)
+        .await
+        .expect("template deleted");
+    assert_eq!(deleted.id, template.id);
+    client
+        .delete_topic(account, topic.id)
+        .await
+        .expect("topic deleted");
+
+    // No webhooks are configured, so the deletion queued no webhook event.
+    assert_eq!(
+        client
+            .count_webhook_events(account, &WebhookEventFilter::default())
+            .await
+            .expect("count"),
+        0
+    );
+
+    // System and public routes.
+    assert_eq!(client.healthz().await.expect("health").status, "ok");
+    client.readyz().await.expect("ready");
+    assert!(client.metrics().await.expect("metrics").contains("# TYPE"));
+    let error = client
+        .unsubscribe_page("not-a-token")
+        .await
+        .expect_err("bad link");
+    assert!(matches!(error.status(), Some(400 | 404)), "{error:?}");
+    let error = client
+        .unsubscribe_post("not-a-token", &UnsubscribeForm::default())
+        .await
+        .expect_err("bad link");
+    assert!(matches!(error.status(), Some(400 | 404)), "{error:?}");
+    let pixel = client
+        .open_pixel("not-a-token")
+        .await
+        .expect("a pixel whatever the token");
+    assert!(pixel.starts_with(b"GIF"), "{pixel:?}");
+    let error = client
+        .follow_link("not-a-token")
+        .await
+        .expect_err("bad link");
+    assert!(matches!(error.status(), Some(400 | 404)), "{error:?}");
+}
+
+const PUBLIC_URL: &str = "http://mailroom.test";
+
+/// The tokens of every `{PUBLIC_URL}{route}…` link in `mail`, in order, after undoing
+/// quoted-printable soft breaks and minijinja's `&#x2f;`.
+fn link_tokens(mail: &str, route: &str) -> Vec<String> {
+    let mail = mail
+        .replace("=\r\n", "")
+        .replace("=3D", "=")
+        .replace("&#x2f;", "/");
+    let prefix = format!("{PUBLIC_URL}{route}");
+    mail.match_indices(&prefix)
+        .map(|(at, _)| {
+            mail[at + prefix.len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+                .collect()
+        })
+        .collect()
+}
+
+/// The public operations with the signed tokens of a real email.
+#[tokio::test]
+async fn the_links_of_a_delivered_email_open_click_and_unsubscribe() {
+    let setup = Setup::new(|config| config.public_url = PUBLIC_URL.to_owned()).await;
+    let client = &setup.client;
+    let account = setup.account().await;
+    let smtp = TestSmtpServer::start(TestSmtpOptions {
+        tls: TlsMode::None,
+        ..TestSmtpOptions::default()
+    });
+    client
+        .create_mail_server(account, &loopback_server(&smtp))
+        .await
+        .expect("mail server");
+    client
+        .create_template(
+            account,
+            &NewTemplate {
+                name: "News".into(),
+                slug: "news".into(),
+                subject: "News".into(),
+                content: "<html><body><a href=\"https://shop.example/orders/7\">Order</a> \
+                    <a href=\"{{ unsubscribe_url }}\">Unsubscribe</a></body></html>"
+                    .into(),
+                open_tracking: Some(true),
+                click_tracking: Some(true),
+                ..NewTemplate::default()
+            },
+        )
+        .await
+        .expect("template");
+    let message = client
+        .send_message(
+            account,
+            &SendMessage::new("news", "grace@example.com"),
+            None,
+        )
+        .await
+        .expect("send");
+    MessageWorker::new(setup.app.services.clone(), &setup.app.config)
+        .run_once()
+        .await
+        .expect("worker round");
+    let mail = smtp.messages().first().expect("delivered").data.clone();
+    let [pixel] = &link_tokens(&mail, "/t/o/")[..] else {
+        panic!("one pixel in {mail}");
+    };
+    let [click] = &link_tokens(&mail, "/t/c/")[..] else {
+        panic!("one tracked link in {mail}");
+    };
+    let [unsubscribe] = &link_tokens(&mail, "/u/")[..] else {
+        panic!("one unsubscribe link in {mail}");
+    };
+
+    let gif = client.open_pixel(pixel).await.expect("pixel");
+    assert_eq!(&gif[..6], b"GIF89a");
+    assert_eq!(
+        client.follow_link(click).await.expect("redirect"),
+        "https://shop.example/orders/7",
+        "the target is returned, not fetched"
+    );
+    let read = client
+        .get_message(account, message.id)
+        .await
+        .expect("message");
+    assert!(
+        read.opened_at.is_some() && read.clicked_at.is_some(),
+        "{read:?}"
+    );
+
+    let page = client.unsubscribe_page(unsubscribe).await.expect("page");
+    assert!(page.contains("grace@example.com"), "{page}");
+    let one_click = UnsubscribeForm {
+        list_unsubscribe: Some("One-Click".into()),
+        ..UnsubscribeForm::default()
+    };
+    let done = client
+        .unsubscribe_post(unsubscribe, &one_click)
+        .await
+        .expect("unsubscribed");
+    assert!(done.contains("unsubscribed"), "{done}");
+    let contact = client
+        .get_contact(account, message.contact_id)
+        .await
+        .expect("contact");
+    assert!(contact.unsubscribe_date.is_some(), "{contact:?}");
+    let today = client.message_stats(account).await.expect("stats");
+    let today = today.last().expect("today");
+    assert_eq!((today.opened, today.clicked, today.unsubscribed), (1, 1, 1));
+}
