@@ -1,10 +1,14 @@
-//! A DNS server on loopback for tests: an authoritative UDP responder over a zone the
-//! test edits while it runs, speaking through hickory's own message types (no wire format
-//! of ours). Answers carry TTL 0 and "no such name" carries an SOA whose minimum is 0, so
-//! resolvers cache nothing and a record the test publishes is seen by the next lookup.
+//! A DNS server on loopback for tests: an authoritative responder over a zone the test
+//! edits while it runs, on UDP and TCP of one port, speaking through hickory's own
+//! message types (no wire format of ours beyond TCP's two-byte length). An answer larger
+//! than the asker's UDP payload (512 bytes, or what its EDNS offers) goes out truncated,
+//! so the asker retries over TCP, as with a real server. Answers carry TTL 0 and "no such
+//! name" carries an SOA whose minimum is 0, so resolvers cache nothing and a record the
+//! test publishes is seen by the next lookup.
 
 use std::collections::HashMap;
-use std::net::{SocketAddr, UdpSocket};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -42,6 +46,18 @@ impl TestDnsServer {
         let address = socket.local_addr().expect("local address");
         let zone: Arc<Mutex<Zone>> = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
+        // TCP on the same port, for truncated answers; accepted connections are served
+        // on threads of their own, which end with their connection.
+        let listener = TcpListener::bind(address).expect("bind the test DNS server (TCP)");
+        listener.set_nonblocking(true).expect("non-blocking accept");
+        {
+            let zone = Arc::clone(&zone);
+            let stop = Arc::clone(&stop);
+            std::thread::Builder::new()
+                .name("test-dns-tcp".into())
+                .spawn(move || accept(&listener, &zone, &stop))
+                .expect("start the test DNS server (TCP)");
+        }
         let thread = {
             let zone = Arc::clone(&zone);
             let stop = Arc::clone(&stop);
@@ -116,9 +132,65 @@ fn serve(socket: &UdpSocket, zone: &Mutex<Zone>, stop: &AtomicBool) {
         let Ok(request) = Message::from_vec(&buffer[..length]) else {
             continue;
         };
-        let response = answer(&request, &zone.lock().expect("zone"));
-        if let Ok(bytes) = response.to_vec() {
-            let _ = socket.send_to(&bytes, peer);
+        let mut response = answer(&request, &zone.lock().expect("zone"));
+        let limit = request
+            .extensions()
+            .as_ref()
+            .map_or(512, |edns| usize::from(edns.max_payload().max(512)));
+        let Ok(mut bytes) = response.to_vec() else {
+            continue;
+        };
+        if bytes.len() > limit {
+            response.take_answers();
+            response.take_name_servers();
+            response.set_truncated(true);
+            let Ok(truncated) = response.to_vec() else {
+                continue;
+            };
+            bytes = truncated;
+        }
+        let _ = socket.send_to(&bytes, peer);
+    }
+}
+
+fn accept(listener: &TcpListener, zone: &Arc<Mutex<Zone>>, stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                let zone = Arc::clone(zone);
+                let _ = std::thread::Builder::new()
+                    .name("test-dns-conn".into())
+                    .spawn(move || serve_tcp(stream, &zone));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+/// Queries over one TCP connection, each framed by its two-byte length (RFC 1035 4.2.2).
+fn serve_tcp(mut stream: TcpStream, zone: &Mutex<Zone>) {
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    loop {
+        let mut length = [0u8; 2];
+        if stream.read_exact(&mut length).is_err() {
+            return;
+        }
+        let mut query = vec![0u8; usize::from(u16::from_be_bytes(length))];
+        if stream.read_exact(&mut query).is_err() {
+            return;
+        }
+        let Ok(request) = Message::from_vec(&query) else {
+            return;
+        };
+        let Ok(bytes) = answer(&request, &zone.lock().expect("zone")).to_vec() else {
+            return;
+        };
+        let Ok(length) = u16::try_from(bytes.len()) else {
+            return;
+        };
+        if stream.write_all(&length.to_be_bytes()).is_err() || stream.write_all(&bytes).is_err() {
+            return;
         }
     }
 }
