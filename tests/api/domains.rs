@@ -606,8 +606,9 @@ async fn mail_from_a_verified_domain_is_dkim_signed_and_verifies_independently()
         .unwrap()
         .to_owned();
 
-    // A multipart message (text and HTML) and a single-part one.
-    setup
+    // A multipart message (text and HTML), a single-part one, and an automation's (with
+    // List-Unsubscribe and List-Unsubscribe-Post).
+    let both = setup
         .post(
             "/templates",
             &json!({
@@ -623,9 +624,32 @@ async fn mail_from_a_verified_domain_is_dkim_signed_and_verifies_independently()
         )
         .await;
     setup.queue("bob@example.org").await;
+    setup
+        .post(
+            "/automations",
+            &json!({
+                "name": "Welcome", "templateId": both["_id"], "triggerEventSlug": "signed_up",
+                "triggerEventCondition": "once", "timingCondition": "immediately", "isEnabled": true
+            }),
+        )
+        .await;
+    setup
+        .post(
+            "/events",
+            &json!({"email": "carol@example.org", "slug": "signed_up"}),
+        )
+        .await;
     setup.drain().await;
     let messages = setup.smtp.messages();
-    assert_eq!(messages.len(), 3);
+    assert_eq!(messages.len(), 4);
+    let listed = messages
+        .iter()
+        .find(|m| m.data.contains("List-Unsubscribe-Post:"))
+        .expect("the automation's message carries List-Unsubscribe");
+    let moved = listed.data.replacen("/u/", "/u/x", 1);
+    assert_ne!(moved, listed.data);
+    assert!(dkimpy_verifies(&dns, &listed.data));
+    assert!(!dkimpy_verifies(&dns, &moved), "List-Unsubscribe is signed");
     for message in &messages[1..] {
         let signature = unfolded_header(&message.data, "DKIM-Signature")
             .unwrap_or_else(|| panic!("signed: {}", message.data));
