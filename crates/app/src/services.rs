@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use crate::ports::{
-    Clock, Database, Ids, MailServerProbe, Mailer, Secrets, WebhookSender, WebhookUrlGuard,
+    Clock, Database, DkimKeyGenerator, DomainDns, Ids, MailServerProbe, Mailer, Secrets,
+    WebhookSender, WebhookUrlGuard,
 };
 use crate::tracking::LinkSettings;
 
@@ -30,4 +31,12 @@ pub struct Services {
     pub mailer: Arc<dyn Mailer>,
     /// Where tracking and unsubscribe links point.
     pub links: LinkSettings,
+    /// Makes the DKIM keys of sending domains (slow: used only between transactions).
+    pub dkim_keys: Arc<dyn DkimKeyGenerator>,
+    /// Looks up the records of sending domains (blocking network I/O, used only between
+    /// transactions).
+    pub domain_dns: Arc<dyn DomainDns>,
+    /// The operator's inbound mail host (`MAILROOM_INBOUND_HOST`), the target of each
+    /// sending domain's return-path MX; `None` lists no return-path record.
+    pub inbound_host: Option<String>,
 }

@@ -141,6 +141,11 @@ impl DnsResolver {
         options.timeout = options.timeout.min(settings.lookup_timeout);
         // `/etc/hosts` first, also with a nameserver of the operator's choosing.
         options.use_hosts_file = ResolveHosts::Always;
+        // EDNS, so a 2048-bit DKIM key's TXT record fits one UDP answer.
+        options.edns0 = true;
+        // A record a customer just published is seen at the next check, whatever the
+        // SOA of an earlier "no such name" said.
+        options.negative_max_ttl = Some(Duration::from_secs(30));
         let resolver = {
             let _entered = handle.enter();
             TokioResolver::builder_with_config(config, TokioConnectionProvider::default())
@@ -225,6 +230,126 @@ impl DnsResolver {
             )))
         })
     }
+}
+
+/// The most TXT or MX records one record lookup keeps.
+pub const MAX_RECORDS: usize = 32;
+
+/// The most text one TXT record keeps (its strings joined); longer records are dropped.
+pub const MAX_TXT_BYTES: usize = 4096;
+
+/// Record lookups for checks of sending domains: TXT and MX, each bounded like an address
+/// lookup (the timeout, the concurrency bound) and in size ([`MAX_RECORDS`],
+/// [`MAX_TXT_BYTES`]). No egress check: nothing connects to what they return.
+impl DnsResolver {
+    /// The TXT records at `name`, each record's strings joined; empty when the name has
+    /// none or does not exist. Blocking (see [`DnsResolver::resolve_checked_blocking`]).
+    ///
+    /// # Errors
+    /// [`LookupError::Timeout`], or [`LookupError::NotFound`] for another failure.
+    pub fn txt_blocking(&self, name: &str) -> Result<Vec<String>, LookupError> {
+        self.blocking(record_lookup(
+            Arc::clone(&self.inner),
+            name.to_owned(),
+            RecordKind::Txt,
+        ))
+    }
+
+    /// The MX exchanges at `name` (without the trailing dot); empty when there is none.
+    /// Blocking.
+    ///
+    /// # Errors
+    /// As [`DnsResolver::txt_blocking`].
+    pub fn mx_blocking(&self, name: &str) -> Result<Vec<String>, LookupError> {
+        self.blocking(record_lookup(
+            Arc::clone(&self.inner),
+            name.to_owned(),
+            RecordKind::Mx,
+        ))
+    }
+
+    fn blocking<T: Send + 'static>(
+        &self,
+        lookup: impl std::future::Future<Output = Result<T, LookupError>> + Send + 'static,
+    ) -> Result<T, LookupError> {
+        let (sender, receiver) = mpsc::sync_channel(1);
+        self.inner.handle.spawn(async move {
+            let _ = sender.send(lookup.await);
+        });
+        let limit = self.inner.settings.lookup_timeout + Duration::from_secs(1);
+        receiver.recv_timeout(limit).unwrap_or_else(|_| {
+            Err(LookupError::Timeout(format!(
+                "no answer from the resolver within {} s",
+                limit.as_secs_f32()
+            )))
+        })
+    }
+}
+
+#[derive(Clone, Copy)]
+enum RecordKind {
+    Txt,
+    Mx,
+}
+
+/// One bounded TXT or MX lookup.
+async fn record_lookup(
+    inner: Arc<Inner>,
+    name: String,
+    kind: RecordKind,
+) -> Result<Vec<String>, LookupError> {
+    let limit = inner.settings.lookup_timeout;
+    let bounded = tokio::time::timeout(limit, async {
+        let _slot = inner.slots.acquire().await.map_err(|error| {
+            LookupError::NotFound(format!("{name}: the resolver is shut down: {error}"))
+        })?;
+        // Absolute: no search domains of resolv.conf appended.
+        let fqdn = format!("{}.", name.trim_end_matches('.'));
+        let records = match kind {
+            RecordKind::Txt => inner.resolver.txt_lookup(fqdn).await.map(|found| {
+                found
+                    .iter()
+                    .take(MAX_RECORDS)
+                    .filter_map(|txt| {
+                        let mut joined = Vec::new();
+                        for part in txt.txt_data() {
+                            joined.extend_from_slice(part);
+                        }
+                        (joined.len() <= MAX_TXT_BYTES)
+                            .then(|| String::from_utf8_lossy(&joined).into_owned())
+                    })
+                    .collect::<Vec<_>>()
+            }),
+            RecordKind::Mx => inner.resolver.mx_lookup(fqdn).await.map(|found| {
+                found
+                    .iter()
+                    .take(MAX_RECORDS)
+                    .map(|mx| mx.exchange().to_ascii().trim_end_matches('.').to_owned())
+                    .collect::<Vec<_>>()
+            }),
+        };
+        match records {
+            Ok(records) => Ok(records),
+            Err(error) if error.is_no_records_found() || error.is_nx_domain() => Ok(Vec::new()),
+            Err(error) => {
+                let timed_out = error
+                    .proto()
+                    .is_some_and(|proto| matches!(proto.kind(), ProtoErrorKind::Timeout));
+                Err(if timed_out {
+                    LookupError::Timeout(format!("looking up {name}: {error}"))
+                } else {
+                    LookupError::NotFound(format!("{name}: {error}"))
+                })
+            }
+        }
+    })
+    .await;
+    bounded.unwrap_or_else(|_| {
+        Err(LookupError::Timeout(format!(
+            "looking up {name} took longer than {} s",
+            limit.as_secs_f32()
+        )))
+    })
 }
 
 /// `host` without surrounding space and IPv6 brackets.

@@ -106,6 +106,14 @@ define_id!(
     /// Identifies an announcement (a one-off send to a segment).
     AnnouncementId
 );
+define_id!(
+    /// Identifies a sending domain (a domain an account sends mail from).
+    SendingDomainId
+);
+define_id!(
+    /// Identifies one DKIM key of a sending domain (its selector and key pair).
+    DkimKeyId
+);
 
 #[cfg(test)]
 mod tests {

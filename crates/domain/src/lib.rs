@@ -18,6 +18,7 @@ pub mod message_lifecycle;
 pub mod paging;
 pub mod patch;
 pub mod secret;
+pub mod sending_domain;
 pub mod slug;
 pub mod starter;
 pub mod template;
@@ -30,8 +31,8 @@ pub mod webhook_signature;
 
 pub use error::{FieldError, ValidationErrors};
 pub use id::{
-    AccountId, AnnouncementId, AutomationId, ContactEventId, ContactId, MailServerId, MessageId,
-    TemplateId, TokenId, TopicId, UserId, WebhookEventId,
+    AccountId, AnnouncementId, AutomationId, ContactEventId, ContactId, DkimKeyId, MailServerId,
+    MessageId, SendingDomainId, TemplateId, TokenId, TopicId, UserId, WebhookEventId,
 };
 pub use timestamp::Timestamp;
 /// The UUID type behind every identifier, re-exported so ports can mint ids.

@@ -290,6 +290,34 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    sending_domains (account_id, id) {
+        account_id -> Uuid,
+        id -> Uuid,
+        name -> Text,
+        status -> Text,
+        spf_status -> Text,
+        dmarc_status -> Text,
+        return_path_status -> Text,
+        created_at -> Timestamptz,
+        verified_at -> Nullable<Timestamptz>,
+        checked_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    sending_domain_keys (account_id, id) {
+        account_id -> Uuid,
+        id -> Uuid,
+        domain_id -> Uuid,
+        selector -> Text,
+        private_key -> Bytea,
+        public_key -> Text,
+        status -> Text,
+        created_at -> Timestamptz,
+    }
+}
+
 diesel::joinable!(tokens -> users (user_id));
 diesel::joinable!(memberships -> accounts (account_id));
 diesel::joinable!(memberships -> users (user_id));
@@ -315,4 +343,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     automation_firings,
     announcements,
     message_tracking,
+    sending_domains,
+    sending_domain_keys,
 );

@@ -7,11 +7,14 @@ use mailroom_app::{ports::Clock, tracking::LinkSettings, Services};
 use mailroom_dns::{DnsResolver, DnsSettings};
 use mailroom_http::{HttpOptions, Metrics};
 use mailroom_postgres::{ensure_database_exists, run_migrations, PgDatabase, PoolSettings};
-use mailroom_smtp::{MailerSettings, ProbeSettings, SmtpMailer, SmtpPoolSettings, SmtpProbe};
+use mailroom_smtp::{
+    MailerSettings, ProbeSettings, RsaDkimKeys, SmtpMailer, SmtpPoolSettings, SmtpProbe,
+};
 use mailroom_webhook::{EgressUrlGuard, HyperWebhookSender, SenderSettings};
 
 use crate::{
     config::{redact_url, Config},
+    domain_dns::ResolverDomainDns,
     system::{SealingSecrets, SystemClock, UuidV7Ids},
 };
 
@@ -49,6 +52,7 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
         ..DnsSettings::default()
     })
     .context("the DNS resolver")?;
+    let domain_dns = Arc::new(ResolverDomainDns::new(resolver.clone()));
     let services = Services {
         db: Arc::new(database.clone()),
         clock,
@@ -94,6 +98,9 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
             public_url: config.public_url.trim_end_matches('/').to_owned(),
             unsubscribe_mailto: config.unsubscribe_mailto.clone(),
         },
+        dkim_keys: Arc::new(RsaDkimKeys),
+        domain_dns,
+        inbound_host: config.inbound_host.clone(),
     };
     Ok((services, database))
 }

@@ -80,6 +80,9 @@ pub struct Config {
     /// The nameserver every outbound lookup asks (`MAILROOM_DNS_SERVER`, an IP address
     /// with an optional port, 53 by default). `None`: those of `/etc/resolv.conf`.
     pub dns_server: Option<SocketAddr>,
+    /// The operator's inbound mail host (`MAILROOM_INBOUND_HOST`): the target of the
+    /// return-path MX (`bounces.<domain>`) each sending domain lists. `None` lists none.
+    pub inbound_host: Option<String>,
     /// The most SMTP connections open to one mail server at once
     /// (`MAILROOM_SMTP_CONNECTIONS_PER_SERVER`).
     pub smtp_connections_per_server: usize,
@@ -134,6 +137,7 @@ impl std::fmt::Debug for Config {
             .field("render_program", &self.render_program)
             .field("smtp_hello_name", &self.smtp_hello_name)
             .field("dns_server", &self.dns_server)
+            .field("inbound_host", &self.inbound_host)
             .field(
                 "smtp_connections_per_server",
                 &self.smtp_connections_per_server,
@@ -187,6 +191,7 @@ impl Config {
             render_program: None,
             smtp_hello_name: None,
             dns_server: None,
+            inbound_host: None,
             smtp_connections_per_server: DEFAULT_SMTP_CONNECTIONS_PER_SERVER,
             smtp_rate_limit: None,
             run_workers: true,
@@ -270,6 +275,13 @@ impl Config {
         }
         if let Ok(server) = std::env::var("MAILROOM_DNS_SERVER") {
             config.dns_server = Some(parse_dns_server(&server).context("MAILROOM_DNS_SERVER")?);
+        }
+        if let Ok(host) = std::env::var("MAILROOM_INBOUND_HOST") {
+            config.inbound_host = Some(
+                parse_hello_name(&host)
+                    .context("MAILROOM_INBOUND_HOST")?
+                    .to_ascii_lowercase(),
+            );
         }
         if let Ok(limit) = std::env::var("MAILROOM_MONTHLY_SEND_LIMIT") {
             config.monthly_send_limit =

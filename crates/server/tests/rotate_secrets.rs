@@ -12,7 +12,7 @@ use base64::Engine as _;
 use diesel::{prelude::*, sql_query, sql_types};
 use mailroom_app::ports::{SealedSecret, SecretSlot, Secrets};
 use mailroom_domain::secret::SecretString;
-use mailroom_postgres::schema::{mail_servers, webhook_configs};
+use mailroom_postgres::schema::{mail_servers, sending_domain_keys, webhook_configs};
 use mailroom_server::{
     application::build_services, system::SealingSecrets, system::SystemClock, Config,
 };
@@ -39,6 +39,14 @@ fn mail_server_slot(account: Uuid, server: Uuid) -> SecretSlot {
     }
 }
 
+fn dkim_key_slot(account: Uuid, key: Uuid) -> SecretSlot {
+    SecretSlot {
+        table: "sending_domain_keys",
+        column: "private_key",
+        row: format!("{account}/{key}"),
+    }
+}
+
 fn webhook_slot(account: Uuid, column: &'static str) -> SecretSlot {
     SecretSlot {
         table: "webhook_configs",
@@ -48,7 +56,7 @@ fn webhook_slot(account: Uuid, column: &'static str) -> SecretSlot {
 }
 
 /// Two accounts, three mail servers, two webhook configurations (one with a receiver
-/// credential), every secret sealed under key A.
+/// credential), one DKIM key of a sending domain, every secret sealed under key A.
 fn seed(conn: &mut PgConnection) -> Vec<Stored> {
     let a = SealingSecrets::new(&KEY_A);
     let mut stored = Vec::new();
@@ -98,6 +106,34 @@ fn seed(conn: &mut PgConnection) -> Vec<Stored> {
         .bind::<sql_types::Bytea, _>(signing)
         .execute(conn)
         .expect("webhook config");
+        if n == 1 {
+            let domain = Uuid::now_v7();
+            let key = Uuid::now_v7();
+            let private_key = seal(
+                dkim_key_slot(account, key),
+                "-----BEGIN RSA PRIVATE KEY-----\n…".into(),
+            );
+            sql_query(
+                "INSERT INTO sending_domains (account_id, id, name, status, spf_status, \
+                 dmarc_status, return_path_status, created_at) \
+                 VALUES ($1, $2, 'acme.example', 'verified', 'pending', 'pending', 'pending', now())",
+            )
+            .bind::<sql_types::Uuid, _>(account)
+            .bind::<sql_types::Uuid, _>(domain)
+            .execute(conn)
+            .expect("sending domain");
+            sql_query(
+                "INSERT INTO sending_domain_keys (account_id, id, domain_id, selector, \
+                 private_key, public_key, status, created_at) \
+                 VALUES ($1, $2, $3, 'mr20261124abcd', $4, 'MIIB', 'verified', now())",
+            )
+            .bind::<sql_types::Uuid, _>(account)
+            .bind::<sql_types::Uuid, _>(key)
+            .bind::<sql_types::Uuid, _>(domain)
+            .bind::<sql_types::Bytea, _>(private_key)
+            .execute(conn)
+            .expect("DKIM key");
+        }
     }
     stored
 }
@@ -105,6 +141,17 @@ fn seed(conn: &mut PgConnection) -> Vec<Stored> {
 /// The stored bytes of `slot`, read back from the database.
 fn stored_bytes(conn: &mut PgConnection, slot: &SecretSlot) -> SealedSecret {
     let bytes = match slot.column {
+        "private_key" => {
+            let (account, key) = slot.row.split_once('/').expect("account/key");
+            sending_domain_keys::table
+                .find((
+                    Uuid::parse_str(account).expect("uuid"),
+                    Uuid::parse_str(key).expect("uuid"),
+                ))
+                .select(sending_domain_keys::private_key)
+                .first::<Vec<u8>>(conn)
+                .expect("DKIM key row")
+        }
         "password" => {
             let (account, server) = slot.row.split_once('/').expect("account/server");
             mail_servers::table
@@ -187,7 +234,7 @@ fn rotate_secrets_reseals_everything_under_the_current_key_once() {
     let database = TestDatabase::create();
     let mut conn = database.connection();
     let stored = seed(&mut conn);
-    assert_eq!(stored.len(), 3 + 2 + 1);
+    assert_eq!(stored.len(), 3 + 2 + 1 + 1);
 
     // Before the rotation: B alone cannot read them, B with A as previous can, as wired by
     // the application from the configuration.
@@ -236,7 +283,11 @@ fn rotate_secrets_reseals_everything_under_the_current_key_once() {
     );
     let report = summary(&rotated);
     assert_eq!(report["complete"], true, "{report}");
-    assert_eq!(report["resealed"], 6, "{report}");
+    assert_eq!(report["resealed"], 7, "{report}");
+    assert_eq!(
+        column(&report, "sending_domain_keys.private_key")["resealed"],
+        1
+    );
     assert_eq!(column(&report, "mail_servers.password")["resealed"], 3);
     assert_eq!(
         column(&report, "webhook_configs.signing_secret")["resealed"],

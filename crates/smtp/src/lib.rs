@@ -19,6 +19,7 @@
 //! host *name* the caller gave, not the address.
 
 mod bounded;
+mod dkim;
 mod implicit_tls;
 mod mailer;
 mod pool;
@@ -26,6 +27,7 @@ mod probe;
 mod resolve;
 
 pub use bounded::{MAX_LINE_BYTES, MAX_REPLY_BYTES};
+pub use dkim::{RsaDkimKeys, DKIM_KEY_BITS, SIGNED_HEADERS};
 pub use mailer::{MailerSettings, SmtpMailer};
 pub use pool::SmtpPoolSettings;
 

@@ -38,6 +38,8 @@ use lettre::transport::smtp::commands::{Data, Mail, Rcpt, Rset};
 use lettre::transport::smtp::extension::{ClientId, Extension, MailBodyParameter, MailParameter};
 use lettre::transport::smtp::Error as SmtpError;
 use lettre::{Address, Message};
+
+use crate::dkim::SplitBody;
 use mailroom_app::ports::{
     MailAccepted, MailFuture, Mailer, OutgoingMail, ProbeError, SmtpEndpoint, SmtpSecurity,
 };
@@ -556,8 +558,8 @@ fn build_message(mail: &OutgoingMail) -> Result<(Envelope, Vec<u8>), AttemptFaul
     let html = SinglePart::builder()
         .header(ContentType::TEXT_HTML)
         .body(rendered.html.clone());
-    let message = match &rendered.text {
-        Some(text) => builder.multipart(
+    let body = match &rendered.text {
+        Some(text) => Either::Multi(
             MultiPart::alternative()
                 .singlepart(
                     SinglePart::builder()
@@ -566,10 +568,33 @@ fn build_message(mail: &OutgoingMail) -> Result<(Envelope, Vec<u8>), AttemptFaul
                 )
                 .singlepart(html),
         ),
-        None => builder.singlepart(html),
-    }
-    .map_err(|error| AttemptFault::Permanent(format!("the message cannot be built: {error}")))?;
+        None => Either::Single(html),
+    };
+    let message = match &mail.dkim {
+        None => match body {
+            Either::Multi(part) => builder.multipart(part),
+            Either::Single(part) => builder.singlepart(part),
+        }
+        .map_err(|error| {
+            AttemptFault::Permanent(format!("the message cannot be built: {error}"))
+        })?,
+        Some(signing) => {
+            let split = match &body {
+                Either::Multi(part) => SplitBody::new(&part.formatted(), part.headers()),
+                Either::Single(part) => SplitBody::new(&part.formatted(), part.headers()),
+            };
+            let mut message = split.build(builder)?;
+            crate::dkim::sign(&mut message, signing);
+            message
+        }
+    };
     Ok((message.envelope().clone(), message.formatted()))
+}
+
+/// The message's MIME body: HTML alone, or text and HTML as alternatives.
+enum Either {
+    Single(SinglePart),
+    Multi(MultiPart),
 }
 
 #[cfg(test)]
@@ -611,6 +636,7 @@ mod tests {
             message_id_header: "<m1@acme.example>".into(),
             date: Timestamp::parse("2026-11-22T12:00:00.000Z").unwrap(),
             list_unsubscribe: None,
+            dkim: None,
         }
     }
 

@@ -49,6 +49,7 @@ fn mail(port: u16) -> OutgoingMail {
         message_id_header: "<m1@acme.example>".into(),
         date: Timestamp::parse("2026-11-22T12:00:00.000Z").unwrap(),
         list_unsubscribe: None,
+        dkim: None,
     }
 }
 

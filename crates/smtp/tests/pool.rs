@@ -51,6 +51,7 @@ fn mail(server: &TestSmtpServer, security: SmtpSecurity, n: usize) -> OutgoingMa
         message_id_header: format!("<m{n}@acme.example>"),
         date: Timestamp::parse("2026-11-22T12:00:00.000Z").unwrap(),
         list_unsubscribe: None,
+        dkim: None,
     }
 }
 

@@ -7,15 +7,19 @@
 //!   scripted refusals) that records what it receives.
 //! - [`TestWebhookReceiver`]: a real HTTP/1.1 server on loopback that records webhook
 //!   deliveries and answers from a script (statuses, redirects, delays, hangs, closes).
+//! - [`TestDnsServer`]: a real DNS server on loopback (UDP, hickory's message types)
+//!   over a zone the test edits, for `MAILROOM_DNS_SERVER`.
 
 mod clock;
 mod database;
+mod dns_server;
 mod hostile_smtp;
 mod smtp_server;
 mod webhook_receiver;
 
 pub use clock::TestClock;
 pub use database::{admin_url, TestDatabase};
+pub use dns_server::TestDnsServer;
 pub use hostile_smtp::{HostileSmtpServer, Hostility};
 pub use smtp_server::{ReceivedMessage, TestSmtpOptions, TestSmtpServer, TlsMode};
 pub use webhook_receiver::{ReceivedRequest, ReceiverReply, TestWebhookReceiver};

@@ -6,6 +6,7 @@ use mailroom_domain::{
 use super::password_slot;
 use crate::{
     auth::Member,
+    domains::check_sender,
     ports::{
         in_transaction, CredentialCheck, MailServerRecord, ProbeError, SmtpEndpoint, SmtpSecurity,
     },
@@ -74,7 +75,12 @@ fn save(
         if mode == Mode::Update && tx.find_mail_server(account, id)?.is_none() {
             return Err(AppError::NotFound);
         }
-        Ok(())
+        check_sender(
+            tx,
+            account,
+            "defaultFromEmail",
+            settings.default_from_email.as_str(),
+        )
     })?;
     let check = services
         .mail_server_probe

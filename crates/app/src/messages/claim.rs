@@ -66,6 +66,9 @@ pub struct RenderJob {
     pub request: RenderRequest,
     pub(crate) endpoint: SmtpEndpoint,
     pub(crate) list_unsubscribe: Option<ListUnsubscribe>,
+    /// The account's opened DKIM keys; the one for the rendered From is chosen after the
+    /// render.
+    pub(crate) signing_keys: std::sync::Arc<[crate::ports::DkimSigning]>,
 }
 
 /// What one claim produced.
@@ -101,7 +104,7 @@ pub fn claim_messages(
         let mut to_render = Vec::with_capacity(claimed);
         let mut send_limit = MonthlySendLimit::new(settings.monthly_send_limit);
         let messages: Vec<Message> = claims.iter().map(|c| c.message.clone()).collect();
-        let mut batch = ClaimBatch::load(tx, &messages)?;
+        let mut batch = ClaimBatch::load(tx, services, &messages)?;
         for claim in claims {
             let mut message = claim.message;
             if Message::must_quarantine(claim.claims_without_outcome) {
@@ -256,6 +259,7 @@ fn check(
         request,
         endpoint,
         list_unsubscribe: links.list_unsubscribe,
+        signing_keys: batch.signing_keys(account),
     })))
 }
 

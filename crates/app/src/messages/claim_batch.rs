@@ -7,7 +7,7 @@
 //! Everything is read in the claim's transaction, so the cache sees what a per-message
 //! read would have seen.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, sync::Arc};
 
 use mailroom_domain::{
     announcement::Announcement, attribute::ResolvedAttributes, automation::Automation,
@@ -16,8 +16,12 @@ use mailroom_domain::{
 };
 
 use crate::{
+    domains::dkim_key_slot,
     mail_servers::password_slot,
-    ports::{AccountRecord, MailServerRecord, SavedServer, SmtpEndpoint, SmtpSecurity, UnitOfWork},
+    ports::{
+        AccountRecord, DkimSigning, MailServerRecord, SavedServer, SmtpEndpoint, SmtpSecurity,
+        UnitOfWork,
+    },
     AppError, Services,
 };
 
@@ -32,12 +36,17 @@ pub(super) struct ClaimBatch {
     endpoints: HashMap<(AccountId, MailServerId), Result<SmtpEndpoint, String>>,
     automations: HashMap<(AccountId, AutomationId), Option<Automation>>,
     announcements: HashMap<(AccountId, AnnouncementId), Option<Announcement>>,
+    signing_keys: HashMap<AccountId, Arc<[DkimSigning]>>,
 }
 
 impl ClaimBatch {
     /// Loads the contacts of `messages` and their resolved attributes: one query each per
     /// account in the batch.
-    pub(super) fn load(tx: &mut dyn UnitOfWork, messages: &[Message]) -> Result<Self, AppError> {
+    pub(super) fn load(
+        tx: &mut dyn UnitOfWork,
+        services: &Services,
+        messages: &[Message],
+    ) -> Result<Self, AppError> {
         let mut by_account: HashMap<AccountId, Vec<ContactId>> = HashMap::new();
         for message in messages {
             by_account
@@ -46,6 +55,8 @@ impl ClaimBatch {
                 .push(message.contact_id);
         }
         let mut batch = Self::default();
+        let accounts: Vec<AccountId> = by_account.keys().copied().collect();
+        batch.signing_keys = open_signing_keys(tx, services, &accounts)?;
         for (account, mut ids) in by_account {
             ids.sort_unstable();
             ids.dedup();
@@ -168,6 +179,14 @@ impl ClaimBatch {
         Ok(record)
     }
 
+    /// The DKIM keys of the account's verified domains, opened once per claim.
+    pub(super) fn signing_keys(&self, account: AccountId) -> Arc<[DkimSigning]> {
+        self.signing_keys
+            .get(&account)
+            .cloned()
+            .unwrap_or_else(|| Arc::from(Vec::new()))
+    }
+
     /// The server's endpoint with its password opened once per claim (opening is a
     /// decryption).
     pub(super) fn endpoint(
@@ -181,6 +200,38 @@ impl ClaimBatch {
             .or_insert_with(|| endpoint(services, account, record))
             .clone()
     }
+}
+
+/// The signing key of every verified domain of `accounts`, opened (one decryption each).
+/// A key that no longer opens is left out, so its mail goes unsigned rather than not at
+/// all, and a warning says so.
+fn open_signing_keys(
+    tx: &mut dyn UnitOfWork,
+    services: &Services,
+    accounts: &[AccountId],
+) -> Result<HashMap<AccountId, Arc<[DkimSigning]>>, AppError> {
+    let mut opened: HashMap<AccountId, Vec<DkimSigning>> = HashMap::new();
+    for record in tx.signing_keys(accounts)? {
+        match services.secrets.open(
+            &record.private_key,
+            &dkim_key_slot(record.account, record.key_id),
+        ) {
+            Ok(private_key_pem) => opened.entry(record.account).or_default().push(DkimSigning {
+                domain: record.domain,
+                selector: record.selector,
+                private_key_pem,
+            }),
+            Err(_) => tracing::warn!(
+                account = %record.account,
+                domain = record.domain.as_str(),
+                "the stored DKIM key cannot be opened: mail from this domain goes unsigned"
+            ),
+        }
+    }
+    Ok(opened
+        .into_iter()
+        .map(|(account, keys)| (account, Arc::from(keys)))
+        .collect())
 }
 
 /// The template's preferred server, else the account's oldest: the one place this rule

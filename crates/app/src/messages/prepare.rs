@@ -12,7 +12,7 @@ use super::{
     deliver::{DeliverySettings, MessageJob},
 };
 use crate::{
-    ports::{in_transaction, Lease, OutgoingMail},
+    ports::{in_transaction, DkimSigning, Lease, OutgoingMail},
     rendering::RenderedMessage,
     tracking::delivery::apply_tracking,
     AppError, Services,
@@ -91,15 +91,19 @@ pub fn finish_rendered(
                 Ok(message) => {
                     let message_rendered =
                         apply_tracking(tx, services, &job.message, message.clone())?;
+                    let rendered = addressed(message_rendered, &job.message);
+                    let dkim =
+                        DkimSigning::for_sender(&job.signing_keys, &rendered.from.email).cloned();
                     jobs.push(MessageJob {
                         message: job.message.clone(),
                         lane: job.lane,
                         mail: OutgoingMail {
                             endpoint: job.endpoint.clone(),
-                            rendered: addressed(message_rendered, &job.message),
+                            rendered,
                             message_id_header: job.message.message_id_header.clone(),
                             date: now,
                             list_unsubscribe: job.list_unsubscribe.clone(),
+                            dkim,
                         },
                     });
                 }

@@ -1,10 +1,11 @@
 //! `mailroom rotate-secrets`: re-seals every stored secret under the current key, so the
 //! previous key (`MAILROOM_SECRET_KEY_PREVIOUS`) can be dropped afterwards.
 
-use mailroom_domain::MailServerId;
+use mailroom_domain::{DkimKeyId, MailServerId};
 
 use crate::{
     accounts::webhook_slot,
+    domains::dkim_key_slot,
     mail_servers::password_slot,
     ports::{in_transaction, SealedColumn, SealedRow, SealedRowKey, SecretSlot},
     AppError, Services,
@@ -51,6 +52,10 @@ fn slot(column: SealedColumn, key: SealedRowKey) -> SecretSlot {
         ),
         SealedColumn::WebhookSigningSecret => webhook_slot(key.account_id, "signing_secret"),
         SealedColumn::WebhookCredential => webhook_slot(key.account_id, "password_or_token"),
+        SealedColumn::DkimPrivateKey => dkim_key_slot(
+            key.account_id,
+            DkimKeyId::from_uuid(key.record_id.unwrap_or_default()),
+        ),
     }
 }
 

@@ -3,9 +3,9 @@ use crate::{
     ports::{
         AccountRepository, AnnouncementRepository, AutomationRepository, ContactImportRepository,
         ContactRepository, FeedbackRepository, MailServerRepository, MessageRepository,
-        QueueStatsRepository, SealedSecretRepository, SegmentRepository, StarterDataRepository,
-        TemplateRepository, TokenRepository, TopicRepository, UserRepository,
-        WebhookEventRepository,
+        QueueStatsRepository, SealedSecretRepository, SegmentRepository, SendingDomainRepository,
+        StarterDataRepository, TemplateRepository, TokenRepository, TopicRepository,
+        UserRepository, WebhookEventRepository,
     },
     AppError, StoreError,
 };
@@ -31,6 +31,7 @@ pub trait UnitOfWork:
     + SubscriptionRepository
     + QueueStatsRepository
     + SealedSecretRepository
+    + SendingDomainRepository
 {
 }
 

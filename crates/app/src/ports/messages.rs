@@ -3,6 +3,8 @@ use std::{future::Future, pin::Pin};
 use mailroom_domain::{
     message::{AttemptFault, DailyStats, Message, MessageFilter, SmtpReply, StatsCounter},
     paging::PageRequest,
+    secret::SecretString,
+    sending_domain::{address_domain, DomainName},
     AccountId, ContactId, MessageId, Timestamp, Uuid,
 };
 use time::Date;
@@ -191,6 +193,31 @@ pub struct OutgoingMail {
     /// `List-Unsubscribe` and `List-Unsubscribe-Post` (RFC 8058) for announcement and
     /// automation mail; `None` for transactional mail, which carries neither.
     pub list_unsubscribe: Option<ListUnsubscribe>,
+    /// The DKIM key to sign with: set when the From address is at a verified sending
+    /// domain of the account (docs/operations.md#sending-domains).
+    pub dkim: Option<DkimSigning>,
+}
+
+/// A DKIM key opened for signing (relaxed/relaxed, rsa-sha256).
+#[derive(Debug, Clone)]
+pub struct DkimSigning {
+    /// The signing domain (`d=`): the verified domain the From address is at or under.
+    pub domain: DomainName,
+    /// The selector (`s=`).
+    pub selector: String,
+    /// The private key, PKCS#1 PEM.
+    pub private_key_pem: SecretString,
+}
+
+impl DkimSigning {
+    /// The key among `keys` for mail from `from`: the most specific verified domain the
+    /// address is at or under; `None` when there is none.
+    pub fn for_sender<'k>(keys: &'k [DkimSigning], from: &str) -> Option<&'k DkimSigning> {
+        let domain = address_domain(from)?;
+        keys.iter()
+            .filter(|key| key.domain.covers(domain))
+            .max_by_key(|key| key.domain.as_str().len())
+    }
 }
 
 /// The targets of a `List-Unsubscribe` header (RFC 2369). A mailer that sends one also

@@ -18,6 +18,7 @@ mod records;
 mod repositories;
 mod sealed_secrets;
 mod segments;
+mod sending_domains;
 mod system;
 mod templates;
 mod topics;
@@ -36,14 +37,17 @@ pub use mail_servers::{
     CredentialCheck, MailServerProbe, ProbeError, SavedServer, SmtpEndpoint, SmtpSecurity,
 };
 pub use messages::{
-    ClaimedMessage, IdempotentMessage, ListUnsubscribe, MailAccepted, MailFuture, Mailer,
-    MessageRepository, OutgoingMail,
+    ClaimedMessage, DkimSigning, IdempotentMessage, ListUnsubscribe, MailAccepted, MailFuture,
+    Mailer, MessageRepository, OutgoingMail,
 };
 pub use queue_stats::{QueueDepth, QueueStats, QueueStatsRepository};
 pub use records::*;
 pub use repositories::*;
 pub use sealed_secrets::{SealedColumn, SealedRow, SealedRowKey, SealedSecretRepository};
 pub use segments::SegmentRepository;
+pub use sending_domains::{
+    DkimKeyGenerator, DkimKeyPair, DomainDns, SendingDomainRepository, SigningKeyRecord,
+};
 pub use system::*;
 pub use templates::TemplateRepository;
 pub use topics::TopicRepository;

@@ -15,14 +15,17 @@ pub enum SealedColumn {
     WebhookSigningSecret,
     /// `webhook_configs.password_or_token` (nullable), the receiver's credential.
     WebhookCredential,
+    /// `sending_domain_keys.private_key`, one per DKIM key of a sending domain.
+    DkimPrivateKey,
 }
 
 impl SealedColumn {
     /// Every sealed column.
-    pub const ALL: [Self; 3] = [
+    pub const ALL: [Self; 4] = [
         Self::MailServerPassword,
         Self::WebhookSigningSecret,
         Self::WebhookCredential,
+        Self::DkimPrivateKey,
     ];
 
     /// `table.column`, as operators read it.
@@ -31,12 +34,13 @@ impl SealedColumn {
             Self::MailServerPassword => "mail_servers.password",
             Self::WebhookSigningSecret => "webhook_configs.signing_secret",
             Self::WebhookCredential => "webhook_configs.password_or_token",
+            Self::DkimPrivateKey => "sending_domain_keys.private_key",
         }
     }
 }
 
 /// Where a sealed value lives: the account, and the record id for tables keyed by one
-/// (`mail_servers`); `None` for one-row-per-account tables (`webhook_configs`).
+/// (`mail_servers`, `sending_domain_keys`); `None` for one-row-per-account tables (`webhook_configs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SealedRowKey {
     /// The owning account.

@@ -4,7 +4,7 @@ use mailroom_domain::{
 };
 
 use super::{check_preferred_server, check_template_syntax, slug_taken};
-use crate::{auth::Member, ports::in_transaction, AppError, Services};
+use crate::{auth::Member, domains::check_sender, ports::in_transaction, AppError, Services};
 
 /// Creates a template. `name`, `slug`, `subject` and `content` are required; the slug must
 /// be unused in the account; every rendered field must compile.
@@ -24,6 +24,9 @@ pub fn create_template(
     check_template_syntax(&template)?;
     in_transaction(services.db.as_ref(), |tx| {
         check_preferred_server(tx, account, &template)?;
+        if let Some(from_email) = &template.from_email {
+            check_sender(tx, account, "fromEmail", from_email)?;
+        }
         tx.insert_template(account, &template).map_err(slug_taken)?;
         Ok(template)
     })

@@ -4,7 +4,7 @@ use mailroom_domain::{
 };
 
 use super::{check_preferred_server, check_template_syntax, slug_taken};
-use crate::{auth::Member, ports::in_transaction, AppError, Services};
+use crate::{auth::Member, domains::check_sender, ports::in_transaction, AppError, Services};
 
 /// Applies a partial update (the specification's eight PATCH rules live in
 /// [`TemplateInput::parse_patch`]). Sends that reference the template use the new content
@@ -24,9 +24,17 @@ pub fn update_template(
     let now = services.clock.now();
     in_transaction(services.db.as_ref(), |tx| {
         let mut template = tx.find_template(account, id)?.ok_or(AppError::NotFound)?;
+        let stored_from_email = template.from_email.clone();
         patch.apply(&mut template, now);
         check_template_syntax(&template)?;
         check_preferred_server(tx, account, &template)?;
+        // Only a new sender is held to the sender rule: a template saved before its
+        // account verified a domain stays editable.
+        if let Some(from_email) = &template.from_email {
+            if template.from_email != stored_from_email {
+                check_sender(tx, account, "fromEmail", from_email)?;
+            }
+        }
         tx.update_template(account, &template).map_err(slug_taken)?;
         Ok(template)
     })

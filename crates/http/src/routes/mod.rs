@@ -9,6 +9,8 @@ pub mod automations_dto;
 mod contacts;
 pub mod contacts_dto;
 mod contacts_import;
+mod domains;
+pub mod domains_dto;
 mod feedback;
 mod mail_servers;
 pub mod mail_servers_dto;
@@ -58,6 +60,14 @@ pub fn v2(cfg: &mut ServiceConfig) {
         .service(mail_servers::create_mail_server)
         .service(mail_servers::update_mail_server)
         .service(mail_servers::delete_mail_server)
+        .service(domains::list_domains)
+        .service(domains::count_domains)
+        .service(domains::get_domain)
+        .service(domains::create_domain)
+        .service(domains::verify_domain)
+        .service(domains::rotate_domain_key)
+        .service(domains::remove_selector)
+        .service(domains::delete_domain)
         .service(automations::list_automations)
         .service(automations::count_automations)
         .service(automations::get_automation)

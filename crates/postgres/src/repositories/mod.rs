@@ -11,6 +11,7 @@ mod messages;
 mod queue_stats;
 mod sealed_secrets;
 mod segments;
+mod sending_domains;
 mod starter;
 mod templates;
 mod tokens;

@@ -34,6 +34,7 @@ fn place(column: SealedColumn) -> (&'static str, &'static str, bool) {
         SealedColumn::MailServerPassword => ("mail_servers", "password", true),
         SealedColumn::WebhookSigningSecret => ("webhook_configs", "signing_secret", false),
         SealedColumn::WebhookCredential => ("webhook_configs", "password_or_token", false),
+        SealedColumn::DkimPrivateKey => ("sending_domain_keys", "private_key", true),
     }
 }
 

@@ -1,0 +1,2 @@
+DROP TABLE sending_domain_keys;
+DROP TABLE sending_domains;
