@@ -51,13 +51,13 @@ async fn a_domain_is_created_verified_rotated_and_deleted() {
         .list_domains(account, PageRequest::default())
         .await
         .expect("page");
-    assert_eq!(page.items, [domain.clone()]);
+    assert_eq!(page.items, std::slice::from_ref(&domain));
     let streamed: Vec<_> = client
         .stream_domains(account)
         .try_collect()
         .await
         .expect("stream");
-    assert_eq!(streamed, [domain.clone()]);
+    assert_eq!(streamed, std::slice::from_ref(&domain));
     assert_eq!(client.count_domains(account).await.expect("count"), 1);
     assert_eq!(
         client.get_domain(account, domain.id).await.expect("read"),
