@@ -7,8 +7,8 @@
 //! directions, method and path included.
 
 use mailroom_domain::{
-    AccountId, AnnouncementId, AutomationId, ContactId, MailServerId, MessageId, TemplateId,
-    TokenId, TopicId, UserId, WebhookEventId,
+    AccountId, AnnouncementId, AutomationId, ContactId, MailServerId, MessageId, SendingDomainId,
+    TemplateId, TokenId, TopicId, UserId, WebhookEventId,
 };
 use reqwest::header::LOCATION;
 
@@ -258,6 +258,59 @@ operations! {
     DELETE "/v2/accounts/{accountId}/mail-servers/{mailServerId}" Always;
     pub async fn delete_mail_server(&self, account: AccountId, server: MailServerId) -> Result<MailServer> {
         self.execute(OP, Request::new([account.to_string(), server.to_string()])).await?.json()
+    }
+
+    // Sending domains.
+
+    /// One page of sending domains, oldest first.
+    GET "/v2/accounts/{accountId}/domains" Always;
+    pub async fn list_domains(&self, account: AccountId, page: PageRequest) -> Result<Page<SendingDomain>> {
+        self.execute(OP, Request::new([account.to_string()]).query(page.query())).await?.json()
+    }
+
+    /// How many sending domains the account has.
+    GET "/v2/accounts/{accountId}/domains/count" Always;
+    pub async fn count_domains(&self, account: AccountId) -> Result<u64> {
+        Ok(self.execute(OP, Request::new([account.to_string()])).await?.json::<Count>()?.count)
+    }
+
+    /// One sending domain with its records.
+    GET "/v2/accounts/{accountId}/domains/{domainId}" Always;
+    pub async fn get_domain(&self, account: AccountId, domain: SendingDomainId) -> Result<SendingDomain> {
+        self.execute(OP, Request::new([account.to_string(), domain.to_string()])).await?.json()
+    }
+
+    /// Adds a sending domain with a new DKIM key; its `records` say what to publish in
+    /// DNS before calling `verify_domain`.
+    POST "/v2/accounts/{accountId}/domains" WithIdempotencyKey;
+    pub async fn create_domain(&self, account: AccountId, domain: &NewDomain) -> Result<SendingDomain> {
+        self.execute(OP, Request::new([account.to_string()]).json(domain)?).await?.json()
+    }
+
+    /// Looks the domain's records up in DNS now, and answers the domain after the check.
+    POST "/v2/accounts/{accountId}/domains/{domainId}/verify" WithIdempotencyKey;
+    pub async fn verify_domain(&self, account: AccountId, domain: SendingDomainId) -> Result<SendingDomain> {
+        self.execute(OP, Request::new([account.to_string(), domain.to_string()])).await?.json()
+    }
+
+    /// Adds a new DKIM key (pending until its record is found); the current one keeps
+    /// signing until then.
+    POST "/v2/accounts/{accountId}/domains/{domainId}/rotate" WithIdempotencyKey;
+    pub async fn rotate_domain_key(&self, account: AccountId, domain: SendingDomainId) -> Result<SendingDomain> {
+        self.execute(OP, Request::new([account.to_string(), domain.to_string()])).await?.json()
+    }
+
+    /// Removes one DKIM key of the domain (never its only one) and answers the domain.
+    DELETE "/v2/accounts/{accountId}/domains/{domainId}/selectors/{selector}" Always;
+    pub async fn remove_selector(&self, account: AccountId, domain: SendingDomainId, selector: &str) -> Result<SendingDomain> {
+        let request = Request::new([account.to_string(), domain.to_string(), selector.to_owned()]);
+        self.execute(OP, request).await?.json()
+    }
+
+    /// Deletes a sending domain and its keys.
+    DELETE "/v2/accounts/{accountId}/domains/{domainId}" Always;
+    pub async fn delete_domain(&self, account: AccountId, domain: SendingDomainId) -> Result<SendingDomain> {
+        self.execute(OP, Request::new([account.to_string(), domain.to_string()])).await?.json()
     }
 
     // Automations.

@@ -39,6 +39,8 @@ streams! {
     fn stream_templates() -> Template = list_templates;
     /// Every mail server.
     fn stream_mail_servers() -> MailServer = list_mail_servers;
+    /// Every sending domain.
+    fn stream_domains() -> SendingDomain = list_domains;
     /// Every automation.
     fn stream_automations() -> AutomationListItem = list_automations;
     /// Every announcement.
