@@ -1,11 +1,11 @@
 use crate::ports::{SubscriptionRepository, TrackingRepository};
 use crate::{
     ports::{
-        AccountRepository, AnnouncementRepository, AutomationRepository, ContactImportRepository,
-        ContactRepository, FeedbackRepository, MailServerRepository, MessageRepository,
-        QueueStatsRepository, SealedSecretRepository, SegmentRepository, StarterDataRepository,
-        TemplateRepository, TokenRepository, TopicRepository, UserRepository,
-        WebhookEventRepository,
+        AccountRepository, AnnouncementRepository, AutomationRepository, ConsoleRepository,
+        ContactImportRepository, ContactRepository, FeedbackRepository, MailServerRepository,
+        MessageRepository, QueueStatsRepository, SealedSecretRepository, SegmentRepository,
+        StarterDataRepository, TemplateRepository, TokenRepository, TopicRepository,
+        UserRepository, WebhookEventRepository,
     },
     AppError, StoreError,
 };
@@ -31,6 +31,7 @@ pub trait UnitOfWork:
     + SubscriptionRepository
     + QueueStatsRepository
     + SealedSecretRepository
+    + ConsoleRepository
 {
 }
 

@@ -1,0 +1,305 @@
+//! The admin console in a real browser: headless Chromium driven through chromedriver
+//! (WebDriver) against the real server over a fresh database. Every screen is checked
+//! with axe-core and captured at 1280 and 390 px under `target/console-screens/`.
+//! `cargo xtask test` installs Chromium and ChromeDriver when they are missing.
+
+mod browser;
+
+use mailroom_app::console::create_login_link;
+use mailroom_tests::{spawn_app, TestApp};
+use reqwest::{header, redirect::Policy, StatusCode};
+
+use browser::Browser;
+
+/// Signs the browser in with `token` through the sign-in form.
+async fn sign_in_with_token(browser: &Browser, app: &TestApp, token: &str) {
+    browser.goto(&format!("{}/console", app.address)).await;
+    assert_eq!(browser.path().await, "/console/sign-in");
+    browser.fill("#token", token).await;
+    browser
+        .click("form[action='/console/sign-in'] button")
+        .await;
+    assert_eq!(browser.path().await, "/console/accounts");
+}
+
+/// The browser's session cookie, for requests made beside it.
+async fn session_cookie(browser: &Browser) -> String {
+    let cookie = browser
+        .client
+        .get_named_cookie("mailroom_console")
+        .await
+        .expect("the session cookie");
+    assert_eq!(cookie.http_only(), Some(true));
+    assert_eq!(format!("{:?}", cookie.same_site()), "Some(Strict)");
+    cookie.value().to_owned()
+}
+
+/// A plain HTTP client that does not follow redirects (a 303 is an answer here).
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .expect("client")
+}
+
+async fn login_link(app: &TestApp, email: &str) -> String {
+    let services = app.services.clone();
+    let email = email.to_owned();
+    let link = tokio::task::spawn_blocking(move || create_login_link(&services, &email))
+        .await
+        .expect("task")
+        .expect("login link");
+    format!("{}/console/login/{}", app.address, link.secret.expose())
+}
+
+#[tokio::test]
+async fn sign_in_with_a_token_shows_only_the_members_accounts() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let own = app.create_account(&token, "Ada's shop").await;
+    let stranger = app.user_token("eve@example.com").await;
+    let foreign = app.create_account(&stranger, "Eve's secret shop").await;
+    let browser = Browser::start().await;
+
+    browser.goto(&format!("{}/console", app.address)).await;
+    browser.check_screen("sign-in").await;
+    browser.fill("#token", "not a token").await;
+    browser
+        .click("form[action='/console/sign-in'] button")
+        .await;
+    let text = browser.text().await;
+    assert!(
+        text.contains("not a Mailroom personal access token"),
+        "{text}"
+    );
+    browser.check_screen("sign-in-error").await;
+
+    sign_in_with_token(&browser, &app, &token).await;
+    browser.check_screen("accounts").await;
+    let text = browser.text().await;
+    assert!(text.contains("Ada's shop"), "{text}");
+    assert!(!text.contains("Eve's secret shop"), "{text}");
+    assert_eq!(browser.count("[data-testid=switcher] a").await, 1);
+
+    browser
+        .goto(&format!("{}/console/accounts/{own}", app.address))
+        .await;
+    assert!(browser
+        .find("h1")
+        .await
+        .text()
+        .await
+        .unwrap()
+        .contains("Ada's shop"));
+    assert_eq!(
+        browser
+            .find("[data-testid=queue-depth]")
+            .await
+            .text()
+            .await
+            .unwrap(),
+        "0"
+    );
+    browser.check_screen("dashboard").await;
+
+    // Another account's page: nothing of it, and a 404 for the signed-in session.
+    browser
+        .goto(&format!("{}/console/accounts/{foreign}", app.address))
+        .await;
+    let text = browser.text().await;
+    assert!(text.contains("Not found"), "{text}");
+    assert!(!text.contains("Eve's secret shop"), "{text}");
+    browser.check_screen("not-found").await;
+    let cookie = session_cookie(&browser).await;
+    let response = client()
+        .get(format!("{}/console/accounts/{foreign}", app.address))
+        .header(header::COOKIE, format!("mailroom_console={cookie}"))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let body = response.text().await.expect("body");
+    assert!(!body.contains("Eve's secret shop"), "{body}");
+    // Without a session the account page is a redirect to sign-in, nothing more.
+    let response = client()
+        .get(format!("{}/console/accounts/{own}", app.address))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert_eq!(response.headers()[header::LOCATION], "/console/sign-in");
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn a_login_link_signs_in_once_and_expires() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    app.create_account(&token, "Ada's shop").await;
+    let browser = Browser::start().await;
+
+    let link = login_link(&app, "ada@example.com").await;
+    browser.goto(&link).await;
+    browser.check_screen("login-link").await;
+    // Opening the link changed nothing yet: a scanner's GET does not use it up.
+    browser.goto(&link).await;
+    browser.click("main form button").await;
+    assert_eq!(browser.path().await, "/console/accounts");
+    assert!(browser.text().await.contains("Ada's shop"));
+
+    browser.click(".sign-out button").await;
+    assert_eq!(browser.path().await, "/console/sign-in");
+    browser.goto(&link).await;
+    browser.click("main form button").await;
+    let text = browser.text().await;
+    assert!(text.contains("already used"), "{text}");
+    browser.check_screen("login-link-used").await;
+
+    // A fresh link stops working 15 minutes after it was made.
+    let link = login_link(&app, "ada@example.com").await;
+    browser.goto(&link).await;
+    app.clock.advance(time::Duration::minutes(16));
+    browser.click("main form button").await;
+    assert!(browser.text().await.contains("has expired"));
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn cross_site_and_tokenless_form_posts_are_refused() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let browser = Browser::start().await;
+    sign_in_with_token(&browser, &app, &token).await;
+    let cookie = format!("mailroom_console={}", session_cookie(&browser).await);
+    let csrf = browser
+        .find("form[action='/console/accounts'] input[name=csrf]")
+        .await
+        .prop("value")
+        .await
+        .expect("csrf field")
+        .expect("csrf value");
+    let post = |body: String, origin: Option<&str>| {
+        let mut request = client()
+            .post(format!("{}/console/accounts", app.address))
+            .header(header::COOKIE, cookie.clone())
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(body);
+        if let Some(origin) = origin {
+            request = request.header(header::ORIGIN, origin);
+        }
+        request.send()
+    };
+    let own_origin = app.address.clone();
+
+    let missing = post("name=Forged".into(), Some(&own_origin))
+        .await
+        .expect("post");
+    assert_eq!(missing.status(), StatusCode::FORBIDDEN);
+    let wrong = post(
+        format!("name=Forged&csrf={}", "A".repeat(43)),
+        Some(&own_origin),
+    )
+    .await
+    .expect("post");
+    assert_eq!(wrong.status(), StatusCode::FORBIDDEN);
+    let foreign = post(
+        format!("name=Forged&csrf={csrf}"),
+        Some("http://evil.example"),
+    )
+    .await
+    .expect("post");
+    assert_eq!(foreign.status(), StatusCode::FORBIDDEN);
+    let cross_site = client()
+        .post(format!("{}/console/accounts", app.address))
+        .header(header::COOKIE, cookie.clone())
+        .header("sec-fetch-site", "cross-site")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(format!("name=Forged&csrf={csrf}"))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(cross_site.status(), StatusCode::FORBIDDEN);
+    let accounts = app
+        .get("/v2/accounts", &token)
+        .await
+        .text()
+        .await
+        .expect("body");
+    assert!(!accounts.contains("Forged"), "{accounts}");
+
+    // The same form with its token from the console's own origin goes through.
+    let genuine = post(format!("name=Genuine&csrf={csrf}"), Some(&own_origin))
+        .await
+        .expect("post");
+    assert_eq!(genuine.status(), StatusCode::SEE_OTHER);
+    let accounts = app
+        .get("/v2/accounts", &token)
+        .await
+        .text()
+        .await
+        .expect("body");
+    assert!(accounts.contains("Genuine"), "{accounts}");
+
+    // A sign-in form posted without the token of its cookie is refused too.
+    let sign_in = client()
+        .post(format!("{}/console/sign-in", app.address))
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(format!("token={token}&form_token={}", "A".repeat(43)))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(sign_in.status(), StatusCode::FORBIDDEN);
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn a_token_created_in_the_console_is_shown_once_and_can_be_revoked() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let browser = Browser::start().await;
+    sign_in_with_token(&browser, &app, &token).await;
+
+    browser
+        .goto(&format!("{}/console/tokens", app.address))
+        .await;
+    assert!(browser.text().await.contains("(this session)"));
+    browser.check_screen("tokens").await;
+    browser.fill("#token-name", "deploys").await;
+    browser.click("form[action='/console/tokens'] button").await;
+    let created = browser
+        .find("[data-testid=new-token]")
+        .await
+        .prop("value")
+        .await
+        .expect("value")
+        .expect("token value");
+    assert!(created.starts_with("mailroom_pat_"), "{created}");
+    browser.check_screen("token-created").await;
+    assert_eq!(app.get("/v2/accounts", &created).await.status(), 200);
+
+    // Shown once: the next visit lists the token by name, never its value.
+    browser
+        .goto(&format!("{}/console/tokens", app.address))
+        .await;
+    assert_eq!(browser.count("[data-testid=new-token]").await, 0);
+    let source = browser.client.source().await.expect("source");
+    assert!(!source.contains(&created));
+    assert!(source.contains("deploys"));
+
+    browser
+        .click("button[aria-label='Revoke token deploys']")
+        .await;
+    assert_eq!(browser.path().await, "/console/tokens");
+    assert!(!browser.text().await.contains("deploys"));
+    assert_eq!(app.get("/v2/accounts", &created).await.status(), 401);
+
+    // Revoking the token the session was opened with ends the session.
+    browser
+        .click("button[aria-label='Revoke token test']")
+        .await;
+    browser
+        .goto(&format!("{}/console/tokens", app.address))
+        .await;
+    assert_eq!(browser.path().await, "/console/sign-in");
+    browser.close().await;
+}
