@@ -5,6 +5,7 @@
 
 mod browser;
 
+use diesel::connection::SimpleConnection;
 use mailroom_app::console::create_login_link;
 use mailroom_tests::{spawn_app, TestApp};
 use reqwest::{header, redirect::Policy, StatusCode};
@@ -32,6 +33,50 @@ async fn session_cookie(browser: &Browser) -> String {
     assert_eq!(cookie.http_only(), Some(true));
     assert_eq!(format!("{:?}", cookie.same_site()), "Some(Strict)");
     cookie.value().to_owned()
+}
+
+/// Gives the account's dashboard something to show: two messages queued through the API,
+/// one of them then failed with an SMTP reply, and a few days of counters. The failure and
+/// the counters have no endpoint to make them, so they are written as the workers would.
+async fn fill_dashboard(app: &TestApp, token: &str, account: &str) {
+    let template = serde_json::json!({
+        "name": "Receipt", "slug": "order-receipt", "subject": "Your receipt",
+        "content": "<p>Thanks</p>"
+    });
+    let response = app
+        .send_json(
+            reqwest::Method::POST,
+            &format!("/v2/accounts/{account}/templates"),
+            token,
+            &template,
+        )
+        .await;
+    assert_eq!(response.status(), 200, "template");
+    for email in ["grace@example.org", "linus@example.org"] {
+        let response = app
+            .send_json(
+                reqwest::Method::POST,
+                &format!("/v2/accounts/{account}/messages"),
+                token,
+                &serde_json::json!({ "slug": "order-receipt", "email": email }),
+            )
+            .await;
+        assert_eq!(response.status(), 200, "message");
+    }
+    app.database
+        .connection()
+        .batch_execute(&format!(
+            "UPDATE messages SET status = 'failed', attempts = 5, next_attempt_at = NULL,
+                    last_reply = '554 5.7.1 <linus@example.org>: Relay access denied'
+              WHERE account_id = '{account}' AND email = 'linus@example.org';
+             INSERT INTO message_stats_daily (account_id, day, bounce_blocked, complained,
+                    complaint_blocked, free_limit_capped, bounced, clicked, failed, opened,
+                    sent, unsubscribed)
+             SELECT '{account}', current_date - d, 0, d % 2, 0, 0, d % 3, d, 1, 2 * d,
+                    40 - d, d % 4
+               FROM generate_series(0, 20) AS d;"
+        ))
+        .expect("dashboard data");
 }
 
 /// A plain HTTP client that does not follow redirects (a 303 is an answer here).
@@ -81,25 +126,22 @@ async fn sign_in_with_a_token_shows_only_the_members_accounts() {
     assert!(!text.contains("Eve's secret shop"), "{text}");
     assert_eq!(browser.count("[data-testid=switcher] a").await, 1);
 
+    fill_dashboard(&app, &token, &own).await;
     browser
         .goto(&format!("{}/console/accounts/{own}", app.address))
         .await;
-    assert!(browser
-        .find("h1")
-        .await
-        .text()
-        .await
-        .unwrap()
-        .contains("Ada's shop"));
-    assert_eq!(
-        browser
-            .find("[data-testid=queue-depth]")
-            .await
-            .text()
-            .await
-            .unwrap(),
-        "0"
+    let heading = browser.find("h1").await.text().await.expect("heading");
+    assert!(heading.contains("Ada's shop"), "{heading}");
+    let queued = browser.find("[data-testid=queue-depth]").await;
+    assert_eq!(queued.text().await.expect("queue depth"), "1");
+    let text = browser.text().await;
+    assert!(
+        text.contains("554 5.7.1 <linus@example.org>: Relay access denied"),
+        "{text}"
     );
+    // 40 + 39 + … + 20 sent over the 21 days written.
+    assert!(text.contains("Sent: 630"), "{text}");
+    assert_eq!(browser.count("svg[role=img] polyline").await, 6);
     browser.check_screen("dashboard").await;
 
     // Another account's page: nothing of it, and a 404 for the signed-in session.
