@@ -345,3 +345,55 @@ async fn a_token_created_in_the_console_is_shown_once_and_can_be_revoked() {
     assert_eq!(browser.path().await, "/console/sign-in");
     browser.close().await;
 }
+
+/// The sign-in form over plain HTTP, as a non-browser client sees it: the form's cookie and
+/// hidden token, then the session cookie's attributes, `Secure` only over https.
+#[tokio::test]
+async fn the_session_cookie_is_http_only_strict_and_secure_over_https() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    for (forwarded_proto, secure) in [(None, false), (Some("https"), true)] {
+        let mut form = client().get(format!("{}/console/sign-in", app.address));
+        if let Some(proto) = forwarded_proto {
+            form = form.header("x-forwarded-proto", proto);
+        }
+        let form = form.send().await.expect("sign-in page");
+        assert_eq!(form.status(), StatusCode::OK);
+        let form_cookie = form.headers()[header::SET_COOKIE]
+            .to_str()
+            .expect("cookie")
+            .split(';')
+            .next()
+            .expect("name=value")
+            .to_owned();
+        let html = form.text().await.expect("page");
+        let form_token = html
+            .split("name=\"form_token\" value=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .expect("the form's token");
+        let mut sign_in = client()
+            .post(format!("{}/console/sign-in", app.address))
+            .header(header::COOKIE, form_cookie)
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(format!("token={token}&form_token={form_token}"));
+        if let Some(proto) = forwarded_proto {
+            sign_in = sign_in.header("x-forwarded-proto", proto);
+        }
+        let signed_in = sign_in.send().await.expect("sign-in");
+        assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);
+        let session = signed_in
+            .headers()
+            .get_all(header::SET_COOKIE)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .find(|value| value.starts_with("mailroom_console="))
+            .expect("a session cookie")
+            .to_owned();
+        assert!(session.contains("; HttpOnly"), "{session}");
+        assert!(session.contains("; SameSite=Strict"), "{session}");
+        assert!(session.contains("; Path=/console"), "{session}");
+        assert!(session.contains("; Max-Age=43200"), "{session}");
+        assert_eq!(session.contains("; Secure"), secure, "{session}");
+    }
+}
