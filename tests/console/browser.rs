@@ -3,6 +3,7 @@
 
 use std::{
     net::TcpListener,
+    os::unix::process::CommandExt,
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
@@ -63,8 +64,11 @@ impl Browser {
         let chromium = find_program("chromium");
         let chromedriver = find_program("chromedriver");
         let port = free_port();
+        // A process group of its own: the browser it starts joins it, so a failing test
+        // ends chromedriver and Chromium together (see `Drop`).
         let driver = Command::new(chromedriver)
             .arg(format!("--port={port}"))
+            .process_group(0)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -82,7 +86,8 @@ impl Browser {
                     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                     "--no-first-run", "--disable-background-networking",
                     "--disable-component-update", "--disable-sync",
-                    "--disable-dev-shm-usage", "--window-size=1280,900",
+                    "--disable-dev-shm-usage", "--disable-crash-reporter",
+                    "--window-size=1280,900",
                     format!("--user-data-dir={}", profile.display()),
                 ],
             }),
@@ -254,8 +259,14 @@ impl Browser {
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        // A failing test never reaches `close`: chromedriver must not outlive it.
+        // A failing test never reaches `close`: neither chromedriver nor the browser it
+        // started may outlive it. Both are in the group led by chromedriver.
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.driver.id())])
+            .stderr(Stdio::null())
+            .status();
         let _ = self.driver.kill();
         let _ = self.driver.wait();
+        let _ = std::fs::remove_dir_all(&self.profile);
     }
 }

@@ -119,6 +119,26 @@ async fn sign_in_with_a_token_shows_only_the_members_accounts() {
     );
     browser.check_screen("sign-in-error").await;
 
+    // A sending token may call none of the console's routes, so it does not sign in.
+    let sending = app
+        .send_json(
+            reqwest::Method::POST,
+            "/v2/users/me/tokens",
+            &token,
+            &serde_json::json!({ "name": "sender", "scope": "sending" }),
+        )
+        .await;
+    assert_eq!(sending.status(), 200, "sending token");
+    let sending: serde_json::Value = sending.json().await.expect("json");
+    browser
+        .fill("#token", sending["token"].as_str().expect("token"))
+        .await;
+    browser
+        .click("form[action='/console/sign-in'] button")
+        .await;
+    let text = browser.text().await;
+    assert!(text.contains("A sending token cannot sign in"), "{text}");
+
     sign_in_with_token(&browser, &app, &token).await;
     browser.check_screen("accounts").await;
     let text = browser.text().await;
@@ -349,9 +369,10 @@ async fn a_token_created_in_the_console_is_shown_once_and_can_be_revoked() {
 /// The sign-in form over plain HTTP, as a non-browser client sees it: the form's cookie and
 /// hidden token, then the session cookie's attributes, `Secure` only over https.
 #[tokio::test]
-async fn the_session_cookie_is_http_only_strict_and_secure_over_https() {
+async fn the_session_cookie_is_http_only_strict_secure_over_https_and_expires() {
     let app = spawn_app().await;
     let token = app.user_token("ada@example.com").await;
+    let mut last_session = String::new();
     for (forwarded_proto, secure) in [(None, false), (Some("https"), true)] {
         let mut form = client().get(format!("{}/console/sign-in", app.address));
         if let Some(proto) = forwarded_proto {
@@ -395,5 +416,22 @@ async fn the_session_cookie_is_http_only_strict_and_secure_over_https() {
         assert!(session.contains("; Path=/console"), "{session}");
         assert!(session.contains("; Max-Age=43200"), "{session}");
         assert_eq!(session.contains("; Secure"), secure, "{session}");
+        last_session = session.split(';').next().expect("name=value").to_owned();
     }
+
+    // The session ends 12 hours after sign-in, whatever its use.
+    let accounts = || {
+        client()
+            .get(format!("{}/console/accounts", app.address))
+            .header(header::COOKIE, last_session.clone())
+            .send()
+    };
+    assert_eq!(accounts().await.expect("page").status(), StatusCode::OK);
+    app.clock
+        .advance(time::Duration::hours(12) - time::Duration::seconds(1));
+    assert_eq!(accounts().await.expect("page").status(), StatusCode::OK);
+    app.clock.advance(time::Duration::seconds(1));
+    let expired = accounts().await.expect("page");
+    assert_eq!(expired.status(), StatusCode::SEE_OTHER);
+    assert_eq!(expired.headers()[header::LOCATION], "/console/sign-in");
 }

@@ -25,11 +25,13 @@ pub struct NewSession {
 
 /// Opens a session with a pasted personal access token. The session acts with the token's
 /// scope and pins and ends when the token is revoked or expires, or after
-/// [`SESSION_LIFETIME`], whichever is first.
+/// [`SESSION_LIFETIME`], whichever is first. Only a `full` token signs in: a `sending`
+/// token may call none of the routes the console's pages read.
 ///
 /// # Errors
 /// [`AppError::Invalid`] naming `token` when the text is not shaped like a token;
-/// [`AppError::Unauthorized`] for an unknown, revoked or expired token.
+/// [`AppError::Unauthorized`] for an unknown, revoked or expired token;
+/// [`AppError::Forbidden`] for a token of `sending` scope.
 pub fn sign_in_with_token(
     services: &Services,
     token: &str,
@@ -38,6 +40,12 @@ pub fn sign_in_with_token(
     let raw = RawToken::parse(token.trim())
         .map_err(|_| AppError::invalid("token", "is not a Mailroom personal access token"))?;
     let actor = authenticate(services, &raw)?;
+    if actor.scope != TokenScope::Full {
+        return Err(AppError::Forbidden(format!(
+            "a token of scope {} cannot sign in to the console; use a full token",
+            actor.scope.as_str()
+        )));
+    }
     open_session(services, &actor, user_agent)
 }
 

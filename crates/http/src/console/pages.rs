@@ -270,6 +270,12 @@ pub(super) async fn sign_in(req: HttpRequest, body: web::Bytes) -> HttpResponse 
                 StatusCode::UNAUTHORIZED,
                 Some("That token is unknown, revoked or expired."),
             ),
+            Err(AppError::Forbidden(_)) => sign_in_page(
+                &req,
+                &services,
+                StatusCode::FORBIDDEN,
+                Some("A sending token cannot sign in to the console; use a full token."),
+            ),
             Err(error) => error_page(&error),
         })
     }
