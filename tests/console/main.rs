@@ -366,6 +366,44 @@ async fn a_token_created_in_the_console_is_shown_once_and_can_be_revoked() {
     browser.close().await;
 }
 
+/// Fetches the sign-in form and posts `token` with the form's cookie and hidden token, as
+/// a browser would (with `X-Forwarded-Proto` when given).
+async fn post_sign_in(
+    app: &TestApp,
+    token: &str,
+    forwarded_proto: Option<&str>,
+) -> reqwest::Response {
+    let mut form = client().get(format!("{}/console/sign-in", app.address));
+    if let Some(proto) = forwarded_proto {
+        form = form.header("x-forwarded-proto", proto);
+    }
+    let form = form.send().await.expect("sign-in page");
+    assert_eq!(form.status(), StatusCode::OK);
+    let form_cookie = form.headers()[header::SET_COOKIE]
+        .to_str()
+        .expect("cookie")
+        .split(';')
+        .next()
+        .expect("name=value")
+        .to_owned();
+    let html = form.text().await.expect("page");
+    let form_token = html
+        .split("name=\"form_token\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the form's token")
+        .to_owned();
+    let mut sign_in = client()
+        .post(format!("{}/console/sign-in", app.address))
+        .header(header::COOKIE, form_cookie)
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(format!("token={token}&form_token={form_token}"));
+    if let Some(proto) = forwarded_proto {
+        sign_in = sign_in.header("x-forwarded-proto", proto);
+    }
+    sign_in.send().await.expect("sign-in")
+}
+
 /// The sign-in form over plain HTTP, as a non-browser client sees it: the form's cookie and
 /// hidden token, then the session cookie's attributes, `Secure` only over https.
 #[tokio::test]
@@ -374,34 +412,7 @@ async fn the_session_cookie_is_http_only_strict_secure_over_https_and_expires() 
     let token = app.user_token("ada@example.com").await;
     let mut last_session = String::new();
     for (forwarded_proto, secure) in [(None, false), (Some("https"), true)] {
-        let mut form = client().get(format!("{}/console/sign-in", app.address));
-        if let Some(proto) = forwarded_proto {
-            form = form.header("x-forwarded-proto", proto);
-        }
-        let form = form.send().await.expect("sign-in page");
-        assert_eq!(form.status(), StatusCode::OK);
-        let form_cookie = form.headers()[header::SET_COOKIE]
-            .to_str()
-            .expect("cookie")
-            .split(';')
-            .next()
-            .expect("name=value")
-            .to_owned();
-        let html = form.text().await.expect("page");
-        let form_token = html
-            .split("name=\"form_token\" value=\"")
-            .nth(1)
-            .and_then(|rest| rest.split('"').next())
-            .expect("the form's token");
-        let mut sign_in = client()
-            .post(format!("{}/console/sign-in", app.address))
-            .header(header::COOKIE, form_cookie)
-            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-            .body(format!("token={token}&form_token={form_token}"));
-        if let Some(proto) = forwarded_proto {
-            sign_in = sign_in.header("x-forwarded-proto", proto);
-        }
-        let signed_in = sign_in.send().await.expect("sign-in");
+        let signed_in = post_sign_in(&app, &token, forwarded_proto).await;
         assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);
         let session = signed_in
             .headers()
@@ -434,4 +445,30 @@ async fn the_session_cookie_is_http_only_strict_secure_over_https_and_expires() 
     let expired = accounts().await.expect("page");
     assert_eq!(expired.status(), StatusCode::SEE_OTHER);
     assert_eq!(expired.headers()[header::LOCATION], "/console/sign-in");
+}
+
+/// Failed sign-ins count against the client address like failed bearer tokens: past the
+/// allowance even a good token is refused (429 with `Retry-After`) before any lookup.
+#[tokio::test]
+async fn failed_sign_ins_are_limited_per_address() {
+    let app = mailroom_tests::spawn_app_with(|config| {
+        config.auth_failure_limit = Some(mailroom_server::config::RateLimit {
+            per_second: 0.001,
+            burst: 2,
+        });
+    })
+    .await;
+    let token = app.user_token("ada@example.com").await;
+    // Well formed, check digits and all, and unknown to the server.
+    let unknown = mailroom_domain::token::RawToken::from_random([0; 28]);
+    let unknown = unknown.expose();
+    for _ in 0..2 {
+        let refused = post_sign_in(&app, unknown, None).await;
+        assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    }
+    let limited = post_sign_in(&app, unknown, None).await;
+    assert_eq!(limited.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(limited.headers().contains_key(header::RETRY_AFTER));
+    let good = post_sign_in(&app, &token, None).await;
+    assert_eq!(good.status(), StatusCode::TOO_MANY_REQUESTS);
 }

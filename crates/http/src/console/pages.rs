@@ -20,9 +20,13 @@ use mailroom_domain::{
     console::{ConsoleSecret, SESSION_LIFETIME},
     message::{MessageFilter, MessageStatus},
     paging::PageRequest,
+    token::{RawToken, TokenHash},
     AccountId, ConsoleSessionId, Timestamp, TokenId,
 };
 use serde::{Deserialize, Serialize};
+use std::{net::IpAddr, time::Instant};
+
+use crate::auth_failures::{AuthFailureGuard, Verdict};
 
 use super::{
     blocking, check_csrf, check_same_origin, cookie, error_page, fresh_secret, parse_form, render,
@@ -168,6 +172,58 @@ fn signed_in_response(req: &HttpRequest, secret: &ConsoleSecret) -> HttpResponse
     response
 }
 
+/// The API's failed-authentication guard, shared by the sign-in forms: a pasted token or
+/// a login link that fails counts against the client address as a bad bearer token does,
+/// and an address over its allowance is refused before any lookup.
+struct SignInGuard {
+    guard: Option<web::Data<AuthFailureGuard>>,
+    client: Option<IpAddr>,
+}
+
+impl SignInGuard {
+    fn of(req: &HttpRequest) -> Self {
+        let guard = req.app_data::<web::Data<AuthFailureGuard>>().cloned();
+        let client = guard.as_ref().and_then(|guard| guard.client_key(req));
+        Self { guard, client }
+    }
+
+    fn refused(retry_after_secs: u64) -> HttpResponse {
+        let mut response = message(
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many failed sign-ins",
+            "Too many sign-ins from this address failed. Wait a little and try again.",
+            Some(("/console/sign-in", "Back to sign-in")),
+        );
+        if let Ok(value) = header::HeaderValue::from_str(&retry_after_secs.max(1).to_string()) {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        response
+    }
+
+    /// Refuses an address over its allowance, unless `credential` worked lately.
+    fn before(&self, credential: &TokenHash) -> Result<(), HttpResponse> {
+        match &self.guard {
+            Some(guard) => match guard.before_lookup(self.client, credential, Instant::now()) {
+                Verdict::Refuse(retry_after) => Err(Self::refused(retry_after)),
+                Verdict::Lookup => Ok(()),
+            },
+            None => Ok(()),
+        }
+    }
+
+    /// Counts a failure; the refusal page when it used up the allowance.
+    fn failed(&self) -> Option<HttpResponse> {
+        let decision = self.guard.as_ref()?.failed(self.client, Instant::now())?;
+        Some(Self::refused(decision.retry_after_secs))
+    }
+
+    fn succeeded(&self, credential: &TokenHash) {
+        if let Some(guard) = &self.guard {
+            guard.succeeded(credential, Instant::now());
+        }
+    }
+}
+
 /// The sign-in forms' token must match their cookie.
 fn check_form_cookie(req: &HttpRequest, presented: &str) -> Result<(), HttpResponse> {
     let expected = cookie(req, FORM_COOKIE).and_then(|value| ConsoleSecret::parse(&value).ok());
@@ -252,10 +308,26 @@ pub(super) async fn sign_in(req: HttpRequest, body: web::Bytes) -> HttpResponse 
         let services = services(&req)?;
         let form: SignInForm = parse_form(&body)?;
         check_form_cookie(&req, &form.form_token)?;
+        let guard = SignInGuard::of(&req);
+        // A value not shaped like a token is refused by the use case without a lookup.
+        let credential = RawToken::parse(form.token.trim())
+            .ok()
+            .map(|raw| raw.hash());
+        if let Some(credential) = &credential {
+            guard.before(credential)?;
+        }
         let agent = user_agent(&req);
         let work = services.clone();
         let opened =
             blocking(move || console::sign_in_with_token(&work, &form.token, &agent)).await;
+        if let (Ok(_), Some(credential)) = (&opened, &credential) {
+            guard.succeeded(credential);
+        }
+        if matches!(opened, Err(AppError::Unauthorized)) {
+            if let Some(refusal) = guard.failed() {
+                return Ok(refusal);
+            }
+        }
         Ok(match opened {
             Ok(session) => signed_in_response(&req, &session.secret),
             Err(AppError::Invalid(_)) => sign_in_page(
