@@ -472,3 +472,94 @@ async fn failed_sign_ins_are_limited_per_address() {
     let good = post_sign_in(&app, &token, None).await;
     assert_eq!(good.status(), StatusCode::TOO_MANY_REQUESTS);
 }
+
+/// Templates: the list (with the starter templates), create with a field error first, edit,
+/// and the stored HTML previewed in a sandboxed frame.
+#[tokio::test]
+async fn templates_are_listed_created_edited_and_previewed_in_a_sandbox() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Ada's shop").await;
+    let browser = Browser::start().await;
+    sign_in_with_token(&browser, &app, &token).await;
+
+    browser
+        .goto(&format!("{}/console/accounts/{account}", app.address))
+        .await;
+    browser.click("main a[href$='/templates']").await;
+    assert_eq!(
+        browser.path().await,
+        format!("/console/accounts/{account}/templates")
+    );
+    let listed = browser.count("main table tbody tr").await;
+    assert!(listed > 0, "the starter templates are listed");
+    browser.check_screen("templates").await;
+
+    browser.click("main a[href$='/templates/new']").await;
+    browser.fill("#template-name", "Welcome").await;
+    browser.fill("#template-slug", "Not A Slug!").await;
+    browser
+        .fill("#template-subject", "Hello {{ first_name }}")
+        .await;
+    browser
+        .fill(
+            "#template-content",
+            "<h1 style=\"color: #0b4fb3\">Welcome aboard</h1><script>document.title='ran'</script>",
+        )
+        .await;
+    browser.click("form[action$='/templates'] button").await;
+    let text = browser.text().await;
+    assert!(text.contains("The template was not saved"), "{text}");
+    assert!(text.contains("slug"), "{text}");
+    browser.check_screen("template-error").await;
+
+    browser
+        .find("#template-slug")
+        .await
+        .clear()
+        .await
+        .expect("clear");
+    browser.fill("#template-slug", "welcome-aboard").await;
+    browser.click("main form button").await;
+    let text = browser.text().await;
+    assert!(text.contains("Saved."), "{text}");
+    browser.check_screen("template-edit").await;
+    let frame = browser.find("iframe.preview").await;
+    assert_eq!(
+        frame.attr("sandbox").await.expect("attribute").as_deref(),
+        Some("")
+    );
+    frame.enter_frame().await.expect("into the preview");
+    let heading = browser.find("h1").await.text().await.expect("heading");
+    assert_eq!(heading, "Welcome aboard");
+    let title = browser
+        .client
+        .execute("return document.title", vec![])
+        .await
+        .expect("title");
+    assert_ne!(title, "ran", "the template's script ran in the preview");
+    browser.client.enter_parent_frame().await.expect("back out");
+
+    browser
+        .find("#template-subject")
+        .await
+        .clear()
+        .await
+        .expect("clear");
+    browser
+        .fill("#template-subject", "Welcome, {{ first_name }}")
+        .await;
+    browser.click("main form button").await;
+    assert!(browser.text().await.contains("Saved."));
+    let templates = app
+        .get(&format!("/v2/accounts/{account}/templates"), &token)
+        .await
+        .text()
+        .await
+        .expect("body");
+    assert!(
+        templates.contains("Welcome, {{ first_name }}"),
+        "{templates}"
+    );
+    browser.close().await;
+}

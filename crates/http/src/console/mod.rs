@@ -15,6 +15,7 @@
 
 mod pages;
 mod render;
+mod template_pages;
 
 use actix_web::{
     http::{header, StatusCode},
@@ -49,6 +50,27 @@ pub fn configure(config: &mut web::ServiceConfig) {
             .route("/accounts", web::get().to(pages::accounts))
             .route("/accounts", web::post().to(pages::create_account))
             .route("/accounts/{account_id}", web::get().to(pages::dashboard))
+            // Template bodies may be as large as the API accepts.
+            .service(
+                web::resource("/accounts/{account_id}/templates")
+                    .app_data(web::PayloadConfig::new(crate::MAX_BODY_BYTES))
+                    .route(web::get().to(template_pages::list))
+                    .route(web::post().to(template_pages::create)),
+            )
+            .route(
+                "/accounts/{account_id}/templates/new",
+                web::get().to(template_pages::new_form),
+            )
+            .service(
+                web::resource("/accounts/{account_id}/templates/{template_id}")
+                    .app_data(web::PayloadConfig::new(crate::MAX_BODY_BYTES))
+                    .route(web::get().to(template_pages::edit_form))
+                    .route(web::post().to(template_pages::update)),
+            )
+            .route(
+                "/accounts/{account_id}/templates/{template_id}/preview",
+                web::get().to(template_pages::preview),
+            )
             .route("/tokens", web::get().to(pages::tokens))
             .route("/tokens", web::post().to(pages::create_token))
             .route(

@@ -54,7 +54,7 @@ pub(super) fn message(
     .into()
 }
 
-fn see_other(location: &str) -> HttpResponse {
+pub(super) fn see_other(location: &str) -> HttpResponse {
     let mut response = HttpResponse::SeeOther();
     render::secure_headers(&mut response);
     response
@@ -92,7 +92,9 @@ async fn session(req: &HttpRequest, services: &Services) -> Result<Option<Signed
 }
 
 /// The signed-in browser; without one, a redirect to the sign-in page.
-async fn require_session(req: &HttpRequest) -> Result<(Services, SignedIn), HttpResponse> {
+pub(super) async fn require_session(
+    req: &HttpRequest,
+) -> Result<(Services, SignedIn), HttpResponse> {
     let services = services(req)?;
     match session(req, &services).await? {
         Some(signed_in) => Ok((services, signed_in)),
@@ -102,7 +104,7 @@ async fn require_session(req: &HttpRequest) -> Result<(Services, SignedIn), Http
 
 /// A state-changing request of a signed-in browser: same origin, live session, then the
 /// form with its CSRF token.
-async fn signed_in_form<T: for<'de> Deserialize<'de> + HasCsrf>(
+pub(super) async fn signed_in_form<T: for<'de> Deserialize<'de> + CsrfForm>(
     req: &HttpRequest,
     body: &[u8],
 ) -> Result<(Services, SignedIn, T), HttpResponse> {
@@ -113,7 +115,8 @@ async fn signed_in_form<T: for<'de> Deserialize<'de> + HasCsrf>(
     Ok((services, signed_in, form))
 }
 
-trait HasCsrf {
+/// A form that carries the session's CSRF token.
+pub(super) trait CsrfForm {
     fn csrf(&self) -> &str;
 }
 
@@ -125,7 +128,7 @@ macro_rules! csrf_form {
             csrf: String,
             $(#[serde(default)] $field: $ty,)*
         }
-        impl HasCsrf for $name {
+        impl CsrfForm for $name {
             fn csrf(&self) -> &str {
                 &self.csrf
             }
@@ -448,7 +451,7 @@ struct AccountItem {
     created_at: String,
 }
 
-fn day_and_minute(at: Timestamp) -> String {
+pub(super) fn day_and_minute(at: Timestamp) -> String {
     let at = at.as_datetime();
     format!("{} {:02}:{:02} UTC", at.date(), at.hour(), at.minute())
 }

@@ -15,7 +15,7 @@ use serde::Serialize;
 pub const STYLESHEET: &str = include_str!("templates/console.css");
 
 /// Every template, by name.
-const TEMPLATES: [(&str, &str); 7] = [
+const TEMPLATES: [(&str, &str); 9] = [
     ("base.html", include_str!("templates/base.html")),
     ("sign_in.html", include_str!("templates/sign_in.html")),
     ("login_link.html", include_str!("templates/login_link.html")),
@@ -23,6 +23,11 @@ const TEMPLATES: [(&str, &str); 7] = [
     ("accounts.html", include_str!("templates/accounts.html")),
     ("dashboard.html", include_str!("templates/dashboard.html")),
     ("tokens.html", include_str!("templates/tokens.html")),
+    ("templates.html", include_str!("templates/templates.html")),
+    (
+        "template_form.html",
+        include_str!("templates/template_form.html"),
+    ),
 ];
 
 fn environment() -> &'static Environment<'static> {
@@ -90,7 +95,7 @@ pub fn secure_headers(response: &mut actix_web::HttpResponseBuilder) {
         .insert_header((header::CACHE_CONTROL, "no-store"))
         .insert_header((
             header::CONTENT_SECURITY_POLICY,
-            "default-src 'none'; style-src 'self'; img-src 'self' data:; \
+            "default-src 'none'; style-src 'self'; img-src 'self' data:; frame-src 'self'; \
              form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
         ))
         .insert_header((header::X_FRAME_OPTIONS, "DENY"))
@@ -231,6 +236,8 @@ mod tests {
             "accounts.html",
             "dashboard.html",
             "tokens.html",
+            "templates.html",
+            "template_form.html",
         ] {
             if let Err(error) = environment().get_template(name) {
                 panic!("{name}: {error:#}");
