@@ -150,7 +150,6 @@ pub(super) async fn list(req: HttpRequest, path: web::Path<String>) -> HttpRespo
     .map_or_else(|error| error_page(&error), HttpResponse::from)
 }
 
-#[allow(clippy::too_many_arguments)]
 fn form_page(
     signed_in: &SignedIn,
     account: AccountId,
