@@ -563,3 +563,58 @@ async fn templates_are_listed_created_edited_and_previewed_in_a_sandbox() {
     );
     browser.close().await;
 }
+
+/// How long the console's pages take, measured from a client on loopback (so an upper
+/// bound of the server's time): 200 requests of each page, sequentially, after 20 to warm
+/// up, on a small account (two messages, 21 days of counters). Run by hand:
+/// `cargo nextest run -p mailroom-tests --test console --run-ignored only -E 'test(page_times)'
+/// --no-capture`.
+#[tokio::test]
+#[ignore = "a measurement, printed; no assertion on the machine's speed"]
+async fn page_times() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Ada's shop").await;
+    fill_dashboard(&app, &token, &account).await;
+    let signed_in = post_sign_in(&app, &token, None).await;
+    let session = signed_in.headers()[header::SET_COOKIE]
+        .to_str()
+        .expect("cookie")
+        .split(';')
+        .next()
+        .expect("name=value")
+        .to_owned();
+    let client = client();
+    for page in [
+        "/console/accounts".to_owned(),
+        format!("/console/accounts/{account}"),
+        format!("/console/accounts/{account}/templates"),
+        "/console/tokens".to_owned(),
+    ] {
+        let mut times = Vec::new();
+        for round in 0..220 {
+            let started = std::time::Instant::now();
+            let response = client
+                .get(format!("{}{page}", app.address))
+                .header(header::COOKIE, session.clone())
+                .send()
+                .await
+                .expect("page");
+            assert_eq!(response.status(), StatusCode::OK, "{page}");
+            response.bytes().await.expect("body");
+            if round >= 20 {
+                times.push(started.elapsed());
+            }
+        }
+        times.sort();
+        let at =
+            |quantile: f64| times[((times.len() as f64 * quantile) as usize).min(times.len() - 1)];
+        println!(
+            "{page}: p50 {:?}, p95 {:?}, max {:?} over {} requests",
+            at(0.50),
+            at(0.95),
+            times[times.len() - 1],
+            times.len()
+        );
+    }
+}
