@@ -49,8 +49,8 @@ pub fn sign_in_with_token(
     open_session(services, &actor, user_agent)
 }
 
-/// Opens a session with a one-time login link, which is used up by this call whether or
-/// not anything later fails. The session has full scope and lasts [`SESSION_LIFETIME`].
+/// Opens a session with a one-time login link: the link is used up and the session stored
+/// in one transaction. The session has full scope and lasts [`SESSION_LIFETIME`].
 ///
 /// # Errors
 /// [`AppError::Unauthorized`] for a malformed, unknown, used or expired link.
@@ -61,17 +61,20 @@ pub fn sign_in_with_link(
 ) -> Result<NewSession, AppError> {
     let secret = ConsoleSecret::parse(link).map_err(|_| AppError::Unauthorized)?;
     let now = services.clock.now();
-    let user_id = in_transaction(services.db.as_ref(), |tx| {
-        tx.use_login_link(&secret.hash(), now)?
-            .ok_or(AppError::Unauthorized)
-    })?;
-    let actor = Actor {
-        user_id,
-        token_id: None,
-        scope: TokenScope::Full,
-        account_ids: None,
-    };
-    open_session(services, &actor, user_agent)
+    in_transaction(services.db.as_ref(), |tx| {
+        let user_id = tx
+            .use_login_link(&secret.hash(), now)?
+            .ok_or(AppError::Unauthorized)?;
+        let actor = Actor {
+            user_id,
+            token_id: None,
+            scope: TokenScope::Full,
+            account_ids: None,
+        };
+        let session = new_session(services, &actor, user_agent);
+        tx.insert_console_session(&session.record, &session.secret.hash())?;
+        Ok(session)
+    })
 }
 
 fn open_session(
@@ -79,6 +82,15 @@ fn open_session(
     actor: &Actor,
     user_agent: &str,
 ) -> Result<NewSession, AppError> {
+    let session = new_session(services, actor, user_agent);
+    in_transaction(services.db.as_ref(), |tx| {
+        Ok(tx.insert_console_session(&session.record, &session.secret.hash())?)
+    })?;
+    Ok(session)
+}
+
+/// A new session for `actor`: fresh cookie and CSRF values, not yet stored.
+fn new_session(services: &Services, actor: &Actor, user_agent: &str) -> NewSession {
     let mut random = [0u8; CONSOLE_SECRET_BYTES];
     services.secrets.fill_random(&mut random);
     let secret = ConsoleSecret::from_random(random);
@@ -97,8 +109,5 @@ fn open_session(
         expires_at: now.plus(SESSION_LIFETIME),
         revoked_at: None,
     };
-    in_transaction(services.db.as_ref(), |tx| {
-        Ok(tx.insert_console_session(&record, &secret.hash())?)
-    })?;
-    Ok(NewSession { secret, record })
+    NewSession { secret, record }
 }
