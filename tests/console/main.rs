@@ -108,6 +108,22 @@ async fn sign_in_with_a_token_shows_only_the_members_accounts() {
 
     browser.goto(&format!("{}/console", app.address)).await;
     browser.check_screen("sign-in").await;
+    // From the keyboard: the first Tab reaches the skip link, the next ones the form.
+    let tab = fantoccini::key::Key::Tab.to_string();
+    browser
+        .find("body")
+        .await
+        .send_keys(&tab)
+        .await
+        .expect("tab");
+    let focused = browser.client.active_element().await.expect("focus");
+    assert_eq!(focused.text().await.expect("text"), "Skip to content");
+    focused.send_keys(&tab).await.expect("tab");
+    let focused = browser.client.active_element().await.expect("focus");
+    assert_eq!(
+        focused.attr("id").await.expect("id").as_deref(),
+        Some("token")
+    );
     browser.fill("#token", "not a token").await;
     browser
         .click("form[action='/console/sign-in'] button")
