@@ -177,6 +177,8 @@ fn run_tests(args: &[String]) -> Result<()> {
     let mut postgres = Postgres::provide()?;
     let url = postgres.maintenance_url();
     postgres::drop_leftover_test_databases(&url);
+    // The console's browser tests (tests/console) drive headless Chromium.
+    crate::browser::ensure_chromium()?;
     let plan = TestPlan::from_args(args);
 
     let mut unit_tests = match TestRunner::provide() {

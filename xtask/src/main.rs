@@ -6,6 +6,7 @@
 //! child processes.
 
 mod bench;
+mod browser;
 mod commands;
 mod fuzz;
 mod mail_catcher;

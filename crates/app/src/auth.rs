@@ -8,13 +8,16 @@ use mailroom_domain::{account::Role, token::TokenScope, AccountId, TokenId, User
 
 use crate::{ports::in_transaction, AppError, Services};
 
-/// An authenticated caller: a user acting through one of their tokens.
+/// An authenticated caller: a user acting through one of their tokens, or through a
+/// console session (`crate::console`), which carries the scope and pins of the token it
+/// was opened with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Actor {
     /// The user the token acts for.
     pub user_id: UserId,
-    /// The token used.
-    pub token_id: TokenId,
+    /// The token used: the presented one, or the one a console session was opened with;
+    /// `None` for a console session opened with a login link.
+    pub token_id: Option<TokenId>,
     /// What the token may call.
     pub scope: TokenScope,
     /// The accounts the token is pinned to; `None` for every account of its user.
@@ -72,7 +75,7 @@ pub fn authorize_caller(actor: &Actor, call: RouteCall<'_>) -> Result<(), AppErr
 pub struct Member {
     account: AccountId,
     user_id: UserId,
-    token_id: TokenId,
+    token_id: Option<TokenId>,
     scope: TokenScope,
     role: Role,
 }
@@ -90,9 +93,9 @@ impl Member {
         self.user_id
     }
 
-    /// The token the caller used.
+    /// The token the caller used (see [`Actor::token_id`]).
     #[must_use]
-    pub fn token_id(&self) -> TokenId {
+    pub fn token_id(&self) -> Option<TokenId> {
         self.token_id
     }
 

@@ -9,6 +9,7 @@ pub mod accounts;
 pub mod announcements;
 pub mod auth;
 pub mod automations;
+pub mod console;
 pub mod contacts;
 pub mod domains;
 pub mod error;

@@ -59,6 +59,10 @@ macro_rules! define_id {
 }
 
 define_id!(
+    /// A console session (`/console`): a browser signed in by a token or a login link.
+    ConsoleSessionId
+);
+define_id!(
     /// Identifies a user (a person who holds tokens and belongs to accounts).
     UserId
 );

@@ -6,6 +6,7 @@ pub mod announcement;
 pub mod attribute;
 pub mod automation;
 pub mod condition;
+pub mod console;
 pub mod contact;
 pub mod egress;
 pub mod email;
@@ -31,8 +32,9 @@ pub mod webhook_signature;
 
 pub use error::{FieldError, ValidationErrors};
 pub use id::{
-    AccountId, AnnouncementId, AutomationId, ContactEventId, ContactId, DkimKeyId, MailServerId,
-    MessageId, SendingDomainId, TemplateId, TokenId, TopicId, UserId, WebhookEventId,
+    AccountId, AnnouncementId, AutomationId, ConsoleSessionId, ContactEventId, ContactId,
+    DkimKeyId, MailServerId, MessageId, SendingDomainId, TemplateId, TokenId, TopicId, UserId,
+    WebhookEventId,
 };
 pub use timestamp::Timestamp;
 /// The UUID type behind every identifier, re-exported so ports can mint ids.

@@ -76,8 +76,9 @@ impl RootSpanBuilder for RedactedTargetSpan {
 }
 
 /// The request target (path and query) with the token of a tracking (`/t/…`) or
-/// unsubscribe (`/u/…`) link replaced by [`REDACTED`]: everything after `/t/<kind>/` or
-/// `/u/`, query included, since what follows is the token or something a client appended
+/// unsubscribe (`/u/…`) link, or the secret of a console login link (`/console/login/…`),
+/// replaced by [`REDACTED`]: everything after `/t/<kind>/`, `/u/` or `/console/login/`,
+/// query included, since what follows is the token or something a client appended
 /// to it. Other targets are returned as they are.
 ///
 /// ```
@@ -96,6 +97,9 @@ pub fn redact_target(target: &str) -> Cow<'_, str> {
         }
     } else if target.starts_with("/u/") {
         3
+    } else if target.starts_with("/console/login/") {
+        // A console login link: its secret signs someone in once.
+        "/console/login/".len()
     } else {
         return Cow::Borrowed(target);
     };
@@ -126,6 +130,8 @@ mod tests {
             ("/u/eyJ0b2tlbiI.c2lnbmF0dXJl", "/u/[redacted]"),
             ("/u/secret?List-Unsubscribe=One-Click", "/u/[redacted]"),
             ("/u/", "/u/"),
+            ("/console/login/c2VjcmV0", "/console/login/[redacted]"),
+            ("/console/accounts", "/console/accounts"),
             ("/t/o/", "/t/o/"),
             (
                 "/v2/accounts/01/contacts?limit=5",

@@ -74,7 +74,12 @@ pub async fn authenticate_request(req: &HttpRequest) -> Result<Actor, ApiError> 
         }
     };
     if let Some(decision) =
-        limiter.and_then(|limiter| limiter.check(actor.token_id, Instant::now()))
+        // A token-authenticated actor always has its token id.
+        limiter.and_then(|limiter| {
+            actor
+                .token_id
+                .and_then(|token| limiter.check(token, Instant::now()))
+        })
     {
         rate_limit::remember(req, decision);
         if !decision.allowed {

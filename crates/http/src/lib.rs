@@ -7,6 +7,7 @@
 pub mod access_log;
 pub mod auth_failures;
 pub mod blocking;
+pub mod console;
 pub mod dto;
 pub mod extract;
 pub mod metrics;
@@ -219,6 +220,7 @@ pub fn serve(
         let (app, _) = routed_app().split_for_parts();
         app.service(api_reference())
             .route("/docs", web::get().to(api_reference_redirect))
+            .configure(console::configure)
             .app_data(services.clone())
             .app_data(metrics.clone())
             .app_data(document.clone())

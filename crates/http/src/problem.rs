@@ -235,7 +235,17 @@ pub fn ensure_problem_body<B: MessageBody + 'static>(
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|value| value == HeaderValue::from_static(PROBLEM_JSON));
-    if is_problem {
+    // The console's pages (crates/http/src/console) answer errors as HTML pages of their own.
+    let is_console_page = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|value| {
+            value
+                .to_str()
+                .is_ok_and(|text| text.starts_with("text/html"))
+        })
+        && res.request().path().starts_with("/console");
+    if is_problem || is_console_page {
         return Ok(ErrorHandlerResponse::Response(res.map_into_left_body()));
     }
     let status = res.status();

@@ -306,6 +306,22 @@ diesel::table! {
 }
 
 diesel::table! {
+    console_sessions (id) {
+        id -> Uuid,
+        user_id -> Uuid,
+        secret_hash -> Bytea,
+        csrf_token -> Text,
+        token_id -> Nullable<Uuid>,
+        scope -> Text,
+        account_ids -> Nullable<Array<Uuid>>,
+        user_agent -> Text,
+        created_at -> Timestamptz,
+        expires_at -> Timestamptz,
+        revoked_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
     sending_domain_keys (account_id, id) {
         account_id -> Uuid,
         id -> Uuid,
@@ -318,7 +334,19 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    console_login_links (id) {
+        id -> Uuid,
+        user_id -> Uuid,
+        secret_hash -> Bytea,
+        created_at -> Timestamptz,
+        expires_at -> Timestamptz,
+        used_at -> Nullable<Timestamptz>,
+    }
+}
+
 diesel::joinable!(tokens -> users (user_id));
+diesel::joinable!(console_sessions -> tokens (token_id));
 diesel::joinable!(memberships -> accounts (account_id));
 diesel::joinable!(memberships -> users (user_id));
 
@@ -345,4 +373,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     message_tracking,
     sending_domains,
     sending_domain_keys,
+    console_sessions,
+    console_login_links,
 );

@@ -21,6 +21,10 @@ const GLOBAL_TABLES: &[&str] = &[
     "users",
     // A personal access token acts for its user, across the user's accounts.
     "tokens",
+    // A console session and a login link sign a user in, like a token, across the user's
+    // accounts (docs/console.md).
+    "console_sessions",
+    "console_login_links",
     // The tenant itself: its key `id` is what every other table calls `account_id`.
     "accounts",
 ];

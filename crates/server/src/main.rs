@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use mailroom_app::{
     accounts::{operator_add_member, operator_remove_member, AddMemberRequest},
+    console::create_login_link,
     operations::rotate_secrets,
     users::{bootstrap_user, BootstrapRequest},
 };
@@ -109,6 +110,20 @@ enum UserCommand {
         #[arg(long, value_parser = ["30", "60", "90"])]
         expires_in_days: Option<String>,
     },
+    /// Print a one-time sign-in link to the console for an existing user (valid 15
+    /// minutes, usable once); prints one JSON object with `url` and `expiresAt`.
+    LoginLink {
+        /// The user's email address.
+        #[arg(long)]
+        email: String,
+    },
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PrintedLoginLink {
+    url: String,
+    expires_at: String,
 }
 
 #[derive(Serialize)]
@@ -140,6 +155,9 @@ fn main() -> Result<()> {
                     expires_in_days,
                 },
         } => create_user(&config, email, token_name, expires_in_days),
+        Command::User {
+            command: UserCommand::LoginLink { email },
+        } => print_login_link(&config, &email),
         Command::Member { command } => manage_member(&config, command),
         Command::RotateSecrets { batch_size } => rotate(&config, batch_size),
         Command::Serve => serve(config),
@@ -269,6 +287,35 @@ fn manage_member(config: &Config, command: MemberCommand) -> Result<()> {
         user_id: member.user_id.to_string(),
         email: member.email,
         role: member.role.as_str(),
+    };
+    #[allow(clippy::print_stdout)] // One JSON object on stdout, like `user create`.
+    {
+        println!("{}", serde_json::to_string(&output)?);
+    }
+    Ok(())
+}
+
+fn print_login_link(config: &Config, email: &str) -> Result<()> {
+    prepare_database(&config.database_url)?;
+    // One connection, as in `create_user`.
+    let mut one_connection = config.clone();
+    one_connection.db_pool_size = 1;
+    let (services, _) = build_services(&one_connection, Arc::new(SystemClock))?;
+    let link = create_login_link(&services, email).map_err(|e| match e {
+        mailroom_app::AppError::NotFound => {
+            anyhow::anyhow!(
+                "no user has the email {email:?}; create one with `mailroom user create`"
+            )
+        }
+        other => anyhow::anyhow!("{other}"),
+    })?;
+    let output = PrintedLoginLink {
+        url: format!(
+            "{}/console/login/{}",
+            config.public_url.trim_end_matches('/'),
+            link.secret.expose()
+        ),
+        expires_at: link.expires_at.to_string(),
     };
     #[allow(clippy::print_stdout)] // One JSON object on stdout, like `user create`.
     {

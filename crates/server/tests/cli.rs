@@ -84,6 +84,73 @@ fn user_create_prints_exactly_one_json_object() {
     }
 }
 
+/// `mailroom user login-link`: one JSON object with a console link under
+/// `MAILROOM_PUBLIC_URL` and its expiry 15 minutes on; only the link's hash is stored; an
+/// unknown user fails with nothing on stdout.
+#[test]
+fn user_login_link_prints_one_link_for_an_existing_user() {
+    let database = TestDatabase::create();
+    let dir = ScratchDir::new("login_link");
+    created_user(&run(
+        &dir,
+        &database,
+        &["user", "create", "--email", "ada@example.com"],
+    ));
+
+    let output = mailroom(&dir, &database)
+        .env("MAILROOM_PUBLIC_URL", "https://mail.example.com")
+        .args(["user", "login-link", "--email", "ADA@example.com"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("running mailroom user login-link");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "exited with {}; stderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(stdout.lines().count(), 1, "{stdout:?}");
+    let printed: Value = serde_json::from_str(&stdout).expect("one JSON object");
+    let url = printed["url"].as_str().expect("url");
+    let secret = url
+        .strip_prefix("https://mail.example.com/console/login/")
+        .unwrap_or_else(|| panic!("{url} is not a console login link"));
+    assert_eq!(secret.len(), 43, "{secret}");
+    let expires_at = time::OffsetDateTime::parse(
+        printed["expiresAt"].as_str().expect("expiresAt"),
+        &time::format_description::well_known::Rfc3339,
+    )
+    .expect("an RFC 3339 time");
+    let lifetime = expires_at - time::OffsetDateTime::now_utc();
+    assert!(
+        lifetime > time::Duration::minutes(14) && lifetime <= time::Duration::minutes(15),
+        "{lifetime}"
+    );
+    // Stored as its SHA-256, never as printed.
+    let mut connection = database.connection();
+    connection
+        .batch_execute(&format!(
+            "DO $$ BEGIN
+               IF NOT EXISTS (SELECT 1 FROM console_login_links
+                              WHERE secret_hash = sha256(convert_to('{secret}', 'UTF8'))
+                                AND used_at IS NULL) THEN
+                 RAISE EXCEPTION 'the link is not stored by its hash';
+               END IF;
+             END $$;"
+        ))
+        .expect("the link's hash is stored");
+
+    let unknown = run(
+        &dir,
+        &database,
+        &["user", "login-link", "--email", "nobody@example.com"],
+    );
+    assert!(!unknown.status.success(), "an unknown user got a link");
+    assert!(unknown.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no user has the email"));
+}
+
 /// `mailroom member add|remove`: one JSON object on success; refusals (the owner, a
 /// second add, a bad account id) fail with nothing on stdout. The owner's membership is
 /// protected by the database itself, whatever writes.

@@ -1,8 +1,8 @@
 use crate::ports::{SubscriptionRepository, TrackingRepository};
 use crate::{
     ports::{
-        AccountRepository, AnnouncementRepository, AutomationRepository, ContactImportRepository,
-        ContactRepository, FeedbackRepository, MailServerRepository, MessageRepository,
+        AccountRepository, AnnouncementRepository, AutomationRepository, ConsoleRepository,
+        ContactImportRepository, ContactRepository, FeedbackRepository, MailServerRepository, MessageRepository,
         QueueStatsRepository, SealedSecretRepository, SegmentRepository, SendingDomainRepository,
         StarterDataRepository, TemplateRepository, TokenRepository, TopicRepository,
         UserRepository, WebhookEventRepository,
@@ -32,6 +32,7 @@ pub trait UnitOfWork:
     + QueueStatsRepository
     + SealedSecretRepository
     + SendingDomainRepository
+    + ConsoleRepository
 {
 }
 

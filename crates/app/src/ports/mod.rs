@@ -6,6 +6,7 @@
 
 mod announcements;
 mod automations;
+mod console;
 mod contact_import;
 mod contacts;
 mod database;
@@ -28,6 +29,7 @@ mod webhook_sender;
 
 pub use announcements::{AnnouncementRepository, AudienceMember};
 pub use automations::AutomationRepository;
+pub use console::{ConsoleRepository, ConsoleSessionRecord};
 pub use contact_import::{ContactImportRepository, ImportedContact};
 pub use contacts::{ContactEvent, ContactRepository, EventName};
 pub use database::{in_transaction, Database, UnitOfWork};

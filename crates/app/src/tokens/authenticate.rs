@@ -28,7 +28,7 @@ pub fn authenticate(services: &Services, raw: &RawToken) -> Result<Actor, AppErr
         }
         Ok(Actor {
             user_id: token.user_id,
-            token_id: token.id,
+            token_id: Some(token.id),
             scope: token.scope,
             account_ids: token.account_ids,
         })

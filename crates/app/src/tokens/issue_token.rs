@@ -52,8 +52,10 @@ pub fn issue_token(
     issue(services, user, None, request)
 }
 
-/// Issues a token for the caller, minted by the token the caller presented: the new token
-/// may not outlive that one (see [`within_minter`]), nor reach beyond its scope or pins.
+/// Issues a token for the caller, minted by the token the caller presented (or opened
+/// their console session with): the new token may not outlive that one (see
+/// [`within_minter`]), nor reach beyond its scope or pins. A console session opened with a
+/// login link has no token behind it and mints as the operator's bootstrap does.
 ///
 /// # Errors
 /// As [`issue_token`], and [`AppError::Invalid`] naming `expiresInDays` when the new
@@ -65,7 +67,7 @@ pub fn issue_token_as(
     actor: &Actor,
     request: IssueTokenRequest,
 ) -> Result<IssuedToken, AppError> {
-    issue(services, actor.user_id, Some(actor.token_id), request)
+    issue(services, actor.user_id, actor.token_id, request)
 }
 
 fn issue(

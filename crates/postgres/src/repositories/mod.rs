@@ -3,6 +3,7 @@
 mod accounts;
 mod announcements;
 mod automations;
+mod console;
 mod contact_import;
 mod contacts;
 mod feedback;

@@ -1,0 +1,252 @@
+//! The admin console at `/console`: server-rendered HTML pages over the same use cases as
+//! the API (`docs/console.md`). This module only reads forms and cookies, calls use cases
+//! and renders templates; sessions and their rules live in `mailroom_app::console`.
+//!
+//! Every state-changing request is a `POST` that passes two checks before its form is
+//! read: the browser's `Origin` (or `Sec-Fetch-Site`) must not name another site, and the
+//! form must carry the session's CSRF token (a synchronizer token stored with the
+//! session). The sign-in forms, before any session exists, carry a token that must match
+//! a cookie set with the form instead.
+
+// The console's checks answer early with the page to show, so `Err` is a whole response;
+// it is built once per refused request and returned straight to actix, where boxing it
+// would only add an allocation.
+#![allow(clippy::result_large_err)]
+
+mod pages;
+mod render;
+mod template_pages;
+
+use actix_web::{
+    http::{header, StatusCode},
+    web, HttpRequest, HttpResponse,
+};
+use mailroom_app::{console::SignedIn, AppError, Services};
+use mailroom_domain::console::{ConsoleSecret, CONSOLE_SECRET_BYTES};
+use serde::{de::DeserializeOwned, Serialize};
+
+pub use render::Chart;
+
+/// The session cookie.
+pub const SESSION_COOKIE: &str = "mailroom_console";
+/// The cookie the sign-in forms' token is checked against (before a session exists).
+pub const FORM_COOKIE: &str = "mailroom_console_form";
+/// The largest console form accepted (413 beyond): the forms hold a few short fields.
+pub const MAX_FORM_BYTES: usize = 16 * 1024;
+
+/// Registers the console's routes.
+pub fn configure(config: &mut web::ServiceConfig) {
+    config.service(
+        web::scope("/console")
+            .app_data(web::PayloadConfig::new(MAX_FORM_BYTES))
+            .route("", web::get().to(pages::home))
+            .route("/", web::get().to(pages::home))
+            .route("/static/console.css", web::get().to(stylesheet))
+            .route("/sign-in", web::get().to(pages::sign_in_form))
+            .route("/sign-in", web::post().to(pages::sign_in))
+            .route("/login/{link}", web::get().to(pages::login_link_form))
+            .route("/login/{link}", web::post().to(pages::login_link))
+            .route("/sign-out", web::post().to(pages::sign_out))
+            .route("/accounts", web::get().to(pages::accounts))
+            .route("/accounts", web::post().to(pages::create_account))
+            .route("/accounts/{account_id}", web::get().to(pages::dashboard))
+            // Template bodies may be as large as the API accepts.
+            .service(
+                web::resource("/accounts/{account_id}/templates")
+                    .app_data(web::PayloadConfig::new(crate::MAX_BODY_BYTES))
+                    .route(web::get().to(template_pages::list))
+                    .route(web::post().to(template_pages::create)),
+            )
+            .route(
+                "/accounts/{account_id}/templates/new",
+                web::get().to(template_pages::new_form),
+            )
+            .service(
+                web::resource("/accounts/{account_id}/templates/{template_id}")
+                    .app_data(web::PayloadConfig::new(crate::MAX_BODY_BYTES))
+                    .route(web::get().to(template_pages::edit_form))
+                    .route(web::post().to(template_pages::update)),
+            )
+            .route(
+                "/accounts/{account_id}/templates/{template_id}/preview",
+                web::get().to(template_pages::preview),
+            )
+            .route("/tokens", web::get().to(pages::tokens))
+            .route("/tokens", web::post().to(pages::create_token))
+            .route(
+                "/tokens/{token_id}/revoke",
+                web::post().to(pages::revoke_token),
+            )
+            .route(
+                "/sessions/{session_id}/revoke",
+                web::post().to(pages::revoke_session),
+            )
+            .default_service(web::to(pages::not_found)),
+    );
+}
+
+async fn stylesheet() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/css; charset=utf-8")
+        .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .body(render::STYLESHEET)
+}
+
+/// The value of cookie `name` in the request's `Cookie` headers.
+fn cookie(req: &HttpRequest, name: &str) -> Option<String> {
+    req.headers()
+        .get_all(header::COOKIE)
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.to_owned())
+}
+
+/// Whether the request came over https (directly, or as a trusted proxy says):
+/// cookies are then marked `Secure`.
+fn over_https(req: &HttpRequest) -> bool {
+    req.connection_info().scheme() == "https"
+}
+
+/// A `Set-Cookie` value: HttpOnly, SameSite=Strict, scoped to `/console`, Secure over
+/// https; `max_age` 0 deletes it.
+fn set_cookie(req: &HttpRequest, name: &str, value: &str, max_age: i64) -> String {
+    let secure = if over_https(req) { "; Secure" } else { "" };
+    format!("{name}={value}; Path=/console; Max-Age={max_age}; HttpOnly; SameSite=Strict{secure}")
+}
+
+/// Refuses a state-changing request that a browser says came from another site: an
+/// `Origin` other than this server's, or `Sec-Fetch-Site: cross-site`/`same-site`. A
+/// request with neither header (not a browser) still needs its CSRF token.
+fn check_same_origin(req: &HttpRequest) -> Result<(), HttpResponse> {
+    let refused = || {
+        pages::message(
+            StatusCode::FORBIDDEN,
+            "Request refused",
+            "This form was sent from another site, so it was not carried out.",
+            None,
+        )
+    };
+    if let Some(origin) = req.headers().get(header::ORIGIN) {
+        let info = req.connection_info();
+        let own = format!("{}://{}", info.scheme(), info.host());
+        if origin.to_str().map_or(true, |origin| origin != own) {
+            return Err(refused());
+        }
+    }
+    let fetch_site = req
+        .headers()
+        .get("sec-fetch-site")
+        .and_then(|value| value.to_str().ok());
+    if matches!(fetch_site, Some("cross-site" | "same-site")) {
+        return Err(refused());
+    }
+    Ok(())
+}
+
+/// Reads an `application/x-www-form-urlencoded` body; 400 with a page otherwise.
+fn parse_form<T: DeserializeOwned>(body: &[u8]) -> Result<T, HttpResponse> {
+    serde_urlencoded::from_bytes(body).map_err(|_| {
+        pages::message(
+            StatusCode::BAD_REQUEST,
+            "Bad request",
+            "The form could not be read.",
+            None,
+        )
+    })
+}
+
+/// A fresh random value from the services' random source.
+fn fresh_secret(services: &Services) -> ConsoleSecret {
+    let mut random = [0u8; CONSOLE_SECRET_BYTES];
+    services.secrets.fill_random(&mut random);
+    ConsoleSecret::from_random(random)
+}
+
+/// The CSRF check of a signed-in form.
+fn check_csrf(signed_in: &SignedIn, presented: &str) -> Result<(), HttpResponse> {
+    let expected = ConsoleSecret::parse(&signed_in.session.csrf_token).ok();
+    if expected.is_some_and(|expected| expected.matches(presented)) {
+        Ok(())
+    } else {
+        Err(pages::message(
+            StatusCode::FORBIDDEN,
+            "Request refused",
+            "This form is out of date or was not sent by this console. Reload the page and \
+             try again.",
+            None,
+        ))
+    }
+}
+
+/// Runs a use case on the blocking pool, as the API's handlers do, keeping its
+/// [`AppError`] so the page can be chosen from it.
+async fn blocking<F, R>(work: F) -> Result<R, AppError>
+where
+    F: FnOnce() -> Result<R, AppError> + Send + 'static,
+    R: Send + 'static,
+{
+    let span = tracing::Span::current();
+    match tokio::task::spawn_blocking(move || span.in_scope(work)).await {
+        Ok(result) => result,
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        Err(_) => Err(AppError::Unavailable("the server is shutting down".into())),
+    }
+}
+
+/// What every signed-in page's layout needs.
+#[derive(Debug, Serialize)]
+struct Layout<'a> {
+    title: &'a str,
+    signed_in: bool,
+    csrf: &'a str,
+    section: &'a str,
+}
+
+/// Maps a use case's error to a page. `Unauthorized` on an account reads as not found,
+/// so account ids cannot be probed.
+fn error_page(error: &AppError) -> HttpResponse {
+    match error {
+        AppError::Unauthorized | AppError::NotFound => pages::message(
+            StatusCode::NOT_FOUND,
+            "Not found",
+            "There is nothing here, or it is not yours to see.",
+            Some(("/console/accounts", "Back to your accounts")),
+        ),
+        AppError::Forbidden(reason) => pages::message(
+            StatusCode::FORBIDDEN,
+            "Not allowed",
+            reason,
+            Some(("/console/accounts", "Back to your accounts")),
+        ),
+        AppError::Invalid(errors) => pages::message(
+            StatusCode::BAD_REQUEST,
+            "Bad request",
+            &errors.to_string(),
+            None,
+        ),
+        AppError::BadRequest(reason) => {
+            pages::message(StatusCode::BAD_REQUEST, "Bad request", reason, None)
+        }
+        AppError::Unavailable(reason) | AppError::TimedOut(reason) => {
+            tracing::warn!(%reason, "console page unavailable");
+            pages::message(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Unavailable",
+                "The service is unavailable right now; try again in a moment.",
+                None,
+            )
+        }
+        AppError::Internal(cause) => {
+            tracing::error!(%cause, "console page failed");
+            pages::message(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Error",
+                "Something went wrong on our side.",
+                None,
+            )
+        }
+    }
+}

@@ -1,0 +1,2 @@
+DROP TABLE console_login_links;
+DROP TABLE console_sessions;
