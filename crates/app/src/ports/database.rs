@@ -2,10 +2,10 @@ use crate::ports::{SubscriptionRepository, TrackingRepository};
 use crate::{
     ports::{
         AccountRepository, AnnouncementRepository, AutomationRepository, ConsoleRepository,
-        ContactImportRepository, ContactRepository, FeedbackRepository, MailServerRepository, MessageRepository,
-        QueueStatsRepository, SealedSecretRepository, SegmentRepository, SendingDomainRepository,
-        StarterDataRepository, TemplateRepository, TokenRepository, TopicRepository,
-        UserRepository, WebhookEventRepository,
+        ContactImportRepository, ContactRepository, FeedbackRepository, MailServerRepository,
+        MessageRepository, QueueStatsRepository, SealedSecretRepository, SegmentRepository,
+        SendingDomainRepository, StarterDataRepository, TemplateRepository, TokenRepository,
+        TopicRepository, UserRepository, WebhookEventRepository,
     },
     AppError, StoreError,
 };
