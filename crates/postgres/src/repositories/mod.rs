@@ -10,7 +10,7 @@ mod mail_servers;
 mod messages;
 mod queue_stats;
 mod sealed_secrets;
-mod segments;
+pub(crate) mod segments;
 mod starter;
 mod templates;
 mod tokens;
