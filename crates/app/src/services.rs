@@ -5,6 +5,7 @@ use std::sync::Arc;
 use crate::ports::{
     Clock, Database, Ids, MailServerProbe, Mailer, Secrets, WebhookSender, WebhookUrlGuard,
 };
+use crate::tokens::TokenCache;
 use crate::tracking::LinkSettings;
 
 /// Everything use cases depend on. Cheap to clone.
@@ -30,4 +31,6 @@ pub struct Services {
     pub mailer: Arc<dyn Mailer>,
     /// Where tracking and unsubscribe links point.
     pub links: LinkSettings,
+    /// Recently authenticated tokens, shared by every request of this process.
+    pub token_cache: Arc<TokenCache>,
 }
