@@ -857,3 +857,74 @@ async fn bad_conditions_are_400_naming_the_part() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn keyset_pages_of_a_search_equal_its_offset_pages() {
+    let a = audience().await;
+    for i in 0..7 {
+        let plan = if i % 3 == 0 { "free" } else { "pro" };
+        a.upsert(json!({"email": format!("k{i}@example.com"), "attributes": {"plan": plan}}))
+            .await;
+    }
+    let ids = |page: &Value| -> Vec<String> {
+        page["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|c| c["_id"].as_str().expect("_id").to_owned())
+            .collect()
+    };
+    for body in [
+        json!({"includeUnsubscribed": true}),
+        json!({"includeUnsubscribed": true, "attributes": [{"slug": "plan", "operator": "s_equal", "value": "pro"}]}),
+    ] {
+        let mut after: Option<String> = None;
+        for n in 0.. {
+            let by_offset = expect_json(
+                a.app
+                    .send_json(
+                        Method::POST,
+                        &a.path(&format!("/contacts/search?start={}&limit=2", n * 2)),
+                        &a.token,
+                        &body,
+                    )
+                    .await,
+                200,
+            )
+            .await;
+            let keyset_path = match &after {
+                Some(last) => format!("/contacts/search?limit=2&after={last}"),
+                None => "/contacts/search?limit=2".to_owned(),
+            };
+            let by_keyset = expect_json(
+                a.app
+                    .send_json(Method::POST, &a.path(&keyset_path), &a.token, &body)
+                    .await,
+                200,
+            )
+            .await;
+            assert_eq!(ids(&by_keyset), ids(&by_offset), "page {n} of {body}");
+            after = ids(&by_keyset).last().cloned();
+            if after.is_none() {
+                assert!(n >= 2, "the pages of {body} ended early");
+                break;
+            }
+        }
+    }
+    // A malformed or repeated `after` is a 400 naming it.
+    for query in ["after=nope", "after=1&after=2"] {
+        let problem = expect_problem(
+            a.app
+                .send_json(
+                    Method::POST,
+                    &a.path(&format!("/contacts/search?{query}")),
+                    &a.token,
+                    &json!({"includeUnsubscribed": true}),
+                )
+                .await,
+            400,
+        )
+        .await;
+        assert_eq!(problem["errors"][0]["field"], "after", "{query}: {problem}");
+    }
+}

@@ -161,7 +161,7 @@ impl Fixture {
 
     fn search(&self, account: AccountId, segment: &Segment, page: PageRequest) -> Vec<ContactId> {
         in_transaction(&self.database, |tx| {
-            Ok(tx.search_segment(account, segment, page)?)
+            Ok(tx.search_segment(account, segment, page, None)?)
         })
         .expect("search")
     }
@@ -180,10 +180,25 @@ impl Fixture {
     ) -> (Vec<ContactId>, u64) {
         self.conn
             .transaction(|conn| {
-                let found = search_segment_with(conn, account, segment, ALL_PAGE, plan)
+                let found = search_segment_with(conn, account, segment, ALL_PAGE, None, plan)
                     .expect("search with a plan");
                 let count =
                     count_segment_with(conn, account, segment, plan).expect("count with a plan");
+                // Keyset pages of two, each after the last id of the one before, must
+                // walk the same contacts as one offset page.
+                let mut walked: Vec<ContactId> = Vec::new();
+                loop {
+                    let page = PageRequest { start: 0, limit: 2 };
+                    let after = walked.last().copied();
+                    let next = search_segment_with(conn, account, segment, page, after, plan)
+                        .expect("keyset page with a plan");
+                    if next.is_empty() {
+                        break;
+                    }
+                    walked.extend(next);
+                    assert!(walked.len() <= found.len(), "keyset paging does not end");
+                }
+                assert_eq!(walked, found, "keyset pages with {plan:?}");
                 Ok::<_, diesel::result::Error>((found, count))
             })
             .expect("plan transaction")

@@ -189,6 +189,7 @@ pub fn search_segment_with(
     account: AccountId,
     segment: &Segment,
     page: PageRequest,
+    after: Option<ContactId>,
     plan: &SegmentPlan,
 ) -> Result<Vec<ContactId>, StoreError> {
     let (offset, limit) = page_bounds(page);
@@ -210,6 +211,10 @@ pub fn search_segment_with(
             "s0.contact_id"
         }
     };
+    if let Some(after) = after {
+        let after = sql.bind(Param::Uuid(after.as_uuid()));
+        sql.push(&format!(" AND {id} > {after}"));
+    }
     // Id order is stable for paging and lets an expansion resume after the last id.
     let offset = sql.bind(Param::BigInt(offset));
     let limit = sql.bind(Param::BigInt(limit));
@@ -270,9 +275,10 @@ impl SegmentRepository for PgUnitOfWork<'_> {
         account: AccountId,
         segment: &Segment,
         page: PageRequest,
+        after: Option<ContactId>,
     ) -> Result<Vec<ContactId>, StoreError> {
         let plan = choose_plan(self.conn, account, segment, Purpose::Search)?;
-        search_segment_with(self.conn, account, segment, page, &plan)
+        search_segment_with(self.conn, account, segment, page, after, &plan)
     }
 
     fn count_segment(&mut self, account: AccountId, segment: &Segment) -> Result<u64, StoreError> {
