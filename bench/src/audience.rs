@@ -307,7 +307,7 @@ async fn measure(
     let (search_services, search_segment) = (adapter_services.clone(), segment.clone());
     let (adapter_search, _) = tokio::task::spawn_blocking(move || {
         time_adapter(&search_services, SEARCH_RUNS, TIME_BUDGET, |tx| {
-            Ok(tx.search_segment(account_id, &search_segment, PageRequest::default())?)
+            Ok(tx.search_segment(account_id, &search_segment, PageRequest::default(), None)?)
         })
     })
     .await??;
