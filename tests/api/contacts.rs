@@ -928,3 +928,49 @@ async fn keyset_pages_of_a_search_equal_its_offset_pages() {
         assert_eq!(problem["errors"][0]["field"], "after", "{query}: {problem}");
     }
 }
+
+#[tokio::test]
+async fn attribute_pages_cross_from_system_to_stored_metas() {
+    let a = audience().await;
+    a.upsert(json!({"email": "m@example.com", "attributes": {"b": 1, "a": "x", "d": true, "c": "2026-01-01"}}))
+        .await;
+    let slugs = |page: Value| -> Vec<String> {
+        page["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|m| m["slug"].as_str().expect("slug").to_owned())
+            .collect()
+    };
+    let all = slugs(
+        expect_json(
+            a.app.get(&a.path("/attributes?limit=100"), &a.token).await,
+            200,
+        )
+        .await,
+    );
+    assert_eq!(
+        all,
+        ["email", "create_date", "message_count", "a", "b", "c", "d"]
+    );
+    for (start, limit) in [(0, 2), (2, 3), (3, 2), (5, 10), (7, 5), (100, 5)] {
+        let page = slugs(
+            expect_json(
+                a.app
+                    .get(
+                        &a.path(&format!("/attributes?start={start}&limit={limit}")),
+                        &a.token,
+                    )
+                    .await,
+                200,
+            )
+            .await,
+        );
+        let expected: Vec<String> = all.iter().skip(start).take(limit).cloned().collect();
+        assert_eq!(page, expected, "start {start} limit {limit}");
+    }
+    assert_eq!(
+        expect_json(a.app.get(&a.path("/attributes/count"), &a.token).await, 200).await["count"],
+        7
+    );
+}

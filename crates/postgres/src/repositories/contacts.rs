@@ -248,10 +248,16 @@ impl ContactRepository for PgUnitOfWork<'_> {
     fn list_attribute_metas(
         &mut self,
         account: AccountId,
+        offset: u64,
+        limit: u32,
     ) -> Result<Vec<AttributeMeta>, StoreError> {
+        // The primary key (account_id, slug) serves the order; an offset past the end
+        // reads nothing.
         attribute_metas::table
             .filter(attribute_metas::account_id.eq(account.as_uuid()))
             .order(attribute_metas::slug.asc())
+            .offset(i64::try_from(offset).unwrap_or(i64::MAX))
+            .limit(i64::from(limit))
             .select((
                 attribute_metas::slug,
                 attribute_metas::attribute_type,
@@ -270,6 +276,15 @@ impl ContactRepository for PgUnitOfWork<'_> {
                 })
             })
             .collect()
+    }
+
+    fn count_attribute_metas(&mut self, account: AccountId) -> Result<u64, StoreError> {
+        attribute_metas::table
+            .filter(attribute_metas::account_id.eq(account.as_uuid()))
+            .count()
+            .get_result::<i64>(self.conn)
+            .map(|n| u64::try_from(n).unwrap_or(0))
+            .map_err(store_error)
     }
 
     fn upsert_contact(
