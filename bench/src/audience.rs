@@ -889,6 +889,14 @@ fn record_events_in_bulk(conn: &mut PgConnection, account: &str) -> Result<u64> 
     )
     .bind::<Text, _>(account)
     .execute(conn)?;
+    // The event names' totals, as the fold worker would leave them.
+    sql_query(
+        "INSERT INTO contact_event_totals (account_id, slug, count, last_seen) \
+         SELECT account_id, slug, count(*), max(occurred_at) FROM contact_events \
+         WHERE account_id = $1::uuid GROUP BY account_id, slug",
+    )
+    .bind::<Text, _>(account)
+    .execute(conn)?;
     conn.batch_execute("SET synchronous_commit = on; SET session_replication_role = origin")?;
     Ok(events as u64)
 }

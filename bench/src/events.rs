@@ -145,7 +145,8 @@ pub struct ScriptVariables {
 /// - the membership check, in its own transaction;
 /// - the event's transaction: upsert of the contact (insert, and the lookup when it
 ///   exists), the event attribute's meta (insert if missing, then read its type), the
-///   event row, the `event.<slug>` date attribute, the enabled automations for the slug.
+///   event row and its name's count increment, the `event.<slug>` date attribute, the
+///   enabled automations for the slug.
 ///
 /// Each transaction starts with `SET LOCAL statement_timeout`, as the request pool's do.
 /// Ids are time-ordered like the API's UUIDv7, so both write the same index pattern.
@@ -187,6 +188,7 @@ SET LOCAL statement_timeout = 15000;
 INSERT INTO attribute_metas (account_id, slug, attribute_type, source, created_at) VALUES (:account, 'event.' || {slug}, 'date', 'event', now()) ON CONFLICT DO NOTHING;
 SELECT slug, attribute_type FROM attribute_metas WHERE account_id = :account AND slug = ANY(ARRAY['event.' || {slug}]);
 INSERT INTO contact_events (account_id, id, contact_id, slug, occurred_at) VALUES (:account, {time_ordered_id}, :contact, {slug}, now());
+INSERT INTO contact_event_increments (account_id, slug, count, last_seen) VALUES (:account, {slug}, 1, now());
 INSERT INTO contact_attributes (account_id, contact_id, slug, string_value, number_value, bool_value, date_value) VALUES (:account, :contact, 'event.' || {slug}, DEFAULT, DEFAULT, DEFAULT, now()) ON CONFLICT (account_id, contact_id, slug) DO UPDATE SET date_value = GREATEST(contact_attributes.date_value, excluded.date_value);
 SELECT id, name, template_id, trigger_event_slug, trigger_condition, timing_condition, timing_value, is_enabled, created_at FROM automations WHERE account_id = :account AND trigger_event_slug = {slug} AND is_enabled = true ORDER BY created_at, id;
 COMMIT;

@@ -974,3 +974,97 @@ async fn attribute_pages_cross_from_system_to_stored_metas() {
         7
     );
 }
+
+#[tokio::test]
+async fn event_names_are_the_same_before_and_after_folding_and_follow_deletions() {
+    use mailroom_server::event_names_worker::EventNamesWorker;
+
+    let a = audience().await;
+    for (email, slug) in [
+        ("p@example.com", "opened"),
+        ("q@example.com", "opened"),
+        ("p@example.com", "clicked"),
+        ("q@example.com", "opened"),
+    ] {
+        expect_json(a.event(email, slug, None).await, 200).await;
+        a.app.clock.advance(time::Duration::seconds(1));
+    }
+    let names = || async {
+        let page = expect_json(a.app.get(&a.path("/events/names"), &a.token).await, 200).await;
+        page["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|n| {
+                (
+                    n["slug"].as_str().expect("slug").to_owned(),
+                    n["count"].as_u64().expect("count"),
+                    n["lastSeen"].as_str().expect("lastSeen").to_owned(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let before = names().await;
+    assert_eq!(
+        before
+            .iter()
+            .map(|(s, c, _)| (s.as_str(), *c))
+            .collect::<Vec<_>>(),
+        [("clicked", 1), ("opened", 3)]
+    );
+    let worker = EventNamesWorker::new(a.app.services.clone());
+    assert_eq!(
+        worker.run_once().await.expect("fold"),
+        4,
+        "every increment folded"
+    );
+    assert_eq!(worker.run_once().await.expect("fold"), 0, "nothing left");
+    assert_eq!(names().await, before, "the same names after folding");
+    // More events after the fold add to the totals.
+    expect_json(a.event("r@example.com", "opened", None).await, 200).await;
+    let after = names().await;
+    assert_eq!(after[1].1, 4);
+    // Deleting a contact takes its events out of the counts, folded or not.
+    let contacts = expect_json(
+        a.app.get(&a.path("/contacts?limit=100"), &a.token).await,
+        200,
+    )
+    .await;
+    let p = contacts["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|c| c["email"] == "p@example.com")
+        .expect("p")["_id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    expect_json(
+        a.app
+            .request(
+                Method::DELETE,
+                &a.path(&format!("/contacts/{p}")),
+                Some(&a.token),
+            )
+            .send()
+            .await
+            .expect("sent"),
+        200,
+    )
+    .await;
+    let deleted = names().await;
+    assert_eq!(
+        deleted
+            .iter()
+            .map(|(s, c, _)| (s.as_str(), *c))
+            .collect::<Vec<_>>(),
+        [("opened", 3)],
+        "p's only `clicked` is gone, and one of the `opened`"
+    );
+    worker.run_once().await.expect("fold");
+    assert_eq!(
+        names().await,
+        deleted,
+        "the same after folding the deletion"
+    );
+}

@@ -192,4 +192,12 @@ pub trait ContactRepository {
     /// # Errors
     /// [`StoreError`] on store failure.
     fn event_names(&mut self, account: AccountId) -> Result<Vec<EventName>, StoreError>;
+
+    /// Folds up to `limit` recorded event-name increments (of any account) into the
+    /// per-name totals, and returns how many it folded. Concurrent folds take disjoint
+    /// increments.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn fold_event_name_increments(&mut self, limit: u32) -> Result<u64, StoreError>;
 }
