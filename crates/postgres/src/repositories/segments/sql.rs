@@ -176,6 +176,18 @@ pub(super) fn is_equality(condition: &Condition) -> bool {
     }
 }
 
+/// Whether the condition's index range yields contact ids in order (one value, then
+/// `contact_id` in the index), so a page in id order can stop early: boolean, number
+/// `equal` and string `equal`. A date `equal` is a day's range, not one value.
+pub(super) fn is_id_ordered(condition: &Condition) -> bool {
+    match condition {
+        Condition::Boolean { .. } => true,
+        Condition::Number { operator, .. } => *operator == NumberOperator::Equal,
+        Condition::String { operator, .. } => *operator == StringOperator::Equal,
+        Condition::Date { .. } | Condition::Exists { .. } | Condition::NotExists { .. } => false,
+    }
+}
+
 /// `SELECT a.contact_id …`: the contacts of account placeholder `account` satisfying the
 /// row condition `condition` ([`is_row_condition`]), from an index-only scan of the
 /// partial index of its type. Each contact appears at most once: `(account_id,
