@@ -137,10 +137,19 @@ pub struct ScriptVariables {
     pub token_hash_hex: String,
 }
 
-/// The statements of one `POST …/events` in steady state (the token's `lastUsedAt` is
-/// fresh, so authentication only reads), as captured with `log_statement = all`: the
-/// authentication transaction, then the event transaction. Ids are time-ordered like the
-/// API's UUIDv7, so both write the same index pattern.
+/// The statements of one `POST …/events` in steady state, as the code runs them now
+/// (`crates/app/src/contacts/record_event.rs` and the repositories it calls):
+///
+/// - authentication: none; the token is in the process's token cache (its `lastUsedAt`
+///   is written once a minute, which is noise at this rate);
+/// - the membership check, in its own transaction;
+/// - the event's transaction: upsert of the contact (insert, and the lookup when it
+///   exists), the event attribute's meta (insert if missing, then read its type), the
+///   event row and its name's count increment, the `event.<slug>` date attribute, the
+///   enabled automations for the slug.
+///
+/// Each transaction starts with `SET LOCAL statement_timeout`, as the request pool's do.
+/// Ids are time-ordered like the API's UUIDv7, so both write the same index pattern.
 fn script(audience: Audience) -> String {
     let time_ordered_id =
         "(lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0') || substr(md5(random()::text), 1, 20))::uuid";
@@ -154,21 +163,34 @@ fn script(audience: Audience) -> String {
             "'pgbench-' || :client_id::text || '-' || :n::text || '@bench.example'",
         ),
     };
+    let slug = "(ARRAY['signed_up', 'opened_email', 'purchased'])[:k]";
+    let insert = format!(
+        "INSERT INTO contacts (account_id, id, email, created_at) VALUES (:account, {time_ordered_id}, {email}, now()) ON CONFLICT (account_id, email_lower) DO NOTHING RETURNING id"
+    );
+    // A new contact's id comes back from the insert; a known one is looked up after the
+    // insert did nothing, as `upsert_contact_id` does.
+    let upsert = match audience {
+        Audience::Known => format!(
+            "{insert};\nSELECT id AS contact FROM contacts WHERE account_id = :account AND email_lower = lower({email}) LIMIT 1 \\gset"
+        ),
+        Audience::New => format!("{insert} AS contact \\gset"),
+    };
     format!(
         "{draw}
 \\set k random(1, 3)
 BEGIN;
-SELECT id, user_id, name, token_hash, created_at, expires_at, last_used_at, revoked_at FROM tokens WHERE token_hash = decode(:token_hash, 'hex') LIMIT 1;
+SET LOCAL statement_timeout = 15000;
+SELECT role FROM memberships WHERE account_id = :account AND user_id = :user LIMIT 1;
 COMMIT;
 BEGIN;
-SELECT role FROM memberships WHERE account_id = :account AND user_id = :user LIMIT 1;
-INSERT INTO contacts (account_id, id, email, created_at) VALUES (:account, {time_ordered_id}, {email}, now()) ON CONFLICT (account_id, email_lower) DO NOTHING;
-SELECT id AS contact, email, created_at, hard_bounced_at, complaint_at, unsubscribed_at, message_count FROM contacts WHERE account_id = :account AND email_lower = lower({email}) LIMIT 1 \\gset
-SELECT contact_id, topic_id FROM topic_unsubscriptions WHERE account_id = :account AND contact_id = ANY(ARRAY[:contact::uuid]) ORDER BY contact_id, created_at;
-INSERT INTO attribute_metas (account_id, slug, attribute_type, source, created_at) VALUES (:account, 'event.' || (ARRAY['signed_up', 'opened_email', 'purchased'])[:k], 'date', 'event', now()) ON CONFLICT DO NOTHING;
-SELECT slug, attribute_type FROM attribute_metas WHERE account_id = :account AND slug = ANY(ARRAY['event.' || (ARRAY['signed_up', 'opened_email', 'purchased'])[:k]]);
-INSERT INTO contact_events (account_id, id, contact_id, slug, occurred_at) VALUES (:account, {time_ordered_id}, :contact, (ARRAY['signed_up', 'opened_email', 'purchased'])[:k], now());
-INSERT INTO contact_attributes (account_id, contact_id, slug, string_value, number_value, bool_value, date_value) VALUES (:account, :contact, 'event.' || (ARRAY['signed_up', 'opened_email', 'purchased'])[:k], DEFAULT, DEFAULT, DEFAULT, now()) ON CONFLICT (account_id, contact_id, slug) DO UPDATE SET date_value = GREATEST(contact_attributes.date_value, excluded.date_value);
+SET LOCAL statement_timeout = 15000;
+{upsert}
+INSERT INTO attribute_metas (account_id, slug, attribute_type, source, created_at) VALUES (:account, 'event.' || {slug}, 'date', 'event', now()) ON CONFLICT DO NOTHING;
+SELECT slug, attribute_type FROM attribute_metas WHERE account_id = :account AND slug = ANY(ARRAY['event.' || {slug}]);
+INSERT INTO contact_events (account_id, id, contact_id, slug, occurred_at) VALUES (:account, {time_ordered_id}, :contact, {slug}, now());
+INSERT INTO contact_event_increments (account_id, slug, count, last_seen) VALUES (:account, {slug}, 1, now());
+INSERT INTO contact_attributes (account_id, contact_id, slug, string_value, number_value, bool_value, date_value) VALUES (:account, :contact, 'event.' || {slug}, DEFAULT, DEFAULT, DEFAULT, now()) ON CONFLICT (account_id, contact_id, slug) DO UPDATE SET date_value = GREATEST(contact_attributes.date_value, excluded.date_value);
+SELECT id, name, template_id, trigger_event_slug, trigger_condition, timing_condition, timing_value, is_enabled, created_at FROM automations WHERE account_id = :account AND trigger_event_slug = {slug} AND is_enabled = true ORDER BY created_at, id;
 COMMIT;
 "
     )

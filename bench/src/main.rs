@@ -18,12 +18,15 @@ mod webhooks;
 use std::process::ExitCode;
 
 const USAGE: &str = "\
-Usage: mailroom-bench audience [--contacts N] [--seconds S] [--pool P]
+Usage: mailroom-bench audience [--contacts N] [--seconds S] [--pool P] [--reuse]
 
   audience      import N contacts (default 1000000) through POST …/contacts/import,
                 then time search, search count and POST …/events (S seconds per
                 event run, default 30) beside a flat table and pgbench; the server
-                holds at most P database connections (default 32).
+                holds at most P database connections (default 32). With
+                --reuse the generated database is kept (named by N and the
+                migrations) and a later --reuse run with the same N skips the
+                import and setup; drop it with DROP DATABASE when done.
 
 DATABASE_URL must name a PostgreSQL maintenance database (as for the tests); the
 benchmark creates its own database there and drops it at the end.
@@ -37,6 +40,8 @@ pub struct Options {
     pub seconds: u64,
     /// The server's database pool size.
     pub pool: u32,
+    /// Keep the generated database, and use a kept one when it matches.
+    pub reuse: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -48,9 +53,14 @@ fn parse(args: &[String]) -> Result<Options, String> {
         contacts: 1_000_000,
         seconds: 30,
         pool: 32,
+        reuse: false,
     };
     let mut rest = rest.iter();
     while let Some(flag) = rest.next() {
+        if flag == "--reuse" {
+            options.reuse = true;
+            continue;
+        }
         let value = rest.next().ok_or_else(|| format!("{flag} needs a value"))?;
         let number: u64 = value
             .parse()

@@ -857,3 +857,214 @@ async fn bad_conditions_are_400_naming_the_part() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn keyset_pages_of_a_search_equal_its_offset_pages() {
+    let a = audience().await;
+    for i in 0..7 {
+        let plan = if i % 3 == 0 { "free" } else { "pro" };
+        a.upsert(json!({"email": format!("k{i}@example.com"), "attributes": {"plan": plan}}))
+            .await;
+    }
+    let ids = |page: &Value| -> Vec<String> {
+        page["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|c| c["_id"].as_str().expect("_id").to_owned())
+            .collect()
+    };
+    for body in [
+        json!({"includeUnsubscribed": true}),
+        json!({"includeUnsubscribed": true, "attributes": [{"slug": "plan", "operator": "s_equal", "value": "pro"}]}),
+    ] {
+        let mut after: Option<String> = None;
+        for n in 0.. {
+            let by_offset = expect_json(
+                a.app
+                    .send_json(
+                        Method::POST,
+                        &a.path(&format!("/contacts/search?start={}&limit=2", n * 2)),
+                        &a.token,
+                        &body,
+                    )
+                    .await,
+                200,
+            )
+            .await;
+            let keyset_path = match &after {
+                Some(last) => format!("/contacts/search?limit=2&after={last}"),
+                None => "/contacts/search?limit=2".to_owned(),
+            };
+            let by_keyset = expect_json(
+                a.app
+                    .send_json(Method::POST, &a.path(&keyset_path), &a.token, &body)
+                    .await,
+                200,
+            )
+            .await;
+            assert_eq!(ids(&by_keyset), ids(&by_offset), "page {n} of {body}");
+            after = ids(&by_keyset).last().cloned();
+            if after.is_none() {
+                assert!(n >= 2, "the pages of {body} ended early");
+                break;
+            }
+        }
+    }
+    // A malformed or repeated `after` is a 400 naming it.
+    for query in ["after=nope", "after=1&after=2"] {
+        let problem = expect_problem(
+            a.app
+                .send_json(
+                    Method::POST,
+                    &a.path(&format!("/contacts/search?{query}")),
+                    &a.token,
+                    &json!({"includeUnsubscribed": true}),
+                )
+                .await,
+            400,
+        )
+        .await;
+        assert_eq!(problem["errors"][0]["field"], "after", "{query}: {problem}");
+    }
+}
+
+#[tokio::test]
+async fn attribute_pages_cross_from_system_to_stored_metas() {
+    let a = audience().await;
+    a.upsert(json!({"email": "m@example.com", "attributes": {"b": 1, "a": "x", "d": true, "c": "2026-01-01"}}))
+        .await;
+    let slugs = |page: Value| -> Vec<String> {
+        page["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|m| m["slug"].as_str().expect("slug").to_owned())
+            .collect()
+    };
+    let all = slugs(
+        expect_json(
+            a.app.get(&a.path("/attributes?limit=100"), &a.token).await,
+            200,
+        )
+        .await,
+    );
+    assert_eq!(
+        all,
+        ["email", "create_date", "message_count", "a", "b", "c", "d"]
+    );
+    for (start, limit) in [(0, 2), (2, 3), (3, 2), (5, 10), (7, 5), (100, 5)] {
+        let page = slugs(
+            expect_json(
+                a.app
+                    .get(
+                        &a.path(&format!("/attributes?start={start}&limit={limit}")),
+                        &a.token,
+                    )
+                    .await,
+                200,
+            )
+            .await,
+        );
+        let expected: Vec<String> = all.iter().skip(start).take(limit).cloned().collect();
+        assert_eq!(page, expected, "start {start} limit {limit}");
+    }
+    assert_eq!(
+        expect_json(a.app.get(&a.path("/attributes/count"), &a.token).await, 200).await["count"],
+        7
+    );
+}
+
+#[tokio::test]
+async fn event_names_are_the_same_before_and_after_folding_and_follow_deletions() {
+    use mailroom_server::event_names_worker::EventNamesWorker;
+
+    let a = audience().await;
+    for (email, slug) in [
+        ("p@example.com", "opened"),
+        ("q@example.com", "opened"),
+        ("p@example.com", "clicked"),
+        ("q@example.com", "opened"),
+    ] {
+        expect_json(a.event(email, slug, None).await, 200).await;
+        a.app.clock.advance(time::Duration::seconds(1));
+    }
+    let names = || async {
+        let page = expect_json(a.app.get(&a.path("/events/names"), &a.token).await, 200).await;
+        page["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|n| {
+                (
+                    n["slug"].as_str().expect("slug").to_owned(),
+                    n["count"].as_u64().expect("count"),
+                    n["lastSeen"].as_str().expect("lastSeen").to_owned(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let before = names().await;
+    assert_eq!(
+        before
+            .iter()
+            .map(|(s, c, _)| (s.as_str(), *c))
+            .collect::<Vec<_>>(),
+        [("clicked", 1), ("opened", 3)]
+    );
+    let worker = EventNamesWorker::new(a.app.services.clone());
+    assert_eq!(
+        worker.run_once().await.expect("fold"),
+        4,
+        "every increment folded"
+    );
+    assert_eq!(worker.run_once().await.expect("fold"), 0, "nothing left");
+    assert_eq!(names().await, before, "the same names after folding");
+    // More events after the fold add to the totals.
+    expect_json(a.event("r@example.com", "opened", None).await, 200).await;
+    let after = names().await;
+    assert_eq!(after[1].1, 4);
+    // Deleting a contact takes its events out of the counts, folded or not.
+    let contacts = expect_json(
+        a.app.get(&a.path("/contacts?limit=100"), &a.token).await,
+        200,
+    )
+    .await;
+    let p = contacts["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|c| c["email"] == "p@example.com")
+        .expect("p")["_id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    expect_json(
+        a.app
+            .request(
+                Method::DELETE,
+                &a.path(&format!("/contacts/{p}")),
+                Some(&a.token),
+            )
+            .send()
+            .await
+            .expect("sent"),
+        200,
+    )
+    .await;
+    let deleted = names().await;
+    assert_eq!(
+        deleted
+            .iter()
+            .map(|(s, c, _)| (s.as_str(), *c))
+            .collect::<Vec<_>>(),
+        [("opened", 3)],
+        "p's only `clicked` is gone, and one of the `opened`"
+    );
+    worker.run_once().await.expect("fold");
+    assert_eq!(
+        names().await,
+        deleted,
+        "the same after folding the deletion"
+    );
+}

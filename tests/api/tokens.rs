@@ -365,3 +365,67 @@ async fn a_token_cannot_mint_a_token_that_outlives_it() {
         "bootstrap, 60-day, 30-day, the 60-day's child and two from the bootstrap token: {listed}"
     );
 }
+
+/// Mints a token named `name` with `minter` and returns its id and raw value.
+async fn minted(app: &mailroom_tests::TestApp, minter: &str, name: &str) -> (String, String) {
+    let created = expect_json(
+        app.send_json(
+            Method::POST,
+            "/v2/users/me/tokens",
+            minter,
+            &json!({"name": name}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    (
+        created["_id"].as_str().expect("id").to_owned(),
+        created["token"].as_str().expect("token").to_owned(),
+    )
+}
+
+#[tokio::test]
+async fn revoking_through_the_api_evicts_the_cached_token_at_once() {
+    let app = spawn_app().await;
+    let admin = app.user_token("ada@example.com").await;
+    let (id, raw) = minted(&app, &admin, "cached").await;
+    // The use puts the token in the process's cache.
+    expect_json(app.get("/v2/users/me/tokens", &raw).await, 200).await;
+    expect_json(
+        app.request(
+            Method::DELETE,
+            &format!("/v2/users/me/tokens/{id}"),
+            Some(&admin),
+        )
+        .send()
+        .await
+        .expect("sent"),
+        200,
+    )
+    .await;
+    // No time passes: the cache window is not what ends it.
+    expect_problem(app.get("/v2/users/me/tokens", &raw).await, 401).await;
+}
+
+#[tokio::test]
+async fn a_revocation_by_another_process_takes_effect_within_the_cache_window() {
+    use diesel::{sql_query, sql_types::Text, RunQueryDsl};
+
+    let app = spawn_app().await;
+    let admin = app.user_token("ada@example.com").await;
+    let (id, raw) = minted(&app, &admin, "elsewhere").await;
+    expect_json(app.get("/v2/users/me/tokens", &raw).await, 200).await;
+    // Another process revokes it: this one's cache does not hear of it.
+    let revoked = sql_query("UPDATE tokens SET revoked_at = now() WHERE id = $1::uuid")
+        .bind::<Text, _>(&id)
+        .execute(&mut app.database.connection())
+        .expect("revoking in SQL");
+    assert_eq!(revoked, 1);
+    expect_json(app.get("/v2/users/me/tokens", &raw).await, 200).await;
+    app.clock.advance(Duration::seconds(4));
+    expect_json(app.get("/v2/users/me/tokens", &raw).await, 200).await;
+    // Past the window (docs/operations.md, "Token cache"), the database answers again.
+    app.clock.advance(Duration::seconds(1));
+    expect_problem(app.get("/v2/users/me/tokens", &raw).await, 401).await;
+}

@@ -6,6 +6,7 @@ use crate::ports::{
     Clock, Database, DkimKeyGenerator, DomainDns, Ids, MailServerProbe, Mailer, Secrets,
     WebhookSender, WebhookUrlGuard,
 };
+use crate::tokens::TokenCache;
 use crate::tracking::LinkSettings;
 
 /// Everything use cases depend on. Cheap to clone.
@@ -39,4 +40,6 @@ pub struct Services {
     /// The operator's inbound mail host (`MAILROOM_INBOUND_HOST`), the target of each
     /// sending domain's return-path MX; `None` lists no return-path record.
     pub inbound_host: Option<String>,
+    /// Recently authenticated tokens, shared by every request of this process.
+    pub token_cache: Arc<TokenCache>,
 }

@@ -15,3 +15,6 @@ pub use database::{
     ensure_database_exists, run_migrations, url_with_database, PgDatabase, PoolSettings,
 };
 pub use error::store_error;
+pub use repositories::segments::{
+    count_plan, count_segment_with, search_segment_with, SegmentPlan, SMALL_SET,
+};

@@ -174,6 +174,25 @@ diesel::table! {
 }
 
 diesel::table! {
+    contact_event_totals (account_id, slug) {
+        account_id -> Uuid,
+        slug -> Text,
+        count -> Int8,
+        last_seen -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    contact_event_increments (account_id, id) {
+        account_id -> Uuid,
+        id -> Int8,
+        slug -> Text,
+        count -> Int8,
+        last_seen -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
     topic_unsubscriptions (account_id, contact_id, topic_id) {
         account_id -> Uuid,
         contact_id -> Uuid,
@@ -364,6 +383,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     attribute_metas,
     contact_attributes,
     contact_events,
+    contact_event_totals,
+    contact_event_increments,
     topic_unsubscriptions,
     webhook_events,
     messages,

@@ -11,14 +11,15 @@ use diesel::{pg::PgConnection, prelude::*, sql_types};
 use mailroom_app::ports::in_transaction;
 use mailroom_domain::{
     attribute::{AttributeType, AttributeValue, ResolvedAttributes},
-    condition::{parse_conditions, AttributeTypes, ConditionInput, Segment},
+    condition::{parse_conditions, AttributeTypes, Condition, ConditionInput, Segment},
     contact::Contact,
     paging::PageRequest,
     AccountId, ContactId, Timestamp, TopicId, Uuid,
 };
 use mailroom_postgres::{
+    count_segment_with,
     schema::{accounts, contact_attributes, contacts, topic_unsubscriptions, topics},
-    PgDatabase, PoolSettings,
+    search_segment_with, PgDatabase, PoolSettings, SegmentPlan,
 };
 use mailroom_test_support::TestDatabase;
 use proptest::{
@@ -160,7 +161,7 @@ impl Fixture {
 
     fn search(&self, account: AccountId, segment: &Segment, page: PageRequest) -> Vec<ContactId> {
         in_transaction(&self.database, |tx| {
-            Ok(tx.search_segment(account, segment, page)?)
+            Ok(tx.search_segment(account, segment, page, None)?)
         })
         .expect("search")
     }
@@ -168,6 +169,60 @@ impl Fixture {
     fn count(&self, account: AccountId, segment: &Segment) -> u64 {
         in_transaction(&self.database, |tx| Ok(tx.count_segment(account, segment)?)).expect("count")
     }
+
+    /// Every contact of the segment (search) and their count with `plan`, in one
+    /// transaction like the repository's.
+    fn with_plan(
+        &mut self,
+        account: AccountId,
+        segment: &Segment,
+        plan: &SegmentPlan,
+    ) -> (Vec<ContactId>, u64) {
+        self.conn
+            .transaction(|conn| {
+                let found = search_segment_with(conn, account, segment, ALL_PAGE, None, plan)
+                    .expect("search with a plan");
+                let count =
+                    count_segment_with(conn, account, segment, plan).expect("count with a plan");
+                // Keyset pages of two, each after the last id of the one before, must
+                // walk the same contacts as one offset page.
+                let mut walked: Vec<ContactId> = Vec::new();
+                loop {
+                    let page = PageRequest { start: 0, limit: 2 };
+                    let after = walked.last().copied();
+                    let next = search_segment_with(conn, account, segment, page, after, plan)
+                        .expect("keyset page with a plan");
+                    if next.is_empty() {
+                        break;
+                    }
+                    walked.extend(next);
+                    assert!(walked.len() <= found.len(), "keyset paging does not end");
+                }
+                assert_eq!(walked, found, "keyset pages with {plan:?}");
+                Ok::<_, diesel::result::Error>((found, count))
+            })
+            .expect("plan transaction")
+    }
+}
+
+/// The plans a segment admits: the general one always; driven by each condition and the
+/// intersection when every condition is answered by attribute rows alone (a custom or
+/// event attribute, any operator but `not_exists`).
+fn plans_of(segment: &Segment) -> Vec<SegmentPlan> {
+    let mut plans = vec![SegmentPlan::General];
+    let rows_only = !segment.conditions.is_empty()
+        && segment.conditions.iter().all(|condition| {
+            !["email", "create_date", "message_count"].contains(&condition.slug())
+                && !matches!(condition, Condition::NotExists { .. })
+        });
+    if rows_only {
+        let n = segment.conditions.len();
+        plans.extend((0..n).map(|driver| SegmentPlan::Driven { driver }));
+        plans.push(SegmentPlan::Intersection {
+            order: (0..n).rev().collect(),
+        });
+    }
+    plans
 }
 
 /// The inserts behind [`Fixture::account`].
@@ -543,6 +598,13 @@ fn sql_selects_the_contacts_the_domain_matches() {
             prop_assert_eq!(&found, &expected, "search of {:?}", segment);
             let count = fixture.borrow().count(account.id, &segment);
             prop_assert_eq!(count, expected.len() as u64, "count of {:?}", segment);
+            // The repository picks one plan by the sets' sizes (all small here); every
+            // plan the segment admits must give the same answer.
+            for plan in plans_of(&segment) {
+                let (found, count) = fixture.borrow_mut().with_plan(account.id, &segment, &plan);
+                prop_assert_eq!(&found, &expected, "search with {:?} of {:?}", plan, segment);
+                prop_assert_eq!(count, expected.len() as u64, "count with {:?}", plan);
+            }
         }
         Ok(())
     });

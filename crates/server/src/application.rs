@@ -3,7 +3,7 @@
 use std::{net::TcpListener, sync::Arc, time::Duration};
 
 use anyhow::{Context, Result};
-use mailroom_app::{ports::Clock, tracking::LinkSettings, Services};
+use mailroom_app::{ports::Clock, tokens::TokenCache, tracking::LinkSettings, Services};
 use mailroom_dns::{DnsResolver, DnsSettings};
 use mailroom_http::{HttpOptions, Metrics};
 use mailroom_postgres::{ensure_database_exists, run_migrations, PgDatabase, PoolSettings};
@@ -101,6 +101,7 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
         dkim_keys: Arc::new(RsaDkimKeys),
         domain_dns,
         inbound_host: config.inbound_host.clone(),
+        token_cache: Arc::new(TokenCache::default()),
     };
     Ok((services, database))
 }

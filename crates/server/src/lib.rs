@@ -5,6 +5,7 @@ pub mod announcement_worker;
 pub mod application;
 pub mod config;
 pub mod domain_dns;
+pub mod event_names_worker;
 pub mod message_worker;
 pub mod metrics;
 pub mod render_sandbox;

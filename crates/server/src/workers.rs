@@ -2,8 +2,8 @@
 //! runner loops over the steps until shutdown.
 //!
 //! Registered: webhook delivery ([`crate::webhook_worker`]), message delivery
-//! ([`crate::message_worker`]) and announcement expansion and completion
-//! ([`crate::announcement_worker`]). On SIGTERM or SIGINT the loops finish their current round
+//! ([`crate::message_worker`]), announcement expansion and completion
+//! ([`crate::announcement_worker`]) and the event-name fold ([`crate::event_names_worker`]). On SIGTERM or SIGINT the loops finish their current round
 //! (bounded by the webhook and SMTP timeouts) and stop.
 
 use std::{future::Future, time::Duration};
@@ -16,6 +16,7 @@ use tokio::{
 
 use crate::{
     announcement_worker::{AnnouncementWorker, BATCH_SIZE as EXPANSION_BATCH},
+    event_names_worker::EventNamesWorker,
     message_worker::{MessageWorker, PARALLEL_ROUNDS as MESSAGE_ROUNDS},
     webhook_worker::{WebhookWorker, PARALLEL_ROUNDS},
     Config,
@@ -29,6 +30,7 @@ pub async fn run_until_shutdown(services: Services, config: &Config) -> std::io:
     let (stop, stopped) = watch::channel(false);
     let messages = MessageWorker::new(services.clone(), config);
     let announcements = AnnouncementWorker::new(services.clone(), EXPANSION_BATCH);
+    let event_names = EventNamesWorker::new(services.clone());
     let webhooks = WebhookWorker::new(services, config);
     let mut loops: Vec<_> = (0..PARALLEL_ROUNDS)
         .map(|_| {
@@ -48,10 +50,14 @@ pub async fn run_until_shutdown(services: Services, config: &Config) -> std::io:
         let stopped = stopped.clone();
         tokio::spawn(async move { announcements.run(stopped).await })
     });
+    loops.push({
+        let stopped = stopped.clone();
+        tokio::spawn(async move { event_names.run(stopped).await })
+    });
     tracing::info!(
         webhook_rounds = PARALLEL_ROUNDS,
         message_rounds = MESSAGE_ROUNDS,
-        "workers started: webhook and message delivery, announcement expansion"
+        "workers started: webhook and message delivery, announcement expansion, event-name fold"
     );
     wait_for_shutdown_signal().await?;
     let _ = stop.send(true);

@@ -17,11 +17,13 @@ pub fn admin_url() -> String {
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
 }
 
-/// A database of its own for one test, dropped (forcibly) when the value is dropped.
+/// A database of its own for one test, dropped (forcibly) when the value is dropped
+/// (unless it was opened with [`TestDatabase::kept`]).
 pub struct TestDatabase {
     url: String,
     name: String,
     admin_url: String,
+    keep: bool,
 }
 
 impl TestDatabase {
@@ -57,7 +59,45 @@ impl TestDatabase {
             url,
             name,
             admin_url,
+            keep: false,
         }
+    }
+
+    /// A database kept between runs (a benchmark's generated data): `{prefix}{label}_` and
+    /// the migrations' fingerprint, so changed migrations get a new one. Returns it and
+    /// whether it existed already; a new one is cloned from the template. It is not
+    /// dropped with the value: [`TestDatabase::drop_now`] drops it.
+    ///
+    /// # Panics
+    /// When PostgreSQL is unreachable or a migration fails.
+    pub fn kept(prefix: &str, label: &str) -> (Self, bool) {
+        let admin_url = admin_url();
+        let template = ensure_template(&admin_url);
+        let name = format!("{prefix}{label}_{}", migrations_fingerprint());
+        let mut admin = connect(&admin_url);
+        let existed = template_exists(&mut admin, &name);
+        if !existed {
+            admin
+                .batch_execute(&format!(
+                    "CREATE DATABASE \"{name}\" TEMPLATE \"{template}\""
+                ))
+                .unwrap_or_else(|error| panic!("creating database {name}: {error}"));
+        }
+        let url = without_tls(
+            url_with_database(&admin_url, &name).expect("DATABASE_URL names a database"),
+        );
+        let database = Self {
+            url,
+            name,
+            admin_url,
+            keep: true,
+        };
+        (database, existed)
+    }
+
+    /// Drops the database now, kept or not.
+    pub fn drop_now(mut self) {
+        self.keep = false;
     }
 
     /// The database's name.
@@ -81,6 +121,9 @@ impl TestDatabase {
 
 impl Drop for TestDatabase {
     fn drop(&mut self) {
+        if self.keep {
+            return;
+        }
         if let Ok(mut admin) = PgConnection::establish(&self.admin_url) {
             // Leftovers from a failed drop are removed by `cargo xtask test` at the next run.
             let _ = admin.batch_execute(&format!(

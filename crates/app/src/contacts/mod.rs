@@ -14,7 +14,7 @@ mod upsert_contact;
 
 pub use attribute_metas::{count_attribute_metas, list_attribute_metas};
 pub use delete_contact::delete_contact;
-pub use event_names::event_names;
+pub use event_names::{event_names, fold_event_names, FOLD_BATCH};
 pub use get_contact::get_contact;
 pub use import_contacts::{
     import_contacts, start_import, ContactImport, ImportBatchReport, ImportRow, ImportSummary,

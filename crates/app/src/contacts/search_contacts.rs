@@ -3,7 +3,7 @@ use mailroom_domain::{
     condition::{check_condition_count, parse_conditions, ConditionInput, Segment},
     contact::Contact,
     paging::PageRequest,
-    AccountId, TopicId,
+    AccountId, ContactId, TopicId,
 };
 
 use super::AccountAttributeTypes;
@@ -22,6 +22,8 @@ pub struct SearchRequest {
     pub include_unsubscribed: bool,
     /// Exclude contacts unsubscribed from this topic.
     pub topic: Option<TopicId>,
+    /// Keyset paging: only contacts with an id greater than this one.
+    pub after: Option<ContactId>,
 }
 
 fn segment(
@@ -62,7 +64,7 @@ pub fn search_contacts(
     let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
         let segment = segment(tx, account, request)?;
-        let ids = tx.search_segment(account, &segment, page)?;
+        let ids = tx.search_segment(account, &segment, page, request.after)?;
         let contacts = tx.find_contacts(account, &ids)?;
         let mut attributes = tx.resolved_attributes(account, &ids)?;
         Ok(contacts

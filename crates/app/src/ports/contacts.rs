@@ -60,14 +60,23 @@ pub trait ContactRepository {
         now: Timestamp,
     ) -> Result<HashMap<String, AttributeType>, StoreError>;
 
-    /// Every custom and event attribute meta, by slug.
+    /// Up to `limit` custom and event attribute metas by slug, skipping the first
+    /// `offset` (paged in the store: an account may hold 100,000 slugs).
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
     fn list_attribute_metas(
         &mut self,
         account: AccountId,
+        offset: u64,
+        limit: u32,
     ) -> Result<Vec<AttributeMeta>, StoreError>;
+
+    /// How many custom and event attribute metas the account has.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn count_attribute_metas(&mut self, account: AccountId) -> Result<u64, StoreError>;
 
     /// The contact with this email (case-insensitively), created with `new_id` when there
     /// is none; `true` when it was created. One contact per email per account, also under
@@ -183,4 +192,12 @@ pub trait ContactRepository {
     /// # Errors
     /// [`StoreError`] on store failure.
     fn event_names(&mut self, account: AccountId) -> Result<Vec<EventName>, StoreError>;
+
+    /// Folds up to `limit` recorded event-name increments (of any account) into the
+    /// per-name totals, and returns how many it folded. Concurrent folds take disjoint
+    /// increments.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn fold_event_name_increments(&mut self, limit: u32) -> Result<u64, StoreError>;
 }

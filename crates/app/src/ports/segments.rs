@@ -5,7 +5,8 @@ use crate::StoreError;
 /// Audience queries: which contacts belong to a [`Segment`].
 pub trait SegmentRepository {
     /// One page of the ids of the segment's contacts, in id order (stable for paging and
-    /// for resumable expansion).
+    /// for resumable expansion). With `after`, only ids greater than it count (keyset
+    /// paging: a deep page costs what the first does), and `page.start` skips from there.
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
@@ -14,6 +15,7 @@ pub trait SegmentRepository {
         account: AccountId,
         segment: &Segment,
         page: PageRequest,
+        after: Option<ContactId>,
     ) -> Result<Vec<ContactId>, StoreError>;
 
     /// How many contacts belong to the segment.

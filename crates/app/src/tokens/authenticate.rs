@@ -1,36 +1,62 @@
-use mailroom_domain::token::RawToken;
+use mailroom_domain::{token::RawToken, Timestamp};
 use time::Duration;
 
-use crate::{ports::in_transaction, Actor, AppError, Services};
+use crate::{
+    ports::{in_transaction, TokenRecord},
+    Actor, AppError, Services,
+};
 
 /// `lastUsedAt` is written at most this often per token, so authentication stays a read.
 pub const LAST_USED_WRITE_INTERVAL: Duration = Duration::minutes(1);
 
 /// Resolves a presented token to its user. The token is looked up by its SHA-256 only.
 ///
+/// A token seen in the last few seconds ([`super::TOKEN_CACHE_TTL`]) is served from
+/// `services.token_cache` without a transaction, unless its `lastUsedAt` is due to be
+/// written; expiry is still checked against the clock on every call.
+///
 /// # Errors
 /// [`AppError::Unauthorized`] for an unknown, revoked or expired token.
 pub fn authenticate(services: &Services, raw: &RawToken) -> Result<Actor, AppError> {
     let hash = raw.hash();
     let now = services.clock.now();
-    in_transaction(services.db.as_ref(), |tx| {
-        let token = tx
+    if let Some(token) = services.token_cache.get(&hash, now) {
+        if !is_expired(&token, now) && !last_used_is_stale(&token, now) {
+            return Ok(actor_of(token));
+        }
+    }
+    let token = in_transaction(services.db.as_ref(), |tx| {
+        let mut token = tx
             .find_token_by_hash(&hash)?
             .ok_or(AppError::Unauthorized)?;
-        if token.revoked_at.is_some() || token.expires_at.is_some_and(|at| at <= now) {
+        if token.revoked_at.is_some() || is_expired(&token, now) {
             return Err(AppError::Unauthorized);
         }
-        let stale = token
-            .last_used_at
-            .is_none_or(|at| at.plus(LAST_USED_WRITE_INTERVAL) <= now);
-        if stale {
+        if last_used_is_stale(&token, now) {
             tx.touch_token(token.id, now, now.plus(-LAST_USED_WRITE_INTERVAL))?;
+            token.last_used_at = Some(now);
         }
-        Ok(Actor {
-            user_id: token.user_id,
-            token_id: Some(token.id),
-            scope: token.scope,
-            account_ids: token.account_ids,
-        })
-    })
+        Ok(token)
+    })?;
+    services.token_cache.put(hash, token.clone(), now);
+    Ok(actor_of(token))
+}
+
+fn is_expired(token: &TokenRecord, now: Timestamp) -> bool {
+    token.expires_at.is_some_and(|at| at <= now)
+}
+
+fn last_used_is_stale(token: &TokenRecord, now: Timestamp) -> bool {
+    token
+        .last_used_at
+        .is_none_or(|at| at.plus(LAST_USED_WRITE_INTERVAL) <= now)
+}
+
+fn actor_of(token: TokenRecord) -> Actor {
+    Actor {
+        user_id: token.user_id,
+        token_id: Some(token.id),
+        scope: token.scope,
+        account_ids: token.account_ids,
+    }
 }

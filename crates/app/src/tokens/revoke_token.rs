@@ -9,6 +9,9 @@ use crate::{
 /// acts only on tokens within its own scope and pins (the ones it could have minted), so
 /// a `sending` token can retire itself or its successors but not its user's full tokens.
 ///
+/// The revoked token leaves this process's token cache at once; other processes stop
+/// accepting it within [`super::TOKEN_CACHE_TTL`].
+///
 /// # Errors
 /// [`AppError::NotFound`] when the caller has no such unrevoked token;
 /// [`AppError::Forbidden`] when that token reaches beyond the caller's scope or pins.
@@ -18,7 +21,7 @@ pub fn revoke_token(
     token: TokenId,
 ) -> Result<TokenRecord, AppError> {
     let now = services.clock.now();
-    in_transaction(services.db.as_ref(), |tx| {
+    let revoked = in_transaction(services.db.as_ref(), |tx| {
         let target = tx
             .list_active_tokens(actor.user_id)?
             .into_iter()
@@ -39,5 +42,7 @@ pub fn revoke_token(
         }
         tx.revoke_token(actor.user_id, token, now)?
             .ok_or(AppError::NotFound)
-    })
+    })?;
+    services.token_cache.evict(revoked.id);
+    Ok(revoked)
 }

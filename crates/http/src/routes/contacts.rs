@@ -1,6 +1,6 @@
 //! `/v2/accounts/{accountId}/contacts`, `/events` and `/attributes`.
 
-use actix_web::{delete, get, patch, post, web};
+use actix_web::{delete, get, patch, post, web, HttpRequest};
 use mailroom_app::{contacts, AppError, Services};
 use mailroom_domain::{
     condition::ConditionInput,
@@ -288,6 +288,23 @@ pub(crate) async fn count_attributes(
     Ok(web::Json(CountDto { count }))
 }
 
+/// The `after` query parameter of keyset paging: a contact id, given at most once.
+fn keyset_after(query: &str) -> Result<Option<ContactId>, ApiError> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query)
+        .map_err(|e| ApiError::bad_request(format!("bad query string: {e}")))?;
+    let mut values = pairs.iter().filter(|(key, _)| key == "after");
+    match (values.next(), values.next()) {
+        (_, Some(_)) => Err(ApiError::invalid_field(
+            "after",
+            "must be given at most once",
+        )),
+        (None, None) => Ok(None),
+        (Some((_, text)), None) => ContactId::parse(text).map(Some).map_err(|_| {
+            ApiError::invalid_field("after", "must be the id of a contact (the last of a page)")
+        }),
+    }
+}
+
 /// The search body as the use case takes it; `includeUnsubscribed` is required.
 fn search_request(body: SearchBody) -> Result<contacts::SearchRequest, ApiError> {
     let mut errors = ValidationErrors::new();
@@ -317,27 +334,34 @@ fn search_request(body: SearchBody) -> Result<contacts::SearchRequest, ApiError>
         attributes,
         include_unsubscribed,
         topic,
+        after: None,
     })
 }
 
 /// Contacts matching an audience filter, with their resolved attributes, in id order.
+/// Deep pages: pass the last id of a page as `after` (keyset paging) instead of a large
+/// `start`.
 #[utoipa::path(
     tag = "contacts", request_body = SearchBody, security(("bearer" = [])),
     params(
         ("accountId" = String, Path, description = "Account id"),
-        ("start" = Option<u64>, Query, description = "Zero-based offset (default 0)"),
+        ("start" = Option<u64>, Query, description = "Zero-based offset (default 0); with `after`, counted from there"),
         ("limit" = Option<u32>, Query, description = "Page size (default 25, clamped to 100)"),
+        ("after" = Option<String>, Query, description = "Keyset paging: only contacts whose id is greater than this contact id (the last `_id` of the previous page); a deep page then costs what the first does"),
     ),
     responses((status = 200, body = PageEnvelope<ContactDto>), (status = 400, body = Problem), (status = 401, body = Problem))
 )]
 #[post("/accounts/{accountId}/contacts/search")]
 pub(crate) async fn search_contacts(
+    req: HttpRequest,
     services: web::Data<Services>,
     member: Membership,
     paging: Paging,
     body: JsonBody<SearchBody>,
 ) -> Result<web::Json<PageEnvelope<ContactDto>>, ApiError> {
-    let request = search_request(body.0)?;
+    let after = keyset_after(req.query_string())?;
+    let mut request = search_request(body.0)?;
+    request.after = after;
     let page = paging.0;
     let found =
         run_blocking(move || contacts::search_contacts(&services, &member.0, &request, page))

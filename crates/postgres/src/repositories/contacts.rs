@@ -27,7 +27,8 @@ use super::{corrupt, templates::page_bounds, timestamp, PgUnitOfWork};
 use crate::{
     error::store_error,
     schema::{
-        attribute_metas, contact_attributes, contact_events, contacts, topic_unsubscriptions,
+        attribute_metas, contact_attributes, contact_event_increments, contact_events, contacts,
+        topic_unsubscriptions,
     },
 };
 
@@ -248,10 +249,16 @@ impl ContactRepository for PgUnitOfWork<'_> {
     fn list_attribute_metas(
         &mut self,
         account: AccountId,
+        offset: u64,
+        limit: u32,
     ) -> Result<Vec<AttributeMeta>, StoreError> {
+        // The primary key (account_id, slug) serves the order; an offset past the end
+        // reads nothing.
         attribute_metas::table
             .filter(attribute_metas::account_id.eq(account.as_uuid()))
             .order(attribute_metas::slug.asc())
+            .offset(i64::try_from(offset).unwrap_or(i64::MAX))
+            .limit(i64::from(limit))
             .select((
                 attribute_metas::slug,
                 attribute_metas::attribute_type,
@@ -270,6 +277,15 @@ impl ContactRepository for PgUnitOfWork<'_> {
                 })
             })
             .collect()
+    }
+
+    fn count_attribute_metas(&mut self, account: AccountId) -> Result<u64, StoreError> {
+        attribute_metas::table
+            .filter(attribute_metas::account_id.eq(account.as_uuid()))
+            .count()
+            .get_result::<i64>(self.conn)
+            .map(|n| u64::try_from(n).unwrap_or(0))
+            .map_err(store_error)
     }
 
     fn upsert_contact(
@@ -370,6 +386,16 @@ impl ContactRepository for PgUnitOfWork<'_> {
                 contact_events::contact_id.eq(event.contact_id.as_uuid()),
                 contact_events::slug.eq(event.slug.as_str()),
                 contact_events::occurred_at.eq(event.occurred_at.as_datetime()),
+            ))
+            .execute(self.conn)
+            .map_err(store_error)?;
+        // The name's count, insert-only (no row every event of the name would wait on).
+        diesel::insert_into(contact_event_increments::table)
+            .values((
+                contact_event_increments::account_id.eq(account.as_uuid()),
+                contact_event_increments::slug.eq(event.slug.as_str()),
+                contact_event_increments::count.eq(1_i64),
+                contact_event_increments::last_seen.eq(Some(event.occurred_at.as_datetime())),
             ))
             .execute(self.conn)
             .map_err(store_error)?;
@@ -544,6 +570,16 @@ impl ContactRepository for PgUnitOfWork<'_> {
     }
 
     fn delete_contact(&mut self, account: AccountId, id: ContactId) -> Result<bool, StoreError> {
+        // The contact's events leave the names' counts with it (they go by cascade).
+        diesel::sql_query(
+            "INSERT INTO contact_event_increments (account_id, slug, count, last_seen) \
+             SELECT account_id, slug, -count(*), NULL FROM contact_events \
+             WHERE account_id = $1 AND contact_id = $2 GROUP BY account_id, slug",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
+        .bind::<diesel::sql_types::Uuid, _>(id.as_uuid())
+        .execute(self.conn)
+        .map_err(store_error)?;
         diesel::delete(contacts::table.find((account.as_uuid(), id.as_uuid())))
             .execute(self.conn)
             .map(|n| n > 0)
@@ -551,29 +587,73 @@ impl ContactRepository for PgUnitOfWork<'_> {
     }
 
     fn event_names(&mut self, account: AccountId) -> Result<Vec<EventName>, StoreError> {
-        contact_events::table
-            .filter(contact_events::account_id.eq(account.as_uuid()))
-            .group_by(contact_events::slug)
-            .order(contact_events::slug.asc())
-            .select((
-                contact_events::slug,
-                diesel::dsl::count_star(),
-                diesel::dsl::max(contact_events::occurred_at),
-            ))
-            .load::<(String, i64, Option<OffsetDateTime>)>(self.conn)
-            .map_err(store_error)?
-            .into_iter()
-            .map(|(slug, count, last)| {
-                Ok(EventName {
-                    slug,
-                    count: u64::try_from(count).unwrap_or(0),
-                    last_seen: last
-                        .map(timestamp)
-                        .ok_or_else(|| corrupt("contact_events", "max of a non-empty group"))?,
-                })
+        // The folded totals plus the increments not folded yet: a few rows per name,
+        // whatever the number of events (docs/design.md, "Audience at scale").
+        diesel::sql_query(
+            "SELECT slug, sum(count)::bigint AS count, max(last_seen) AS last_seen FROM ( \
+                 SELECT slug, count, last_seen FROM contact_event_totals WHERE account_id = $1 \
+                 UNION ALL \
+                 SELECT slug, count, last_seen FROM contact_event_increments WHERE account_id = $1 \
+             ) AS names GROUP BY slug HAVING sum(count) > 0 ORDER BY slug",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
+        .load::<EventNameRow>(self.conn)
+        .map_err(store_error)?
+        .into_iter()
+        .map(|row| (row.slug, row.count, row.last_seen))
+        .map(|(slug, count, last)| {
+            Ok(EventName {
+                slug,
+                count: u64::try_from(count).unwrap_or(0),
+                last_seen: last
+                    .map(timestamp)
+                    .ok_or_else(|| corrupt("contact_events", "max of a non-empty group"))?,
             })
-            .collect()
+        })
+        .collect()
     }
+
+    fn fold_event_name_increments(&mut self, limit: u32) -> Result<u64, StoreError> {
+        // One statement: the batch leaves the increments and lands in the totals together.
+        // SKIP LOCKED lets two workers fold at once without waiting on each other.
+        diesel::sql_query(
+            "WITH batch AS ( \
+                 SELECT account_id, id FROM contact_event_increments LIMIT $1 \
+                 FOR UPDATE SKIP LOCKED \
+             ), folded AS ( \
+                 DELETE FROM contact_event_increments i USING batch \
+                 WHERE i.account_id = batch.account_id AND i.id = batch.id \
+                 RETURNING i.account_id, i.slug, i.count, i.last_seen \
+             ), totals AS ( \
+                 INSERT INTO contact_event_totals (account_id, slug, count, last_seen) \
+                 SELECT account_id, slug, sum(count), max(last_seen) FROM folded \
+                 GROUP BY account_id, slug \
+                 ON CONFLICT (account_id, slug) DO UPDATE SET \
+                     count = contact_event_totals.count + excluded.count, \
+                     last_seen = GREATEST(contact_event_totals.last_seen, excluded.last_seen) \
+             ) SELECT count(*) AS count FROM folded",
+        )
+        .bind::<diesel::sql_types::BigInt, _>(i64::from(limit))
+        .get_result::<FoldedRow>(self.conn)
+        .map(|row| u64::try_from(row.count).unwrap_or(0))
+        .map_err(store_error)
+    }
+}
+
+#[derive(QueryableByName)]
+struct EventNameRow {
+    #[diesel(sql_type = Text)]
+    slug: String,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    count: i64,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>)]
+    last_seen: Option<OffsetDateTime>,
+}
+
+#[derive(QueryableByName)]
+struct FoldedRow {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    count: i64,
 }
 
 /// A suppression time of a contact that is set once and then kept.

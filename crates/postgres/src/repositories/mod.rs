@@ -11,7 +11,7 @@ mod mail_servers;
 mod messages;
 mod queue_stats;
 mod sealed_secrets;
-mod segments;
+pub(crate) mod segments;
 mod sending_domains;
 mod starter;
 mod templates;

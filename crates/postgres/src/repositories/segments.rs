@@ -1,17 +1,24 @@
-//! Audience queries: the contacts of a [`Segment`], as one SQL statement per call.
+//! Audience queries: the contacts of a [`Segment`] and their count.
 //!
-//! The segment is compiled by [`sql`] into a `WHERE` clause over `contacts` with bound
-//! parameters; the two queries here only add the projection, order and paging.
+//! The segment is compiled by [`sql`] into SQL with bound parameters, in one of three
+//! shapes ([`SegmentPlan`]), chosen per call from the sizes of the conditions' contact sets
+//! (own statistics: each set counted up to [`SMALL_SET`] entries of its index, one
+//! statement). The planner's estimates cannot choose here: a value's frequency within one
+//! slug is invisible to per-column statistics, so `slug = 'plan' AND lower(value) = 'pro'`
+//! is estimated at a hundredth of its size. See docs/design.md, "Audience at scale".
 
 mod sql;
 
-use diesel::{sql_types, QueryableByName, RunQueryDsl};
+use diesel::{connection::SimpleConnection, sql_types, PgConnection, QueryableByName, RunQueryDsl};
 use mailroom_app::{ports::SegmentRepository, StoreError};
 use mailroom_domain::{condition::Segment, paging::PageRequest, AccountId, ContactId};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use self::sql::{push_segment_filter, Param, Sql};
+use self::sql::{
+    is_equality, is_id_ordered, is_row_condition, push_driven, push_intersection,
+    push_segment_filter, set_sizes, Param, Sql,
+};
 use super::{corrupt, templates::page_bounds, PgUnitOfWork};
 use crate::error::store_error;
 
@@ -33,7 +40,7 @@ pub(super) struct MemberRow {
 /// after `after`, in id order: one batch of an announcement's expansion. The primary key
 /// `(account_id, id)` serves the order and the resumption.
 pub(super) fn audience_batch(
-    conn: &mut diesel::PgConnection,
+    conn: &mut PgConnection,
     account: AccountId,
     segment: &Segment,
     created_until: OffsetDateTime,
@@ -60,38 +67,242 @@ struct CountRow {
     count: i64,
 }
 
+#[derive(QueryableByName)]
+struct SizesRow {
+    #[diesel(sql_type = sql_types::Array<sql_types::BigInt>)]
+    sizes: Vec<i64>,
+}
+
+/// A condition's set with fewer contacts than this is small enough to drive a count: the
+/// other conditions are probed per contact (a few microseconds each) instead of read whole.
+pub const SMALL_SET: i64 = 5_000;
+/// The same for a page of a search, which needs only the first matches: sizing must cost
+/// less than the page (500 index entries per condition is well under a millisecond).
+const SMALL_SET_FOR_A_PAGE: i64 = 500;
+/// At most this many sets are intersected (each join may hold a hash table); a segment
+/// with more conditions takes the general plan.
+const MAX_INTERSECTED: usize = 8;
+
+/// How the contacts of a segment are found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SegmentPlan {
+    /// Every contact of the account in id order, each condition checked per contact
+    /// (`EXISTS` on `contact_attributes`). Serves any segment; the planner picks joins.
+    General,
+    /// The set of condition `driver` (small: under [`SMALL_SET`]) read once from its index,
+    /// every other condition probed per contact through the primary key.
+    Driven {
+        /// Index of the driving condition in `segment.conditions`.
+        driver: usize,
+    },
+    /// The sets of every condition read from their indexes and intersected by hash joins,
+    /// in `order` (smaller sets first). For counts when no set is small.
+    Intersection {
+        /// Condition indexes, smallest set first.
+        order: Vec<usize>,
+    },
+}
+
+/// What the plan is for: a count, or a page in id order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    Count,
+    Search,
+}
+
+/// Chooses the plan from the conditions' set sizes (counted up to [`SMALL_SET`]).
+fn choose_plan(
+    conn: &mut PgConnection,
+    account: AccountId,
+    segment: &Segment,
+    purpose: Purpose,
+) -> Result<SegmentPlan, StoreError> {
+    let conditions = &segment.conditions;
+    if conditions.is_empty()
+        || conditions.len() > MAX_INTERSECTED
+        || !conditions.iter().all(is_row_condition)
+    {
+        return Ok(SegmentPlan::General);
+    }
+    let cap = match purpose {
+        Purpose::Count => SMALL_SET,
+        Purpose::Search => SMALL_SET_FOR_A_PAGE,
+    };
+    let row: SizesRow = set_sizes(account, segment, cap)
+        .into_query()
+        .get_result(conn)
+        .map_err(store_error)?;
+    let mut order: Vec<usize> = (0..conditions.len()).collect();
+    // Smallest first; among sets at the cap, equality before ranges.
+    order.sort_by_key(|&index| (row.sizes[index], !is_equality(&conditions[index]), index));
+    let smallest = order[0];
+    if row.sizes[smallest] < cap {
+        return Ok(SegmentPlan::Driven { driver: smallest });
+    }
+    Ok(match purpose {
+        Purpose::Count => SegmentPlan::Intersection { order },
+        // A page of large sets: walk a set whose index yields contact ids in order (an
+        // equality), stopping at the page's end; without one, walk contacts in id order.
+        Purpose::Search => order
+            .iter()
+            .copied()
+            .find(|&index| is_id_ordered(&conditions[index]))
+            .map_or(SegmentPlan::General, |driver| SegmentPlan::Driven {
+                driver,
+            }),
+    })
+}
+
+/// Planner settings that make PostgreSQL run `plan` as built, for the rest of the current
+/// transaction, and the statement that restores them. The planner's own choice rests on
+/// estimates that are wrong for attribute rows (see the module documentation).
+fn plan_settings(plan: &SegmentPlan, purpose: Purpose) -> Option<(&'static str, &'static str)> {
+    match (plan, purpose) {
+        // Any segment's count: the planner's choice.
+        (SegmentPlan::General, Purpose::Count) => None,
+        // Probes through the primary key, never a hash of a whole other set, and no
+        // parallel workers: starting them costs more than a driven query or a page (a
+        // first page took 7 s when the planner hashed whole sets, under 1 ms probed).
+        (SegmentPlan::Driven { .. } | SegmentPlan::General, _) => Some((
+            "SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; \
+             SET LOCAL max_parallel_workers_per_gather = 0",
+            "SET LOCAL enable_hashjoin TO DEFAULT; SET LOCAL enable_mergejoin TO DEFAULT; \
+             SET LOCAL max_parallel_workers_per_gather TO DEFAULT",
+        )),
+        // Hash joins in the written order; a 500k-id hash table fits 32 MB without
+        // spilling to disk.
+        (SegmentPlan::Intersection { .. }, _) => Some((
+            "SET LOCAL join_collapse_limit = 1; SET LOCAL enable_nestloop = off; \
+             SET LOCAL enable_mergejoin = off; SET LOCAL work_mem = '32MB'",
+            "SET LOCAL join_collapse_limit TO DEFAULT; SET LOCAL enable_nestloop TO DEFAULT; \
+             SET LOCAL enable_mergejoin TO DEFAULT; SET LOCAL work_mem TO DEFAULT",
+        )),
+    }
+}
+
+/// Runs `query` under the planner settings of `plan`, restoring them afterwards (the
+/// transaction may go on with other statements).
+fn under_plan<R>(
+    conn: &mut PgConnection,
+    plan: &SegmentPlan,
+    purpose: Purpose,
+    query: impl FnOnce(&mut PgConnection) -> Result<R, StoreError>,
+) -> Result<R, StoreError> {
+    let Some((set, reset)) = plan_settings(plan, purpose) else {
+        return query(conn);
+    };
+    conn.batch_execute(set).map_err(store_error)?;
+    let outcome = query(conn);
+    if outcome.is_ok() {
+        conn.batch_execute(reset).map_err(store_error)?;
+    }
+    outcome
+}
+
+/// The ids of the segment's contacts in id order, one page, with `plan` (any plan gives
+/// the same answer; the property test in `crates/postgres/tests/segments.rs` runs all).
+///
+/// # Errors
+/// [`StoreError`] when a statement fails.
+pub fn search_segment_with(
+    conn: &mut PgConnection,
+    account: AccountId,
+    segment: &Segment,
+    page: PageRequest,
+    after: Option<ContactId>,
+    plan: &SegmentPlan,
+) -> Result<Vec<ContactId>, StoreError> {
+    let (offset, limit) = page_bounds(page);
+    let mut sql = Sql::default();
+    let id = match plan {
+        SegmentPlan::General => {
+            sql.push("SELECT contacts.id FROM contacts WHERE ");
+            push_segment_filter(&mut sql, account, segment);
+            "contacts.id"
+        }
+        SegmentPlan::Driven { driver } => {
+            sql.push("SELECT d.contact_id AS id ");
+            push_driven(&mut sql, account, segment, *driver);
+            "d.contact_id"
+        }
+        SegmentPlan::Intersection { order } => {
+            sql.push("SELECT s0.contact_id AS id ");
+            push_intersection(&mut sql, account, segment, order);
+            "s0.contact_id"
+        }
+    };
+    if let Some(after) = after {
+        let after = sql.bind(Param::Uuid(after.as_uuid()));
+        sql.push(&format!(" AND {id} > {after}"));
+    }
+    // Id order is stable for paging and lets an expansion resume after the last id.
+    let offset = sql.bind(Param::BigInt(offset));
+    let limit = sql.bind(Param::BigInt(limit));
+    sql.push(&format!(" ORDER BY {id} OFFSET {offset} LIMIT {limit}"));
+    let rows: Vec<IdRow> = under_plan(conn, plan, Purpose::Search, |conn| {
+        sql.into_query().load(conn).map_err(store_error)
+    })?;
+    Ok(rows
+        .into_iter()
+        .map(|row| ContactId::from_uuid(row.id))
+        .collect())
+}
+
+/// How many contacts the segment holds, with `plan`.
+///
+/// # Errors
+/// [`StoreError`] when a statement fails.
+pub fn count_segment_with(
+    conn: &mut PgConnection,
+    account: AccountId,
+    segment: &Segment,
+    plan: &SegmentPlan,
+) -> Result<u64, StoreError> {
+    let mut sql = Sql::default();
+    sql.push("SELECT count(*) AS count ");
+    match plan {
+        SegmentPlan::General => {
+            sql.push("FROM contacts WHERE ");
+            push_segment_filter(&mut sql, account, segment);
+        }
+        SegmentPlan::Driven { driver } => push_driven(&mut sql, account, segment, *driver),
+        SegmentPlan::Intersection { order } => {
+            push_intersection(&mut sql, account, segment, order);
+        }
+    }
+    let row: CountRow = under_plan(conn, plan, Purpose::Count, |conn| {
+        sql.into_query().get_result(conn).map_err(store_error)
+    })?;
+    u64::try_from(row.count).map_err(|e| corrupt("segment count", e))
+}
+
+/// The plan [`SegmentRepository::count_segment`] would take for `segment`, for tests and
+/// the benchmark.
+///
+/// # Errors
+/// [`StoreError`] when the sizing statement fails.
+pub fn count_plan(
+    conn: &mut PgConnection,
+    account: AccountId,
+    segment: &Segment,
+) -> Result<SegmentPlan, StoreError> {
+    choose_plan(conn, account, segment, Purpose::Count)
+}
+
 impl SegmentRepository for PgUnitOfWork<'_> {
     fn search_segment(
         &mut self,
         account: AccountId,
         segment: &Segment,
         page: PageRequest,
+        after: Option<ContactId>,
     ) -> Result<Vec<ContactId>, StoreError> {
-        let (offset, limit) = page_bounds(page);
-        let mut sql = Sql::default();
-        sql.push("SELECT contacts.id FROM contacts WHERE ");
-        push_segment_filter(&mut sql, account, segment);
-        // Id order is stable for paging and lets an expansion resume after the last id.
-        let offset = sql.bind(Param::BigInt(offset));
-        let limit = sql.bind(Param::BigInt(limit));
-        sql.push(&format!(
-            " ORDER BY contacts.id OFFSET {offset} LIMIT {limit}"
-        ));
-        let rows: Vec<IdRow> = sql.into_query().load(self.conn).map_err(store_error)?;
-        Ok(rows
-            .into_iter()
-            .map(|row| ContactId::from_uuid(row.id))
-            .collect())
+        let plan = choose_plan(self.conn, account, segment, Purpose::Search)?;
+        search_segment_with(self.conn, account, segment, page, after, &plan)
     }
 
     fn count_segment(&mut self, account: AccountId, segment: &Segment) -> Result<u64, StoreError> {
-        let mut sql = Sql::default();
-        sql.push("SELECT count(*) AS count FROM contacts WHERE ");
-        push_segment_filter(&mut sql, account, segment);
-        let row: CountRow = sql
-            .into_query()
-            .get_result(self.conn)
-            .map_err(store_error)?;
-        u64::try_from(row.count).map_err(|e| corrupt("segment count", e))
+        let plan = choose_plan(self.conn, account, segment, Purpose::Count)?;
+        count_segment_with(self.conn, account, segment, &plan)
     }
 }

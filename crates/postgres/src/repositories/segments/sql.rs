@@ -135,18 +135,158 @@ fn condition_predicate(sql: &mut Sql, condition: &Condition) -> String {
         "SELECT 1 FROM contact_attributes a WHERE a.account_id = contacts.account_id \
          AND a.contact_id = contacts.id AND a.slug = {slug}"
     );
+    if matches!(condition, Condition::NotExists { .. }) {
+        return format!("NOT EXISTS ({row})");
+    }
+    let filter = row_filter(sql, condition);
+    format!("EXISTS ({row}{filter})")
+}
+
+/// The rest of the `WHERE` clause over a `contact_attributes a` row of the condition's slug
+/// (empty for `exists`): its typed column must be set, so a row of another type does not
+/// match and the partial index of that column serves it, and must satisfy the comparison.
+fn row_filter(sql: &mut Sql, condition: &Condition) -> String {
     let (guard, column) = match family(condition) {
-        None if matches!(condition, Condition::NotExists { .. }) => {
-            return format!("NOT EXISTS ({row})")
-        }
-        None => return format!("EXISTS ({row})"),
+        None => return String::new(),
         Some(AttributeType::String) => ("a.string_value IS NOT NULL", "lower(a.string_value)"),
         Some(AttributeType::Number) => ("a.number_value IS NOT NULL", "a.number_value"),
         Some(AttributeType::Boolean) => ("a.bool_value IS NOT NULL", "a.bool_value"),
         Some(AttributeType::Date) => ("a.date_value IS NOT NULL", "a.date_value"),
     };
     let predicate = typed_predicate(sql, condition, column);
-    format!("EXISTS ({row} AND {guard} AND {predicate})")
+    format!(" AND {guard} AND {predicate}")
+}
+
+/// Whether the condition is answered by the rows of its slug in `contact_attributes`
+/// alone: a custom or event attribute with any operator but `not_exists`. Such a
+/// condition is a set of contact ids, read from one range of one index.
+pub(super) fn is_row_condition(condition: &Condition) -> bool {
+    system_column(condition.slug()).is_none() && !matches!(condition, Condition::NotExists { .. })
+}
+
+/// Whether the condition compares for equality (a narrow index range, usually the smaller
+/// set when sizes tie).
+pub(super) fn is_equality(condition: &Condition) -> bool {
+    match condition {
+        Condition::Boolean { .. } => true,
+        Condition::Number { operator, .. } => *operator == NumberOperator::Equal,
+        Condition::Date { operator, .. } => *operator == DateOperator::Equal,
+        Condition::String { operator, .. } => *operator == StringOperator::Equal,
+        Condition::Exists { .. } | Condition::NotExists { .. } => false,
+    }
+}
+
+/// Whether the condition's index range yields contact ids in order (one value, then
+/// `contact_id` in the index), so a page in id order can stop early: boolean, number
+/// `equal` and string `equal`. A date `equal` is a day's range, not one value.
+pub(super) fn is_id_ordered(condition: &Condition) -> bool {
+    match condition {
+        Condition::Boolean { .. } => true,
+        Condition::Number { operator, .. } => *operator == NumberOperator::Equal,
+        Condition::String { operator, .. } => *operator == StringOperator::Equal,
+        Condition::Date { .. } | Condition::Exists { .. } | Condition::NotExists { .. } => false,
+    }
+}
+
+/// `SELECT a.contact_id …`: the contacts of account placeholder `account` satisfying the
+/// row condition `condition` ([`is_row_condition`]), from an index-only scan of the
+/// partial index of its type. Each contact appears at most once: `(account_id,
+/// contact_id, slug)` is the primary key.
+fn contact_set(sql: &mut Sql, account: &str, condition: &Condition) -> String {
+    let slug = sql.bind(Param::Text(condition.slug().to_owned()));
+    let filter = row_filter(sql, condition);
+    format!(
+        "SELECT a.contact_id FROM contact_attributes a \
+         WHERE a.account_id = {account} AND a.slug = {slug}{filter}"
+    )
+}
+
+/// The segment's filters that are not attribute conditions (unsubscribed, topic), as
+/// predicates on the contact id `id` of account placeholder `account`. Both are
+/// anti-joins on small sets: `contacts_unsubscribed_idx` and `topic_unsubscriptions`.
+fn push_contact_filters(sql: &mut Sql, account: &str, segment: &Segment, id: &str) {
+    if !segment.include_unsubscribed {
+        sql.push(&format!(
+            " AND NOT EXISTS (SELECT 1 FROM contacts u WHERE u.account_id = {account} \
+             AND u.id = {id} AND u.unsubscribed_at IS NOT NULL)"
+        ));
+    }
+    if let Some(topic) = segment.topic {
+        let topic = sql.bind(Param::Uuid(topic.as_uuid()));
+        sql.push(&format!(
+            " AND NOT EXISTS (SELECT 1 FROM topic_unsubscriptions t \
+             WHERE t.account_id = {account} AND t.contact_id = {id} AND t.topic_id = {topic})"
+        ));
+    }
+}
+
+/// One statement answering, for each condition in order, how many contacts its set holds,
+/// counted up to `cap` (so each costs at most `cap` index entries): the statistics that
+/// pick the plan. Only for segments whose conditions are all row conditions.
+pub(super) fn set_sizes(account: AccountId, segment: &Segment, cap: i64) -> Sql {
+    let mut sql = Sql::default();
+    let account = sql.bind(Param::Uuid(account.as_uuid()));
+    let cap = sql.bind(Param::BigInt(cap));
+    let sizes: Vec<String> = segment
+        .conditions
+        .iter()
+        .map(|condition| {
+            let set = contact_set(&mut sql, &account, condition);
+            format!("(SELECT count(*) FROM ({set} LIMIT {cap}) s)")
+        })
+        .collect();
+    sql.push(&format!(
+        "SELECT ARRAY[{}]::bigint[] AS sizes",
+        sizes.join(", ")
+    ));
+    sql
+}
+
+/// The `FROM … WHERE …` of the contacts matching a segment of row conditions, driven by
+/// the condition `driver`: its (small) set is read once and every other condition is
+/// probed per contact through the primary key of `contact_attributes`. The contact id is
+/// `d.contact_id`.
+pub(super) fn push_driven(sql: &mut Sql, account: AccountId, segment: &Segment, driver: usize) {
+    let account = sql.bind(Param::Uuid(account.as_uuid()));
+    let set = contact_set(sql, &account, &segment.conditions[driver]);
+    sql.push(&format!("FROM ({set}) d WHERE TRUE"));
+    for (index, condition) in segment.conditions.iter().enumerate() {
+        if index == driver {
+            continue;
+        }
+        let slug = sql.bind(Param::Text(condition.slug().to_owned()));
+        let filter = row_filter(sql, condition);
+        sql.push(&format!(
+            " AND EXISTS (SELECT 1 FROM contact_attributes a WHERE a.account_id = {account} \
+             AND a.contact_id = d.contact_id AND a.slug = {slug}{filter})"
+        ));
+    }
+    push_contact_filters(sql, &account, segment, "d.contact_id");
+}
+
+/// The `FROM … WHERE …` of the contacts matching a segment of row conditions, as the
+/// intersection of every condition's set, joined in `order` (smallest first, so each hash
+/// table is built from the smaller side). The contact id is `s0.contact_id`.
+pub(super) fn push_intersection(
+    sql: &mut Sql,
+    account: AccountId,
+    segment: &Segment,
+    order: &[usize],
+) {
+    let account = sql.bind(Param::Uuid(account.as_uuid()));
+    sql.push("FROM ");
+    for (position, index) in order.iter().enumerate() {
+        let set = contact_set(sql, &account, &segment.conditions[*index]);
+        if position == 0 {
+            sql.push(&format!("({set}) s0"));
+        } else {
+            sql.push(&format!(
+                " JOIN ({set}) s{position} ON s{position}.contact_id = s0.contact_id"
+            ));
+        }
+    }
+    sql.push(" WHERE TRUE");
+    push_contact_filters(sql, &account, segment, "s0.contact_id");
 }
 
 /// The comparison of a boolean, number, date or string condition on `column`, which holds

@@ -1,0 +1,2 @@
+DROP TABLE contact_event_increments;
+DROP TABLE contact_event_totals;
