@@ -13,9 +13,9 @@
 use mailroom_domain::{
     contact::Contact,
     message::{
-        server_fault_delay, suppression_reason, Message, MessageStatus, SkipReason, StatsCounter,
-        Suppression,
+        server_fault_delay, suppression_reason, Message, SkipReason, StatsCounter, Suppression,
     },
+    message_lifecycle::lease_end,
     AccountId, MailServerId, MessageId, Uuid,
 };
 use serde_json::{Map, Value};
@@ -93,7 +93,7 @@ pub fn claim_messages(
     let now = services.clock.now();
     let lease = Lease {
         token: request.lease_token,
-        until: now.plus(time::Duration::try_from(settings.lease).unwrap_or(time::Duration::MINUTE)),
+        until: lease_end(now, settings.lease),
     };
     in_transaction(services.db.as_ref(), |tx| {
         let claims = tx.claim_due_messages(now, &lease, request.limit, &request.skip_accounts)?;
@@ -103,7 +103,12 @@ pub fn claim_messages(
         let messages: Vec<Message> = claims.iter().map(|c| c.message.clone()).collect();
         let mut batch = ClaimBatch::load(tx, &messages)?;
         for claim in claims {
+            // The store returns each message as it was before its claim; the domain's
+            // rules make it `sending` (and refuse what the claim must not have taken).
             let mut message = claim.message;
+            message.claim(now).map_err(|error| {
+                AppError::Internal(format!("the store claimed message {}: {error}", message.id))
+            })?;
             if Message::must_quarantine(claim.claims_without_outcome) {
                 message.quarantine(now);
                 tracing::warn!(message = %message.id, "message quarantined: its claims keep ending without an outcome");
@@ -143,13 +148,11 @@ pub fn claim_messages(
                     // Back to `queued` without spending an attempt: the server is at
                     // fault, not the message (docs/api-decisions.md, "Who a refusal
                     // blames").
-                    message.status = MessageStatus::Queued;
-                    message.next_attempt_at = Some(now.plus(server_fault_delay(
+                    let due = now.plus(server_fault_delay(
                         now.as_datetime() - since.as_datetime(),
                         jitter(services),
-                    )));
-                    message.last_reply = Some(reason);
-                    message.updated_at = now;
+                    ));
+                    message.wait_for_server(reason, due, now);
                     tx.record_message_state(&message, lease.token)?;
                 }
                 Checked::Fail(reason) => {
@@ -328,10 +331,7 @@ pub fn renew_message_leases(
     if messages.is_empty() {
         return Ok(0);
     }
-    let until = services
-        .clock
-        .now()
-        .plus(time::Duration::try_from(lease).unwrap_or(time::Duration::MINUTE));
+    let until = lease_end(services.clock.now(), lease);
     in_transaction(services.db.as_ref(), |tx| {
         Ok(tx.renew_message_leases(lease_token, messages, until)?)
     })

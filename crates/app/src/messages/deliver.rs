@@ -16,9 +16,10 @@ use std::time::Duration;
 
 use mailroom_domain::{
     message::{
-        retry_delay, server_fault_delay, AttemptFault, Message, MessageStatus, ReplyClass,
-        SmtpStage, StatsCounter, RETRY_BASE,
+        server_fault_delay, AttemptFault, Message, MessageStatus, ReplyClass, SmtpStage,
+        StatsCounter,
     },
+    message_lifecycle::{SessionEnd, SettleRules, Settlement},
     webhook_event::{ContactChange, ContactNotice},
 };
 
@@ -238,66 +239,38 @@ fn settle(
     outcome: &SendOutcome,
 ) -> Settled {
     let mut message = job.message.clone();
-    message.attempts = message.attempts.saturating_add(1);
-    message.updated_at = now;
-    let mut counter = None;
-    let mut bounce = None;
-    let mut server_fault = None;
-    let mut server_worked = None;
     let saved = job.mail.endpoint.saved;
-    match outcome {
+    let summary;
+    let end = match outcome {
         SendOutcome::Accepted(accepted) => {
-            message.status = MessageStatus::Sent;
-            message.next_attempt_at = None;
-            message.sent_at = Some(now);
-            message.last_reply = Some(accepted.summary());
-            counter = Some(StatsCounter::Sent);
-            server_worked = saved;
+            summary = accepted.summary();
+            SessionEnd::Accepted { summary: &summary }
         }
-        SendOutcome::Refused(fault) => {
-            message.last_reply = Some(fault.to_string());
-            match fault.classify() {
-                // Not the message's fault: it waits for the server without spending an
-                // attempt (an unsaved endpoint cannot happen here; it retries as
-                // transient).
-                ReplyClass::ServerFault if saved.is_some() => {
-                    message.attempts = job.message.attempts;
-                    message.status = MessageStatus::Queued;
-                    message.next_attempt_at = Some(now.plus(RETRY_BASE));
-                    server_fault = saved.map(|server| (server, fault.to_string()));
-                }
-                ReplyClass::HardBounce => {
-                    message.status = MessageStatus::Bounced;
-                    message.next_attempt_at = None;
-                    counter = Some(StatsCounter::Bounced);
-                    bounce = Some(fault.to_string());
-                }
-                ReplyClass::Transient | ReplyClass::ServerFault
-                    if message.attempts < settings.max_attempts =>
-                {
-                    message.status = MessageStatus::Queued;
-                    message.next_attempt_at =
-                        Some(now.plus(retry_delay(message.attempts, jitter(services))));
-                }
-                // A 2xx reported as a refusal cannot happen (step 2 sorts them); treat it
-                // like any other permanent failure rather than guessing.
-                ReplyClass::Transient
-                | ReplyClass::ServerFault
-                | ReplyClass::PermanentFailure
-                | ReplyClass::Accepted => {
-                    message.status = MessageStatus::Failed;
-                    message.next_attempt_at = None;
-                    counter = Some(StatsCounter::Failed);
-                }
-            }
-        }
-    }
+        SendOutcome::Refused(fault) => SessionEnd::Refused(fault),
+    };
+    let rules = SettleRules {
+        max_attempts: settings.max_attempts,
+        saved_server: saved.is_some(),
+        jitter: jitter(services),
+    };
+    // Every job is a claimed (`sending`) message; should one not be, it is written back
+    // as it was (which releases the lease) rather than given a guessed outcome.
+    let settlement = message.settle(end, now, &rules).unwrap_or_else(|error| {
+        tracing::warn!(message = %message.id, %error, "an outcome for a message that is not sending");
+        Settlement::default()
+    });
     Settled {
         message,
-        counter,
-        bounce,
-        server_fault,
-        server_worked,
+        counter: settlement.counter,
+        bounce: settlement.hard_bounce,
+        server_fault: settlement
+            .server_fault
+            .and_then(|fault| saved.map(|server| (server, fault))),
+        server_worked: if settlement.server_worked {
+            saved
+        } else {
+            None
+        },
     }
 }
 

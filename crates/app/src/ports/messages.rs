@@ -12,7 +12,9 @@ use super::{Lease, SmtpEndpoint};
 /// A message as its claim returned it.
 #[derive(Debug, Clone)]
 pub struct ClaimedMessage {
-    /// The message, now `sending`.
+    /// The message as it was before the claim (`queued`, or `sending` under a lease that
+    /// ran out): the caller applies [`Message::claim`], which makes it `sending` as the
+    /// store already recorded.
     pub message: Message,
     /// Claims since its last outcome, this one included: more than one means earlier
     /// claims ended without an outcome (their worker died or lost the lease).
@@ -91,8 +93,9 @@ pub trait MessageRepository {
     ) -> Result<u64, StoreError>;
 
     /// Claims up to `limit` messages of any account but those in `skip_accounts` that are
-    /// `queued` and due at `now`, or `sending` under a lease that ran out (their worker
-    /// died), earliest due first; leases them with `lease`, moves them to `sending` and
+    /// in a claimable status ([`MessageStatus::CLAIMABLE`](mailroom_domain::message::MessageStatus::CLAIMABLE):
+    /// `queued`, or `sending` under a lease that ran out because their worker died) and
+    /// due at `now`, earliest due first; leases them with `lease`, moves them to `sending` and
     /// counts the claim (`claims_without_outcome`, which every state write resets). Rows
     /// other workers hold locked are skipped, never waited for.
     ///

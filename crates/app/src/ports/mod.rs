@@ -25,7 +25,7 @@ mod tracking;
 mod webhook_events;
 mod webhook_sender;
 
-pub use announcements::{AnnouncementRepository, AudienceMember};
+pub use announcements::{AnnouncementRepository, AudienceBatch, QueuedAudience};
 pub use automations::AutomationRepository;
 pub use contact_import::{ContactImportRepository, ImportedContact};
 pub use contacts::{ContactEvent, ContactRepository, EventName};

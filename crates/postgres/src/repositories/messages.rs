@@ -138,6 +138,25 @@ fn to_messages(rows: Vec<MessageRow>) -> Result<Vec<Message>, StoreError> {
     rows.into_iter().map(Message::try_from).collect()
 }
 
+/// A claimed row with the status it was claimed from.
+#[derive(QueryableByName)]
+struct ClaimedRow {
+    #[diesel(embed)]
+    message: MessageRow,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    claimed_from: String,
+}
+
+/// The domain's claimable statuses as an SQL list of literals (closed-enum names, never
+/// input).
+fn claimable_statuses() -> String {
+    MessageStatus::CLAIMABLE
+        .iter()
+        .map(|status| format!("'{}'", status.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = message_stats_daily, check_for_backend(Pg))]
 struct StatsRow {
@@ -283,21 +302,26 @@ impl MessageRepository for PgUnitOfWork<'_> {
         let skip: Vec<Uuid> = skip_accounts.iter().map(|id| id.as_uuid()).collect();
         // One statement: the inner SELECT locks the due rows (skipping rows other claims
         // hold and accounts whose lanes are full), the UPDATE stamps the lease, moves them
-        // to `sending` and counts the claim; the row locks end when it commits.
-        let mut rows: Vec<MessageRow> = sql_query(
+        // to `sending` and counts the claim; the row locks end when it commits. The
+        // claimable statuses are the domain's, written as literals so the planner matches
+        // the partial index `messages_due_idx`; each row comes back with the status it was
+        // claimed from, for the domain's `Message::claim`.
+        let claimable = claimable_statuses();
+        let mut rows: Vec<ClaimedRow> = sql_query(format!(
             "UPDATE messages AS claimed \
-             SET locked_until = $1, lease_token = $2, status = 'sending', \
+             SET locked_until = $1, lease_token = $2, status = '{sending}', \
                  claims_without_outcome = claimed.claims_without_outcome + 1 \
-             FROM (SELECT account_id, id FROM messages \
-                   WHERE status IN ('queued', 'sending') AND next_attempt_at <= $3 \
+             FROM (SELECT account_id, id, status AS claimed_from FROM messages \
+                   WHERE status IN ({claimable}) AND next_attempt_at <= $3 \
                      AND (locked_until IS NULL OR locked_until <= $3) \
                      AND account_id <> ALL($5) \
                    ORDER BY next_attempt_at \
                    LIMIT $4 \
                    FOR UPDATE SKIP LOCKED) AS due \
              WHERE claimed.account_id = due.account_id AND claimed.id = due.id \
-             RETURNING claimed.*",
-        )
+             RETURNING claimed.*, due.claimed_from",
+            sending = MessageStatus::Sending.as_str(),
+        ))
         .bind::<Timestamptz, _>(lease.until.as_datetime())
         .bind::<SqlUuid, _>(lease.token)
         .bind::<Timestamptz, _>(now.as_datetime())
@@ -306,16 +330,22 @@ impl MessageRepository for PgUnitOfWork<'_> {
         .load(self.conn)
         .map_err(store_error)?;
         // RETURNING has no order; send the longest-waiting first.
-        rows.sort_by_key(|row| (row.next_attempt_at, row.id));
+        rows.sort_by_key(|claimed| (claimed.message.next_attempt_at, claimed.message.id));
         rows.into_iter()
-            .map(|row| {
-                let claims_without_outcome = u32::try_from(row.claims_without_outcome)
-                    .map_err(|e| corrupt("messages.claims_without_outcome", e))?;
-                Ok(ClaimedMessage {
-                    message: Message::try_from(row)?,
-                    claims_without_outcome,
-                })
-            })
+            .map(
+                |ClaimedRow {
+                     message: mut row,
+                     claimed_from,
+                 }| {
+                    let claims_without_outcome = u32::try_from(row.claims_without_outcome)
+                        .map_err(|e| corrupt("messages.claims_without_outcome", e))?;
+                    row.status = claimed_from;
+                    Ok(ClaimedMessage {
+                        message: Message::try_from(row)?,
+                        claims_without_outcome,
+                    })
+                },
+            )
             .collect()
     }
 
@@ -326,13 +356,22 @@ impl MessageRepository for PgUnitOfWork<'_> {
         until: Timestamp,
     ) -> Result<u64, StoreError> {
         let ids: Vec<Uuid> = ids.iter().map(|id| id.as_uuid()).collect();
-        diesel::update(
-            messages::table
-                .filter(messages::lease_token.eq(token))
-                .filter(messages::id.eq_any(ids))
-                .filter(messages::status.eq(MessageStatus::Sending.as_str())),
+        // The rows are locked in key order and rows another transaction holds are skipped:
+        // those are being recorded right now (their outcome ends the lease anyway), and
+        // waiting for them, in whatever order the plan visits rows, deadlocked with the
+        // record's transactions.
+        sql_query(
+            "UPDATE messages AS held SET locked_until = $1 \
+             FROM (SELECT account_id, id FROM messages \
+                   WHERE lease_token = $2 AND id = ANY($3) AND status = $4 \
+                   ORDER BY account_id, id \
+                   FOR UPDATE SKIP LOCKED) AS mine \
+             WHERE held.account_id = mine.account_id AND held.id = mine.id",
         )
-        .set(messages::locked_until.eq(until.as_datetime()))
+        .bind::<Timestamptz, _>(until.as_datetime())
+        .bind::<SqlUuid, _>(token)
+        .bind::<Array<SqlUuid>, _>(ids)
+        .bind::<diesel::sql_types::Text, _>(MessageStatus::Sending.as_str())
         .execute(self.conn)
         .map(|n| n as u64)
         .map_err(store_error)
