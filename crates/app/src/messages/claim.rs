@@ -1,5 +1,7 @@
 //! Delivery step 1, the claim (one short transaction, committed before anything is
-//! rendered): leases due messages and counts the claim, quarantines the ones whose
+//! rendered): locks up to [`LANES_PER_CLAIM`] due lanes (accounts with due mail, from the
+//! small `delivery_lanes` table), leases each one's due messages with a claim of its own
+//! and counts the claim, quarantines the ones whose
 //! earlier claims ended without an outcome, settles the ones suppression stops
 //! (`skipped`, counted) or that cannot be prepared (`failed`, counted), applies the
 //! monthly send limit, chooses each message's server (its lane) and gathers everything
@@ -42,6 +44,10 @@ pub struct Lane {
     /// The server.
     pub server: MailServerId,
 }
+
+/// The most lanes (accounts) one claim serves; each gets an equal share of the claim's
+/// limit.
+pub const LANES_PER_CLAIM: u32 = 8;
 
 /// What a worker asks a claim for.
 #[derive(Debug, Clone)]
@@ -96,7 +102,17 @@ pub fn claim_messages(
         until: lease_end(now, settings.lease),
     };
     in_transaction(services.db.as_ref(), |tx| {
-        let claims = tx.claim_due_messages(now, &lease, request.limit, &request.skip_accounts)?;
+        // The due lanes first (accounts; docs/operations.md, "Delivery lanes"), then each
+        // lane's own claim with its account in the WHERE clause, the limit shared out.
+        let lanes = tx.lock_due_lanes(now, LANES_PER_CLAIM, &request.skip_accounts)?;
+        let mut claims = Vec::new();
+        if let Ok(count) = u32::try_from(lanes.len()) {
+            let share = request.limit.checked_div(count).unwrap_or(0).max(1);
+            for account in &lanes {
+                claims.extend(tx.claim_due_messages(*account, now, &lease, share)?);
+            }
+        }
+        claims.sort_by_key(|claim| (claim.message.next_attempt_at, claim.message.id));
         let claimed = claims.len();
         let mut to_render = Vec::with_capacity(claimed);
         let mut send_limit = MonthlySendLimit::new(settings.monthly_send_limit);
@@ -163,6 +179,8 @@ pub fn claim_messages(
                 }
             }
         }
+        // After every state write of the claim, so each lane sees what is left.
+        tx.reschedule_lanes(&lanes, now)?;
         Ok(ClaimedMessages {
             lease,
             claimed,

@@ -92,22 +92,52 @@ pub trait MessageRepository {
         filter: &MessageFilter,
     ) -> Result<u64, StoreError>;
 
-    /// Claims up to `limit` messages of any account but those in `skip_accounts` that are
-    /// in a claimable status ([`MessageStatus::CLAIMABLE`](mailroom_domain::message::MessageStatus::CLAIMABLE):
+    /// Locks up to `limit` due delivery lanes (accounts whose next message is due at
+    /// `now`), earliest due first, leaving out `skip_accounts` (whose lanes are full in
+    /// the claiming worker) and lanes another claim holds (skipped, never waited for).
+    /// The locks last until the transaction ends; [`Self::reschedule_lanes`] must run
+    /// before it commits.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn lock_due_lanes(
+        &mut self,
+        now: Timestamp,
+        limit: u32,
+        skip_accounts: &[AccountId],
+    ) -> Result<Vec<AccountId>, StoreError>;
+
+    /// Claims up to `limit` messages of `account` that are in a claimable status
+    /// ([`MessageStatus::CLAIMABLE`](mailroom_domain::message::MessageStatus::CLAIMABLE):
     /// `queued`, or `sending` under a lease that ran out because their worker died) and
-    /// due at `now`, earliest due first; leases them with `lease`, moves them to `sending` and
-    /// counts the claim (`claims_without_outcome`, which every state write resets). Rows
-    /// other workers hold locked are skipped, never waited for.
+    /// due at `now`, earliest due first; leases them with `lease`, moves them to `sending`
+    /// and counts the claim (`claims_without_outcome`, which every state write resets).
+    /// Rows other workers hold locked are skipped, never waited for. `account` is in the
+    /// statement's WHERE clause, so on a database distributed by account it runs on one
+    /// shard.
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
     fn claim_due_messages(
         &mut self,
+        account: AccountId,
         now: Timestamp,
         lease: &Lease,
         limit: u32,
-        skip_accounts: &[AccountId],
     ) -> Result<Vec<ClaimedMessage>, StoreError>;
+
+    /// Sets each of `accounts`' lanes (locked by [`Self::lock_due_lanes`]) due when the
+    /// account next has something to claim: its earliest waiting message or the end of
+    /// a lease on one in flight, but not before `now` (served lanes go behind those that
+    /// waited longer); no time when nothing waits.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn reschedule_lanes(
+        &mut self,
+        accounts: &[AccountId],
+        now: Timestamp,
+    ) -> Result<(), StoreError>;
 
     /// Extends to `until` the lease of each of `messages` still `sending` under `token`,
     /// in one statement; returns how many it extended.

@@ -147,6 +147,12 @@ struct ClaimedRow {
     claimed_from: String,
 }
 
+#[derive(QueryableByName)]
+struct LaneRow {
+    #[diesel(sql_type = SqlUuid)]
+    account_id: Uuid,
+}
+
 /// The domain's claimable statuses as an SQL list of literals (closed-enum names, never
 /// input).
 fn claimable_statuses() -> String {
@@ -292,33 +298,57 @@ impl MessageRepository for PgUnitOfWork<'_> {
             .map_err(store_error)
     }
 
+    fn lock_due_lanes(
+        &mut self,
+        now: Timestamp,
+        limit: u32,
+        skip_accounts: &[AccountId],
+    ) -> Result<Vec<AccountId>, StoreError> {
+        let skip: Vec<Uuid> = skip_accounts.iter().map(|id| id.as_uuid()).collect();
+        let rows: Vec<LaneRow> = sql_query(
+            "SELECT account_id FROM delivery_lanes \
+             WHERE next_due_at <= $1 AND account_id <> ALL($2) \
+             ORDER BY next_due_at LIMIT $3 \
+             FOR UPDATE SKIP LOCKED",
+        )
+        .bind::<Timestamptz, _>(now.as_datetime())
+        .bind::<Array<SqlUuid>, _>(skip)
+        .bind::<BigInt, _>(i64::from(limit))
+        .load(self.conn)
+        .map_err(store_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|row| AccountId::from_uuid(row.account_id))
+            .collect())
+    }
+
     fn claim_due_messages(
         &mut self,
+        account: AccountId,
         now: Timestamp,
         lease: &Lease,
         limit: u32,
-        skip_accounts: &[AccountId],
     ) -> Result<Vec<ClaimedMessage>, StoreError> {
-        let skip: Vec<Uuid> = skip_accounts.iter().map(|id| id.as_uuid()).collect();
-        // One statement: the inner SELECT locks the due rows (skipping rows other claims
-        // hold and accounts whose lanes are full), the UPDATE stamps the lease, moves them
-        // to `sending` and counts the claim; the row locks end when it commits. The
-        // claimable statuses are the domain's, written as literals so the planner matches
-        // the partial index `messages_due_idx`; each row comes back with the status it was
-        // claimed from, for the domain's `Message::claim`.
+        // One statement: the inner SELECT locks the account's due rows (skipping rows
+        // other claims hold), the UPDATE stamps the lease, moves them to `sending` and
+        // counts the claim; the row locks end when it commits. The claimable statuses are
+        // the domain's, written as literals so the planner matches the partial index
+        // `messages_account_due_idx`; each row comes back with the status it was claimed
+        // from, for the domain's `Message::claim`.
         let claimable = claimable_statuses();
         let mut rows: Vec<ClaimedRow> = sql_query(format!(
             "UPDATE messages AS claimed \
              SET locked_until = $1, lease_token = $2, status = '{sending}', \
                  claims_without_outcome = claimed.claims_without_outcome + 1 \
              FROM (SELECT account_id, id, status AS claimed_from FROM messages \
-                   WHERE status IN ({claimable}) AND next_attempt_at <= $3 \
+                   WHERE account_id = $5 AND status IN ({claimable}) \
+                     AND next_attempt_at <= $3 \
                      AND (locked_until IS NULL OR locked_until <= $3) \
-                     AND account_id <> ALL($5) \
                    ORDER BY next_attempt_at \
                    LIMIT $4 \
                    FOR UPDATE SKIP LOCKED) AS due \
-             WHERE claimed.account_id = due.account_id AND claimed.id = due.id \
+             WHERE claimed.account_id = $5 AND claimed.account_id = due.account_id \
+               AND claimed.id = due.id \
              RETURNING claimed.*, due.claimed_from",
             sending = MessageStatus::Sending.as_str(),
         ))
@@ -326,7 +356,7 @@ impl MessageRepository for PgUnitOfWork<'_> {
         .bind::<SqlUuid, _>(lease.token)
         .bind::<Timestamptz, _>(now.as_datetime())
         .bind::<BigInt, _>(i64::from(limit))
-        .bind::<Array<SqlUuid>, _>(skip)
+        .bind::<SqlUuid, _>(account.as_uuid())
         .load(self.conn)
         .map_err(store_error)?;
         // RETURNING has no order; send the longest-waiting first.
@@ -347,6 +377,42 @@ impl MessageRepository for PgUnitOfWork<'_> {
                 },
             )
             .collect()
+    }
+
+    fn reschedule_lanes(
+        &mut self,
+        accounts: &[AccountId],
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        if accounts.is_empty() {
+            return Ok(());
+        }
+        let accounts: Vec<Uuid> = accounts.iter().map(|id| id.as_uuid()).collect();
+        // Per lane, two reads bounded by what the account has in flight: the first
+        // waiting row in due order (in-flight rows come first in the index and are
+        // stepped over), and the earliest lease end of the in-flight ones.
+        let claimable = claimable_statuses();
+        sql_query(format!(
+            "UPDATE delivery_lanes AS lane \
+             SET next_due_at = CASE WHEN next.due IS NULL THEN NULL \
+                                    ELSE greatest(next.due, $2) END \
+             FROM (SELECT lanes.account_id, least( \
+                     (SELECT m.next_attempt_at FROM messages m \
+                      WHERE m.account_id = lanes.account_id AND m.status IN ({claimable}) \
+                        AND (m.locked_until IS NULL OR m.locked_until <= $2) \
+                      ORDER BY m.next_attempt_at LIMIT 1), \
+                     (SELECT min(m.locked_until) FROM messages m \
+                      WHERE m.lease_token IS NOT NULL AND m.account_id = lanes.account_id \
+                        AND m.status = '{sending}')) AS due \
+                   FROM unnest($1::uuid[]) AS lanes(account_id)) AS next \
+             WHERE lane.account_id = next.account_id",
+            sending = MessageStatus::Sending.as_str(),
+        ))
+        .bind::<Array<SqlUuid>, _>(accounts)
+        .bind::<Timestamptz, _>(now.as_datetime())
+        .execute(self.conn)
+        .map(drop)
+        .map_err(store_error)
     }
 
     fn renew_message_leases(
