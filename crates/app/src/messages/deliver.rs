@@ -12,7 +12,7 @@
 //! runs out; the next claim takes them back, so at most the messages in flight are sent
 //! twice.
 
-use std::time::Duration;
+use std::{collections::HashSet, time::Duration};
 
 use mailroom_domain::{
     message::{
@@ -21,6 +21,7 @@ use mailroom_domain::{
     },
     message_lifecycle::{SessionEnd, SettleRules, Settlement},
     webhook_event::{ContactChange, ContactNotice},
+    ContactId, MessageId,
 };
 
 use super::claim::Lane;
@@ -166,8 +167,8 @@ pub fn record_message_outcomes(
             .iter()
             .map(|(job, _)| job.message.clone())
             .collect();
-        for &i in &order {
-            let mut settled = settled[i].clone();
+        let mut settled: Vec<Settled> = settled;
+        for settled in &mut settled {
             if let Some((server, _)) = &settled.server_fault {
                 let since = unhealthy_since
                     .iter()
@@ -177,9 +178,35 @@ pub fn record_message_outcomes(
                 settled.message.next_attempt_at =
                     Some(now.plus(server_fault_delay(waited, jitter(services))));
             }
-            if !write_settled(tx, services, lease, now, &settled)? {
+        }
+        // Every state in one statement (set-based), then the contacts in key order: the
+        // sent ones counted, the bounced ones locked before they are flagged.
+        let states: Vec<&Message> = settled.iter().map(|settled| &settled.message).collect();
+        let written: HashSet<MessageId> = tx
+            .record_message_states(&states, lease.token)?
+            .into_iter()
+            .collect();
+        let mut contacts: Vec<(mailroom_domain::AccountId, ContactId, u32)> = order
+            .iter()
+            .map(|&i| &settled[i].message)
+            .filter(|message| written.contains(&message.id))
+            .filter(|message| {
+                message.status == MessageStatus::Sent || message.status == MessageStatus::Bounced
+            })
+            .map(|message| {
+                let sent = u32::from(message.status == MessageStatus::Sent);
+                (message.account_id, message.contact_id, sent)
+            })
+            .collect();
+        contacts.sort_by_key(|(account, contact, _)| (*account, *contact));
+        tx.count_messages_to_contacts(&contacts)?;
+        for &i in &order {
+            let settled = &settled[i];
+            if !written.contains(&settled.message.id) {
+                tracing::warn!(message = %settled.message.id, "lease lost before the outcome was recorded");
                 continue;
             }
+            flag_bounce(tx, services, now, settled)?;
             if let Some(counter) = settled.counter {
                 let account = settled.message.account_id;
                 match counts
@@ -190,7 +217,7 @@ pub fn record_message_outcomes(
                     None => counts.push((account, counter, 1)),
                 }
             }
-            recorded[i] = settled.message;
+            recorded[i] = settled.message.clone();
         }
         for (server, error) in &faulted {
             tx.mark_mail_server_unhealthy(
@@ -274,23 +301,15 @@ fn settle(
     }
 }
 
-/// Writes one settled message (not its counter); `false` when the lease was lost and
-/// nothing was written.
-fn write_settled(
+/// Flags the contact of a hard-bounced message (its row already locked by the batch's
+/// contact step) and queues `contact.bounced` when the flag is new.
+fn flag_bounce(
     tx: &mut dyn UnitOfWork,
     services: &Services,
-    lease: &Lease,
     now: mailroom_domain::Timestamp,
     settled: &Settled,
-) -> Result<bool, AppError> {
+) -> Result<(), AppError> {
     let message = &settled.message;
-    if !tx.record_message_state(message, lease.token)? {
-        tracing::warn!(message = %message.id, "lease lost before the outcome was recorded");
-        return Ok(false);
-    }
-    if message.status == MessageStatus::Sent {
-        tx.count_message_to_contact(message.account_id, message.contact_id)?;
-    }
     if let Some(reply) = &settled.bounce {
         if tx.mark_contact_hard_bounced(message.account_id, message.contact_id, now)? {
             queue_webhook_event(
@@ -308,7 +327,7 @@ fn write_settled(
             )?;
         }
     }
-    Ok(true)
+    Ok(())
 }
 
 /// A uniform draw from `[0, 1)` for the backoff's jitter.

@@ -163,6 +163,29 @@ pub trait MessageRepository {
         lease_token: Uuid,
     ) -> Result<bool, StoreError>;
 
+    /// [`Self::record_message_state`] for a batch, in one statement: writes each
+    /// message's state and releases its lease where `lease_token` still holds it; returns
+    /// the ids written (a message whose lease was lost is left out and unchanged).
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn record_message_states(
+        &mut self,
+        messages: &[&Message],
+        lease_token: Uuid,
+    ) -> Result<Vec<MessageId>, StoreError>;
+
+    /// Locks each listed contact in key order (so concurrent batches that share contacts
+    /// wait for each other in one order, never in a cycle) and adds its count to its
+    /// `message_count`, in one statement. A contact listed with 0 is only locked.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn count_messages_to_contacts(
+        &mut self,
+        contacts: &[(AccountId, ContactId, u32)],
+    ) -> Result<(), StoreError>;
+
     /// Sets the contact's hard-bounce flag (keeping an earlier time) and returns whether
     /// it was newly set; `false` also when there is no such contact.
     ///
@@ -174,16 +197,6 @@ pub trait MessageRepository {
         contact: ContactId,
         now: Timestamp,
     ) -> Result<bool, StoreError>;
-
-    /// Adds one to the contact's `message_count`.
-    ///
-    /// # Errors
-    /// [`StoreError`] on store failure.
-    fn count_message_to_contact(
-        &mut self,
-        account: AccountId,
-        contact: ContactId,
-    ) -> Result<(), StoreError>;
 
     /// Adds `by` to `counter` of the account's UTC `day`, creating the day at zero first.
     ///

@@ -2,7 +2,9 @@ use diesel::{
     pg::Pg,
     prelude::*,
     sql_query,
-    sql_types::{Array, BigInt, Date as SqlDate, Timestamptz, Uuid as SqlUuid},
+    sql_types::{
+        Array, BigInt, Date as SqlDate, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid,
+    },
 };
 use mailroom_app::{
     ports::{ClaimedMessage, IdempotentMessage, Lease, MessageRepository},
@@ -23,7 +25,7 @@ use super::contacts::{set_contact_mark, ContactMark};
 use super::{corrupt, templates::page_bounds, timestamp, PgUnitOfWork};
 use crate::{
     error::store_error,
-    schema::{contacts, message_stats_daily, messages},
+    schema::{message_stats_daily, messages},
 };
 
 #[derive(Queryable, QueryableByName, Selectable, Insertable)]
@@ -143,8 +145,14 @@ fn to_messages(rows: Vec<MessageRow>) -> Result<Vec<Message>, StoreError> {
 struct ClaimedRow {
     #[diesel(embed)]
     message: MessageRow,
-    #[diesel(sql_type = diesel::sql_types::Text)]
+    #[diesel(sql_type = Text)]
     claimed_from: String,
+}
+
+#[derive(QueryableByName)]
+struct IdRow {
+    #[diesel(sql_type = SqlUuid)]
+    id: Uuid,
 }
 
 #[derive(QueryableByName)]
@@ -437,7 +445,7 @@ impl MessageRepository for PgUnitOfWork<'_> {
         .bind::<Timestamptz, _>(until.as_datetime())
         .bind::<SqlUuid, _>(token)
         .bind::<Array<SqlUuid>, _>(ids)
-        .bind::<diesel::sql_types::Text, _>(MessageStatus::Sending.as_str())
+        .bind::<Text, _>(MessageStatus::Sending.as_str())
         .execute(self.conn)
         .map(|n| n as u64)
         .map_err(store_error)
@@ -472,6 +480,108 @@ impl MessageRepository for PgUnitOfWork<'_> {
         Ok(updated == 1)
     }
 
+    fn record_message_states(
+        &mut self,
+        messages: &[&Message],
+        lease_token: Uuid,
+    ) -> Result<Vec<MessageId>, StoreError> {
+        if messages.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows: Vec<MessageRow> = messages
+            .iter()
+            .map(|message| message_row(message, None))
+            .collect();
+        // One UPDATE joined to the batch as arrays (one parameter per column, however
+        // large the batch). The rows are this worker's under its lease: no other writer
+        // waits for them, so their lock order does not matter.
+        let written: Vec<IdRow> = sql_query(
+            "UPDATE messages AS m \
+             SET status = v.status, skip_reason = v.skip_reason, attempts = v.attempts, \
+                 next_attempt_at = v.next_attempt_at, last_reply = v.last_reply, \
+                 updated_at = v.updated_at, sent_at = v.sent_at, locked_until = NULL, \
+                 lease_token = NULL, claims_without_outcome = 0 \
+             FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::int4[], \
+                         $6::timestamptz[], $7::text[], $8::timestamptz[], $9::timestamptz[]) \
+                  AS v(account_id, id, status, skip_reason, attempts, next_attempt_at, \
+                       last_reply, updated_at, sent_at) \
+             WHERE m.account_id = v.account_id AND m.id = v.id AND m.lease_token = $10 \
+             RETURNING m.id",
+        )
+        .bind::<Array<SqlUuid>, _>(rows.iter().map(|r| r.account_id).collect::<Vec<_>>())
+        .bind::<Array<SqlUuid>, _>(rows.iter().map(|r| r.id).collect::<Vec<_>>())
+        .bind::<Array<Text>, _>(rows.iter().map(|r| r.status.clone()).collect::<Vec<_>>())
+        .bind::<Array<Nullable<Text>>, _>(
+            rows.iter()
+                .map(|r| r.skip_reason.clone())
+                .collect::<Vec<_>>(),
+        )
+        .bind::<Array<Integer>, _>(rows.iter().map(|r| r.attempts).collect::<Vec<_>>())
+        .bind::<Array<Nullable<Timestamptz>>, _>(
+            rows.iter().map(|r| r.next_attempt_at).collect::<Vec<_>>(),
+        )
+        .bind::<Array<Nullable<Text>>, _>(
+            rows.iter()
+                .map(|r| r.last_reply.clone())
+                .collect::<Vec<_>>(),
+        )
+        .bind::<Array<Timestamptz>, _>(rows.iter().map(|r| r.updated_at).collect::<Vec<_>>())
+        .bind::<Array<Nullable<Timestamptz>>, _>(rows.iter().map(|r| r.sent_at).collect::<Vec<_>>())
+        .bind::<SqlUuid, _>(lease_token)
+        .load(self.conn)
+        .map_err(store_error)?;
+        Ok(written
+            .into_iter()
+            .map(|row| MessageId::from_uuid(row.id))
+            .collect())
+    }
+
+    fn count_messages_to_contacts(
+        &mut self,
+        contacts: &[(AccountId, ContactId, u32)],
+    ) -> Result<(), StoreError> {
+        if contacts.is_empty() {
+            return Ok(());
+        }
+        // The CTE locks in key order (the sort runs below the lock); the UPDATE then
+        // finds every row already locked by this transaction.
+        sql_query(
+            "WITH batch AS ( \
+                 SELECT account_id, contact_id, sum(n)::bigint AS n \
+                 FROM unnest($1::uuid[], $2::uuid[], $3::int8[]) AS t(account_id, contact_id, n) \
+                 GROUP BY account_id, contact_id), \
+             locked AS ( \
+                 SELECT c.account_id, c.id FROM contacts c \
+                 JOIN batch b ON c.account_id = b.account_id AND c.id = b.contact_id \
+                 ORDER BY c.account_id, c.id \
+                 FOR UPDATE OF c) \
+             UPDATE contacts AS c SET message_count = c.message_count + b.n \
+             FROM batch b JOIN locked l ON l.account_id = b.account_id AND l.id = b.contact_id \
+             WHERE c.account_id = b.account_id AND c.id = b.contact_id AND b.n > 0",
+        )
+        .bind::<Array<SqlUuid>, _>(
+            contacts
+                .iter()
+                .map(|(account, _, _)| account.as_uuid())
+                .collect::<Vec<_>>(),
+        )
+        .bind::<Array<SqlUuid>, _>(
+            contacts
+                .iter()
+                .map(|(_, contact, _)| contact.as_uuid())
+                .collect::<Vec<_>>(),
+        )
+        .bind::<Array<BigInt>, _>(
+            contacts
+                .iter()
+                .map(|(_, _, n)| i64::from(*n))
+                .collect::<Vec<_>>(),
+        )
+        .execute(self.conn)
+        .map(drop)
+        .map_err(store_error)
+    }
+
     fn mark_contact_hard_bounced(
         &mut self,
         account: AccountId,
@@ -479,18 +589,6 @@ impl MessageRepository for PgUnitOfWork<'_> {
         now: Timestamp,
     ) -> Result<bool, StoreError> {
         set_contact_mark(self.conn, account, contact, ContactMark::HardBounced, now)
-    }
-
-    fn count_message_to_contact(
-        &mut self,
-        account: AccountId,
-        contact: ContactId,
-    ) -> Result<(), StoreError> {
-        diesel::update(contacts::table.find((account.as_uuid(), contact.as_uuid())))
-            .set(contacts::message_count.eq(contacts::message_count + 1))
-            .execute(self.conn)
-            .map(drop)
-            .map_err(store_error)
     }
 
     fn add_to_stats(
