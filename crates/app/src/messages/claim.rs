@@ -21,6 +21,7 @@ use mailroom_domain::{
     AccountId, MailServerId, MessageId, Uuid,
 };
 use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 
 use super::{
     claim_batch::ClaimBatch,
@@ -106,10 +107,15 @@ pub fn claim_messages(
         // lane's own claim with its account in the WHERE clause, the limit shared out.
         let lanes = tx.lock_due_lanes(now, LANES_PER_CLAIM, &request.skip_accounts)?;
         let mut claims = Vec::new();
+        // A lane whose claim took its whole share has more waiting (it is due again now);
+        // only the others need their next due time looked up.
+        let mut served: Vec<(AccountId, bool)> = Vec::with_capacity(lanes.len());
         if let Ok(count) = u32::try_from(lanes.len()) {
             let share = request.limit.checked_div(count).unwrap_or(0).max(1);
             for account in &lanes {
-                claims.extend(tx.claim_due_messages(*account, now, &lease, share)?);
+                let claimed = tx.claim_due_messages(*account, now, &lease, share)?;
+                served.push((*account, claimed.len() >= share as usize));
+                claims.extend(claimed);
             }
         }
         claims.sort_by_key(|claim| (claim.message.next_attempt_at, claim.message.id));
@@ -180,7 +186,7 @@ pub fn claim_messages(
             }
         }
         // After every state write of the claim, so each lane sees what is left.
-        tx.reschedule_lanes(&lanes, now)?;
+        tx.reschedule_lanes(&served, now)?;
         Ok(ClaimedMessages {
             lease,
             claimed,
@@ -331,26 +337,36 @@ fn flags(contact: &Contact) -> Suppression {
     }
 }
 
-/// Extends the lease of each of `messages` the worker holds under `lease_token` to
-/// `lease` from now, in one statement; returns how many it extended. A worker calls it
-/// well within the lease, so a live worker keeps what it holds however slow its servers
-/// are, and a dead worker's messages are free again soon after one lease. A message the
-/// worker gives up on (its outcome could not be recorded) is left out, so its lease runs
-/// out and another claim takes it.
+/// Extends the lease of each of `messages` (with their accounts) the worker holds under
+/// `lease_token` to `lease` from now, one statement per account (each carries its
+/// `account_id`, so on a database distributed by account it runs on one shard), in one
+/// transaction; returns how many it extended. A worker calls it well within the lease,
+/// so a live worker keeps what it holds however slow its servers are, and a dead worker's
+/// messages are free again soon after one lease. A message the worker gives up on (its
+/// outcome could not be recorded) is left out, so its lease runs out and another claim
+/// takes it.
 ///
 /// # Errors
 /// [`AppError`] when the store fails.
 pub fn renew_message_leases(
     services: &Services,
     lease_token: Uuid,
-    messages: &[MessageId],
+    messages: &[(AccountId, MessageId)],
     lease: std::time::Duration,
 ) -> Result<u64, AppError> {
     if messages.is_empty() {
         return Ok(0);
     }
     let until = lease_end(services.clock.now(), lease);
+    let mut by_account: BTreeMap<AccountId, Vec<MessageId>> = BTreeMap::new();
+    for (account, id) in messages {
+        by_account.entry(*account).or_default().push(*id);
+    }
     in_transaction(services.db.as_ref(), |tx| {
-        Ok(tx.renew_message_leases(lease_token, messages, until)?)
+        let mut renewed = 0;
+        for (account, ids) in &by_account {
+            renewed += tx.renew_message_leases(lease_token, *account, ids, until)?;
+        }
+        Ok(renewed)
     })
 }

@@ -181,11 +181,20 @@ pub fn record_message_outcomes(
         }
         // Every state in one statement (set-based), then the contacts in key order: the
         // sent ones counted, the bounced ones locked before they are flagged.
-        let states: Vec<&Message> = settled.iter().map(|settled| &settled.message).collect();
-        let written: HashSet<MessageId> = tx
-            .record_message_states(&states, lease.token)?
-            .into_iter()
-            .collect();
+        // One statement per account, so each carries a single `account_id` (one shard
+        // on a database distributed by account).
+        let mut written: HashSet<MessageId> = HashSet::new();
+        let mut accounts: Vec<_> = settled.iter().map(|s| s.message.account_id).collect();
+        accounts.sort_unstable();
+        accounts.dedup();
+        for account in accounts {
+            let states: Vec<&Message> = settled
+                .iter()
+                .map(|settled| &settled.message)
+                .filter(|message| message.account_id == account)
+                .collect();
+            written.extend(tx.record_message_states(account, &states, lease.token)?);
+        }
         let mut contacts: Vec<(mailroom_domain::AccountId, ContactId, u32)> = order
             .iter()
             .map(|&i| &settled[i].message)

@@ -126,27 +126,30 @@ pub trait MessageRepository {
         limit: u32,
     ) -> Result<Vec<ClaimedMessage>, StoreError>;
 
-    /// Sets each of `accounts`' lanes (locked by [`Self::lock_due_lanes`]) due when the
-    /// account next has something to claim: its earliest waiting message or the end of
-    /// a lease on one in flight, but not before `now` (served lanes go behind those that
-    /// waited longer); no time when nothing waits.
+    /// Sets each of the `lanes` (accounts locked by [`Self::lock_due_lanes`], each with
+    /// whether its claim took its whole share) due when the account next has something
+    /// to claim: `now` for a lane whose claim was full (more is waiting), else its
+    /// earliest waiting message or the end of a lease on one in flight, but not before
+    /// `now` (served lanes go behind those that waited longer); no time when nothing
+    /// waits.
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
     fn reschedule_lanes(
         &mut self,
-        accounts: &[AccountId],
+        lanes: &[(AccountId, bool)],
         now: Timestamp,
     ) -> Result<(), StoreError>;
 
-    /// Extends to `until` the lease of each of `messages` still `sending` under `token`,
-    /// in one statement; returns how many it extended.
+    /// Extends to `until` the lease of each of `account`'s `messages` still `sending`
+    /// under `token`, in one statement; returns how many it extended.
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
     fn renew_message_leases(
         &mut self,
         token: Uuid,
+        account: AccountId,
         messages: &[MessageId],
         until: Timestamp,
     ) -> Result<u64, StoreError>;
@@ -163,14 +166,16 @@ pub trait MessageRepository {
         lease_token: Uuid,
     ) -> Result<bool, StoreError>;
 
-    /// [`Self::record_message_state`] for a batch, in one statement: writes each
-    /// message's state and releases its lease where `lease_token` still holds it; returns
-    /// the ids written (a message whose lease was lost is left out and unchanged).
+    /// [`Self::record_message_state`] for a batch of `account`'s messages, in one
+    /// statement: writes each message's state and releases its lease where `lease_token`
+    /// still holds it; returns the ids written (a message whose lease was lost, or of
+    /// another account, is left out and unchanged).
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
     fn record_message_states(
         &mut self,
+        account: AccountId,
         messages: &[&Message],
         lease_token: Uuid,
     ) -> Result<Vec<MessageId>, StoreError>;

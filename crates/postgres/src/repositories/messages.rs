@@ -3,7 +3,7 @@ use diesel::{
     prelude::*,
     sql_query,
     sql_types::{
-        Array, BigInt, Date as SqlDate, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid,
+        Array, BigInt, Bool, Date as SqlDate, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid,
     },
 };
 use mailroom_app::{
@@ -389,34 +389,38 @@ impl MessageRepository for PgUnitOfWork<'_> {
 
     fn reschedule_lanes(
         &mut self,
-        accounts: &[AccountId],
+        lanes: &[(AccountId, bool)],
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        if accounts.is_empty() {
+        if lanes.is_empty() {
             return Ok(());
         }
-        let accounts: Vec<Uuid> = accounts.iter().map(|id| id.as_uuid()).collect();
-        // Per lane, two reads bounded by what the account has in flight: the first
-        // waiting row in due order (in-flight rows come first in the index and are
-        // stepped over), and the earliest lease end of the in-flight ones.
+        let accounts: Vec<Uuid> = lanes.iter().map(|(id, _)| id.as_uuid()).collect();
+        let backlogged: Vec<bool> = lanes.iter().map(|(_, full)| *full).collect();
+        // A backlogged lane is due now. For the others, two reads bounded by what the
+        // account has in flight: the first waiting row in due order (in-flight rows come
+        // first in the index and are stepped over), and the earliest lease end of the
+        // in-flight ones. CASE evaluates only the branch it takes.
         let claimable = claimable_statuses();
         sql_query(format!(
             "UPDATE delivery_lanes AS lane \
              SET next_due_at = CASE WHEN next.due IS NULL THEN NULL \
-                                    ELSE greatest(next.due, $2) END \
-             FROM (SELECT lanes.account_id, least( \
+                                    ELSE greatest(next.due, $3) END \
+             FROM (SELECT lanes.account_id, CASE WHEN lanes.backlogged THEN $3 ELSE least( \
                      (SELECT m.next_attempt_at FROM messages m \
                       WHERE m.account_id = lanes.account_id AND m.status IN ({claimable}) \
-                        AND (m.locked_until IS NULL OR m.locked_until <= $2) \
+                        AND (m.locked_until IS NULL OR m.locked_until <= $3) \
                       ORDER BY m.next_attempt_at LIMIT 1), \
                      (SELECT min(m.locked_until) FROM messages m \
                       WHERE m.lease_token IS NOT NULL AND m.account_id = lanes.account_id \
-                        AND m.status = '{sending}')) AS due \
-                   FROM unnest($1::uuid[]) AS lanes(account_id)) AS next \
+                        AND m.status = '{sending}')) END AS due \
+                   FROM unnest($1::uuid[], $2::bool[]) AS lanes(account_id, backlogged)) \
+                  AS next \
              WHERE lane.account_id = next.account_id",
             sending = MessageStatus::Sending.as_str(),
         ))
         .bind::<Array<SqlUuid>, _>(accounts)
+        .bind::<Array<Bool>, _>(backlogged)
         .bind::<Timestamptz, _>(now.as_datetime())
         .execute(self.conn)
         .map(drop)
@@ -426,6 +430,7 @@ impl MessageRepository for PgUnitOfWork<'_> {
     fn renew_message_leases(
         &mut self,
         token: Uuid,
+        account: AccountId,
         ids: &[MessageId],
         until: Timestamp,
     ) -> Result<u64, StoreError> {
@@ -437,15 +442,18 @@ impl MessageRepository for PgUnitOfWork<'_> {
         sql_query(
             "UPDATE messages AS held SET locked_until = $1 \
              FROM (SELECT account_id, id FROM messages \
-                   WHERE lease_token = $2 AND id = ANY($3) AND status = $4 \
+                   WHERE account_id = $5 AND lease_token = $2 AND id = ANY($3) \
+                     AND status = $4 \
                    ORDER BY account_id, id \
                    FOR UPDATE SKIP LOCKED) AS mine \
-             WHERE held.account_id = mine.account_id AND held.id = mine.id",
+             WHERE held.account_id = $5 AND held.account_id = mine.account_id \
+               AND held.id = mine.id",
         )
         .bind::<Timestamptz, _>(until.as_datetime())
         .bind::<SqlUuid, _>(token)
         .bind::<Array<SqlUuid>, _>(ids)
         .bind::<Text, _>(MessageStatus::Sending.as_str())
+        .bind::<SqlUuid, _>(account.as_uuid())
         .execute(self.conn)
         .map(|n| n as u64)
         .map_err(store_error)
@@ -482,6 +490,7 @@ impl MessageRepository for PgUnitOfWork<'_> {
 
     fn record_message_states(
         &mut self,
+        account: AccountId,
         messages: &[&Message],
         lease_token: Uuid,
     ) -> Result<Vec<MessageId>, StoreError> {
@@ -505,7 +514,8 @@ impl MessageRepository for PgUnitOfWork<'_> {
                          $6::timestamptz[], $7::text[], $8::timestamptz[], $9::timestamptz[]) \
                   AS v(account_id, id, status, skip_reason, attempts, next_attempt_at, \
                        last_reply, updated_at, sent_at) \
-             WHERE m.account_id = v.account_id AND m.id = v.id AND m.lease_token = $10 \
+             WHERE m.account_id = $11 AND m.account_id = v.account_id AND m.id = v.id \
+               AND m.lease_token = $10 \
              RETURNING m.id",
         )
         .bind::<Array<SqlUuid>, _>(rows.iter().map(|r| r.account_id).collect::<Vec<_>>())
@@ -528,6 +538,7 @@ impl MessageRepository for PgUnitOfWork<'_> {
         .bind::<Array<Timestamptz>, _>(rows.iter().map(|r| r.updated_at).collect::<Vec<_>>())
         .bind::<Array<Nullable<Timestamptz>>, _>(rows.iter().map(|r| r.sent_at).collect::<Vec<_>>())
         .bind::<SqlUuid, _>(lease_token)
+        .bind::<SqlUuid, _>(account.as_uuid())
         .load(self.conn)
         .map_err(store_error)?;
         Ok(written
