@@ -147,7 +147,7 @@ impl Message {
         if !self.status.is_claimable() {
             return Err(LifecycleError::NotClaimable(self.status));
         }
-        if !self.next_attempt_at.is_some_and(|due| due <= now) {
+        if self.next_attempt_at.is_none_or(|due| due > now) {
             return Err(LifecycleError::NotDue);
         }
         self.status = MessageStatus::Sending;
