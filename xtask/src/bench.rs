@@ -59,10 +59,20 @@ pub fn run(args: &[String]) -> Result<()> {
             "--bin",
             "mailroom",
         ]))?;
-        extra_env.push((
-            "MAILROOM_BENCH_BIN",
-            system::workspace_root().join("target/release/mailroom"),
-        ));
+        // Where cargo put it: CARGO_TARGET_DIR when set (a shared or per-worktree target
+        // directory), else the workspace's `target/`.
+        let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+            .filter(|dir| !dir.is_empty())
+            .map(PathBuf::from)
+            .map(|dir| {
+                if dir.is_absolute() {
+                    dir
+                } else {
+                    system::workspace_root().join(dir)
+                }
+            })
+            .unwrap_or_else(|| system::workspace_root().join("target"));
+        extra_env.push(("MAILROOM_BENCH_BIN", target_dir.join("release/mailroom")));
     }
     let mut postgres = Postgres::provide()?;
     let url = postgres.maintenance_url();

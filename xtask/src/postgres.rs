@@ -487,9 +487,16 @@ impl PrivateCluster {
         };
         // fsync and friends are off: this is a throwaway development and test cluster
         // under target/, and per-test CREATE DATABASE is much faster without them.
+        // pg_stat_statements is preloaded when installed, so `cargo xtask bench delivery`
+        // can report PostgreSQL time per statement (it loads only at server start).
+        let statements = if binaries.has_library("pg_stat_statements") {
+            " -c shared_preload_libraries=pg_stat_statements"
+        } else {
+            ""
+        };
         let server_options = format!(
             "-p {PRIVATE_CLUSTER_PORT} -k {} -c listen_addresses=127.0.0.1 \
-             -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+             -c fsync=off -c synchronous_commit=off -c full_page_writes=off{statements}",
             system::shell_quote(&socket_dir)
         );
         let started = system::run(
@@ -614,6 +621,14 @@ impl Binaries {
             dir,
             run_as_postgres: system::is_root(),
         }
+    }
+
+    /// Whether the installation has the loadable module `name` (`../lib/<name>.so`
+    /// beside `bin/`, Debian's and the source build's layout).
+    fn has_library(&self, name: &str) -> bool {
+        self.dir
+            .parent()
+            .is_some_and(|root| root.join("lib").join(format!("{name}.so")).exists())
     }
 
     /// A command running `tool` from this directory, as `postgres` when we are root.

@@ -609,8 +609,15 @@ pub struct Message {
 /// globally unique, so the header is too, and retries reuse it so the receiver can
 /// recognise a duplicate.
 pub fn message_id_header(id: MessageId, domain: &str) -> String {
+    format!("<{id}@{}>", message_id_domain(domain))
+}
+
+/// The domain a `Message-ID` uses for the sender's domain `domain`: the domain itself
+/// when it is a plain host name (letters, digits, dots and hyphens), else the reserved
+/// `mailroom.invalid`.
+pub fn message_id_domain(domain: &str) -> &str {
     let domain = domain.trim();
-    let domain = if domain.is_empty()
+    if domain.is_empty()
         || !domain
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
@@ -618,8 +625,7 @@ pub fn message_id_header(id: MessageId, domain: &str) -> String {
         "mailroom.invalid"
     } else {
         domain
-    };
-    format!("<{id}@{domain}>")
+    }
 }
 
 /// A fingerprint of a transactional send request, to tell a replay (same key, same body)

@@ -283,6 +283,14 @@ diesel::table! {
 }
 
 diesel::table! {
+    /// One row per account with waiting mail: when its next message is due (migration 14).
+    delivery_lanes (account_id) {
+        account_id -> Uuid,
+        next_due_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
     message_stats_daily (account_id, day) {
         account_id -> Uuid,
         day -> Date,
@@ -388,6 +396,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     topic_unsubscriptions,
     webhook_events,
     messages,
+    delivery_lanes,
     message_stats_daily,
     automation_firings,
     announcements,

@@ -103,7 +103,8 @@ struct Shared {
     lane_sessions: usize,
     lanes: Mutex<HashMap<Lane, Arc<LaneState>>>,
     /// Every message this worker holds a lease on, for the renewal.
-    held: Mutex<HashSet<MessageId>>,
+    /// With each message's account: the renewal runs one statement per account.
+    held: Mutex<HashMap<MessageId, AccountId>>,
     /// Signalled when a held message is released.
     released: Notify,
     /// Claims of this process run one at a time, so each sees what the previous one took
@@ -136,7 +137,7 @@ impl MessageWorker {
                 lease_token,
                 lane_sessions: config.smtp_connections_per_server.max(1),
                 lanes: Mutex::new(HashMap::new()),
-                held: Mutex::new(HashSet::new()),
+                held: Mutex::new(HashMap::new()),
                 released: Notify::new(),
                 claiming: tokio::sync::Mutex::new(()),
             }),
@@ -195,7 +196,12 @@ impl MessageWorker {
         .map_err(|error| anyhow::anyhow!("claiming messages: {error}"))?;
         let (lease, claimed) = (claim.lease, claim.claimed);
         let ids: Vec<MessageId> = claim.to_render.iter().map(|job| job.message.id).collect();
-        self.hold(&ids);
+        self.hold(
+            claim
+                .to_render
+                .iter()
+                .map(|job| (job.message.id, job.message.account_id)),
+        );
         drop(one_at_a_time);
         if claim.to_render.is_empty() {
             return Ok(Some((lease, claimed, Vec::new())));
@@ -360,7 +366,10 @@ impl MessageWorker {
         let every = self.shared.settings.lease / 3;
         loop {
             tokio::time::sleep(every).await;
-            let ids: Vec<MessageId> = lock(&self.shared.held).iter().copied().collect();
+            let ids: Vec<(AccountId, MessageId)> = lock(&self.shared.held)
+                .iter()
+                .map(|(id, account)| (*account, *id))
+                .collect();
             if ids.is_empty() {
                 if *shutdown.borrow() {
                     return;
@@ -417,8 +426,8 @@ impl MessageWorker {
         accounts
     }
 
-    fn hold(&self, ids: &[MessageId]) {
-        lock(&self.shared.held).extend(ids.iter().copied());
+    fn hold(&self, messages: impl Iterator<Item = (MessageId, AccountId)>) {
+        lock(&self.shared.held).extend(messages);
     }
 
     fn release(&self, ids: &[MessageId]) {

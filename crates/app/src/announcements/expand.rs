@@ -1,14 +1,14 @@
 use mailroom_domain::{
     announcement::Announcement,
     condition::{parse_conditions, Segment},
-    AccountId, AnnouncementId,
+    message::message_id_domain,
+    AccountId, AnnouncementId, MessageId,
 };
-use serde_json::Map;
 
 use crate::{
     contacts::AccountAttributeTypes,
-    messages::outbox::{queued_message, sender_domain, Addressee, Origin},
-    ports::{in_transaction, UnitOfWork},
+    messages::outbox::sender_domain,
+    ports::{in_transaction, AudienceBatch, UnitOfWork},
     AppError, Services,
 };
 
@@ -29,9 +29,11 @@ pub struct ExpansionBatch {
 }
 
 /// One batch of the oldest running announcement that still has audience to expand (any
-/// account), in one transaction: reads up to `batch_size` contacts of its audience after
-/// `lastSampledContactId` in id order, queues a message for each (a unique key leaves out
-/// any contact that already has one), and moves `lastSampledContactId` forward. A crash
+/// account), in one transaction: queues a message for each of up to `batch_size`
+/// contacts of its audience after `lastSampledContactId` in id order, in one
+/// `INSERT … SELECT` (the audience compiled to SQL as the search does; a unique key
+/// leaves out any contact that already has one), and moves `lastSampledContactId` to the
+/// last contact the statement reached. A crash
 /// loses at most the uncommitted batch, which the next run repeats. `None` when no
 /// announcement needs expanding or another worker holds the only one.
 ///
@@ -86,52 +88,38 @@ fn expand_batch(
         include_unsubscribed: announcement.include_unsubscribed,
         topic: announcement.topic_id,
     };
-    let members = tx.audience_batch(
-        account,
-        &segment,
-        announcement.created_at,
-        announcement.last_sampled_contact_id,
-        batch_size,
-    )?;
     let domain = sender_domain(tx, account, &template)?;
-    let messages: Vec<_> = members
-        .iter()
-        .map(|member| {
-            queued_message(
-                services,
-                account,
-                &template,
-                &domain,
-                &Addressee {
-                    contact: member.id,
-                    email: &member.email,
-                },
-                Origin::Announcement(announcement.id),
-                Map::new(),
-                now,
-                now,
-            )
-        })
+    // The ids are made here, like every message id (UUIDv7 from the service's source), and
+    // the store takes one per contact it queues.
+    let message_ids: Vec<MessageId> = (0..batch_size)
+        .map(|_| MessageId::from_uuid(services.ids.next_uuid()))
         .collect();
-    let queued = tx.insert_audience_messages(&messages)?;
-    let finished = members.len() < batch_size as usize;
-    let last = members
-        .last()
-        .map(|member| member.id)
-        .or(announcement.last_sampled_contact_id);
+    let batch = tx.queue_audience_batch(&AudienceBatch {
+        account,
+        announcement: announcement.id,
+        segment: &segment,
+        created_until: announcement.created_at,
+        after: announcement.last_sampled_contact_id,
+        message_ids: &message_ids,
+        template: template.id,
+        message_id_domain: message_id_domain(&domain),
+        now,
+    })?;
+    let finished = batch.contacts < u64::from(batch_size);
+    let last = batch.last.or(announcement.last_sampled_contact_id);
     tx.record_expansion(
         account,
         announcement.id,
         last,
-        queued,
+        batch.queued,
         finished.then_some(now),
         now,
     )?;
     Ok(ExpansionBatch {
         account,
         announcement: announcement.id,
-        contacts: members.len(),
-        queued,
+        contacts: usize::try_from(batch.contacts).unwrap_or(usize::MAX),
+        queued: batch.queued,
         finished,
     })
 }

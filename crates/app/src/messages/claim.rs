@@ -1,5 +1,7 @@
 //! Delivery step 1, the claim (one short transaction, committed before anything is
-//! rendered): leases due messages and counts the claim, quarantines the ones whose
+//! rendered): locks up to [`LANES_PER_CLAIM`] due lanes (accounts with due mail, from the
+//! small `delivery_lanes` table), leases each one's due messages with a claim of its own
+//! and counts the claim, quarantines the ones whose
 //! earlier claims ended without an outcome, settles the ones suppression stops
 //! (`skipped`, counted) or that cannot be prepared (`failed`, counted), applies the
 //! monthly send limit, chooses each message's server (its lane) and gathers everything
@@ -13,12 +15,13 @@
 use mailroom_domain::{
     contact::Contact,
     message::{
-        server_fault_delay, suppression_reason, Message, MessageStatus, SkipReason, StatsCounter,
-        Suppression,
+        server_fault_delay, suppression_reason, Message, SkipReason, StatsCounter, Suppression,
     },
+    message_lifecycle::lease_end,
     AccountId, MailServerId, MessageId, Uuid,
 };
 use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 
 use super::{
     claim_batch::ClaimBatch,
@@ -42,6 +45,10 @@ pub struct Lane {
     /// The server.
     pub server: MailServerId,
 }
+
+/// The most lanes (accounts) one claim serves; each gets an equal share of the claim's
+/// limit.
+pub const LANES_PER_CLAIM: u32 = 8;
 
 /// What a worker asks a claim for.
 #[derive(Debug, Clone)]
@@ -96,17 +103,37 @@ pub fn claim_messages(
     let now = services.clock.now();
     let lease = Lease {
         token: request.lease_token,
-        until: now.plus(time::Duration::try_from(settings.lease).unwrap_or(time::Duration::MINUTE)),
+        until: lease_end(now, settings.lease),
     };
     in_transaction(services.db.as_ref(), |tx| {
-        let claims = tx.claim_due_messages(now, &lease, request.limit, &request.skip_accounts)?;
+        // The due lanes first (accounts; docs/operations.md, "Delivery lanes"), then each
+        // lane's own claim with its account in the WHERE clause, the limit shared out.
+        let lanes = tx.lock_due_lanes(now, LANES_PER_CLAIM, &request.skip_accounts)?;
+        let mut claims = Vec::new();
+        // A lane whose claim took its whole share has more waiting (it is due again now);
+        // only the others need their next due time looked up.
+        let mut served: Vec<(AccountId, bool)> = Vec::with_capacity(lanes.len());
+        if let Ok(count) = u32::try_from(lanes.len()) {
+            let share = request.limit.checked_div(count).unwrap_or(0).max(1);
+            for account in &lanes {
+                let claimed = tx.claim_due_messages(*account, now, &lease, share)?;
+                served.push((*account, claimed.len() >= share as usize));
+                claims.extend(claimed);
+            }
+        }
+        claims.sort_by_key(|claim| (claim.message.next_attempt_at, claim.message.id));
         let claimed = claims.len();
         let mut to_render = Vec::with_capacity(claimed);
         let mut send_limit = MonthlySendLimit::new(settings.monthly_send_limit);
         let messages: Vec<Message> = claims.iter().map(|c| c.message.clone()).collect();
         let mut batch = ClaimBatch::load(tx, services, &messages)?;
         for claim in claims {
+            // The store returns each message as it was before its claim; the domain's
+            // rules make it `sending` (and refuse what the claim must not have taken).
             let mut message = claim.message;
+            message.claim(now).map_err(|error| {
+                AppError::Internal(format!("the store claimed message {}: {error}", message.id))
+            })?;
             if Message::must_quarantine(claim.claims_without_outcome) {
                 message.quarantine(now);
                 tracing::warn!(message = %message.id, "message quarantined: its claims keep ending without an outcome");
@@ -146,13 +173,11 @@ pub fn claim_messages(
                     // Back to `queued` without spending an attempt: the server is at
                     // fault, not the message (docs/api-decisions.md, "Who a refusal
                     // blames").
-                    message.status = MessageStatus::Queued;
-                    message.next_attempt_at = Some(now.plus(server_fault_delay(
+                    let due = now.plus(server_fault_delay(
                         now.as_datetime() - since.as_datetime(),
                         jitter(services),
-                    )));
-                    message.last_reply = Some(reason);
-                    message.updated_at = now;
+                    ));
+                    message.wait_for_server(reason, due, now);
                     tx.record_message_state(&message, lease.token)?;
                 }
                 Checked::Fail(reason) => {
@@ -163,6 +188,8 @@ pub fn claim_messages(
                 }
             }
         }
+        // After every state write of the claim, so each lane sees what is left.
+        tx.reschedule_lanes(&served, now)?;
         Ok(ClaimedMessages {
             lease,
             claimed,
@@ -314,29 +341,36 @@ fn flags(contact: &Contact) -> Suppression {
     }
 }
 
-/// Extends the lease of each of `messages` the worker holds under `lease_token` to
-/// `lease` from now, in one statement; returns how many it extended. A worker calls it
-/// well within the lease, so a live worker keeps what it holds however slow its servers
-/// are, and a dead worker's messages are free again soon after one lease. A message the
-/// worker gives up on (its outcome could not be recorded) is left out, so its lease runs
-/// out and another claim takes it.
+/// Extends the lease of each of `messages` (with their accounts) the worker holds under
+/// `lease_token` to `lease` from now, one statement per account (each carries its
+/// `account_id`, so on a database distributed by account it runs on one shard), in one
+/// transaction; returns how many it extended. A worker calls it well within the lease,
+/// so a live worker keeps what it holds however slow its servers are, and a dead worker's
+/// messages are free again soon after one lease. A message the worker gives up on (its
+/// outcome could not be recorded) is left out, so its lease runs out and another claim
+/// takes it.
 ///
 /// # Errors
 /// [`AppError`] when the store fails.
 pub fn renew_message_leases(
     services: &Services,
     lease_token: Uuid,
-    messages: &[MessageId],
+    messages: &[(AccountId, MessageId)],
     lease: std::time::Duration,
 ) -> Result<u64, AppError> {
     if messages.is_empty() {
         return Ok(0);
     }
-    let until = services
-        .clock
-        .now()
-        .plus(time::Duration::try_from(lease).unwrap_or(time::Duration::MINUTE));
+    let until = lease_end(services.clock.now(), lease);
+    let mut by_account: BTreeMap<AccountId, Vec<MessageId>> = BTreeMap::new();
+    for (account, id) in messages {
+        by_account.entry(*account).or_default().push(*id);
+    }
     in_transaction(services.db.as_ref(), |tx| {
-        Ok(tx.renew_message_leases(lease_token, messages, until)?)
+        let mut renewed = 0;
+        for (account, ids) in &by_account {
+            renewed += tx.renew_message_leases(lease_token, *account, ids, until)?;
+        }
+        Ok(renewed)
     })
 }

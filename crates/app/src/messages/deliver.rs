@@ -12,14 +12,16 @@
 //! runs out; the next claim takes them back, so at most the messages in flight are sent
 //! twice.
 
-use std::time::Duration;
+use std::{collections::HashSet, time::Duration};
 
 use mailroom_domain::{
     message::{
-        retry_delay, server_fault_delay, AttemptFault, Message, MessageStatus, ReplyClass,
-        SmtpStage, StatsCounter, RETRY_BASE,
+        server_fault_delay, AttemptFault, Message, MessageStatus, ReplyClass, SmtpStage,
+        StatsCounter,
     },
+    message_lifecycle::{SessionEnd, SettleRules, Settlement},
     webhook_event::{ContactChange, ContactNotice},
+    ContactId, MessageId,
 };
 
 use super::claim::Lane;
@@ -165,8 +167,8 @@ pub fn record_message_outcomes(
             .iter()
             .map(|(job, _)| job.message.clone())
             .collect();
-        for &i in &order {
-            let mut settled = settled[i].clone();
+        let mut settled: Vec<Settled> = settled;
+        for settled in &mut settled {
             if let Some((server, _)) = &settled.server_fault {
                 let since = unhealthy_since
                     .iter()
@@ -176,9 +178,44 @@ pub fn record_message_outcomes(
                 settled.message.next_attempt_at =
                     Some(now.plus(server_fault_delay(waited, jitter(services))));
             }
-            if !write_settled(tx, services, lease, now, &settled)? {
+        }
+        // Every state in one statement (set-based), then the contacts in key order: the
+        // sent ones counted, the bounced ones locked before they are flagged.
+        // One statement per account, so each carries a single `account_id` (one shard
+        // on a database distributed by account).
+        let mut written: HashSet<MessageId> = HashSet::new();
+        let mut accounts: Vec<_> = settled.iter().map(|s| s.message.account_id).collect();
+        accounts.sort_unstable();
+        accounts.dedup();
+        for account in accounts {
+            let states: Vec<&Message> = settled
+                .iter()
+                .map(|settled| &settled.message)
+                .filter(|message| message.account_id == account)
+                .collect();
+            written.extend(tx.record_message_states(account, &states, lease.token)?);
+        }
+        let mut contacts: Vec<(mailroom_domain::AccountId, ContactId, u32)> = order
+            .iter()
+            .map(|&i| &settled[i].message)
+            .filter(|message| written.contains(&message.id))
+            .filter(|message| {
+                message.status == MessageStatus::Sent || message.status == MessageStatus::Bounced
+            })
+            .map(|message| {
+                let sent = u32::from(message.status == MessageStatus::Sent);
+                (message.account_id, message.contact_id, sent)
+            })
+            .collect();
+        contacts.sort_by_key(|(account, contact, _)| (*account, *contact));
+        tx.count_messages_to_contacts(&contacts)?;
+        for &i in &order {
+            let settled = &settled[i];
+            if !written.contains(&settled.message.id) {
+                tracing::warn!(message = %settled.message.id, "lease lost before the outcome was recorded");
                 continue;
             }
+            flag_bounce(tx, services, now, settled)?;
             if let Some(counter) = settled.counter {
                 let account = settled.message.account_id;
                 match counts
@@ -189,7 +226,7 @@ pub fn record_message_outcomes(
                     None => counts.push((account, counter, 1)),
                 }
             }
-            recorded[i] = settled.message;
+            recorded[i] = settled.message.clone();
         }
         for (server, error) in &faulted {
             tx.mark_mail_server_unhealthy(
@@ -238,86 +275,50 @@ fn settle(
     outcome: &SendOutcome,
 ) -> Settled {
     let mut message = job.message.clone();
-    message.attempts = message.attempts.saturating_add(1);
-    message.updated_at = now;
-    let mut counter = None;
-    let mut bounce = None;
-    let mut server_fault = None;
-    let mut server_worked = None;
     let saved = job.mail.endpoint.saved;
-    match outcome {
+    let summary;
+    let end = match outcome {
         SendOutcome::Accepted(accepted) => {
-            message.status = MessageStatus::Sent;
-            message.next_attempt_at = None;
-            message.sent_at = Some(now);
-            message.last_reply = Some(accepted.summary());
-            counter = Some(StatsCounter::Sent);
-            server_worked = saved;
+            summary = accepted.summary();
+            SessionEnd::Accepted { summary: &summary }
         }
-        SendOutcome::Refused(fault) => {
-            message.last_reply = Some(fault.to_string());
-            match fault.classify() {
-                // Not the message's fault: it waits for the server without spending an
-                // attempt (an unsaved endpoint cannot happen here; it retries as
-                // transient).
-                ReplyClass::ServerFault if saved.is_some() => {
-                    message.attempts = job.message.attempts;
-                    message.status = MessageStatus::Queued;
-                    message.next_attempt_at = Some(now.plus(RETRY_BASE));
-                    server_fault = saved.map(|server| (server, fault.to_string()));
-                }
-                ReplyClass::HardBounce => {
-                    message.status = MessageStatus::Bounced;
-                    message.next_attempt_at = None;
-                    counter = Some(StatsCounter::Bounced);
-                    bounce = Some(fault.to_string());
-                }
-                ReplyClass::Transient | ReplyClass::ServerFault
-                    if message.attempts < settings.max_attempts =>
-                {
-                    message.status = MessageStatus::Queued;
-                    message.next_attempt_at =
-                        Some(now.plus(retry_delay(message.attempts, jitter(services))));
-                }
-                // A 2xx reported as a refusal cannot happen (step 2 sorts them); treat it
-                // like any other permanent failure rather than guessing.
-                ReplyClass::Transient
-                | ReplyClass::ServerFault
-                | ReplyClass::PermanentFailure
-                | ReplyClass::Accepted => {
-                    message.status = MessageStatus::Failed;
-                    message.next_attempt_at = None;
-                    counter = Some(StatsCounter::Failed);
-                }
-            }
-        }
-    }
+        SendOutcome::Refused(fault) => SessionEnd::Refused(fault),
+    };
+    let rules = SettleRules {
+        max_attempts: settings.max_attempts,
+        saved_server: saved.is_some(),
+        jitter: jitter(services),
+    };
+    // Every job is a claimed (`sending`) message; should one not be, it is written back
+    // as it was (which releases the lease) rather than given a guessed outcome.
+    let settlement = message.settle(end, now, &rules).unwrap_or_else(|error| {
+        tracing::warn!(message = %message.id, %error, "an outcome for a message that is not sending");
+        Settlement::default()
+    });
     Settled {
         message,
-        counter,
-        bounce,
-        server_fault,
-        server_worked,
+        counter: settlement.counter,
+        bounce: settlement.hard_bounce,
+        server_fault: settlement
+            .server_fault
+            .and_then(|fault| saved.map(|server| (server, fault))),
+        server_worked: if settlement.server_worked {
+            saved
+        } else {
+            None
+        },
     }
 }
 
-/// Writes one settled message (not its counter); `false` when the lease was lost and
-/// nothing was written.
-fn write_settled(
+/// Flags the contact of a hard-bounced message (its row already locked by the batch's
+/// contact step) and queues `contact.bounced` when the flag is new.
+fn flag_bounce(
     tx: &mut dyn UnitOfWork,
     services: &Services,
-    lease: &Lease,
     now: mailroom_domain::Timestamp,
     settled: &Settled,
-) -> Result<bool, AppError> {
+) -> Result<(), AppError> {
     let message = &settled.message;
-    if !tx.record_message_state(message, lease.token)? {
-        tracing::warn!(message = %message.id, "lease lost before the outcome was recorded");
-        return Ok(false);
-    }
-    if message.status == MessageStatus::Sent {
-        tx.count_message_to_contact(message.account_id, message.contact_id)?;
-    }
     if let Some(reply) = &settled.bounce {
         if tx.mark_contact_hard_bounced(message.account_id, message.contact_id, now)? {
             queue_webhook_event(
@@ -335,7 +336,7 @@ fn write_settled(
             )?;
         }
     }
-    Ok(true)
+    Ok(())
 }
 
 /// A uniform draw from `[0, 1)` for the backoff's jitter.

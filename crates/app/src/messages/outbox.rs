@@ -1,11 +1,14 @@
-//! Building outbox rows: every cause of a message (a transactional send, an automation, an
-//! announcement) makes its rows here, so they agree on ids, `Message-ID` and initial state.
+//! Building outbox rows: a transactional send and an automation make their rows here, so
+//! they agree on ids, `Message-ID` and initial state. An announcement's audience is
+//! queued by one `INSERT … SELECT` per batch in the store
+//! (`AnnouncementRepository::queue_audience_batch`), which writes the same initial state
+//! with ids made by the same source and the same `Message-ID` ([`message_id_domain`](mailroom_domain::message::message_id_domain)).
 
 use mailroom_domain::{
     message::{message_id_header, Message, MessageKind, MessageStatus},
     paging::PageRequest,
     template::Template,
-    AccountId, AnnouncementId, AutomationId, ContactId, MessageId, Timestamp,
+    AccountId, AutomationId, ContactId, MessageId, Timestamp,
 };
 use serde_json::{Map, Value};
 
@@ -18,8 +21,6 @@ pub(crate) enum Origin {
     Transactional,
     /// An automation's trigger.
     Automation(AutomationId),
-    /// An announcement's audience.
-    Announcement(AnnouncementId),
 }
 
 /// The domain of the address a template's mail will come from: the template's own
@@ -80,10 +81,9 @@ pub(crate) fn queued_message(
     due: Timestamp,
 ) -> Message {
     let id = MessageId::from_uuid(services.ids.next_uuid());
-    let (kind, automation_id, announcement_id) = match origin {
-        Origin::Transactional => (MessageKind::Transactional, None, None),
-        Origin::Automation(id) => (MessageKind::Automation, Some(id), None),
-        Origin::Announcement(id) => (MessageKind::Announcement, None, Some(id)),
+    let (kind, automation_id) = match origin {
+        Origin::Transactional => (MessageKind::Transactional, None),
+        Origin::Automation(id) => (MessageKind::Automation, Some(id)),
     };
     Message {
         id,
@@ -103,6 +103,6 @@ pub(crate) fn queued_message(
         updated_at: now,
         sent_at: None,
         automation_id,
-        announcement_id,
+        announcement_id: None,
     }
 }

@@ -1,17 +1,44 @@
 use mailroom_domain::{
-    announcement::Announcement, condition::Segment, message::Message, paging::PageRequest,
-    AccountId, AnnouncementId, ContactId, Timestamp,
+    announcement::Announcement, condition::Segment, paging::PageRequest, AccountId, AnnouncementId,
+    ContactId, MessageId, TemplateId, Timestamp,
 };
 
 use crate::StoreError;
 
-/// One contact of an audience batch.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AudienceMember {
-    /// The contact.
-    pub id: ContactId,
-    /// Its address now.
-    pub email: String,
+/// One batch of an announcement's expansion, for the store to queue in one statement.
+#[derive(Debug, Clone, Copy)]
+pub struct AudienceBatch<'a> {
+    /// The account.
+    pub account: AccountId,
+    /// The announcement whose messages these are.
+    pub announcement: AnnouncementId,
+    /// Its audience: conditions and suppression.
+    pub segment: &'a Segment,
+    /// Contacts created after this (the announcement's creation) are not in it.
+    pub created_until: Timestamp,
+    /// Where the previous batch stopped (`lastSampledContactId`).
+    pub after: Option<ContactId>,
+    /// The new messages' ids, one per contact the batch may take: its length is the
+    /// batch size.
+    pub message_ids: &'a [MessageId],
+    /// The announcement's template.
+    pub template: TemplateId,
+    /// The domain of the messages' `Message-ID` (see
+    /// [`message_id_domain`](mailroom_domain::message::message_id_domain)).
+    pub message_id_domain: &'a str,
+    /// When the messages are queued and due.
+    pub now: Timestamp,
+}
+
+/// What one audience batch did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueuedAudience {
+    /// Contacts of the audience the batch reached.
+    pub contacts: u64,
+    /// Messages it queued (fewer than `contacts` only for a repeated batch).
+    pub queued: u64,
+    /// The last contact it reached, in id order.
+    pub last: Option<ContactId>,
 }
 
 /// Announcements and the expansion of their audiences.
@@ -61,27 +88,19 @@ pub trait AnnouncementRepository {
     /// [`StoreError`] on store failure.
     fn lock_next_expansion(&mut self) -> Result<Option<(AccountId, Announcement)>, StoreError>;
 
-    /// Up to `limit` contacts of the segment created at or before `created_until`, with
-    /// ids greater than `after`, in id order.
+    /// Queues one batch of an announcement's audience in one statement: the contacts of
+    /// `batch.segment` (suppression included) created at or before
+    /// `batch.created_until`, with ids greater than `batch.after`, in id order, at most
+    /// one per id in `batch.message_ids`; each gets a `queued` announcement message due at
+    /// `batch.now` with the next unused id, except a contact that already has a message
+    /// of the announcement (a batch repeated after a crash).
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
-    fn audience_batch(
+    fn queue_audience_batch(
         &mut self,
-        account: AccountId,
-        segment: &Segment,
-        created_until: Timestamp,
-        after: Option<ContactId>,
-        limit: u32,
-    ) -> Result<Vec<AudienceMember>, StoreError>;
-
-    /// Inserts the messages of one batch, skipping any contact that already has a
-    /// message of the announcement (a batch repeated after a crash), and returns how many
-    /// were new.
-    ///
-    /// # Errors
-    /// [`StoreError`] on store failure.
-    fn insert_audience_messages(&mut self, messages: &[Message]) -> Result<u64, StoreError>;
+        batch: &AudienceBatch<'_>,
+    ) -> Result<QueuedAudience, StoreError>;
 
     /// Writes the expansion's progress: the last contact reached, the messages added, and
     /// `expanded_at` when the end of the audience was reached.

@@ -14,7 +14,9 @@ use super::{Lease, SmtpEndpoint};
 /// A message as its claim returned it.
 #[derive(Debug, Clone)]
 pub struct ClaimedMessage {
-    /// The message, now `sending`.
+    /// The message as it was before the claim (`queued`, or `sending` under a lease that
+    /// ran out): the caller applies [`Message::claim`], which makes it `sending` as the
+    /// store already recorded.
     pub message: Message,
     /// Claims since its last outcome, this one included: more than one means earlier
     /// claims ended without an outcome (their worker died or lost the lease).
@@ -92,30 +94,64 @@ pub trait MessageRepository {
         filter: &MessageFilter,
     ) -> Result<u64, StoreError>;
 
-    /// Claims up to `limit` messages of any account but those in `skip_accounts` that are
-    /// `queued` and due at `now`, or `sending` under a lease that ran out (their worker
-    /// died), earliest due first; leases them with `lease`, moves them to `sending` and
-    /// counts the claim (`claims_without_outcome`, which every state write resets). Rows
-    /// other workers hold locked are skipped, never waited for.
+    /// Locks up to `limit` due delivery lanes (accounts whose next message is due at
+    /// `now`), earliest due first, leaving out `skip_accounts` (whose lanes are full in
+    /// the claiming worker) and lanes another claim holds (skipped, never waited for).
+    /// The locks last until the transaction ends; [`Self::reschedule_lanes`] must run
+    /// before it commits.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn lock_due_lanes(
+        &mut self,
+        now: Timestamp,
+        limit: u32,
+        skip_accounts: &[AccountId],
+    ) -> Result<Vec<AccountId>, StoreError>;
+
+    /// Claims up to `limit` messages of `account` that are in a claimable status
+    /// ([`MessageStatus::CLAIMABLE`](mailroom_domain::message::MessageStatus::CLAIMABLE):
+    /// `queued`, or `sending` under a lease that ran out because their worker died) and
+    /// due at `now`, earliest due first; leases them with `lease`, moves them to `sending`
+    /// and counts the claim (`claims_without_outcome`, which every state write resets).
+    /// Rows other workers hold locked are skipped, never waited for. `account` is in the
+    /// statement's WHERE clause, so on a database distributed by account it runs on one
+    /// shard.
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
     fn claim_due_messages(
         &mut self,
+        account: AccountId,
         now: Timestamp,
         lease: &Lease,
         limit: u32,
-        skip_accounts: &[AccountId],
     ) -> Result<Vec<ClaimedMessage>, StoreError>;
 
-    /// Extends to `until` the lease of each of `messages` still `sending` under `token`,
-    /// in one statement; returns how many it extended.
+    /// Sets each of the `lanes` (accounts locked by [`Self::lock_due_lanes`], each with
+    /// whether its claim took its whole share) due when the account next has something
+    /// to claim: `now` for a lane whose claim was full (more is waiting), else its
+    /// earliest waiting message or the end of a lease on one in flight, but not before
+    /// `now` (served lanes go behind those that waited longer); no time when nothing
+    /// waits.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn reschedule_lanes(
+        &mut self,
+        lanes: &[(AccountId, bool)],
+        now: Timestamp,
+    ) -> Result<(), StoreError>;
+
+    /// Extends to `until` the lease of each of `account`'s `messages` still `sending`
+    /// under `token`, in one statement; returns how many it extended.
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
     fn renew_message_leases(
         &mut self,
         token: Uuid,
+        account: AccountId,
         messages: &[MessageId],
         until: Timestamp,
     ) -> Result<u64, StoreError>;
@@ -132,6 +168,31 @@ pub trait MessageRepository {
         lease_token: Uuid,
     ) -> Result<bool, StoreError>;
 
+    /// [`Self::record_message_state`] for a batch of `account`'s messages, in one
+    /// statement: writes each message's state and releases its lease where `lease_token`
+    /// still holds it; returns the ids written (a message whose lease was lost, or of
+    /// another account, is left out and unchanged).
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn record_message_states(
+        &mut self,
+        account: AccountId,
+        messages: &[&Message],
+        lease_token: Uuid,
+    ) -> Result<Vec<MessageId>, StoreError>;
+
+    /// Locks each listed contact in key order (so concurrent batches that share contacts
+    /// wait for each other in one order, never in a cycle) and adds its count to its
+    /// `message_count`, in one statement. A contact listed with 0 is only locked.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn count_messages_to_contacts(
+        &mut self,
+        contacts: &[(AccountId, ContactId, u32)],
+    ) -> Result<(), StoreError>;
+
     /// Sets the contact's hard-bounce flag (keeping an earlier time) and returns whether
     /// it was newly set; `false` also when there is no such contact.
     ///
@@ -143,16 +204,6 @@ pub trait MessageRepository {
         contact: ContactId,
         now: Timestamp,
     ) -> Result<bool, StoreError>;
-
-    /// Adds one to the contact's `message_count`.
-    ///
-    /// # Errors
-    /// [`StoreError`] on store failure.
-    fn count_message_to_contact(
-        &mut self,
-        account: AccountId,
-        contact: ContactId,
-    ) -> Result<(), StoreError>;
 
     /// Adds `by` to `counter` of the account's UTC `day`, creating the day at zero first.
     ///

@@ -27,7 +27,7 @@ mod tracking;
 mod webhook_events;
 mod webhook_sender;
 
-pub use announcements::{AnnouncementRepository, AudienceMember};
+pub use announcements::{AnnouncementRepository, AudienceBatch, QueuedAudience};
 pub use automations::AutomationRepository;
 pub use console::{ConsoleRepository, ConsoleSessionRecord};
 pub use contact_import::{ContactImportRepository, ImportedContact};

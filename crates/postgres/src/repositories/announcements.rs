@@ -1,12 +1,11 @@
-use diesel::{pg::Pg, prelude::*, sql_query, sql_types::Timestamptz, upsert::on_constraint};
+use diesel::{pg::Pg, prelude::*, sql_query, sql_types::Timestamptz};
 use mailroom_app::{
-    ports::{AnnouncementRepository, AudienceMember},
+    ports::{AnnouncementRepository, AudienceBatch, QueuedAudience},
     StoreError,
 };
 use mailroom_domain::{
     announcement::{Announcement, AnnouncementStatus},
-    condition::{ConditionInput, Segment},
-    message::Message,
+    condition::ConditionInput,
     paging::PageRequest,
     AccountId, AnnouncementId, ContactId, TemplateId, Timestamp, TopicId,
 };
@@ -15,20 +14,9 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{
-    corrupt,
-    messages::{message_row, MessageRow},
-    segments::audience_batch,
-    templates::page_bounds,
-    timestamp, PgUnitOfWork,
+    corrupt, segments::queue_audience_batch, templates::page_bounds, timestamp, PgUnitOfWork,
 };
-use crate::{
-    error::store_error,
-    schema::{announcements, messages},
-};
-
-/// Rows per `INSERT` of an expansion batch: 22 bound columns each, well under
-/// PostgreSQL's 65,535 parameters per statement.
-const INSERT_CHUNK: usize = 2_000;
+use crate::{error::store_error, schema::announcements};
 
 #[derive(Queryable, Selectable, Insertable)]
 #[diesel(table_name = announcements, check_for_backend(Pg))]
@@ -197,48 +185,11 @@ impl AnnouncementRepository for PgUnitOfWork<'_> {
             .transpose()
     }
 
-    fn audience_batch(
+    fn queue_audience_batch(
         &mut self,
-        account: AccountId,
-        segment: &Segment,
-        created_until: Timestamp,
-        after: Option<ContactId>,
-        limit: u32,
-    ) -> Result<Vec<AudienceMember>, StoreError> {
-        Ok(audience_batch(
-            self.conn,
-            account,
-            segment,
-            created_until.as_datetime(),
-            after.map(|id| id.as_uuid()),
-            limit,
-        )?
-        .into_iter()
-        .map(|row| AudienceMember {
-            id: ContactId::from_uuid(row.id),
-            email: row.email,
-        })
-        .collect())
-    }
-
-    fn insert_audience_messages(&mut self, batch: &[Message]) -> Result<u64, StoreError> {
-        let mut inserted = 0;
-        for chunk in batch.chunks(INSERT_CHUNK) {
-            let rows: Vec<MessageRow> = chunk
-                .iter()
-                .map(|message| message_row(message, None))
-                .collect();
-            let added = diesel::insert_into(messages::table)
-                .values(&rows)
-                .on_conflict(on_constraint(
-                    "messages_account_id_announcement_id_contact_id_key",
-                ))
-                .do_nothing()
-                .execute(self.conn)
-                .map_err(store_error)?;
-            inserted += added as u64;
-        }
-        Ok(inserted)
+        batch: &AudienceBatch<'_>,
+    ) -> Result<QueuedAudience, StoreError> {
+        queue_audience_batch(self.conn, batch)
     }
 
     fn record_expansion(

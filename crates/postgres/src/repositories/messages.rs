@@ -2,7 +2,9 @@ use diesel::{
     pg::Pg,
     prelude::*,
     sql_query,
-    sql_types::{Array, BigInt, Date as SqlDate, Timestamptz, Uuid as SqlUuid},
+    sql_types::{
+        Array, BigInt, Bool, Date as SqlDate, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid,
+    },
 };
 use mailroom_app::{
     ports::{ClaimedMessage, IdempotentMessage, Lease, MessageRepository},
@@ -23,7 +25,7 @@ use super::contacts::{set_contact_mark, ContactMark};
 use super::{corrupt, templates::page_bounds, timestamp, PgUnitOfWork};
 use crate::{
     error::store_error,
-    schema::{contacts, message_stats_daily, messages},
+    schema::{message_stats_daily, messages},
 };
 
 #[derive(Queryable, QueryableByName, Selectable, Insertable)]
@@ -136,6 +138,37 @@ fn filtered(account: AccountId, filter: &MessageFilter) -> messages::BoxedQuery<
 
 fn to_messages(rows: Vec<MessageRow>) -> Result<Vec<Message>, StoreError> {
     rows.into_iter().map(Message::try_from).collect()
+}
+
+/// A claimed row with the status it was claimed from.
+#[derive(QueryableByName)]
+struct ClaimedRow {
+    #[diesel(embed)]
+    message: MessageRow,
+    #[diesel(sql_type = Text)]
+    claimed_from: String,
+}
+
+#[derive(QueryableByName)]
+struct IdRow {
+    #[diesel(sql_type = SqlUuid)]
+    id: Uuid,
+}
+
+#[derive(QueryableByName)]
+struct LaneRow {
+    #[diesel(sql_type = SqlUuid)]
+    account_id: Uuid,
+}
+
+/// The domain's claimable statuses as an SQL list of literals (closed-enum names, never
+/// input).
+fn claimable_statuses() -> String {
+    MessageStatus::CLAIMABLE
+        .iter()
+        .map(|status| format!("'{}'", status.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[derive(Queryable, Selectable)]
@@ -273,66 +306,154 @@ impl MessageRepository for PgUnitOfWork<'_> {
             .map_err(store_error)
     }
 
+    fn lock_due_lanes(
+        &mut self,
+        now: Timestamp,
+        limit: u32,
+        skip_accounts: &[AccountId],
+    ) -> Result<Vec<AccountId>, StoreError> {
+        let skip: Vec<Uuid> = skip_accounts.iter().map(|id| id.as_uuid()).collect();
+        let rows: Vec<LaneRow> = sql_query(
+            "SELECT account_id FROM delivery_lanes \
+             WHERE next_due_at <= $1 AND account_id <> ALL($2) \
+             ORDER BY next_due_at LIMIT $3 \
+             FOR UPDATE SKIP LOCKED",
+        )
+        .bind::<Timestamptz, _>(now.as_datetime())
+        .bind::<Array<SqlUuid>, _>(skip)
+        .bind::<BigInt, _>(i64::from(limit))
+        .load(self.conn)
+        .map_err(store_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|row| AccountId::from_uuid(row.account_id))
+            .collect())
+    }
+
     fn claim_due_messages(
         &mut self,
+        account: AccountId,
         now: Timestamp,
         lease: &Lease,
         limit: u32,
-        skip_accounts: &[AccountId],
     ) -> Result<Vec<ClaimedMessage>, StoreError> {
-        let skip: Vec<Uuid> = skip_accounts.iter().map(|id| id.as_uuid()).collect();
-        // One statement: the inner SELECT locks the due rows (skipping rows other claims
-        // hold and accounts whose lanes are full), the UPDATE stamps the lease, moves them
-        // to `sending` and counts the claim; the row locks end when it commits.
-        let mut rows: Vec<MessageRow> = sql_query(
+        // One statement: the inner SELECT locks the account's due rows (skipping rows
+        // other claims hold), the UPDATE stamps the lease, moves them to `sending` and
+        // counts the claim; the row locks end when it commits. The claimable statuses are
+        // the domain's, written as literals so the planner matches the partial index
+        // `messages_account_due_idx`; each row comes back with the status it was claimed
+        // from, for the domain's `Message::claim`.
+        let claimable = claimable_statuses();
+        let mut rows: Vec<ClaimedRow> = sql_query(format!(
             "UPDATE messages AS claimed \
-             SET locked_until = $1, lease_token = $2, status = 'sending', \
+             SET locked_until = $1, lease_token = $2, status = '{sending}', \
                  claims_without_outcome = claimed.claims_without_outcome + 1 \
-             FROM (SELECT account_id, id FROM messages \
-                   WHERE status IN ('queued', 'sending') AND next_attempt_at <= $3 \
+             FROM (SELECT account_id, id, status AS claimed_from FROM messages \
+                   WHERE account_id = $5 AND status IN ({claimable}) \
+                     AND next_attempt_at <= $3 \
                      AND (locked_until IS NULL OR locked_until <= $3) \
-                     AND account_id <> ALL($5) \
                    ORDER BY next_attempt_at \
                    LIMIT $4 \
                    FOR UPDATE SKIP LOCKED) AS due \
-             WHERE claimed.account_id = due.account_id AND claimed.id = due.id \
-             RETURNING claimed.*",
-        )
+             WHERE claimed.account_id = $5 AND claimed.account_id = due.account_id \
+               AND claimed.id = due.id \
+             RETURNING claimed.*, due.claimed_from",
+            sending = MessageStatus::Sending.as_str(),
+        ))
         .bind::<Timestamptz, _>(lease.until.as_datetime())
         .bind::<SqlUuid, _>(lease.token)
         .bind::<Timestamptz, _>(now.as_datetime())
         .bind::<BigInt, _>(i64::from(limit))
-        .bind::<Array<SqlUuid>, _>(skip)
+        .bind::<SqlUuid, _>(account.as_uuid())
         .load(self.conn)
         .map_err(store_error)?;
         // RETURNING has no order; send the longest-waiting first.
-        rows.sort_by_key(|row| (row.next_attempt_at, row.id));
+        rows.sort_by_key(|claimed| (claimed.message.next_attempt_at, claimed.message.id));
         rows.into_iter()
-            .map(|row| {
-                let claims_without_outcome = u32::try_from(row.claims_without_outcome)
-                    .map_err(|e| corrupt("messages.claims_without_outcome", e))?;
-                Ok(ClaimedMessage {
-                    message: Message::try_from(row)?,
-                    claims_without_outcome,
-                })
-            })
+            .map(
+                |ClaimedRow {
+                     message: mut row,
+                     claimed_from,
+                 }| {
+                    let claims_without_outcome = u32::try_from(row.claims_without_outcome)
+                        .map_err(|e| corrupt("messages.claims_without_outcome", e))?;
+                    row.status = claimed_from;
+                    Ok(ClaimedMessage {
+                        message: Message::try_from(row)?,
+                        claims_without_outcome,
+                    })
+                },
+            )
             .collect()
+    }
+
+    fn reschedule_lanes(
+        &mut self,
+        lanes: &[(AccountId, bool)],
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        if lanes.is_empty() {
+            return Ok(());
+        }
+        let accounts: Vec<Uuid> = lanes.iter().map(|(id, _)| id.as_uuid()).collect();
+        let backlogged: Vec<bool> = lanes.iter().map(|(_, full)| *full).collect();
+        // A backlogged lane is due now. For the others, two reads bounded by what the
+        // account has in flight: the first waiting row in due order (in-flight rows come
+        // first in the index and are stepped over), and the earliest lease end of the
+        // in-flight ones. CASE evaluates only the branch it takes.
+        let claimable = claimable_statuses();
+        sql_query(format!(
+            "UPDATE delivery_lanes AS lane \
+             SET next_due_at = CASE WHEN next.due IS NULL THEN NULL \
+                                    ELSE greatest(next.due, $3) END \
+             FROM (SELECT lanes.account_id, CASE WHEN lanes.backlogged THEN $3 ELSE least( \
+                     (SELECT m.next_attempt_at FROM messages m \
+                      WHERE m.account_id = lanes.account_id AND m.status IN ({claimable}) \
+                        AND (m.locked_until IS NULL OR m.locked_until <= $3) \
+                      ORDER BY m.next_attempt_at LIMIT 1), \
+                     (SELECT min(m.locked_until) FROM messages m \
+                      WHERE m.lease_token IS NOT NULL AND m.account_id = lanes.account_id \
+                        AND m.status = '{sending}')) END AS due \
+                   FROM unnest($1::uuid[], $2::bool[]) AS lanes(account_id, backlogged)) \
+                  AS next \
+             WHERE lane.account_id = next.account_id",
+            sending = MessageStatus::Sending.as_str(),
+        ))
+        .bind::<Array<SqlUuid>, _>(accounts)
+        .bind::<Array<Bool>, _>(backlogged)
+        .bind::<Timestamptz, _>(now.as_datetime())
+        .execute(self.conn)
+        .map(drop)
+        .map_err(store_error)
     }
 
     fn renew_message_leases(
         &mut self,
         token: Uuid,
+        account: AccountId,
         ids: &[MessageId],
         until: Timestamp,
     ) -> Result<u64, StoreError> {
         let ids: Vec<Uuid> = ids.iter().map(|id| id.as_uuid()).collect();
-        diesel::update(
-            messages::table
-                .filter(messages::lease_token.eq(token))
-                .filter(messages::id.eq_any(ids))
-                .filter(messages::status.eq(MessageStatus::Sending.as_str())),
+        // The rows are locked in key order and rows another transaction holds are skipped:
+        // those are being recorded right now (their outcome ends the lease anyway), and
+        // waiting for them, in whatever order the plan visits rows, deadlocked with the
+        // record's transactions.
+        sql_query(
+            "UPDATE messages AS held SET locked_until = $1 \
+             FROM (SELECT account_id, id FROM messages \
+                   WHERE account_id = $5 AND lease_token = $2 AND id = ANY($3) \
+                     AND status = $4 \
+                   ORDER BY account_id, id \
+                   FOR UPDATE SKIP LOCKED) AS mine \
+             WHERE held.account_id = $5 AND held.account_id = mine.account_id \
+               AND held.id = mine.id",
         )
-        .set(messages::locked_until.eq(until.as_datetime()))
+        .bind::<Timestamptz, _>(until.as_datetime())
+        .bind::<SqlUuid, _>(token)
+        .bind::<Array<SqlUuid>, _>(ids)
+        .bind::<Text, _>(MessageStatus::Sending.as_str())
+        .bind::<SqlUuid, _>(account.as_uuid())
         .execute(self.conn)
         .map(|n| n as u64)
         .map_err(store_error)
@@ -367,6 +488,111 @@ impl MessageRepository for PgUnitOfWork<'_> {
         Ok(updated == 1)
     }
 
+    fn record_message_states(
+        &mut self,
+        account: AccountId,
+        messages: &[&Message],
+        lease_token: Uuid,
+    ) -> Result<Vec<MessageId>, StoreError> {
+        if messages.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows: Vec<MessageRow> = messages
+            .iter()
+            .map(|message| message_row(message, None))
+            .collect();
+        // One UPDATE joined to the batch as arrays (one parameter per column, however
+        // large the batch). The rows are this worker's under its lease: no other writer
+        // waits for them, so their lock order does not matter.
+        let written: Vec<IdRow> = sql_query(
+            "UPDATE messages AS m \
+             SET status = v.status, skip_reason = v.skip_reason, attempts = v.attempts, \
+                 next_attempt_at = v.next_attempt_at, last_reply = v.last_reply, \
+                 updated_at = v.updated_at, sent_at = v.sent_at, locked_until = NULL, \
+                 lease_token = NULL, claims_without_outcome = 0 \
+             FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::int4[], \
+                         $6::timestamptz[], $7::text[], $8::timestamptz[], $9::timestamptz[]) \
+                  AS v(account_id, id, status, skip_reason, attempts, next_attempt_at, \
+                       last_reply, updated_at, sent_at) \
+             WHERE m.account_id = $11 AND m.account_id = v.account_id AND m.id = v.id \
+               AND m.lease_token = $10 \
+             RETURNING m.id",
+        )
+        .bind::<Array<SqlUuid>, _>(rows.iter().map(|r| r.account_id).collect::<Vec<_>>())
+        .bind::<Array<SqlUuid>, _>(rows.iter().map(|r| r.id).collect::<Vec<_>>())
+        .bind::<Array<Text>, _>(rows.iter().map(|r| r.status.clone()).collect::<Vec<_>>())
+        .bind::<Array<Nullable<Text>>, _>(
+            rows.iter()
+                .map(|r| r.skip_reason.clone())
+                .collect::<Vec<_>>(),
+        )
+        .bind::<Array<Integer>, _>(rows.iter().map(|r| r.attempts).collect::<Vec<_>>())
+        .bind::<Array<Nullable<Timestamptz>>, _>(
+            rows.iter().map(|r| r.next_attempt_at).collect::<Vec<_>>(),
+        )
+        .bind::<Array<Nullable<Text>>, _>(
+            rows.iter()
+                .map(|r| r.last_reply.clone())
+                .collect::<Vec<_>>(),
+        )
+        .bind::<Array<Timestamptz>, _>(rows.iter().map(|r| r.updated_at).collect::<Vec<_>>())
+        .bind::<Array<Nullable<Timestamptz>>, _>(rows.iter().map(|r| r.sent_at).collect::<Vec<_>>())
+        .bind::<SqlUuid, _>(lease_token)
+        .bind::<SqlUuid, _>(account.as_uuid())
+        .load(self.conn)
+        .map_err(store_error)?;
+        Ok(written
+            .into_iter()
+            .map(|row| MessageId::from_uuid(row.id))
+            .collect())
+    }
+
+    fn count_messages_to_contacts(
+        &mut self,
+        contacts: &[(AccountId, ContactId, u32)],
+    ) -> Result<(), StoreError> {
+        if contacts.is_empty() {
+            return Ok(());
+        }
+        // The CTE locks in key order (the sort runs below the lock); the UPDATE then
+        // finds every row already locked by this transaction.
+        sql_query(
+            "WITH batch AS ( \
+                 SELECT account_id, contact_id, sum(n)::bigint AS n \
+                 FROM unnest($1::uuid[], $2::uuid[], $3::int8[]) AS t(account_id, contact_id, n) \
+                 GROUP BY account_id, contact_id), \
+             locked AS ( \
+                 SELECT c.account_id, c.id FROM contacts c \
+                 JOIN batch b ON c.account_id = b.account_id AND c.id = b.contact_id \
+                 ORDER BY c.account_id, c.id \
+                 FOR UPDATE OF c) \
+             UPDATE contacts AS c SET message_count = c.message_count + b.n \
+             FROM batch b JOIN locked l ON l.account_id = b.account_id AND l.id = b.contact_id \
+             WHERE c.account_id = b.account_id AND c.id = b.contact_id AND b.n > 0",
+        )
+        .bind::<Array<SqlUuid>, _>(
+            contacts
+                .iter()
+                .map(|(account, _, _)| account.as_uuid())
+                .collect::<Vec<_>>(),
+        )
+        .bind::<Array<SqlUuid>, _>(
+            contacts
+                .iter()
+                .map(|(_, contact, _)| contact.as_uuid())
+                .collect::<Vec<_>>(),
+        )
+        .bind::<Array<BigInt>, _>(
+            contacts
+                .iter()
+                .map(|(_, _, n)| i64::from(*n))
+                .collect::<Vec<_>>(),
+        )
+        .execute(self.conn)
+        .map(drop)
+        .map_err(store_error)
+    }
+
     fn mark_contact_hard_bounced(
         &mut self,
         account: AccountId,
@@ -374,18 +600,6 @@ impl MessageRepository for PgUnitOfWork<'_> {
         now: Timestamp,
     ) -> Result<bool, StoreError> {
         set_contact_mark(self.conn, account, contact, ContactMark::HardBounced, now)
-    }
-
-    fn count_message_to_contact(
-        &mut self,
-        account: AccountId,
-        contact: ContactId,
-    ) -> Result<(), StoreError> {
-        diesel::update(contacts::table.find((account.as_uuid(), contact.as_uuid())))
-            .set(contacts::message_count.eq(contacts::message_count + 1))
-            .execute(self.conn)
-            .map(drop)
-            .map_err(store_error)
     }
 
     fn add_to_stats(

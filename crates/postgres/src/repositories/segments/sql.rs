@@ -38,6 +38,7 @@ pub(super) enum Param {
     Timestamptz(OffsetDateTime),
     Uuid(Uuid),
     BigInt(i64),
+    UuidArray(Vec<Uuid>),
 }
 
 /// SQL text with `$1…$n` placeholders and the values they stand for, in order.
@@ -70,6 +71,9 @@ impl Sql {
                 Param::Timestamptz(value) => query.bind::<sql_types::Timestamptz, _>(value),
                 Param::Uuid(value) => query.bind::<sql_types::Uuid, _>(value),
                 Param::BigInt(value) => query.bind::<sql_types::BigInt, _>(value),
+                Param::UuidArray(value) => {
+                    query.bind::<sql_types::Array<sql_types::Uuid>, _>(value)
+                }
             },
         )
     }
