@@ -1,5 +1,6 @@
-//! Claiming work from an outbox table with `FOR UPDATE SKIP LOCKED` and a lease, shared by
-//! every queue (webhook events now, the message outbox next).
+//! Claiming work from an outbox table with `FOR UPDATE SKIP LOCKED` and a lease: the
+//! webhook events' queue. The message outbox claims per account through its due lanes
+//! instead (`repositories/messages.rs`; docs/operations.md, "Delivery engine").
 //!
 //! A queue table follows one convention:
 //!
