@@ -96,6 +96,10 @@ struct Inner {
     settings: DnsSettings,
     resolver: TokioResolver,
     slots: Semaphore,
+    /// Slots of the sending-domain record lookups (TXT, MX), apart from `slots`: their
+    /// names are a tenant's, and a tenant's nameserver that never answers must not take
+    /// the slots other tenants' deliveries resolve their mail servers with.
+    record_slots: Semaphore,
     handle: Handle,
 }
 
@@ -157,6 +161,7 @@ impl DnsResolver {
                 settings,
                 resolver,
                 slots: Semaphore::new(settings.max_concurrent_lookups.max(1)),
+                record_slots: Semaphore::new(MAX_CONCURRENT_RECORD_LOOKUPS),
                 handle,
             }),
             _runtime: Arc::new(RuntimeOwner(Some(runtime))),
@@ -215,8 +220,19 @@ impl DnsResolver {
         host: &str,
         allow_private: bool,
     ) -> Result<Vec<IpAddr>, LookupError> {
+        self.blocking(resolve_checked(
+            Arc::clone(&self.inner),
+            host.to_owned(),
+            allow_private,
+        ))
+    }
+
+    /// Runs `lookup` on the resolver's runtime while the calling thread waits for it.
+    fn blocking<T: Send + 'static>(
+        &self,
+        lookup: impl std::future::Future<Output = Result<T, LookupError>> + Send + 'static,
+    ) -> Result<T, LookupError> {
         let (sender, receiver) = mpsc::sync_channel(1);
-        let lookup = resolve_checked(Arc::clone(&self.inner), host.to_owned(), allow_private);
         self.inner.handle.spawn(async move {
             let _ = sender.send(lookup.await);
         });
@@ -232,14 +248,19 @@ impl DnsResolver {
     }
 }
 
+/// The most TXT and MX lookups in flight at once, on slots of their own (see
+/// `Inner::record_slots`).
+pub const MAX_CONCURRENT_RECORD_LOOKUPS: usize = 16;
+
 /// The most TXT or MX records one record lookup keeps.
 pub const MAX_RECORDS: usize = 32;
 
 /// The most text one TXT record keeps (its strings joined); longer records are dropped.
 pub const MAX_TXT_BYTES: usize = 4096;
 
-/// Record lookups for checks of sending domains: TXT and MX, each bounded like an address
-/// lookup (the timeout, the concurrency bound) and in size ([`MAX_RECORDS`],
+/// Record lookups for checks of sending domains: TXT and MX, each bounded in time like an
+/// address lookup, in concurrency on slots of their own
+/// ([`MAX_CONCURRENT_RECORD_LOOKUPS`]) and in size ([`MAX_RECORDS`],
 /// [`MAX_TXT_BYTES`]). No egress check: nothing connects to what they return.
 impl DnsResolver {
     /// The TXT records at `name`, each record's strings joined; empty when the name has
@@ -267,23 +288,6 @@ impl DnsResolver {
             RecordKind::Mx,
         ))
     }
-
-    fn blocking<T: Send + 'static>(
-        &self,
-        lookup: impl std::future::Future<Output = Result<T, LookupError>> + Send + 'static,
-    ) -> Result<T, LookupError> {
-        let (sender, receiver) = mpsc::sync_channel(1);
-        self.inner.handle.spawn(async move {
-            let _ = sender.send(lookup.await);
-        });
-        let limit = self.inner.settings.lookup_timeout + Duration::from_secs(1);
-        receiver.recv_timeout(limit).unwrap_or_else(|_| {
-            Err(LookupError::Timeout(format!(
-                "no answer from the resolver within {} s",
-                limit.as_secs_f32()
-            )))
-        })
-    }
 }
 
 #[derive(Clone, Copy)]
@@ -300,7 +304,7 @@ async fn record_lookup(
 ) -> Result<Vec<String>, LookupError> {
     let limit = inner.settings.lookup_timeout;
     let bounded = tokio::time::timeout(limit, async {
-        let _slot = inner.slots.acquire().await.map_err(|error| {
+        let _slot = inner.record_slots.acquire().await.map_err(|error| {
             LookupError::NotFound(format!("{name}: the resolver is shut down: {error}"))
         })?;
         // Absolute: no search domains of resolv.conf appended.

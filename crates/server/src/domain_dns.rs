@@ -1,6 +1,8 @@
 //! The `DomainDns` port over the shared resolver (`mailroom-dns`), so the checks of
-//! sending domains ask the nameserver the operator chose (`MAILROOM_DNS_SERVER`) with
-//! the same time, concurrency and size bounds as every other lookup.
+//! sending domains ask the nameserver the operator chose (`MAILROOM_DNS_SERVER`), bounded
+//! in time and size like every other lookup, on concurrency slots of their own: a
+//! tenant's nameserver that never answers cannot hold the slots other tenants' deliveries
+//! resolve their mail servers with.
 
 use mailroom_app::ports::DomainDns;
 use mailroom_dns::DnsResolver;
