@@ -11,4 +11,4 @@ pub mod parse;
 mod record_feedback;
 
 pub use parse::{parse_feedback, NotAReport};
-pub use record_feedback::{record_feedback, FeedbackOutcome, FeedbackType};
+pub use record_feedback::{record_feedback, record_report, FeedbackOutcome, FeedbackType};

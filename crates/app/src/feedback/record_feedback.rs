@@ -70,12 +70,29 @@ pub fn record_feedback(
     member: &Member,
     raw: &[u8],
 ) -> Result<FeedbackOutcome, AppError> {
-    let account = member.account();
     // Pure work first: no connection is held while a large body is parsed.
     let report = parse_feedback(raw).map_err(|error| AppError::BadRequest(error.0))?;
+    record_report(services, member.account(), None, &report)
+}
+
+/// Records a report that reached Mailroom some other way than `POST …/feedback` (a DSN to
+/// a VERP return-path address, a provider's bounce or complaint event) through the same
+/// rules as [`record_feedback`]. The caller has already established which account it is
+/// for (an HMAC-bound token, a verified provider signature). `known_message` is the
+/// message the caller already knows the report is about (from a VERP token); it is
+/// matched before the report's own `Message-ID` and recipient.
+///
+/// # Errors
+/// [`AppError::BadRequest`] when the report matches nothing of the account.
+pub fn record_report(
+    services: &Services,
+    account: AccountId,
+    known_message: Option<MessageId>,
+    report: &FeedbackReport,
+) -> Result<FeedbackOutcome, AppError> {
     let now = services.clock.now();
     in_transaction(services.db.as_ref(), |tx| {
-        let (message, contact) = find_target(tx, account, &report)?;
+        let (message, contact) = find_target(tx, account, known_message, report)?;
         let message_id = message.as_ref().map(|message| message.id);
         let outcome = |kind, recorded, reason| FeedbackOutcome {
             kind,
@@ -84,7 +101,7 @@ pub fn record_feedback(
             recorded,
             reason,
         };
-        match report.kind {
+        match &report.kind {
             FeedbackKind::Complaint => {
                 let recorded = tx.mark_contact_complained(account, contact.id, now)?;
                 if recorded {
@@ -103,7 +120,7 @@ pub fn record_feedback(
             FeedbackKind::Bounce { diagnostic } => {
                 let message_bounced = match &message {
                     Some(message) => {
-                        tx.mark_sent_message_bounced(account, message.id, &diagnostic, now)?
+                        tx.mark_sent_message_bounced(account, message.id, diagnostic, now)?
                     }
                     None => false,
                 };
@@ -113,7 +130,7 @@ pub fn record_feedback(
                 }
                 if contact_flagged {
                     let change = ContactChange::Bounced {
-                        smtp_reply: diagnostic,
+                        smtp_reply: diagnostic.clone(),
                     };
                     notify(tx, services, account, &contact, now, change)?;
                 }
@@ -121,7 +138,7 @@ pub fn record_feedback(
                 Ok(outcome(FeedbackType::Bounce, recorded, None))
             }
             FeedbackKind::Ignored { reason } => {
-                Ok(outcome(FeedbackType::Ignored, false, Some(reason)))
+                Ok(outcome(FeedbackType::Ignored, false, Some(reason.clone())))
             }
         }
     })
@@ -132,11 +149,17 @@ pub fn record_feedback(
 fn find_target(
     tx: &mut dyn UnitOfWork,
     account: AccountId,
+    known_message: Option<MessageId>,
     report: &FeedbackReport,
 ) -> Result<(Option<Message>, Contact), AppError> {
-    let mut message = None;
-    if let Some(header) = &report.original_message_id {
-        message = tx.find_message_by_header(account, header)?;
+    let mut message = match known_message {
+        Some(id) => tx.find_message(account, id)?,
+        None => None,
+    };
+    if message.is_none() {
+        if let Some(header) = &report.original_message_id {
+            message = tx.find_message_by_header(account, header)?;
+        }
     }
     if message.is_none() {
         if let Some(recipient) = &report.recipient {

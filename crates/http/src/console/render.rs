@@ -14,6 +14,9 @@ use serde::Serialize;
 /// The stylesheet, served at `/console/static/console.css`.
 pub const STYLESHEET: &str = include_str!("templates/console.css");
 
+/// htmx, vendored (see `vendor/README.md`), served at `/console/static/htmx.min.js`.
+pub const HTMX: &str = include_str!("vendor/htmx-2.0.4.min.js");
+
 /// Every template, by name.
 const TEMPLATES: [(&str, &str); 9] = [
     ("base.html", include_str!("templates/base.html")),
@@ -89,13 +92,15 @@ pub fn page(status: StatusCode, template: &str, context: impl Serialize) -> Page
 
 /// Every console response: no caching, no framing, no referrer to other sites (a login
 /// link's secret is in its URL; `same-origin` rather than `no-referrer`, under which
-/// browsers send `Origin: null` and the same-origin check could not tell), and a policy that allows only the console's own stylesheet and forms.
+/// browsers send `Origin: null` and the same-origin check could not tell), and a policy that allows only the console's own stylesheet, script (htmx,
+/// which talks only to this origin) and forms.
 pub fn secure_headers(response: &mut actix_web::HttpResponseBuilder) {
     response
         .insert_header((header::CACHE_CONTROL, "no-store"))
         .insert_header((
             header::CONTENT_SECURITY_POLICY,
-            "default-src 'none'; style-src 'self'; img-src 'self' data:; frame-src 'self'; \
+            "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; \
+             img-src 'self' data:; frame-src 'self'; \
              form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
         ))
         .insert_header((header::X_FRAME_OPTIONS, "DENY"))
