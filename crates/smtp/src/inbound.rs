@@ -192,22 +192,24 @@ struct Shared {
 
 /// A bound inbound listener; [`InboundListener::run`] serves it.
 pub struct InboundListener {
-    listener: TcpListener,
+    listener: std::net::TcpListener,
     shared: Arc<Shared>,
 }
 
 impl InboundListener {
-    /// Binds `address`.
+    /// Binds `address` (without a runtime: the process binds every port before it
+    /// serves any).
     ///
     /// # Errors
     /// When the address cannot be bound.
-    pub async fn bind(
+    pub fn bind(
         address: SocketAddr,
         settings: InboundSettings,
         services: Services,
         observer: InboundObserver,
     ) -> io::Result<Self> {
-        let listener = TcpListener::bind(address).await?;
+        let listener = std::net::TcpListener::bind(address)?;
+        listener.set_nonblocking(true)?;
         Ok(Self {
             listener,
             shared: Arc::new(Shared {
@@ -230,9 +232,13 @@ impl InboundListener {
     }
 
     /// Accepts connections until the future is dropped; each runs on a task of its own.
-    pub async fn run(self) {
+    ///
+    /// # Errors
+    /// When the socket cannot join the runtime.
+    pub async fn run(self) -> io::Result<()> {
+        let listener = TcpListener::from_std(self.listener)?;
         loop {
-            let (stream, peer) = match self.listener.accept().await {
+            let (stream, peer) = match listener.accept().await {
                 Ok(accepted) => accepted,
                 Err(error) => {
                     // Out of file descriptors and the like: wait rather than spin.
