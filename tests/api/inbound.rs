@@ -166,7 +166,9 @@ fn is_unset(value: &Value) -> bool {
 }
 
 fn inbound_count(outcome: &str) -> u64 {
-    let counters = mailroom_server::metrics::delivery_counters().registry().gather();
+    let counters = mailroom_server::metrics::delivery_counters()
+        .registry()
+        .gather();
     counters
         .iter()
         .filter(|family| family.get_name() == "mailroom_inbound_smtp_total")
@@ -285,7 +287,11 @@ async fn forged_tokens_other_domains_and_relaying_are_refused_and_change_nothing
     // The tag's last character changed.
     let mut tag_changed = local.to_owned().into_bytes();
     let last = tag_changed.len() - 2;
-    tag_changed[last] = if tag_changed[last] == b'a' { b'b' } else { b'a' };
+    tag_changed[last] = if tag_changed[last] == b'a' {
+        b'b'
+    } else {
+        b'a'
+    };
     let tag_changed = format!("{}@{domain}", String::from_utf8(tag_changed).unwrap());
     let token = local.strip_prefix("bounces+").unwrap();
     let uppercase = format!("bounces+{}@{domain}", token.to_ascii_uppercase());
@@ -337,9 +343,15 @@ async fn an_arf_complaint_sets_the_complaint_date_and_a_delay_changes_nothing() 
         "bob@example.org",
     );
     let ignored_before = inbound_count("ignored");
-    inbound.send_report(&delayed_from, &delay).await.expect("250");
+    inbound
+        .send_report(&delayed_from, &delay)
+        .await
+        .expect("250");
     assert_eq!(inbound_count("ignored"), ignored_before + 1);
-    assert_eq!(inbound.setup.message(&delayed["_id"]).await["status"], "sent");
+    assert_eq!(
+        inbound.setup.message(&delayed["_id"]).await["status"],
+        "sent"
+    );
     assert!(is_unset(&inbound.contact_of(&delayed).await["hardBounced"]));
 
     // A complaint.
@@ -359,7 +371,10 @@ async fn an_arf_complaint_sets_the_complaint_date_and_a_delay_changes_nothing() 
     // Mail that is no report (an auto-reply) is accepted and dropped.
     let dropped_before = inbound_count("dropped_not_a_report");
     let reply = "From: bob@example.org\r\nSubject: Out of office\r\n\r\nBack Monday.\r\n";
-    inbound.send_report(&delayed_from, reply).await.expect("250");
+    inbound
+        .send_report(&delayed_from, reply)
+        .await
+        .expect("250");
     assert_eq!(inbound_count("dropped_not_a_report"), dropped_before + 1);
 
     inbound.deliver_webhooks().await;
@@ -391,7 +406,10 @@ async fn an_oversized_message_gets_552_and_records_nothing() {
         .unwrap();
     let ehlo = smtp_exchange(&mut stream, &["EHLO mx.example.net", "QUIT"]).await;
     assert!(ehlo.contains("250-SIZE 4096"), "{ehlo}");
-    assert!(!ehlo.contains("STARTTLS"), "no certificate, no STARTTLS: {ehlo}");
+    assert!(
+        !ehlo.contains("STARTTLS"),
+        "no certificate, no STARTTLS: {ehlo}"
+    );
 }
 
 /// PEM armour around DER bytes (rcgen is built without its `pem` feature here).

@@ -108,10 +108,10 @@ pub fn check_recipient(
 fn verifies(secrets: &dyn Secrets, token: &ReturnPathToken, account: AccountId) -> bool {
     token.verify(account, |bytes| secrets.sign(PURPOSE, bytes))
         || secrets
-            .sign_with_previous(PURPOSE, &mailroom_domain::return_path::signed_bytes(
-                account,
-                token.message(),
-            ))
+            .sign_with_previous(
+                PURPOSE,
+                &mailroom_domain::return_path::signed_bytes(account, token.message()),
+            )
             .is_some_and(|previous| token.verify(account, |_| previous))
 }
 

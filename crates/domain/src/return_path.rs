@@ -176,9 +176,7 @@ impl ReturnPathAddress {
     /// # Errors
     /// [`NotReturnPath`] saying which part does not fit.
     pub fn parse(address: &str) -> Result<Self, NotReturnPath> {
-        let (local, domain) = address
-            .rsplit_once('@')
-            .ok_or(NotReturnPath::OtherDomain)?;
+        let (local, domain) = address.rsplit_once('@').ok_or(NotReturnPath::OtherDomain)?;
         let domain = domain.to_ascii_lowercase();
         let sending = domain
             .strip_prefix(DOMAIN_PREFIX)
@@ -249,8 +247,8 @@ mod tests {
         // Change one character of the message id part, keep the tag.
         let mut forged = text.clone().into_bytes();
         forged[0] = if forged[0] == b'a' { b'b' } else { b'a' };
-        let forged = ReturnPathToken::parse(std::str::from_utf8(&forged).unwrap())
-            .expect("well-formed");
+        let forged =
+            ReturnPathToken::parse(std::str::from_utf8(&forged).unwrap()).expect("well-formed");
         assert_ne!(forged.message(), message);
         assert!(!forged.verify(account, signer(b"key")));
     }

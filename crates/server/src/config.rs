@@ -203,8 +203,12 @@ impl InboundConfig {
                 format!("MAILROOM_INBOUND_LISTEN must be host:port, got {listen:?}")
             })?);
         }
-        let cert = std::env::var("MAILROOM_INBOUND_TLS_CERT").ok().filter(|v| !v.is_empty());
-        let key = std::env::var("MAILROOM_INBOUND_TLS_KEY").ok().filter(|v| !v.is_empty());
+        let cert = std::env::var("MAILROOM_INBOUND_TLS_CERT")
+            .ok()
+            .filter(|v| !v.is_empty());
+        let key = std::env::var("MAILROOM_INBOUND_TLS_KEY")
+            .ok()
+            .filter(|v| !v.is_empty());
         inbound.tls = match (cert, key) {
             (Some(cert), Some(key)) => Some((PathBuf::from(cert), PathBuf::from(key))),
             (None, None) => None,
@@ -233,7 +237,10 @@ impl InboundConfig {
             }
         };
         let to_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
-        if let Some(n) = number("MAILROOM_INBOUND_MAX_MESSAGE_BYTES", 1024..=50 * 1024 * 1024)? {
+        if let Some(n) = number(
+            "MAILROOM_INBOUND_MAX_MESSAGE_BYTES",
+            1024..=50 * 1024 * 1024,
+        )? {
             inbound.max_message_bytes = to_usize(n);
         }
         if let Some(n) = number("MAILROOM_INBOUND_MAX_CONNECTIONS", 1..=10_000)? {

@@ -109,7 +109,10 @@ impl std::fmt::Debug for InboundSettings {
             .field("max_message_bytes", &self.max_message_bytes)
             .field("max_connections", &self.max_connections)
             .field("max_connections_per_ip", &self.max_connections_per_ip)
-            .field("messages_per_ip_per_minute", &self.messages_per_ip_per_minute)
+            .field(
+                "messages_per_ip_per_minute",
+                &self.messages_per_ip_per_minute,
+            )
             .field("max_recipients", &self.max_recipients)
             .field("command_timeout", &self.command_timeout)
             .field("data_timeout", &self.data_timeout)
@@ -303,7 +306,11 @@ impl Shared {
         let settings = &self.settings;
         let mut conn = BufReader::new(stream);
         if !tls {
-            reply(&mut conn, &format!("220 {} ESMTP Mailroom inbound", settings.hostname)).await?;
+            reply(
+                &mut conn,
+                &format!("220 {} ESMTP Mailroom inbound", settings.hostname),
+            )
+            .await?;
         }
         let mut greeted = false;
         let mut sender: Option<String> = None;
@@ -478,7 +485,7 @@ impl Shared {
                         continue;
                     };
                     let outcomes = self.receive(targets, data).await;
-                    if outcomes.iter().any(|o| *o == InboundOutcome::Deferred) {
+                    if outcomes.contains(&InboundOutcome::Deferred) {
                         reply(&mut conn, "451 4.3.0 Temporary failure, try again later").await?;
                     } else {
                         self.sent(ip);
@@ -598,11 +605,17 @@ impl Drop for IpSlot<'_> {
     }
 }
 
-async fn reply<S: AsyncRead + AsyncWrite + Unpin>(conn: &mut BufReader<S>, text: &str) -> io::Result<()> {
+async fn reply<S: AsyncRead + AsyncWrite + Unpin>(
+    conn: &mut BufReader<S>,
+    text: &str,
+) -> io::Result<()> {
     write_raw(conn, format!("{text}\r\n").as_bytes()).await
 }
 
-async fn write_raw<S: AsyncRead + AsyncWrite + Unpin>(conn: &mut BufReader<S>, bytes: &[u8]) -> io::Result<()> {
+async fn write_raw<S: AsyncRead + AsyncWrite + Unpin>(
+    conn: &mut BufReader<S>,
+    bytes: &[u8],
+) -> io::Result<()> {
     let stream = conn.get_mut();
     stream.write_all(bytes).await?;
     stream.flush().await
@@ -765,7 +778,10 @@ mod tests {
         let data = read_data(&mut reader, 1000, Duration::from_secs(1))
             .await
             .unwrap();
-        assert_eq!(data.as_deref(), Some(&b"Subject: x\r\n\r\n.dot\r\nend\r\n"[..]));
+        assert_eq!(
+            data.as_deref(),
+            Some(&b"Subject: x\r\n\r\n.dot\r\nend\r\n"[..])
+        );
         let mut line = Vec::new();
         read_line(&mut reader, 100, &mut line).await.unwrap();
         assert_eq!(line, b"NEXT\r\n", "the rest of the session is left");
