@@ -488,3 +488,51 @@ async fn starttls_with_a_configured_certificate_carries_the_report() {
     let _ = std::fs::remove_file(cert_path);
     let _ = std::fs::remove_file(key_path);
 }
+
+#[tokio::test]
+async fn connections_recipients_lines_and_accepted_messages_are_bounded_per_client() {
+    let inbound = Inbound::new(|config| {
+        config.max_connections_per_ip = 1;
+        config.messages_per_minute = 1;
+    })
+    .await;
+    let (message, mail_from) = inbound.delivered("grace@example.org").await;
+    let delay = fixture(
+        "dsn-delayed.eml",
+        message["messageId"].as_str().unwrap(),
+        "grace@example.org",
+    );
+
+    // A second connection from the same address while one is open: 421.
+    let mut first = tokio::net::TcpStream::connect(("127.0.0.1", inbound.port))
+        .await
+        .unwrap();
+    let mut second = tokio::net::TcpStream::connect(("127.0.0.1", inbound.port))
+        .await
+        .unwrap();
+    let refused = smtp_exchange(&mut second, &[]).await;
+    assert!(refused.starts_with("421 "), "{refused}");
+
+    // Recipients beyond the limit (5): 452. A line beyond 2048 bytes: 500.
+    let mut commands = vec!["EHLO mx.example.net".to_owned(), "MAIL FROM:<>".to_owned()];
+    for _ in 0..6 {
+        commands.push(format!("RCPT TO:<{mail_from}>"));
+    }
+    commands.push(format!("NOOP {}", "x".repeat(3000)));
+    commands.push("RSET".to_owned());
+    commands.push("QUIT".to_owned());
+    let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
+    let transcript = smtp_exchange(&mut first, &commands).await;
+    assert_eq!(transcript.matches("250 2.1.5").count(), 5, "{transcript}");
+    assert!(transcript.contains("452 4.5.3"), "{transcript}");
+    assert!(transcript.contains("500 5.5.2 Line too long"), "{transcript}");
+    drop(first);
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+
+    // One accepted message a minute: the second is told to come back later.
+    inbound.send_report(&mail_from, &delay).await.expect("250");
+    assert_eq!(
+        inbound.send_report(&mail_from, &delay).await,
+        Err("450".to_owned())
+    );
+}
