@@ -525,7 +525,10 @@ async fn connections_recipients_lines_and_accepted_messages_are_bounded_per_clie
     let transcript = smtp_exchange(&mut first, &commands).await;
     assert_eq!(transcript.matches("250 2.1.5").count(), 5, "{transcript}");
     assert!(transcript.contains("452 4.5.3"), "{transcript}");
-    assert!(transcript.contains("500 5.5.2 Line too long"), "{transcript}");
+    assert!(
+        transcript.contains("500 5.5.2 Line too long"),
+        "{transcript}"
+    );
     drop(first);
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
 

@@ -159,7 +159,7 @@ impl std::fmt::Debug for Config {
     }
 }
 
-/// The inbound SMTP listener's settings (docs/configuration.md, "Inbound SMTP").
+/// The inbound SMTP listener's settings (docs/operations.md, "Inbound SMTP").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InboundConfig {
     /// Where it listens (`MAILROOM_INBOUND_LISTEN`). `serve` starts it only when set;
