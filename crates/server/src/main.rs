@@ -212,6 +212,9 @@ fn serve(config: Config) -> Result<()> {
     actix_web::rt::System::new().block_on(async move {
         let application = Application::build(&config)?;
         tracing::info!(listen = %config.listen, port = application.port(), "mailroom serving");
+        if let Some(port) = application.inbound_port() {
+            tracing::info!(port, "inbound SMTP listening");
+        }
         if run_workers {
             let (services, config) = (application.services(), config.clone());
             actix_web::rt::spawn(
