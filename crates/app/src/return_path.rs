@@ -169,3 +169,72 @@ pub fn receive_report(services: &Services, target: ReturnPathTarget, raw: &[u8])
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use mailroom_domain::{secret::SecretString, Uuid};
+
+    use super::*;
+    use crate::ports::{SealedSecret, SecretSlot, UnsealError};
+
+    /// A keyed stand-in for the HMAC (the token format relies only on it being keyed,
+    /// deterministic and dependent on every input byte), with an optional previous key.
+    struct Keys {
+        current: u8,
+        previous: Option<u8>,
+    }
+
+    fn tag(key: u8, purpose: &str, message: &[u8]) -> [u8; 32] {
+        use std::hash::{DefaultHasher, Hash, Hasher};
+        let mut tag = [0u8; 32];
+        for (i, chunk) in tag.chunks_mut(8).enumerate() {
+            let mut hasher = DefaultHasher::new();
+            (i, key, purpose, message).hash(&mut hasher);
+            chunk.copy_from_slice(&hasher.finish().to_be_bytes());
+        }
+        tag
+    }
+
+    impl Secrets for Keys {
+        fn fill_random(&self, _: &mut [u8]) {}
+        fn seal(&self, _: &SecretString, _: &SecretSlot) -> SealedSecret {
+            SealedSecret(Vec::new())
+        }
+        fn open(&self, _: &SealedSecret, _: &SecretSlot) -> Result<SecretString, UnsealError> {
+            Err(UnsealError("fake".into()))
+        }
+        fn sign(&self, purpose: &str, message: &[u8]) -> [u8; 32] {
+            tag(self.current, purpose, message)
+        }
+        fn sign_with_previous(&self, purpose: &str, message: &[u8]) -> Option<[u8; 32]> {
+            self.previous.map(|key| tag(key, purpose, message))
+        }
+    }
+
+    #[test]
+    fn a_token_of_the_previous_key_verifies_during_a_rotation_only() {
+        let account = AccountId::from_uuid(Uuid::from_u128(1));
+        let message = MessageId::from_uuid(Uuid::from_u128(2));
+        let old = Keys {
+            current: 1,
+            previous: None,
+        };
+        let token = ReturnPathToken::mint(account, message, |b| old.sign(PURPOSE, b));
+        assert!(verifies(&old, &token, account));
+        let rotating = Keys {
+            current: 2,
+            previous: Some(1),
+        };
+        assert!(verifies(&rotating, &token, account));
+        let rotated = Keys {
+            current: 2,
+            previous: None,
+        };
+        assert!(!verifies(&rotated, &token, account));
+        let other = AccountId::from_uuid(Uuid::from_u128(3));
+        assert!(!verifies(&rotating, &token, other), "bound to the account");
+        // A tag made for tracking links does not verify as a return path.
+        let tracking = ReturnPathToken::mint(account, message, |b| old.sign("tracking", b));
+        assert!(!verifies(&old, &tracking, account));
+    }
+}
