@@ -2,10 +2,11 @@
 //! `MAILROOM_INBOUND_LISTEN`): receives bounces and complaints sent back to VERP
 //! return-path addresses, and nothing else (docs/operations.md#inbound-smtp).
 //!
-//! A small state machine over tokio rather than an SMTP server crate: the crates found
-//! (`mailin-embedded`, `samotop`) run a thread per connection or are unmaintained, and
-//! none bounds every input the way this listener must. What a remote server controls is
-//! bounded here:
+//! A small state machine over tokio rather than an SMTP server crate: `mailin-embedded`
+//! serves with blocking I/O on a thread pool (one thread per session, a fixed five-minute
+//! timeout) and bounds neither size per address nor connections per address, so it
+//! would add threads beside the runtime and still need most of the bounds below. What a
+//! remote server controls is bounded here:
 //!
 //! - connections: [`InboundSettings::max_connections`] at once (a `421` beyond), and
 //!   [`InboundSettings::max_connections_per_ip`] per client address;
