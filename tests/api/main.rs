@@ -14,6 +14,7 @@ mod errors;
 mod feedback;
 mod hostile;
 mod import;
+mod inbound;
 mod lanes;
 mod mail_servers;
 mod members;

@@ -26,6 +26,9 @@ pub struct TestApp {
     pub database: TestDatabase,
     /// The configuration the app runs with (workers are driven by the test).
     pub config: Config,
+    /// The port of the inbound SMTP listener, when the configuration set
+    /// `inbound.listen`.
+    pub inbound_port: Option<u16>,
 }
 
 /// Starts the API on a random loopback port over a fresh database, with production
@@ -66,6 +69,7 @@ pub async fn spawn_app_with(configure: impl FnOnce(&mut Config)) -> TestApp {
     .expect("application starts");
     let address = format!("http://127.0.0.1:{}", application.port());
     let services = application.services();
+    let inbound_port = application.inbound_port();
     tokio::spawn(application.run_until_stopped());
     TestApp {
         address,
@@ -74,6 +78,7 @@ pub async fn spawn_app_with(configure: impl FnOnce(&mut Config)) -> TestApp {
         services,
         database,
         config,
+        inbound_port,
     }
 }
 

@@ -19,6 +19,7 @@ pub mod messages;
 pub mod operations;
 pub mod ports;
 pub mod rendering;
+pub mod return_path;
 pub mod services;
 pub mod templates;
 pub mod tokens;

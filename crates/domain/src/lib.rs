@@ -18,6 +18,7 @@ pub mod message;
 pub mod message_lifecycle;
 pub mod paging;
 pub mod patch;
+pub mod return_path;
 pub mod secret;
 pub mod sending_domain;
 pub mod slug;

@@ -110,6 +110,8 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
 pub struct Application {
     port: u16,
     metrics_port: Option<u16>,
+    inbound: Option<mailroom_smtp::inbound::InboundListener>,
+    inbound_port: Option<u16>,
     services: Services,
     server: actix_web::dev::Server,
 }
@@ -160,10 +162,26 @@ impl Application {
             db: Arc::new(request_database),
             ..services.clone()
         };
+        // Bound here with the API's port, served by `run_until_stopped`: the inbound
+        // listener's transactions are the workers' kind (no statement timeout).
+        let inbound = match config.inbound.listen {
+            Some(address) => Some(crate::inbound::bind_inbound(
+                config,
+                address,
+                services.clone(),
+            )?),
+            None => None,
+        };
+        let inbound_port = match &inbound {
+            Some(listener) => Some(listener.local_addr()?.port()),
+            None => None,
+        };
         let server = mailroom_http::serve(listener, request_services, metrics, &options)?;
         Ok(Self {
             port,
             metrics_port,
+            inbound,
+            inbound_port,
             services,
             server,
         })
@@ -179,6 +197,11 @@ impl Application {
         self.metrics_port
     }
 
+    /// The port of the inbound SMTP listener (`MAILROOM_INBOUND_LISTEN`), if any.
+    pub fn inbound_port(&self) -> Option<u16> {
+        self.inbound_port
+    }
+
     /// The wired use-case dependencies.
     pub fn services(&self) -> Services {
         self.services.clone()
@@ -189,7 +212,18 @@ impl Application {
     /// # Errors
     /// An I/O error of the server.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await
+        let inbound = self.inbound.map(|listener| {
+            tokio::spawn(async move {
+                if let Err(error) = listener.run().await {
+                    tracing::error!(%error, "the inbound SMTP listener stopped");
+                }
+            })
+        });
+        let served = self.server.await;
+        if let Some(inbound) = inbound {
+            inbound.abort();
+        }
+        served
     }
 }
 

@@ -83,6 +83,9 @@ pub struct Config {
     /// The operator's inbound mail host (`MAILROOM_INBOUND_HOST`): the target of the
     /// return-path MX (`bounces.<domain>`) each sending domain lists. `None` lists none.
     pub inbound_host: Option<String>,
+    /// The inbound SMTP listener for bounces and complaints to VERP return paths
+    /// (`MAILROOM_INBOUND_*`).
+    pub inbound: InboundConfig,
     /// The most SMTP connections open to one mail server at once
     /// (`MAILROOM_SMTP_CONNECTIONS_PER_SERVER`).
     pub smtp_connections_per_server: usize,
@@ -138,6 +141,7 @@ impl std::fmt::Debug for Config {
             .field("smtp_hello_name", &self.smtp_hello_name)
             .field("dns_server", &self.dns_server)
             .field("inbound_host", &self.inbound_host)
+            .field("inbound", &self.inbound)
             .field(
                 "smtp_connections_per_server",
                 &self.smtp_connections_per_server,
@@ -152,6 +156,103 @@ impl std::fmt::Debug for Config {
             .field("auth_failure_limit", &self.auth_failure_limit)
             .field("trusted_proxies", &self.trusted_proxies)
             .finish()
+    }
+}
+
+/// The inbound SMTP listener's settings (docs/operations.md, "Inbound SMTP").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InboundConfig {
+    /// Where it listens (`MAILROOM_INBOUND_LISTEN`). `serve` starts it only when set;
+    /// `mailroom inbound` listens on `0.0.0.0:25` when unset.
+    pub listen: Option<SocketAddr>,
+    /// The PEM certificate chain and key that `STARTTLS` presents
+    /// (`MAILROOM_INBOUND_TLS_CERT`, `MAILROOM_INBOUND_TLS_KEY`); `None` offers no
+    /// `STARTTLS`.
+    pub tls: Option<(PathBuf, PathBuf)>,
+    /// The largest message accepted, in bytes (`MAILROOM_INBOUND_MAX_MESSAGE_BYTES`, 1 KiB
+    /// to 50 MiB; default 1 MiB).
+    pub max_message_bytes: usize,
+    /// Connections open at once (`MAILROOM_INBOUND_MAX_CONNECTIONS`, default 100).
+    pub max_connections: usize,
+    /// Connections open at once from one client address
+    /// (`MAILROOM_INBOUND_MAX_CONNECTIONS_PER_IP`, default 10).
+    pub max_connections_per_ip: usize,
+    /// Messages accepted per client address per minute
+    /// (`MAILROOM_INBOUND_MESSAGES_PER_MINUTE`, default 60).
+    pub messages_per_minute: u32,
+}
+
+impl Default for InboundConfig {
+    fn default() -> Self {
+        Self {
+            listen: None,
+            tls: None,
+            max_message_bytes: 1024 * 1024,
+            max_connections: 100,
+            max_connections_per_ip: 10,
+            messages_per_minute: 60,
+        }
+    }
+}
+
+impl InboundConfig {
+    fn from_env() -> Result<Self> {
+        let mut inbound = Self::default();
+        if let Ok(listen) = std::env::var("MAILROOM_INBOUND_LISTEN") {
+            inbound.listen = Some(listen.parse().with_context(|| {
+                format!("MAILROOM_INBOUND_LISTEN must be host:port, got {listen:?}")
+            })?);
+        }
+        let cert = std::env::var("MAILROOM_INBOUND_TLS_CERT")
+            .ok()
+            .filter(|v| !v.is_empty());
+        let key = std::env::var("MAILROOM_INBOUND_TLS_KEY")
+            .ok()
+            .filter(|v| !v.is_empty());
+        inbound.tls = match (cert, key) {
+            (Some(cert), Some(key)) => Some((PathBuf::from(cert), PathBuf::from(key))),
+            (None, None) => None,
+            _ => {
+                return Err(anyhow!(
+                    "MAILROOM_INBOUND_TLS_CERT and MAILROOM_INBOUND_TLS_KEY go together: set both or neither"
+                ))
+            }
+        };
+        let number = |name: &str, range: std::ops::RangeInclusive<u64>| -> Result<Option<u64>> {
+            match std::env::var(name) {
+                Ok(text) => text
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|n| range.contains(n))
+                    .map(Some)
+                    .ok_or_else(|| {
+                        anyhow!(
+                            "{name} must be a whole number from {} to {}",
+                            range.start(),
+                            range.end()
+                        )
+                    }),
+                Err(_) => Ok(None),
+            }
+        };
+        let to_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        if let Some(n) = number(
+            "MAILROOM_INBOUND_MAX_MESSAGE_BYTES",
+            1024..=50 * 1024 * 1024,
+        )? {
+            inbound.max_message_bytes = to_usize(n);
+        }
+        if let Some(n) = number("MAILROOM_INBOUND_MAX_CONNECTIONS", 1..=10_000)? {
+            inbound.max_connections = to_usize(n);
+        }
+        if let Some(n) = number("MAILROOM_INBOUND_MAX_CONNECTIONS_PER_IP", 1..=10_000)? {
+            inbound.max_connections_per_ip = to_usize(n);
+        }
+        if let Some(n) = number("MAILROOM_INBOUND_MESSAGES_PER_MINUTE", 1..=100_000)? {
+            inbound.messages_per_minute = u32::try_from(n).unwrap_or(u32::MAX);
+        }
+        Ok(inbound)
     }
 }
 
@@ -192,6 +293,7 @@ impl Config {
             smtp_hello_name: None,
             dns_server: None,
             inbound_host: None,
+            inbound: InboundConfig::default(),
             smtp_connections_per_server: DEFAULT_SMTP_CONNECTIONS_PER_SERVER,
             smtp_rate_limit: None,
             run_workers: true,
@@ -283,6 +385,7 @@ impl Config {
                     .to_ascii_lowercase(),
             );
         }
+        config.inbound = InboundConfig::from_env()?;
         if let Ok(limit) = std::env::var("MAILROOM_MONTHLY_SEND_LIMIT") {
             config.monthly_send_limit =
                 parse_send_limit(&limit).context("MAILROOM_MONTHLY_SEND_LIMIT")?;

@@ -6,6 +6,7 @@ pub mod application;
 pub mod config;
 pub mod domain_dns;
 pub mod event_names_worker;
+pub mod inbound;
 pub mod message_worker;
 pub mod metrics;
 pub mod render_sandbox;

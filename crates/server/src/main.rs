@@ -13,7 +13,7 @@ use mailroom_app::{
 use mailroom_domain::AccountId;
 use mailroom_server::{
     application::{build_services, prepare_database, spawn_metrics_listener},
-    render_sandbox,
+    inbound, render_sandbox,
     system::SystemClock,
     telemetry, workers, Application, Config,
 };
@@ -36,6 +36,9 @@ enum Command {
     Serve,
     /// Run the background workers only.
     Worker,
+    /// Run the inbound SMTP listener only: bounces and complaints to VERP return paths
+    /// (MAILROOM_INBOUND_LISTEN, 0.0.0.0:25 when unset).
+    Inbound,
     /// Apply pending database migrations and exit.
     Migrate,
     /// Re-seal every stored secret under MAILROOM_SECRET_KEY (opening old values with
@@ -161,6 +164,28 @@ fn main() -> Result<()> {
         Command::Member { command } => manage_member(&config, command),
         Command::RotateSecrets { batch_size } => rotate(&config, batch_size),
         Command::Serve => serve(config),
+        Command::Inbound => {
+            prepare_database(&config.database_url)?;
+            let (services, database) = build_services(&config, Arc::new(SystemClock))?;
+            if let Some(address) = config.metrics_listen {
+                let port = spawn_metrics_listener(address, services.clone(), database)?;
+                tracing::info!(%address, port, "serving /metrics");
+            }
+            let address = config
+                .inbound
+                .listen
+                .unwrap_or_else(|| inbound::DEFAULT_INBOUND_LISTEN.into());
+            let listener = inbound::bind_inbound(&config, address, services)?;
+            tracing::info!(%address, port = listener.local_addr()?.port(), "inbound SMTP listening");
+            runtime()?.block_on(async move {
+                tokio::select! {
+                    served = listener.run() => served,
+                    signal = workers::wait_for_shutdown_signal() => signal,
+                }
+            })?;
+            tracing::info!("inbound SMTP stopped");
+            Ok(())
+        }
         Command::Worker => {
             prepare_database(&config.database_url)?;
             let (services, database) = build_services(&config, Arc::new(SystemClock))?;
@@ -187,6 +212,9 @@ fn serve(config: Config) -> Result<()> {
     actix_web::rt::System::new().block_on(async move {
         let application = Application::build(&config)?;
         tracing::info!(listen = %config.listen, port = application.port(), "mailroom serving");
+        if let Some(port) = application.inbound_port() {
+            tracing::info!(port, "inbound SMTP listening");
+        }
         if run_workers {
             let (services, config) = (application.services(), config.clone());
             actix_web::rt::spawn(

@@ -15,6 +15,7 @@ pub struct DeliveryCounters {
     registry: Registry,
     smtp_replies: IntCounterVec,
     webhook_deliveries: IntCounterVec,
+    inbound_smtp: IntCounterVec,
 }
 
 /// How one SMTP session ended, as counted by `mailroom_smtp_replies_total`.
@@ -63,6 +64,20 @@ impl DeliveryCounters {
             &["outcome"],
         )
         .expect("valid metric");
+        let inbound_smtp = IntCounterVec::new(
+            Opts::new(
+                "inbound_smtp_total",
+                "Messages and refusals of the inbound SMTP listener (VERP return paths), by outcome or reason.",
+            ),
+            &["outcome"],
+        )
+        .expect("valid metric");
+        registry
+            .register(Box::new(inbound_smtp.clone()))
+            .expect("distinct metric names");
+        for label in mailroom_smtp::inbound::LABELS {
+            inbound_smtp.with_label_values(&[label]);
+        }
         registry
             .register(Box::new(smtp_replies.clone()))
             .expect("distinct metric names");
@@ -86,6 +101,7 @@ impl DeliveryCounters {
             registry,
             smtp_replies,
             webhook_deliveries,
+            inbound_smtp,
         }
     }
 
@@ -97,6 +113,11 @@ impl DeliveryCounters {
     /// Counts one SMTP session.
     pub fn smtp_reply(&self, class: SmtpReplyClass) {
         self.smtp_replies.with_label_values(&[class.label()]).inc();
+    }
+
+    /// Counts one event of the inbound SMTP listener (its label).
+    pub fn inbound(&self, outcome: &str) {
+        self.inbound_smtp.with_label_values(&[outcome]).inc();
     }
 
     /// Counts recorded webhook attempts by the status they left their events in.

@@ -412,6 +412,102 @@ async fn serve_answers_and_stops_gracefully_on_sigterm() {
     );
 }
 
+/// `mailroom inbound` greets on `MAILROOM_INBOUND_LISTEN`, advertises its size bound,
+/// refuses to relay, and stops with exit code 0 on SIGTERM.
+#[tokio::test]
+async fn inbound_greets_refuses_relaying_and_stops_on_sigterm() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    let database = TestDatabase::create();
+    let dir = ScratchDir::new("inbound");
+    let port = free_port();
+    let stderr_path = dir.path.join("inbound.stderr");
+    let stderr = fs::File::create(&stderr_path).expect("creating the listener's stderr file");
+    let mut server = ServerProcess(
+        mailroom(&dir, &database)
+            .arg("inbound")
+            .env("MAILROOM_INBOUND_LISTEN", format!("127.0.0.1:{port}"))
+            .env("MAILROOM_INBOUND_MAX_MESSAGE_BYTES", "2048")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("starting `mailroom inbound`"),
+    );
+    let server_stderr = || fs::read_to_string(&stderr_path).unwrap_or_default();
+    let started = Instant::now();
+    let stream = loop {
+        if let Some(status) = server.0.try_wait().expect("polling the listener") {
+            panic!(
+                "`mailroom inbound` exited early ({}); stderr:\n{}",
+                describe(status),
+                server_stderr()
+            );
+        }
+        match tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
+            Ok(stream) => break stream,
+            Err(_) if started.elapsed() > Duration::from_secs(30) => panic!(
+                "`mailroom inbound` did not listen within 30 s; stderr:\n{}",
+                server_stderr()
+            ),
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    };
+    let (read, mut write) = stream.into_split();
+    let mut lines = BufReader::new(read).lines();
+    async fn next_line(
+        lines: &mut tokio::io::Lines<BufReader<tokio::net::tcp::OwnedReadHalf>>,
+    ) -> String {
+        tokio::time::timeout(Duration::from_secs(5), lines.next_line())
+            .await
+            .expect("a reply within 5 s")
+            .expect("reading")
+            .expect("a line")
+    }
+    assert!(next_line(&mut lines).await.starts_with("220 "));
+    write.write_all(b"EHLO mx.example.net\r\n").await.unwrap();
+    let mut ehlo = Vec::new();
+    loop {
+        let line = next_line(&mut lines).await;
+        let last = line.starts_with("250 ");
+        ehlo.push(line);
+        if last {
+            break;
+        }
+    }
+    assert!(ehlo.iter().any(|l| l == "250-SIZE 2048"), "{ehlo:?}");
+    write.write_all(b"MAIL FROM:<>\r\n").await.unwrap();
+    assert!(next_line(&mut lines).await.starts_with("250 "));
+    write
+        .write_all(b"RCPT TO:<someone@example.org>\r\n")
+        .await
+        .unwrap();
+    let refused = next_line(&mut lines).await;
+    assert!(refused.starts_with("550 5.7.1"), "{refused}");
+    write.write_all(b"QUIT\r\n").await.unwrap();
+    assert!(next_line(&mut lines).await.starts_with("221 "));
+
+    let pid = server.0.id().to_string();
+    let kill = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("running kill");
+    assert!(kill.success());
+    let stopping = Instant::now();
+    let status = loop {
+        if let Some(status) = server.0.try_wait().expect("polling the listener") {
+            break status;
+        }
+        assert!(
+            stopping.elapsed() < Duration::from_secs(15),
+            "`mailroom inbound` still running 15 s after SIGTERM; stderr:\n{}",
+            server_stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(status.code(), Some(0), "{}", server_stderr());
+}
+
 /// The README's way of running Mailroom without `MAILROOM_SECRET_KEY`: the binary keeps a
 /// key of its own in `.mailroom/secret.key` (mode 0600) under its working directory, so a
 /// secret sealed by one start opens in the next. `rotate-secrets` opens every stored

@@ -21,6 +21,7 @@
 mod bounded;
 mod dkim;
 mod implicit_tls;
+pub mod inbound;
 mod mailer;
 mod pool;
 mod probe;

@@ -588,7 +588,20 @@ fn build_message(mail: &OutgoingMail) -> Result<(Envelope, Vec<u8>), AttemptFaul
             message
         }
     };
-    Ok((message.envelope().clone(), message.formatted()))
+    // A VERP return path replaces only the envelope sender: the From header and the
+    // DKIM signature (over headers and body, not the envelope) stay as they are.
+    let envelope = match &mail.return_path {
+        None => message.envelope().clone(),
+        Some(return_path) => {
+            let sender = return_path.parse().map_err(|error| {
+                AttemptFault::Permanent(format!("the return path cannot be used: {error}"))
+            })?;
+            Envelope::new(Some(sender), message.envelope().to().to_vec()).map_err(|error| {
+                AttemptFault::Permanent(format!("the envelope cannot be built: {error}"))
+            })?
+        }
+    };
+    Ok((envelope, message.formatted()))
 }
 
 /// The message's MIME body: HTML alone, or text and HTML as alternatives.
@@ -637,7 +650,21 @@ mod tests {
             date: Timestamp::parse("2026-11-22T12:00:00.000Z").unwrap(),
             list_unsubscribe: None,
             dkim: None,
+            return_path: None,
         }
+    }
+
+    #[test]
+    fn a_return_path_replaces_the_envelope_sender_only() {
+        let mut with_verp = mail(None);
+        with_verp.return_path = Some("bounces+abc@bounces.acme.example".into());
+        let (envelope, bytes) = build_message(&with_verp).unwrap();
+        assert_eq!(
+            envelope.from().map(ToString::to_string).as_deref(),
+            Some("bounces+abc@bounces.acme.example")
+        );
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(!text.contains("bounces+abc"), "{text}");
     }
 
     #[test]

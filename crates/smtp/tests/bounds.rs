@@ -50,6 +50,7 @@ fn mail(port: u16) -> OutgoingMail {
         date: Timestamp::parse("2026-11-22T12:00:00.000Z").unwrap(),
         list_unsubscribe: None,
         dkim: None,
+        return_path: None,
     }
 }
 

@@ -52,6 +52,7 @@ fn mail(server: &TestSmtpServer, security: SmtpSecurity, n: usize) -> OutgoingMa
         date: Timestamp::parse("2026-11-22T12:00:00.000Z").unwrap(),
         list_unsubscribe: None,
         dkim: None,
+        return_path: None,
     }
 }
 

@@ -220,6 +220,7 @@ fn open_signing_keys(
                 domain: record.domain,
                 selector: record.selector,
                 private_key_pem,
+                return_path: record.return_path,
             }),
             Err(_) => tracing::warn!(
                 account = %record.account,

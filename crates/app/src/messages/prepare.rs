@@ -94,6 +94,9 @@ pub fn finish_rendered(
                     let rendered = addressed(message_rendered, &job.message);
                     let dkim =
                         DkimSigning::for_sender(&job.signing_keys, &rendered.from.email).cloned();
+                    let return_path = dkim.as_ref().filter(|key| key.return_path).map(|key| {
+                        crate::return_path::envelope_sender(services, &job.message, &key.domain)
+                    });
                     jobs.push(MessageJob {
                         message: job.message.clone(),
                         lane: job.lane,
@@ -104,6 +107,7 @@ pub fn finish_rendered(
                             date: now,
                             list_unsubscribe: job.list_unsubscribe.clone(),
                             dkim,
+                            return_path,
                         },
                     });
                 }

@@ -247,6 +247,10 @@ pub struct OutgoingMail {
     /// The DKIM key to sign with: set when the From address is at a verified sending
     /// domain of the account (docs/operations.md#sending-domains).
     pub dkim: Option<DkimSigning>,
+    /// The envelope sender (`MAIL FROM`) when it is a VERP return path
+    /// (`bounces+<token>@bounces.<domain>`, [`mailroom_domain::return_path`]); `None`
+    /// sends with the From address as envelope sender.
+    pub return_path: Option<String>,
 }
 
 /// A DKIM key opened for signing (relaxed/relaxed, rsa-sha256).
@@ -258,6 +262,9 @@ pub struct DkimSigning {
     pub selector: String,
     /// The private key, PKCS#1 PEM.
     pub private_key_pem: SecretString,
+    /// Whether the domain's return path (`bounces.<domain>`) is verified: its mail then
+    /// goes with a VERP envelope sender ([`OutgoingMail::return_path`]).
+    pub return_path: bool,
 }
 
 impl DkimSigning {

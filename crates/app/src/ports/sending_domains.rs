@@ -21,6 +21,9 @@ pub struct SigningKeyRecord {
     pub selector: String,
     /// The sealed private key.
     pub private_key: SealedSecret,
+    /// Whether the domain's return-path record (`bounces.<domain>`) is verified, so its
+    /// mail carries a VERP envelope sender.
+    pub return_path: bool,
 }
 
 /// Sending domains and their DKIM keys.
@@ -113,6 +116,18 @@ pub trait SendingDomainRepository {
     /// # Errors
     /// [`StoreError`] on store failure.
     fn verified_domain_names(&mut self, account: AccountId) -> Result<Vec<DomainName>, StoreError>;
+
+    /// The accounts holding a sending domain named `name` whose return-path record is
+    /// verified (at most `limit`, in id order). Across accounts: the one lookup the
+    /// inbound SMTP listener makes before it knows the account, by the `RCPT TO` domain.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn return_path_accounts(
+        &mut self,
+        name: &DomainName,
+        limit: u32,
+    ) -> Result<Vec<AccountId>, StoreError>;
 
     /// The signing (newest) key of every verified domain of `accounts`.
     ///

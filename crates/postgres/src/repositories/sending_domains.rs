@@ -275,6 +275,24 @@ impl SendingDomainRepository for PgUnitOfWork<'_> {
             .collect()
     }
 
+    fn return_path_accounts(
+        &mut self,
+        name: &DomainName,
+        limit: u32,
+    ) -> Result<Vec<AccountId>, StoreError> {
+        // Across accounts on purpose (the account is what this finds); served by the
+        // partial index `sending_domains_return_path_idx` (migration 23).
+        let ids = sending_domains::table
+            .filter(sending_domains::name.eq(name.as_str()))
+            .filter(sending_domains::return_path_status.eq(CheckStatus::Verified.as_str()))
+            .order(sending_domains::account_id.asc())
+            .limit(i64::from(limit))
+            .select(sending_domains::account_id)
+            .load::<Uuid>(self.conn)
+            .map_err(store_error)?;
+        Ok(ids.into_iter().map(AccountId::from_uuid).collect())
+    }
+
     fn signing_keys(
         &mut self,
         accounts: &[AccountId],
@@ -297,12 +315,16 @@ impl SendingDomainRepository for PgUnitOfWork<'_> {
                 sending_domain_keys::created_at.desc(),
                 sending_domain_keys::id.desc(),
             ))
-            .select((sending_domains::name, KeyRow::as_select()))
-            .load::<(String, KeyRow)>(self.conn)
+            .select((
+                sending_domains::name,
+                sending_domains::return_path_status,
+                KeyRow::as_select(),
+            ))
+            .load::<(String, String, KeyRow)>(self.conn)
             .map_err(store_error)?;
         let mut seen = std::collections::HashSet::new();
         let mut keys = Vec::new();
-        for (name, row) in rows {
+        for (name, return_path, row) in rows {
             if !seen.insert((row.account_id, row.domain_id)) {
                 continue;
             }
@@ -312,6 +334,7 @@ impl SendingDomainRepository for PgUnitOfWork<'_> {
                 key_id: DkimKeyId::from_uuid(row.id),
                 selector: row.selector,
                 private_key: SealedSecret(row.private_key),
+                return_path: return_path == CheckStatus::Verified.as_str(),
             });
         }
         Ok(keys)

@@ -1,0 +1,1 @@
+DROP INDEX sending_domains_return_path_idx;
