@@ -8,7 +8,7 @@ mod automations;
 pub mod automations_dto;
 mod contacts;
 pub mod contacts_dto;
-mod contacts_import;
+pub(crate) mod contacts_import;
 mod domains;
 pub mod domains_dto;
 mod feedback;
