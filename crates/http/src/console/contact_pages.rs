@@ -13,8 +13,8 @@ use actix_web::{
 use futures_util::StreamExt;
 use mailroom_app::{
     contacts::{
-        count_search, delete_contact, get_contact, import_csv, list_attribute_metas,
-        list_contacts, search_contacts, unbounce_contact, SearchRequest,
+        count_search, delete_contact, get_contact, import_csv, list_attribute_metas, list_contacts,
+        search_contacts, unbounce_contact, SearchRequest,
     },
     messages::list_messages,
     topics::list_topics,
@@ -269,8 +269,7 @@ pub(super) async fn show(
                 last_reply: message.last_reply,
             })
             .collect();
-            let topic_names: HashMap<TopicId, String> = if found.topic_unsubscriptions.is_empty()
-            {
+            let topic_names: HashMap<TopicId, String> = if found.topic_unsubscriptions.is_empty() {
                 HashMap::new()
             } else {
                 list_topics(
@@ -529,10 +528,7 @@ fn readable(errors: Vec<FieldError>, request: &SearchRequest, form: &SegmentForm
                 .and_then(|rest| rest.split_once(']'))
                 .and_then(|(index, rest)| {
                     let row = shown.get(index.parse::<usize>().ok()?)?;
-                    Some(format!(
-                        "Condition {row}, {}",
-                        rest.trim_start_matches('.')
-                    ))
+                    Some(format!("Condition {row}, {}", rest.trim_start_matches('.')))
                 })
                 .unwrap_or(error.field);
             format!("{field}: {}", error.message)
@@ -685,10 +681,13 @@ pub(super) async fn segment(
             base.push(("show".to_owned(), "1".to_owned()));
             let next_link = next_after.map(|after| {
                 base.push(("after".to_owned(), after));
-                format!("?{}", serde_urlencoded::to_string(&base).unwrap_or_default())
+                format!(
+                    "?{}",
+                    serde_urlencoded::to_string(&base).unwrap_or_default()
+                )
             });
-            let errors = !show_errors.is_empty()
-                || outcome.as_ref().is_some_and(|o| !o.errors.is_empty());
+            let errors =
+                !show_errors.is_empty() || outcome.as_ref().is_some_and(|o| !o.errors.is_empty());
             account_page(
                 &services,
                 &signed_in,
@@ -894,6 +893,8 @@ pub(super) async fn import(
             }
         }
         drop(sender);
+        // The multipart stream yields nothing while a part of it is alive.
+        drop(file);
         // Whatever follows the file (nothing, from this console's form) is drained.
         while let Some(Ok(mut rest)) = form.next().await {
             while let Some(Ok(_)) = rest.next().await {}
@@ -941,8 +942,8 @@ pub(super) async fn import(
     } else {
         StatusCode::OK
     };
-    let page = blocking(move || import_page(&services, &signed_in, account, status, Some(report)))
-        .await;
+    let page =
+        blocking(move || import_page(&services, &signed_in, account, status, Some(report))).await;
     let mut response = respond(page);
     // The import is done whatever the page: the form must not be sent again by a reload.
     response.headers_mut().insert(

@@ -7,11 +7,20 @@ pub(super) const EXTRA: [(&str, &str); 9] = [
     ("contacts.html", include_str!("templates/contacts.html")),
     ("contact.html", include_str!("templates/contact.html")),
     ("segment.html", include_str!("templates/segment.html")),
-    ("segment_count.html", include_str!("templates/segment_count.html")),
+    (
+        "segment_count.html",
+        include_str!("templates/segment_count.html"),
+    ),
     ("import.html", include_str!("templates/import.html")),
     ("messages.html", include_str!("templates/messages.html")),
-    ("message_detail.html", include_str!("templates/message_detail.html")),
-    ("webhook_events.html", include_str!("templates/webhook_events.html")),
+    (
+        "message_detail.html",
+        include_str!("templates/message_detail.html"),
+    ),
+    (
+        "webhook_events.html",
+        include_str!("templates/webhook_events.html"),
+    ),
 ];
 
 /// The import page's script: upload progress on the page's progress bar.

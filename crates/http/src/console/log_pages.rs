@@ -124,10 +124,7 @@ pub(super) async fn messages(
 
 /// `GET /console/accounts/{id}/messages/{messageId}`: one message, its attempts and the
 /// last reply of the receiving server.
-pub(super) async fn message(
-    req: HttpRequest,
-    path: web::Path<(String, String)>,
-) -> HttpResponse {
+pub(super) async fn message(req: HttpRequest, path: web::Path<(String, String)>) -> HttpResponse {
     let (services, signed_in) = match require_session(&req).await {
         Ok(found) => found,
         Err(response) => return response,

@@ -456,7 +456,10 @@ pub(super) fn day_and_minute(at: Timestamp) -> String {
     format!("{} {:02}:{:02} UTC", at.date(), at.hour(), at.minute())
 }
 
-pub(super) fn account_items(services: &Services, signed_in: &SignedIn) -> Result<Vec<AccountItem>, AppError> {
+pub(super) fn account_items(
+    services: &Services,
+    signed_in: &SignedIn,
+) -> Result<Vec<AccountItem>, AppError> {
     Ok(list_accounts(services, &signed_in.actor)?
         .into_iter()
         .map(|account| AccountItem {

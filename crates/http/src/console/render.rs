@@ -38,7 +38,10 @@ fn environment() -> &'static Environment<'static> {
     ENVIRONMENT.get_or_init(|| {
         let mut env = Environment::new();
         // `.html` names turn on HTML escaping of every value (minijinja's default).
-        for (name, source) in TEMPLATES.into_iter().chain(crate::console::extra_templates::EXTRA) {
+        for (name, source) in TEMPLATES
+            .into_iter()
+            .chain(crate::console::extra_templates::EXTRA)
+        {
             if let Err(error) = env.add_template(name, source) {
                 // The templates are compiled in; a broken one fails the console's tests.
                 tracing::error!(%error, name, "console template does not compile");
@@ -235,7 +238,10 @@ mod tests {
     #[test]
     fn every_template_compiles_and_escapes() {
         let mut env = Environment::new();
-        for (name, source) in TEMPLATES.into_iter().chain(crate::console::extra_templates::EXTRA) {
+        for (name, source) in TEMPLATES
+            .into_iter()
+            .chain(crate::console::extra_templates::EXTRA)
+        {
             if let Err(error) = env.add_template(name, source) {
                 panic!("{name}: {error:#}");
             }

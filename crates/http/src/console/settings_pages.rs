@@ -207,7 +207,9 @@ pub(super) async fn update(
     })
     .await;
     match outcome {
-        Ok(None) => see_other(&format!("/console/accounts/{account}/settings?saved=account")),
+        Ok(None) => see_other(&format!(
+            "/console/accounts/{account}/settings?saved=account"
+        )),
         Ok(Some(page)) => page.into(),
         Err(error) => super::error_page(&error),
     }
@@ -215,7 +217,11 @@ pub(super) async fn update(
 
 /// `POST /console/accounts/{id}/webhooks`: saves the webhook settings and answers with
 /// the page that shows the signing secret, this once.
-pub(super) async fn set(req: HttpRequest, path: web::Path<String>, body: web::Bytes) -> HttpResponse {
+pub(super) async fn set(
+    req: HttpRequest,
+    path: web::Path<String>,
+    body: web::Bytes,
+) -> HttpResponse {
     let (services, signed_in, form) = match signed_in_form::<Pairs>(&req, &body).await {
         Ok(found) => found,
         Err(response) => return response,
