@@ -1,8 +1,16 @@
-//! The templates of the account pages (settings, contacts, segment builder, import, logs),
+//! The templates of the account pages (settings, contacts, segment builder, import, logs,
+//! topics, automations),
 //! compiled in beside those of `render`.
 
 /// Every template of the account pages, by name.
-pub(super) const EXTRA: [(&str, &str); 9] = [
+pub(super) const EXTRA: [(&str, &str); 13] = [
+    ("topics.html", include_str!("templates/topics.html")),
+    ("topic.html", include_str!("templates/topic.html")),
+    (
+        "automations.html",
+        include_str!("templates/automations.html"),
+    ),
+    ("automation.html", include_str!("templates/automation.html")),
     ("settings.html", include_str!("templates/settings.html")),
     ("contacts.html", include_str!("templates/contacts.html")),
     ("contact.html", include_str!("templates/contact.html")),

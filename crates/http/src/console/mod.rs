@@ -17,6 +17,7 @@ mod pages;
 mod render;
 mod template_pages;
 // The account pages of settings, audience and logs (one block, kept together).
+mod automation_pages;
 mod contact_pages;
 mod extra_templates;
 mod log_pages;
@@ -139,6 +140,50 @@ pub fn configure(config: &mut web::ServiceConfig) {
             .route(
                 "/accounts/{account_id}/webhook-events/{event_id}/retry",
                 web::post().to(log_pages::retry),
+            )
+            .route(
+                "/accounts/{account_id}/topics",
+                web::get().to(automation_pages::topics),
+            )
+            .route(
+                "/accounts/{account_id}/topics",
+                web::post().to(automation_pages::create_topic_form),
+            )
+            .route(
+                "/accounts/{account_id}/topics/{topic_id}",
+                web::get().to(automation_pages::topic),
+            )
+            .route(
+                "/accounts/{account_id}/topics/{topic_id}",
+                web::post().to(automation_pages::update_topic_form),
+            )
+            .route(
+                "/accounts/{account_id}/topics/{topic_id}/delete",
+                web::post().to(automation_pages::delete_topic_form),
+            )
+            .route(
+                "/accounts/{account_id}/automations",
+                web::get().to(automation_pages::automations),
+            )
+            .route(
+                "/accounts/{account_id}/automations",
+                web::post().to(automation_pages::create_automation_form),
+            )
+            .route(
+                "/accounts/{account_id}/automations/new",
+                web::get().to(automation_pages::new_automation),
+            )
+            .route(
+                "/accounts/{account_id}/automations/{automation_id}",
+                web::get().to(automation_pages::automation),
+            )
+            .route(
+                "/accounts/{account_id}/automations/{automation_id}",
+                web::post().to(automation_pages::update_automation_form),
+            )
+            .route(
+                "/accounts/{account_id}/automations/{automation_id}/delete",
+                web::post().to(automation_pages::delete_automation_form),
             )
             .route("/tokens", web::get().to(pages::tokens))
             .route("/tokens", web::post().to(pages::create_token))
