@@ -418,6 +418,9 @@ async fn a_stranger_sees_nothing_and_forged_posts_are_refused() {
         "/messages".to_owned(),
         format!("/messages/{message}"),
         "/webhook-events".to_owned(),
+        "/topics".to_owned(),
+        "/automations".to_owned(),
+        "/automations/new".to_owned(),
     ] {
         browser.goto(&format!("{base}{page}")).await;
         let text = browser.text().await;
@@ -465,6 +468,8 @@ async fn a_stranger_sees_nothing_and_forged_posts_are_refused() {
         "/webhooks".to_owned(),
         format!("/contacts/{contact}/delete"),
         format!("/contacts/{contact}/unbounce"),
+        "/topics".to_owned(),
+        "/automations".to_owned(),
     ] {
         let foreign = post(
             path.clone(),
@@ -617,4 +622,163 @@ async fn account_page_times() {
             times.len()
         );
     }
+}
+
+#[tokio::test]
+async fn topics_and_automations_are_created_edited_and_deleted() {
+    let app = app().await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Ada's shop").await;
+    fill_dashboard(&app, &token, &account).await;
+    let browser = Browser::start().await;
+    sign_in_with_token(&browser, &app, &token).await;
+    let base = format!("{}/console/accounts/{account}", app.address);
+
+    // Topics: a bad form comes back with its error, a good one is listed, then edited.
+    let topic_count = || async {
+        let count: serde_json::Value = app
+            .get(&format!("/v2/accounts/{account}/topics/count"), &token)
+            .await
+            .json()
+            .await
+            .expect("json");
+        count["count"].as_u64().expect("a count")
+    };
+    let starting = topic_count().await;
+    browser.goto(&format!("{base}/topics")).await;
+    browser
+        .click("form[action$='/topics'] button[type=submit]")
+        .await;
+    assert!(browser.text().await.contains("The topic was not created"));
+    browser.check_screen("topics-error").await;
+    browser.fill("#topic-name", "Product news").await;
+    browser
+        .fill("#topic-description", "New things, monthly")
+        .await;
+    browser
+        .click("form[action$='/topics'] button[type=submit]")
+        .await;
+    assert!(browser.text().await.contains("New things, monthly"));
+    assert_eq!(topic_count().await, starting + 1);
+    browser.check_screen("topics").await;
+    let link = |name: &'static str| {
+        format!(
+            "return [...document.querySelectorAll('table a')].find(a => a.textContent === '{name}').href;"
+        )
+    };
+    let href = browser
+        .client
+        .execute(&link("Product news"), vec![])
+        .await
+        .expect("link");
+    browser.goto(href.as_str().expect("href")).await;
+    browser.check_screen("topic").await;
+    browser
+        .find("#topic-name")
+        .await
+        .clear()
+        .await
+        .expect("clear");
+    browser.fill("#topic-name", "Releases").await;
+    browser
+        .click("form[action*='/topics/'] button[type=submit]")
+        .await;
+    assert!(browser.text().await.contains("Releases"));
+    assert!(!browser.text().await.contains("Product news"));
+    let href = browser
+        .client
+        .execute(&link("Releases"), vec![])
+        .await
+        .expect("link");
+    browser.goto(href.as_str().expect("href")).await;
+    browser.click("form[action$='/delete'] button").await;
+    assert!(browser.text().await.contains("was deleted"));
+    assert_eq!(topic_count().await, starting);
+
+    // Automations: created with the dashboard's template, edited to wait three days.
+    browser.goto(&format!("{base}/automations/new")).await;
+    browser.check_screen("automation-new").await;
+    browser.fill("#automation-name", "Welcome").await;
+    browser
+        .find("#automation-template option:nth-child(2)")
+        .await
+        .click()
+        .await
+        .expect("template");
+    browser.fill("#automation-event", "signed_up").await;
+    browser
+        .find("#automation-timing option[value=x_days_after]")
+        .await
+        .click()
+        .await
+        .expect("timing");
+    browser
+        .click("form[action$='/automations'] button[type=submit]")
+        .await;
+    // No days given: the use case's error, the form kept.
+    assert!(browser
+        .text()
+        .await
+        .contains("The automation was not saved"));
+    assert_eq!(
+        browser
+            .find("#automation-name")
+            .await
+            .prop("value")
+            .await
+            .expect("value")
+            .as_deref(),
+        Some("Welcome")
+    );
+    browser.check_screen("automation-error").await;
+    browser.fill("#automation-days", "3").await;
+    browser
+        .click("form[action$='/automations'] button[type=submit]")
+        .await;
+    assert!(browser.text().await.contains("3 days after"));
+    browser.check_screen("automations").await;
+    let welcome = || async {
+        let automations: serde_json::Value = app
+            .get(&format!("/v2/accounts/{account}/automations"), &token)
+            .await
+            .json()
+            .await
+            .expect("json");
+        automations["items"]
+            .as_array()
+            .expect("automations")
+            .iter()
+            .find(|automation| automation["name"] == "Welcome")
+            .cloned()
+    };
+    let created = welcome().await.expect("the automation");
+    assert_eq!(created["timingValue"], 3, "{created}");
+    assert_eq!(created["triggerEventSlug"], "signed_up");
+    let href = browser
+        .client
+        .execute(&link("Welcome"), vec![])
+        .await
+        .expect("link");
+    browser.goto(href.as_str().expect("href")).await;
+    browser
+        .find("#automation-enabled")
+        .await
+        .click()
+        .await
+        .expect("untick");
+    browser
+        .click("form[action*='/automations/'] button[type=submit]")
+        .await;
+    let edited = welcome().await.expect("the automation");
+    assert_eq!(edited["isEnabled"], false, "{edited}");
+    let href = browser
+        .client
+        .execute(&link("Welcome"), vec![])
+        .await
+        .expect("link");
+    browser.goto(href.as_str().expect("href")).await;
+    browser.click("form[action$='/delete'] button").await;
+    assert!(browser.text().await.contains("was deleted"));
+    assert!(welcome().await.is_none());
+    browser.close().await;
 }
