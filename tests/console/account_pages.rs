@@ -518,6 +518,21 @@ async fn a_stranger_sees_nothing_and_forged_posts_are_refused() {
         .await
         .expect("post");
     assert_eq!(import.status(), StatusCode::FORBIDDEN);
+    // From the console's own origin with the stranger's valid token: not their account.
+    let import = client()
+        .post(format!("{base}/contacts/import"))
+        .header(header::COOKIE, cookie.clone())
+        .header(header::ORIGIN, own.as_str())
+        .header(header::CONTENT_TYPE, "multipart/form-data; boundary=x")
+        .body(format!(
+            "--x\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n{csrf}\r\n--x\r\n\
+             Content-Disposition: form-data; name=\"file\"; filename=\"a.csv\"\r\n\
+             Content-Type: text/csv\r\n\r\nemail\r\nforged@evil.example\r\n--x--\r\n"
+        ))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(import.status(), StatusCode::NOT_FOUND);
     let after: serde_json::Value = app
         .get(&format!("/v2/accounts/{account}"), &owner)
         .await

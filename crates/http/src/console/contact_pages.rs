@@ -510,7 +510,7 @@ fn condition_value(operator: &str, value: &str) -> Option<serde_json::Value> {
 }
 
 /// The builder's field errors in words: `attributes[i]` becomes the row the user sees.
-fn readable(errors: Vec<FieldError>, request: &SearchRequest, form: &SegmentForm) -> Vec<String> {
+fn readable(errors: Vec<FieldError>, form: &SegmentForm) -> Vec<String> {
     // Rows without a slug were left out of the request, so map request indexes to rows.
     let shown: Vec<usize> = form
         .rows
@@ -518,7 +518,6 @@ fn readable(errors: Vec<FieldError>, request: &SearchRequest, form: &SegmentForm
         .filter(|row| !row.slug.is_empty())
         .map(|row| row.index + 1)
         .collect();
-    let _ = request;
     errors
         .into_iter()
         .map(|error| {
@@ -568,7 +567,7 @@ fn count_segment(
         }),
         Err(AppError::Invalid(errors)) => Ok(CountOutcome {
             count: None,
-            errors: readable(errors.0, &request, form),
+            errors: readable(errors.0, form),
         }),
         Err(other) => Err(other),
     }
@@ -633,7 +632,7 @@ pub(super) async fn segment(
                                 );
                             }
                             Err(AppError::Invalid(errors)) => {
-                                show_errors = readable(errors.0, &request, &form);
+                                show_errors = readable(errors.0, &form);
                             }
                             Err(other) => return Err(other),
                         }
@@ -845,23 +844,29 @@ pub(super) async fn import(
     if let Err(response) = check_csrf(&signed_in, &String::from_utf8_lossy(&csrf)) {
         return response;
     }
+    // Membership before the file: a non-member's upload is not read.
+    let (check_services, check_signed_in) = (services.clone(), signed_in.clone());
+    let member = match blocking(move || {
+        member(
+            &check_services,
+            &check_signed_in,
+            account,
+            "POST",
+            "/contacts/import",
+        )
+    })
+    .await
+    {
+        Ok(member) => member,
+        Err(error) => return error_page(&error),
+    };
     let mut file = match form.next().await {
         Some(Ok(field)) if field.name() == Some("file") => field,
         _ => return bad_upload("Choose a CSV file to import."),
     };
     let (sender, receiver) = mpsc::channel(CHANNEL_CHUNKS);
     let work = services.clone();
-    let worker_signed_in = signed_in.clone();
-    let imported = blocking(move || {
-        let member = member(
-            &work,
-            &worker_signed_in,
-            account,
-            "POST",
-            "/contacts/import",
-        )?;
-        import_csv(&work, &member, ChannelReader::new(receiver))
-    });
+    let imported = blocking(move || import_csv(&work, &member, ChannelReader::new(receiver)));
     let pump = async move {
         let mut received: u64 = 0;
         let mut failure = None;
