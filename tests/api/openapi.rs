@@ -87,6 +87,10 @@ pub const ROUTES: [(&str, &str); 79] = [
     ("get", "/v2/accounts/{accountId}/contacts/{contactId}"),
     ("patch", "/v2/accounts/{accountId}/contacts/{contactId}"),
     ("delete", "/v2/accounts/{accountId}/contacts/{contactId}"),
+    (
+        "get",
+        "/v2/accounts/{accountId}/contacts/{contactId}/events",
+    ),
     ("post", "/v2/accounts/{accountId}/events"),
     ("get", "/v2/accounts/{accountId}/events/names"),
     ("get", "/v2/accounts/{accountId}/attributes"),

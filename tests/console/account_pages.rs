@@ -201,10 +201,21 @@ async fn import_segment_contacts_settings_and_logs() {
     assert_eq!(first, "reader1@example.org");
     assert_eq!(browser.count("table tbody tr").await, 1);
     browser.check_screen("contacts").await;
+    // An event of the contact, recorded through the API, shows on its page.
+    let event = app
+        .send_json(
+            reqwest::Method::POST,
+            &format!("/v2/accounts/{account}/events"),
+            &token,
+            &serde_json::json!({ "email": "reader1@example.org", "slug": "opened_app" }),
+        )
+        .await;
+    assert_eq!(event.status(), 200, "event");
     browser.click("table tbody tr td a").await;
     let text = browser.text().await;
     assert!(text.contains("free"), "{text}");
     assert!(text.contains("age"), "{text}");
+    assert!(text.contains("opened_app"), "{text}");
     browser.check_screen("contact").await;
 
     // The segment builder: the live count as a condition is typed, then the plain form.

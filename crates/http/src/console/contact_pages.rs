@@ -1,5 +1,5 @@
 //! The audience pages: the contact list with its filters and sorts, one contact (its
-//! attributes, messages and topic unsubscriptions; unbounce, delete), the segment builder
+//! attributes, events, messages and topic unsubscriptions; unbounce, delete), the segment builder
 //! with its count, and the CSV import. Each calls the use case of the API route it stands
 //! for.
 
@@ -13,8 +13,8 @@ use actix_web::{
 use futures_util::StreamExt;
 use mailroom_app::{
     contacts::{
-        count_search, delete_contact, get_contact, import_csv, list_attribute_metas, list_contacts,
-        search_contacts, unbounce_contact, SearchRequest,
+        count_search, delete_contact, get_contact, import_csv, list_attribute_metas,
+        list_contact_events, list_contacts, search_contacts, unbounce_contact, SearchRequest,
     },
     messages::list_messages,
     topics::list_topics,
@@ -192,6 +192,12 @@ struct AttributeRow {
 }
 
 #[derive(Debug, Serialize)]
+struct EventRow {
+    slug: String,
+    occurred_at: String,
+}
+
+#[derive(Debug, Serialize)]
 struct MessageRow {
     id: String,
     status: &'static str,
@@ -269,6 +275,21 @@ pub(super) async fn show(
                 last_reply: message.last_reply,
             })
             .collect();
+            let events: Vec<EventRow> = list_contact_events(
+                &services,
+                &member,
+                contact,
+                PageRequest {
+                    start: 0,
+                    limit: super::page_kit::PAGE_ROWS,
+                },
+            )?
+            .into_iter()
+            .map(|event| EventRow {
+                slug: event.slug.as_str().to_owned(),
+                occurred_at: day_and_minute(event.occurred_at),
+            })
+            .collect();
             let topic_names: HashMap<TopicId, String> = if found.topic_unsubscriptions.is_empty() {
                 HashMap::new()
             } else {
@@ -309,6 +330,7 @@ pub(super) async fn show(
                     unsubscriptions => unsubscriptions,
                     attributes => attributes,
                     messages => messages,
+                    events => events,
                     notice => notice,
                 },
             )

@@ -93,6 +93,7 @@ pub fn v2(cfg: &mut ServiceConfig) {
         .service(contacts::get_contact)
         .service(contacts::unbounce_contact)
         .service(contacts::delete_contact)
+        .service(contacts::list_contact_events)
         .service(contacts::record_event)
         .service(contacts::event_names)
         .service(contacts::list_attributes)
