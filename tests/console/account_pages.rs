@@ -621,6 +621,8 @@ async fn account_page_times() {
         "/contacts/import".to_owned(),
         "/messages".to_owned(),
         "/webhook-events".to_owned(),
+        "/topics".to_owned(),
+        "/automations".to_owned(),
     ] {
         let mut times = Vec::new();
         for round in 0..110 {
