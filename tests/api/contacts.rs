@@ -1068,3 +1068,67 @@ async fn event_names_are_the_same_before_and_after_folding_and_follow_deletions(
         "the same after folding the deletion"
     );
 }
+
+#[tokio::test]
+async fn a_contacts_events_are_listed_newest_first_and_paged() {
+    let a = audience().await;
+    for slug in ["signed_up", "opened_app", "bought"] {
+        expect_json(a.event("ada@example.org", slug, None).await, 200).await;
+        // Distinct times, so the order is the order of recording.
+        a.app.clock.advance(time::Duration::seconds(1));
+    }
+    expect_json(a.event("grace@example.org", "signed_up", None).await, 200).await;
+    let contact = a.upsert(json!({"email": "ada@example.org"})).await;
+    let id = contact["_id"].as_str().expect("id");
+    let page = expect_json(
+        a.app
+            .get(&a.path(&format!("/contacts/{id}/events")), &a.token)
+            .await,
+        200,
+    )
+    .await;
+    let slugs: Vec<&str> = page["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|event| event["slug"].as_str().expect("slug"))
+        .collect();
+    assert_eq!(slugs, ["bought", "opened_app", "signed_up"], "{page}");
+    assert!(page["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .all(|event| event["contactId"] == id));
+    let second = expect_json(
+        a.app
+            .get(
+                &a.path(&format!("/contacts/{id}/events?start=1&limit=1")),
+                &a.token,
+            )
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(second["items"][0]["slug"], "opened_app", "{second}");
+    // An unknown contact, and one of another account, are 404s.
+    let unknown = "01a00000-0000-7000-8000-000000000001";
+    expect_problem(
+        a.app
+            .get(&a.path(&format!("/contacts/{unknown}/events")), &a.token)
+            .await,
+        404,
+    )
+    .await;
+    let eve = a.app.user_token("eve@example.com").await;
+    let elsewhere = a.app.create_account(&eve, "Elsewhere").await;
+    expect_problem(
+        a.app
+            .get(
+                &format!("/v2/accounts/{elsewhere}/contacts/{id}/events"),
+                &eve,
+            )
+            .await,
+        404,
+    )
+    .await;
+}

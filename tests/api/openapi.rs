@@ -1,7 +1,7 @@
 use mailroom_tests::{expect_json, spawn_app};
 
 /// Every route of the API, as docs/api.md and the specification name them for this stage.
-pub const ROUTES: [(&str, &str); 79] = [
+pub const ROUTES: [(&str, &str); 80] = [
     ("post", "/v2/users/me/tokens"),
     ("get", "/v2/users/me/tokens"),
     ("delete", "/v2/users/me/tokens/{tokenId}"),
@@ -87,6 +87,10 @@ pub const ROUTES: [(&str, &str); 79] = [
     ("get", "/v2/accounts/{accountId}/contacts/{contactId}"),
     ("patch", "/v2/accounts/{accountId}/contacts/{contactId}"),
     ("delete", "/v2/accounts/{accountId}/contacts/{contactId}"),
+    (
+        "get",
+        "/v2/accounts/{accountId}/contacts/{contactId}/events",
+    ),
     ("post", "/v2/accounts/{accountId}/events"),
     ("get", "/v2/accounts/{accountId}/events/names"),
     ("get", "/v2/accounts/{accountId}/attributes"),

@@ -3,6 +3,7 @@
 //! with axe-core and captured at 1280 and 390 px under `target/console-screens/`.
 //! `cargo xtask test` installs Chromium and ChromeDriver when they are missing.
 
+mod account_pages;
 mod browser;
 
 use diesel::connection::SimpleConnection;

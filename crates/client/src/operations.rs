@@ -480,6 +480,12 @@ operations! {
         self.execute(OP, Request::new([account.to_string(), contact.to_string()])).await?.json()
     }
 
+    /// One page of a contact's events, newest first.
+    GET "/v2/accounts/{accountId}/contacts/{contactId}/events" Always;
+    pub async fn list_contact_events(&self, account: AccountId, contact: ContactId, page: PageRequest) -> Result<Page<ContactEvent>> {
+        self.execute(OP, Request::new([account.to_string(), contact.to_string()]).query(page.query())).await?.json()
+    }
+
     /// Records something a contact did (creating the contact if unknown); enabled
     /// automations on that event queue their messages. Not retried: a repeat is a second
     /// event.

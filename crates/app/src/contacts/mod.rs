@@ -1,6 +1,7 @@
 //! The audience: contacts, their attributes and events, lists, search and metas.
 
 mod attribute_metas;
+mod contact_events;
 mod delete_contact;
 mod event_names;
 mod get_contact;
@@ -13,6 +14,7 @@ mod unbounce_contact;
 mod upsert_contact;
 
 pub use attribute_metas::{count_attribute_metas, list_attribute_metas};
+pub use contact_events::list_contact_events;
 pub use delete_contact::delete_contact;
 pub use event_names::{event_names, fold_event_names, FOLD_BATCH};
 pub use get_contact::get_contact;

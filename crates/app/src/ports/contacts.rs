@@ -200,4 +200,15 @@ pub trait ContactRepository {
     /// # Errors
     /// [`StoreError`] on store failure.
     fn fold_event_name_increments(&mut self, limit: u32) -> Result<u64, StoreError>;
+
+    /// One page of a contact's events, newest first (ties by id, newest first).
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn list_contact_events(
+        &mut self,
+        account: AccountId,
+        contact: ContactId,
+        page: PageRequest,
+    ) -> Result<Vec<ContactEvent>, StoreError>;
 }

@@ -16,6 +16,13 @@
 mod pages;
 mod render;
 mod template_pages;
+// The account pages of settings, audience and logs (one block, kept together).
+mod automation_pages;
+mod contact_pages;
+mod extra_templates;
+mod log_pages;
+mod page_kit;
+mod settings_pages;
 
 use actix_web::{
     http::{header, StatusCode},
@@ -72,6 +79,112 @@ pub fn configure(config: &mut web::ServiceConfig) {
                 "/accounts/{account_id}/templates/{template_id}/preview",
                 web::get().to(template_pages::preview),
             )
+            // Settings, audience and logs: one block, kept together.
+            .route("/static/import.js", web::get().to(import_script))
+            .route(
+                "/accounts/{account_id}/settings",
+                web::get().to(settings_pages::show),
+            )
+            .route(
+                "/accounts/{account_id}/settings",
+                web::post().to(settings_pages::update),
+            )
+            .route(
+                "/accounts/{account_id}/webhooks",
+                web::post().to(settings_pages::set),
+            )
+            .route(
+                "/accounts/{account_id}/contacts",
+                web::get().to(contact_pages::list),
+            )
+            .route(
+                "/accounts/{account_id}/contacts/segment",
+                web::get().to(contact_pages::segment),
+            )
+            .route(
+                "/accounts/{account_id}/contacts/segment/count",
+                web::get().to(contact_pages::segment_count),
+            )
+            .route(
+                "/accounts/{account_id}/contacts/import",
+                web::get().to(contact_pages::import_form),
+            )
+            .route(
+                "/accounts/{account_id}/contacts/import",
+                web::post().to(contact_pages::import),
+            )
+            .route(
+                "/accounts/{account_id}/contacts/{contact_id}",
+                web::get().to(contact_pages::show),
+            )
+            .route(
+                "/accounts/{account_id}/contacts/{contact_id}/unbounce",
+                web::post().to(contact_pages::unbounce),
+            )
+            .route(
+                "/accounts/{account_id}/contacts/{contact_id}/delete",
+                web::post().to(contact_pages::delete),
+            )
+            .route(
+                "/accounts/{account_id}/messages",
+                web::get().to(log_pages::messages),
+            )
+            .route(
+                "/accounts/{account_id}/messages/{message_id}",
+                web::get().to(log_pages::message),
+            )
+            .route(
+                "/accounts/{account_id}/webhook-events",
+                web::get().to(log_pages::webhook_events),
+            )
+            .route(
+                "/accounts/{account_id}/webhook-events/{event_id}/retry",
+                web::post().to(log_pages::retry),
+            )
+            .route(
+                "/accounts/{account_id}/topics",
+                web::get().to(automation_pages::topics),
+            )
+            .route(
+                "/accounts/{account_id}/topics",
+                web::post().to(automation_pages::create_topic_form),
+            )
+            .route(
+                "/accounts/{account_id}/topics/{topic_id}",
+                web::get().to(automation_pages::topic),
+            )
+            .route(
+                "/accounts/{account_id}/topics/{topic_id}",
+                web::post().to(automation_pages::update_topic_form),
+            )
+            .route(
+                "/accounts/{account_id}/topics/{topic_id}/delete",
+                web::post().to(automation_pages::delete_topic_form),
+            )
+            .route(
+                "/accounts/{account_id}/automations",
+                web::get().to(automation_pages::automations),
+            )
+            .route(
+                "/accounts/{account_id}/automations",
+                web::post().to(automation_pages::create_automation_form),
+            )
+            .route(
+                "/accounts/{account_id}/automations/new",
+                web::get().to(automation_pages::new_automation),
+            )
+            .route(
+                "/accounts/{account_id}/automations/{automation_id}",
+                web::get().to(automation_pages::automation),
+            )
+            .route(
+                "/accounts/{account_id}/automations/{automation_id}",
+                web::post().to(automation_pages::update_automation_form),
+            )
+            .route(
+                "/accounts/{account_id}/automations/{automation_id}/delete",
+                web::post().to(automation_pages::delete_automation_form),
+            )
             .route("/tokens", web::get().to(pages::tokens))
             .route("/tokens", web::post().to(pages::create_token))
             .route(
@@ -100,6 +213,14 @@ async fn htmx() -> HttpResponse {
         .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
         .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
         .body(render::HTMX)
+}
+
+async fn import_script() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/javascript; charset=utf-8")
+        .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .body(extra_templates::IMPORT_SCRIPT)
 }
 
 /// The value of cookie `name` in the request's `Cookie` headers.

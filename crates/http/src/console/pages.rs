@@ -445,7 +445,7 @@ fn signed_out(req: &HttpRequest) -> HttpResponse {
 }
 
 #[derive(Debug, Serialize)]
-struct AccountItem {
+pub(super) struct AccountItem {
     id: String,
     name: String,
     created_at: String,
@@ -456,7 +456,10 @@ pub(super) fn day_and_minute(at: Timestamp) -> String {
     format!("{} {:02}:{:02} UTC", at.date(), at.hour(), at.minute())
 }
 
-fn account_items(services: &Services, signed_in: &SignedIn) -> Result<Vec<AccountItem>, AppError> {
+pub(super) fn account_items(
+    services: &Services,
+    signed_in: &SignedIn,
+) -> Result<Vec<AccountItem>, AppError> {
     Ok(list_accounts(services, &signed_in.actor)?
         .into_iter()
         .map(|account| AccountItem {

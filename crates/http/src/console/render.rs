@@ -38,7 +38,10 @@ fn environment() -> &'static Environment<'static> {
     ENVIRONMENT.get_or_init(|| {
         let mut env = Environment::new();
         // `.html` names turn on HTML escaping of every value (minijinja's default).
-        for (name, source) in TEMPLATES {
+        for (name, source) in TEMPLATES
+            .into_iter()
+            .chain(crate::console::extra_templates::EXTRA)
+        {
             if let Err(error) = env.add_template(name, source) {
                 // The templates are compiled in; a broken one fails the console's tests.
                 tracing::error!(%error, name, "console template does not compile");
@@ -85,6 +88,24 @@ pub fn page(status: StatusCode, template: &str, context: impl Serialize) -> Page
                 html: "<!doctype html><html lang=\"en\"><title>Error</title><main><h1>Error</h1>\
                        <p>The page could not be rendered.</p></main></html>"
                     .to_owned(),
+            }
+        }
+    }
+}
+
+/// Renders `template` alone, without the layout: a part of a page that htmx puts in
+/// place (it goes out with the same headers as a page).
+pub fn fragment(status: StatusCode, template: &str, context: impl Serialize) -> Page {
+    match environment()
+        .get_template(template)
+        .and_then(|fragment| fragment.render(context))
+    {
+        Ok(html) => Page { status, html },
+        Err(error) => {
+            tracing::error!(%error, template, "console fragment failed to render");
+            Page {
+                status: StatusCode::INTERNAL_SERVER_ERROR,
+                html: "<p>The result could not be shown.</p>".to_owned(),
             }
         }
     }
@@ -217,7 +238,10 @@ mod tests {
     #[test]
     fn every_template_compiles_and_escapes() {
         let mut env = Environment::new();
-        for (name, source) in TEMPLATES {
+        for (name, source) in TEMPLATES
+            .into_iter()
+            .chain(crate::console::extra_templates::EXTRA)
+        {
             if let Err(error) = env.add_template(name, source) {
                 panic!("{name}: {error:#}");
             }

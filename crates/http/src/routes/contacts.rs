@@ -198,6 +198,39 @@ pub(crate) async fn delete_contact(
     Ok(web::Json(ContactDto::plain(deleted)))
 }
 
+/// One page of a contact's events, newest first.
+#[utoipa::path(
+    tag = "events", security(("bearer" = [])),
+    params(
+        ("accountId" = String, Path, description = "Account id"),
+        ("contactId" = String, Path, description = "Contact id"),
+        ("start" = Option<u64>, Query, description = "Zero-based offset (default 0)"),
+        ("limit" = Option<u32>, Query, description = "Page size (default 25, clamped to 100)"),
+    ),
+    responses((status = 200, body = PageEnvelope<ContactEventDto>), (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem))
+)]
+#[get("/accounts/{accountId}/contacts/{contactId}/events")]
+pub(crate) async fn list_contact_events(
+    services: web::Data<Services>,
+    member: Membership,
+    path: web::Path<(String, String)>,
+    paging: Paging,
+) -> Result<web::Json<PageEnvelope<ContactEventDto>>, ApiError> {
+    let contact: ContactId = record_id(&path.1)?;
+    let page = paging.0;
+    let account = member.0.account();
+    let events =
+        run_blocking(move || contacts::list_contact_events(&services, &member.0, contact, page))
+            .await?;
+    Ok(web::Json(PageEnvelope::page(
+        events
+            .into_iter()
+            .map(|event| ContactEventDto::new(account, event))
+            .collect(),
+        page,
+    )))
+}
+
 /// Record a contact event (the contact is created when unknown). A 200 means it is durable.
 #[utoipa::path(
     tag = "events", request_body = EventBody, security(("bearer" = [])),

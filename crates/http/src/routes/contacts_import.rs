@@ -32,7 +32,7 @@ use crate::{
 pub const MAX_IMPORT_BYTES: u64 = 200 * 1024 * 1024;
 
 /// Body chunks in flight between the network and the parser.
-const CHANNEL_CHUNKS: usize = 16;
+pub(crate) const CHANNEL_CHUNKS: usize = 16;
 
 /// The answer of an import.
 #[derive(Debug, Serialize, ToSchema)]
@@ -185,14 +185,14 @@ async fn pump_body(
 }
 
 /// A blocking `Read` over the chunks the handler forwards; end of file when the handler
-/// drops its sender.
-struct ChannelReader {
+/// drops its sender. The console's import form reads its file part through it too.
+pub(crate) struct ChannelReader {
     receiver: mpsc::Receiver<io::Result<Bytes>>,
     current: Bytes,
 }
 
 impl ChannelReader {
-    fn new(receiver: mpsc::Receiver<io::Result<Bytes>>) -> Self {
+    pub(crate) fn new(receiver: mpsc::Receiver<io::Result<Bytes>>) -> Self {
         Self {
             receiver,
             current: Bytes::new(),

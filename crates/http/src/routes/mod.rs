@@ -8,7 +8,7 @@ mod automations;
 pub mod automations_dto;
 mod contacts;
 pub mod contacts_dto;
-mod contacts_import;
+pub(crate) mod contacts_import;
 mod domains;
 pub mod domains_dto;
 mod feedback;
@@ -93,6 +93,7 @@ pub fn v2(cfg: &mut ServiceConfig) {
         .service(contacts::get_contact)
         .service(contacts::unbounce_contact)
         .service(contacts::delete_contact)
+        .service(contacts::list_contact_events)
         .service(contacts::record_event)
         .service(contacts::event_names)
         .service(contacts::list_attributes)

@@ -18,7 +18,8 @@ use mailroom_domain::{
     contact::{Contact, ContactQuery, ContactSort, StatusFilter},
     email::EmailAddress,
     paging::PageRequest,
-    AccountId, ContactId, Timestamp, TopicId,
+    slug::EventSlug,
+    AccountId, ContactEventId, ContactId, Timestamp, TopicId,
 };
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -611,6 +612,42 @@ impl ContactRepository for PgUnitOfWork<'_> {
             })
         })
         .collect()
+    }
+
+    fn list_contact_events(
+        &mut self,
+        account: AccountId,
+        contact: ContactId,
+        page: PageRequest,
+    ) -> Result<Vec<ContactEvent>, StoreError> {
+        // The (account_id, contact_id, occurred_at) index serves it, read backwards.
+        let (offset, limit) = page_bounds(page);
+        contact_events::table
+            .filter(contact_events::account_id.eq(account.as_uuid()))
+            .filter(contact_events::contact_id.eq(contact.as_uuid()))
+            .order((
+                contact_events::occurred_at.desc(),
+                contact_events::id.desc(),
+            ))
+            .offset(offset)
+            .limit(limit)
+            .select((
+                contact_events::id,
+                contact_events::slug,
+                contact_events::occurred_at,
+            ))
+            .load::<(Uuid, String, OffsetDateTime)>(self.conn)
+            .map_err(store_error)?
+            .into_iter()
+            .map(|(id, slug, occurred_at)| {
+                Ok(ContactEvent {
+                    id: ContactEventId::from_uuid(id),
+                    contact_id: contact,
+                    slug: EventSlug::from_stored(slug),
+                    occurred_at: timestamp(occurred_at),
+                })
+            })
+            .collect()
     }
 
     fn fold_event_name_increments(&mut self, limit: u32) -> Result<u64, StoreError> {

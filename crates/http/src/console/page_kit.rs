@@ -1,0 +1,168 @@
+//! What the account pages of `settings_pages`, `contact_pages` and `log_pages` share: the
+//! membership proof for the API route a page stands for, the layout with the account
+//! switcher, fragments for htmx, and paging links.
+
+use actix_web::{http::StatusCode, HttpResponse};
+use mailroom_app::{
+    auth::{verify_membership, Member, RouteCall},
+    console::SignedIn,
+    AppError, Services,
+};
+use mailroom_domain::{paging::PageRequest, AccountId};
+use serde::Serialize;
+
+use super::{error_page, pages::account_items, render, Layout};
+
+/// Rows per page of the console's lists (the API's largest page).
+pub(super) const PAGE_ROWS: u32 = 50;
+
+/// The deepest offset a list page goes to: past it, filters narrow the list instead of
+/// an offset scan that grows with the page number.
+pub(super) const MAX_START: u64 = 10_000;
+
+/// The same proof, for the same call, as the API route `method path` that the page
+/// stands for (`path` below `/v2/accounts/{id}`, e.g. `/contacts`).
+pub(super) fn member(
+    services: &Services,
+    signed_in: &SignedIn,
+    account: AccountId,
+    method: &str,
+    path: &str,
+) -> Result<Member, AppError> {
+    let path = format!("/v2/accounts/{account}{path}");
+    let call = RouteCall {
+        method,
+        path: &path,
+        query: "",
+    };
+    verify_membership(services, &signed_in.actor, account, call)
+}
+
+/// An account id from the URL; anything else reads as not found.
+pub(super) fn account_id(text: &str) -> Result<AccountId, HttpResponse> {
+    AccountId::parse(text).map_err(|_| error_page(&AppError::NotFound))
+}
+
+/// The layout of an account page: title, CSRF token, the account switcher and the
+/// account's own navigation (`account_section` marks the current entry).
+pub(super) fn account_layout(
+    services: &Services,
+    signed_in: &SignedIn,
+    account: AccountId,
+    title: &str,
+    account_section: &str,
+) -> Result<minijinja::Value, AppError> {
+    let switcher = account_items(services, signed_in)?;
+    Ok(minijinja::context! {
+        ..minijinja::Value::from_serialize(Layout {
+            title,
+            signed_in: true,
+            csrf: &signed_in.session.csrf_token,
+            section: "accounts",
+        }),
+        ..minijinja::context! {
+            switcher => switcher,
+            current_account => account.to_string(),
+            account_section => account_section,
+        }
+    })
+}
+
+/// Renders an account page: `context` over the account layout.
+pub(super) fn account_page(
+    services: &Services,
+    signed_in: &SignedIn,
+    account: AccountId,
+    status: StatusCode,
+    template: &str,
+    (title, account_section): (&str, &str),
+    context: minijinja::Value,
+) -> Result<render::Page, AppError> {
+    let layout = account_layout(services, signed_in, account, title, account_section)?;
+    Ok(render::page(
+        status,
+        template,
+        minijinja::context! { ..context, ..layout },
+    ))
+}
+
+/// The page a `start` offset asks for, clamped to [`MAX_START`].
+pub(super) fn page_at(start: Option<u64>) -> PageRequest {
+    PageRequest {
+        start: start.unwrap_or(0).min(MAX_START),
+        limit: PAGE_ROWS,
+    }
+}
+
+/// Links to the previous and next pages of a list: the next one only when this page was
+/// full and the offset bound is not reached. `query` is the rest of the query string.
+#[derive(Debug, Serialize)]
+pub(super) struct Pager {
+    previous: Option<String>,
+    next: Option<String>,
+    first_row: u64,
+    last_row: u64,
+}
+
+impl Pager {
+    pub(super) fn new(page: PageRequest, shown: usize, query: &str) -> Self {
+        let link = |start: u64| format!("?start={start}{query}");
+        let full = shown >= page.limit as usize;
+        let next_start = page.start + u64::from(page.limit);
+        Self {
+            previous: (page.start > 0)
+                .then(|| link(page.start.saturating_sub(u64::from(page.limit)))),
+            next: (full && next_start <= MAX_START).then(|| link(next_start)),
+            first_row: if shown == 0 { 0 } else { page.start + 1 },
+            last_row: page.start + shown as u64,
+        }
+    }
+}
+
+/// `&key=value` for each filter that is set, URL-encoded, for paging links.
+pub(super) fn query_tail(pairs: &[(&str, Option<&str>)]) -> String {
+    let set: Vec<(&str, &str)> = pairs
+        .iter()
+        .filter_map(|(key, value)| value.filter(|v| !v.is_empty()).map(|v| (*key, v)))
+        .collect();
+    if set.is_empty() {
+        return String::new();
+    }
+    format!("&{}", serde_urlencoded::to_string(set).unwrap_or_default())
+}
+
+/// A use case's answer as a response: the page, or the error's page.
+pub(super) fn respond(result: Result<render::Page, AppError>) -> HttpResponse {
+    result.map_or_else(|error| error_page(&error), HttpResponse::from)
+}
+
+/// A form read as its name–value pairs, in order, for forms with repeated or numbered
+/// fields (checkbox groups, the segment builder's rows).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(transparent)]
+pub(super) struct Pairs(pub(super) Vec<(String, String)>);
+
+impl Pairs {
+    /// The first value of `name`.
+    pub(super) fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+
+    /// Every value of `name`, in order.
+    pub(super) fn all(&self, name: &str) -> Vec<&str> {
+        self.0
+            .iter()
+            .filter(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+            .collect()
+    }
+}
+
+impl super::pages::CsrfForm for Pairs {
+    fn csrf(&self) -> &str {
+        self.get("csrf").unwrap_or("")
+    }
+}
