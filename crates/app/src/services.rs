@@ -6,6 +6,7 @@ use crate::ports::{
     Clock, Database, DkimKeyGenerator, DomainDns, Ids, MailServerProbe, Mailer, Secrets,
     WebhookSender, WebhookUrlGuard,
 };
+use crate::feedback_sources::SnsSettings;
 use crate::tokens::TokenCache;
 use crate::tracking::LinkSettings;
 
@@ -42,4 +43,7 @@ pub struct Services {
     pub inbound_host: Option<String>,
     /// Recently authenticated tokens, shared by every request of this process.
     pub token_cache: Arc<TokenCache>,
+    /// How SNS certificates and subscription confirmations are fetched (SES feedback
+    /// sources).
+    pub sns: SnsSettings,
 }
