@@ -103,8 +103,14 @@ pub const ROUTES: [(&str, &str); 84] = [
     ("post", "/v2/accounts/{accountId}/feedback"),
     ("get", "/v2/accounts/{accountId}/feedback-sources"),
     ("post", "/v2/accounts/{accountId}/feedback-sources"),
-    ("get", "/v2/accounts/{accountId}/feedback-sources/{sourceId}"),
-    ("delete", "/v2/accounts/{accountId}/feedback-sources/{sourceId}"),
+    (
+        "get",
+        "/v2/accounts/{accountId}/feedback-sources/{sourceId}",
+    ),
+    (
+        "delete",
+        "/v2/accounts/{accountId}/feedback-sources/{sourceId}",
+    ),
     // Provider events: the provider's signature or secret is the credential.
     ("post", "/v2/feedback-sources/{accountId}/{sourceId}/events"),
     // Public link endpoints (no auth; the signed token is the credential).

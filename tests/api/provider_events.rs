@@ -45,7 +45,8 @@ impl FakeSns {
     }
 
     fn cert_url(&self) -> String {
-        self.server.url("/SimpleNotificationService-f3ecfb7224c7233fe7bb5f59f96de52f.pem")
+        self.server
+            .url("/SimpleNotificationService-f3ecfb7224c7233fe7bb5f59f96de52f.pem")
     }
 
     /// Signs `message` (an SNS JSON object without its signature fields) as SNS does,
@@ -53,9 +54,24 @@ impl FakeSns {
     fn sign(&self, mut message: Value, version: &str, cert_url: &str) -> Value {
         let kind = message["Type"].as_str().unwrap().to_owned();
         let names: &[&str] = if kind == "Notification" {
-            &["Message", "MessageId", "Subject", "Timestamp", "TopicArn", "Type"]
+            &[
+                "Message",
+                "MessageId",
+                "Subject",
+                "Timestamp",
+                "TopicArn",
+                "Type",
+            ]
         } else {
-            &["Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn", "Type"]
+            &[
+                "Message",
+                "MessageId",
+                "SubscribeURL",
+                "Timestamp",
+                "Token",
+                "TopicArn",
+                "Type",
+            ]
         };
         let mut text = String::new();
         for name in names {
@@ -85,7 +101,10 @@ fn pem(label: &str, der: &[u8]) -> String {
         .chunks(64)
         .map(|chunk| std::str::from_utf8(chunk).unwrap())
         .collect();
-    format!("-----BEGIN {label}-----\n{}\n-----END {label}-----\n", lines.join("\n"))
+    format!(
+        "-----BEGIN {label}-----\n{}\n-----END {label}-----\n",
+        lines.join("\n")
+    )
 }
 
 /// The SES bounce notification of the SES documentation, for `recipient` and the
@@ -174,10 +193,19 @@ async fn ses_through_sns_confirms_the_subscription_and_records_a_signed_bounce_o
     subscribe(&setup, &["contact.bounced"]).await;
     let source = create_source(&setup, json!({"provider": "ses", "topicArns": [TOPIC]})).await;
     let url = source["url"].as_str().unwrap().to_owned();
-    assert!(url.ends_with(&format!("/v2/feedback-sources/{}/{}/events", setup.account, source["_id"].as_str().unwrap())), "{url}");
+    assert!(
+        url.ends_with(&format!(
+            "/v2/feedback-sources/{}/{}/events",
+            setup.account,
+            source["_id"].as_str().unwrap()
+        )),
+        "{url}"
+    );
 
     // The subscription confirmation of the SNS documentation, signed (version 1).
-    let subscribe_url = sns.server.url("/?Action=ConfirmSubscription&TopicArn=x&Token=2336412f37");
+    let subscribe_url = sns
+        .server
+        .url("/?Action=ConfirmSubscription&TopicArn=x&Token=2336412f37");
     let confirmation = sns.sign(
         json!({
             "Type": "SubscriptionConfirmation",
@@ -191,11 +219,28 @@ async fn ses_through_sns_confirms_the_subscription_and_records_a_signed_bounce_o
         "1",
         &sns.cert_url(),
     );
-    let answer = expect_json(post_event(&setup, &url, confirmation.to_string(), &[]).await, 200).await;
+    let answer = expect_json(
+        post_event(&setup, &url, confirmation.to_string(), &[]).await,
+        200,
+    )
+    .await;
     assert_eq!(answer["confirmed"], true, "{answer}");
-    let fetched: Vec<String> = sns.server.requests().iter().map(|r| r.path.clone()).collect();
-    assert!(fetched.iter().any(|path| path.ends_with(".pem")), "{fetched:?}");
-    assert!(fetched.iter().any(|path| path.starts_with("/?Action=ConfirmSubscription")), "{fetched:?}");
+    let fetched: Vec<String> = sns
+        .server
+        .requests()
+        .iter()
+        .map(|r| r.path.clone())
+        .collect();
+    assert!(
+        fetched.iter().any(|path| path.ends_with(".pem")),
+        "{fetched:?}"
+    );
+    assert!(
+        fetched
+            .iter()
+            .any(|path| path.starts_with("/?Action=ConfirmSubscription")),
+        "{fetched:?}"
+    );
 
     let message = delivered(&setup, "jane@example.com").await;
     let header = message["messageId"].as_str().unwrap();
@@ -205,21 +250,35 @@ async fn ses_through_sns_confirms_the_subscription_and_records_a_signed_bounce_o
     let unsigned = post_event(&setup, &url, notification.to_string(), &[]).await;
     expect_problem(unsigned, 401).await;
     let mut forged = sns.sign(notification.clone(), "2", &sns.cert_url());
-    forged["Message"] = json!(forged["Message"].as_str().unwrap().replace("5.1.1", "5.1.2"));
+    forged["Message"] = json!(forged["Message"]
+        .as_str()
+        .unwrap()
+        .replace("5.1.1", "5.1.2"));
     expect_problem(post_event(&setup, &url, forged.to_string(), &[]).await, 401).await;
     let other_topic = sns.sign(
-        ses_bounce("arn:aws:sns:us-east-1:123456789012:someone-else", "jane@example.com", header),
+        ses_bounce(
+            "arn:aws:sns:us-east-1:123456789012:someone-else",
+            "jane@example.com",
+            header,
+        ),
         "2",
         &sns.cert_url(),
     );
-    expect_problem(post_event(&setup, &url, other_topic.to_string(), &[]).await, 401).await;
+    expect_problem(
+        post_event(&setup, &url, other_topic.to_string(), &[]).await,
+        401,
+    )
+    .await;
     assert_eq!(setup.message(&message["_id"]).await["status"], "sent");
     assert!(events_of(&setup, "contact.bounced").await.is_empty());
 
     // Signed (version 2): the message bounces, the contact is flagged, counted, notified.
     let signed = sns.sign(notification, "2", &sns.cert_url());
     let answer = expect_json(post_event(&setup, &url, signed.to_string(), &[]).await, 200).await;
-    assert_eq!(answer, json!({"received": 1, "recorded": 1, "ignored": 0, "confirmed": false}));
+    assert_eq!(
+        answer,
+        json!({"received": 1, "recorded": 1, "ignored": 0, "confirmed": false})
+    );
     assert_eq!(setup.message(&message["_id"]).await["status"], "bounced");
     let contact = setup.contact(&message["contactId"]).await;
     assert!(contact["hardBounced"].is_string(), "{contact}");
@@ -229,7 +288,12 @@ async fn ses_through_sns_confirms_the_subscription_and_records_a_signed_bounce_o
     let again = expect_json(post_event(&setup, &url, signed.to_string(), &[]).await, 200).await;
     assert_eq!(again["recorded"], 0, "{again}");
     assert_eq!(setup.today().await["bounced"], 1);
-    let source = setup.get(&format!("/feedback-sources/{}", source["_id"].as_str().unwrap())).await;
+    let source = setup
+        .get(&format!(
+            "/feedback-sources/{}",
+            source["_id"].as_str().unwrap()
+        ))
+        .await;
     assert_eq!(source["eventsRecorded"], 1, "{source}");
     assert_eq!(source["eventsIgnored"], 1, "{source}");
 }
@@ -243,14 +307,25 @@ async fn a_certificate_url_off_the_sns_host_is_refused_without_any_fetch() {
     let source = create_source(&setup, json!({"provider": "ses", "topicArns": [TOPIC]})).await;
     let url = source["url"].as_str().unwrap();
     let message = delivered(&setup, "jane@example.com").await;
-    let notification = ses_bounce(TOPIC, "jane@example.com", message["messageId"].as_str().unwrap());
+    let notification = ses_bounce(
+        TOPIC,
+        "jane@example.com",
+        message["messageId"].as_str().unwrap(),
+    );
     // Correctly signed, but naming a certificate on another host (and then a
     // non-.pem path on the allowed one).
     let off_host = sns.sign(notification.clone(), "2", &elsewhere.url("/cert.pem"));
-    expect_problem(post_event(&setup, url, off_host.to_string(), &[]).await, 401).await;
+    expect_problem(
+        post_event(&setup, url, off_host.to_string(), &[]).await,
+        401,
+    )
+    .await;
     let not_pem = sns.sign(notification, "2", &sns.server.url("/cert.txt"));
     expect_problem(post_event(&setup, url, not_pem.to_string(), &[]).await, 401).await;
-    assert!(elsewhere.requests().is_empty(), "fetched from a non-SNS host");
+    assert!(
+        elsewhere.requests().is_empty(),
+        "fetched from a non-SNS host"
+    );
     assert!(sns.server.requests().is_empty(), "fetched a non-.pem URL");
     assert_eq!(setup.message(&message["_id"]).await["status"], "sent");
 }
@@ -293,7 +368,10 @@ async fn mailgun_signed_events_record_and_stale_replayed_or_foreign_ones_are_ref
     let key = "key-3ax6xnjp29jd6fds4gc373sgvjxteol0";
     let source = create_source(&setup, json!({"provider": "mailgun", "signingKey": key})).await;
     assert_eq!(source["hasSigningKey"], true);
-    assert!(!source.to_string().contains(key), "the key is never shown: {source}");
+    assert!(
+        !source.to_string().contains(key),
+        "the key is never shown: {source}"
+    );
     let url = source["url"].as_str().unwrap();
     let message = delivered(&setup, "alice@example.com").await;
     let header = message["messageId"].as_str().unwrap();
@@ -308,7 +386,12 @@ async fn mailgun_signed_events_record_and_stale_replayed_or_foreign_ones_are_ref
     assert_eq!(setup.message(&message["_id"]).await["status"], "sent");
 
     // A temporary failure is accepted and ignored.
-    let temporary = mailgun_body(key, now, "token-3", &mailgun_failed("alice@example.com", header, "temporary"));
+    let temporary = mailgun_body(
+        key,
+        now,
+        "token-3",
+        &mailgun_failed("alice@example.com", header, "temporary"),
+    );
     let answer = expect_json(post_event(&setup, url, temporary, &[]).await, 200).await;
     assert_eq!(answer["ignored"], 1, "{answer}");
     assert_eq!(setup.message(&message["_id"]).await["status"], "sent");
@@ -340,9 +423,18 @@ async fn sendgrid_signed_batches_record_bounces_and_spam_reports_and_unsigned_on
     let setup = Delivery::new(|_| {}).await;
     subscribe(&setup, &["contact.bounced", "contact.complained"]).await;
     let signing = SigningKey::random(&mut rand::thread_rng());
-    let public_key = base64::engine::general_purpose::STANDARD
-        .encode(signing.verifying_key().to_public_key_der().unwrap().as_bytes());
-    let source = create_source(&setup, json!({"provider": "sendgrid", "publicKey": public_key})).await;
+    let public_key = base64::engine::general_purpose::STANDARD.encode(
+        signing
+            .verifying_key()
+            .to_public_key_der()
+            .unwrap()
+            .as_bytes(),
+    );
+    let source = create_source(
+        &setup,
+        json!({"provider": "sendgrid", "publicKey": public_key}),
+    )
+    .await;
     let url = source["url"].as_str().unwrap();
     let bounced = delivered(&setup, "example@test.com").await;
     let complaining = delivered(&setup, "spam@test.com").await;
@@ -366,32 +458,50 @@ async fn sendgrid_signed_batches_record_bounces_and_spam_reports_and_unsigned_on
     let tampered = body.replace("spamreport", "open");
     let headers = [
         ("X-Twilio-Email-Event-Webhook-Signature", signature.clone()),
-        ("X-Twilio-Email-Event-Webhook-Timestamp", timestamp.to_owned()),
+        (
+            "X-Twilio-Email-Event-Webhook-Timestamp",
+            timestamp.to_owned(),
+        ),
     ];
     expect_problem(post_event(&setup, url, tampered, &headers).await, 401).await;
     assert_eq!(setup.message(&bounced["_id"]).await["status"], "sent");
     assert!(events_of(&setup, "contact.complained").await.is_empty());
 
     let answer = expect_json(post_event(&setup, url, body, &headers).await, 200).await;
-    assert_eq!(answer, json!({"received": 5, "recorded": 2, "ignored": 3, "confirmed": false}));
+    assert_eq!(
+        answer,
+        json!({"received": 5, "recorded": 2, "ignored": 3, "confirmed": false})
+    );
     assert_eq!(setup.message(&bounced["_id"]).await["status"], "bounced");
     assert!(setup.contact(&complaining["contactId"]).await["complaintDate"].is_string());
     assert_eq!(events_of(&setup, "contact.bounced").await.len(), 1);
     assert_eq!(events_of(&setup, "contact.complained").await.len(), 1);
     let today = setup.today().await;
-    assert_eq!((today["bounced"].clone(), today["complained"].clone()), (json!(1), json!(1)));
+    assert_eq!(
+        (today["bounced"].clone(), today["complained"].clone()),
+        (json!(1), json!(1))
+    );
 }
 
 #[tokio::test]
 async fn postmark_posts_carry_the_generated_secret_and_nothing_else_gets_in() {
     let setup = Delivery::new(|_| {}).await;
     let source = create_source(&setup, json!({"provider": "postmark"})).await;
-    let secret = source["secret"].as_str().expect("the secret, this once").to_owned();
+    let secret = source["secret"]
+        .as_str()
+        .expect("the secret, this once")
+        .to_owned();
     let with_credentials = source["urlWithCredentials"].as_str().unwrap();
-    assert!(with_credentials.contains(&format!("mailroom:{secret}@")), "{with_credentials}");
+    assert!(
+        with_credentials.contains(&format!("mailroom:{secret}@")),
+        "{with_credentials}"
+    );
     let id = source["_id"].as_str().unwrap();
     let shown = setup.get(&format!("/feedback-sources/{id}")).await;
-    assert!(shown.get("secret").is_none() && !shown.to_string().contains(&secret), "{shown}");
+    assert!(
+        shown.get("secret").is_none() && !shown.to_string().contains(&secret),
+        "{shown}"
+    );
     let url = source["url"].as_str().unwrap();
     let message = delivered(&setup, "john@example.com").await;
     // Postmark's documented bounce webhook example.
@@ -415,7 +525,11 @@ async fn postmark_posts_carry_the_generated_secret_and_nothing_else_gets_in() {
         )]
     };
     expect_problem(post_event(&setup, url, bounce.clone(), &[]).await, 401).await;
-    expect_problem(post_event(&setup, url, bounce.clone(), &basic("guess")).await, 401).await;
+    expect_problem(
+        post_event(&setup, url, bounce.clone(), &basic("guess")).await,
+        401,
+    )
+    .await;
     assert_eq!(setup.message(&message["_id"]).await["status"], "sent");
 
     let answer = expect_json(post_event(&setup, url, bounce, &basic(&secret)).await, 200).await;
@@ -428,15 +542,25 @@ async fn postmark_posts_carry_the_generated_secret_and_nothing_else_gets_in() {
         "BouncedAt": "2019-11-05T16:33:54.9070259Z", "Subject": "Test subject"
     })
     .to_string();
-    let answer = expect_json(post_event(&setup, url, complaint, &basic(&secret)).await, 200).await;
+    let answer = expect_json(
+        post_event(&setup, url, complaint, &basic(&secret)).await,
+        200,
+    )
+    .await;
     assert_eq!(answer["recorded"], 1, "{answer}");
     assert_eq!(setup.today().await["complained"], 1);
 
     // Malformed JSON from an authenticated Postmark is a 400; an unknown recipient is
     // accepted and ignored.
     expect_problem(post_event(&setup, url, "{", &basic(&secret)).await, 400).await;
-    let stranger = json!({"RecordType": "Bounce", "Type": "HardBounce", "Email": "nobody@example.net"}).to_string();
-    let answer = expect_json(post_event(&setup, url, stranger, &basic(&secret)).await, 200).await;
+    let stranger =
+        json!({"RecordType": "Bounce", "Type": "HardBounce", "Email": "nobody@example.net"})
+            .to_string();
+    let answer = expect_json(
+        post_event(&setup, url, stranger, &basic(&secret)).await,
+        200,
+    )
+    .await;
     assert_eq!(answer["ignored"], 1, "{answer}");
 }
 
@@ -444,7 +568,11 @@ async fn postmark_posts_carry_the_generated_secret_and_nothing_else_gets_in() {
 async fn a_tenant_cannot_post_into_another_account_even_with_valid_credentials() {
     let setup = Delivery::new(|_| {}).await;
     let message = delivered(&setup, "alice@example.com").await;
-    let mine = create_source(&setup, json!({"provider": "mailgun", "signingKey": "key-mine-0001"})).await;
+    let mine = create_source(
+        &setup,
+        json!({"provider": "mailgun", "signingKey": "key-mine-0001"}),
+    )
+    .await;
     // Another tenant, with its own account and Mailgun source.
     let other_token = setup.app.user_token("eve@example.com").await;
     let other_account = setup.app.create_account(&other_token, "Eve").await;
@@ -459,7 +587,11 @@ async fn a_tenant_cannot_post_into_another_account_even_with_valid_credentials()
         .await;
     let theirs = expect_json(created, 200).await;
     let now = i64::try_from(setup.app.clock.now().unix_millis() / 1000).unwrap();
-    let event = mailgun_failed("alice@example.com", message["messageId"].as_str().unwrap(), "permanent");
+    let event = mailgun_failed(
+        "alice@example.com",
+        message["messageId"].as_str().unwrap(),
+        "permanent",
+    );
     let body = mailgun_body("key-eve-0002", now, "token-eve", &event);
 
     // Eve's correctly signed event, posted to my source, to my account with her source
@@ -472,16 +604,28 @@ async fn a_tenant_cannot_post_into_another_account_even_with_valid_credentials()
         theirs["_id"].as_str().unwrap()
     );
     expect_problem(post_event(&setup, &mixed, body.clone(), &[]).await, 401).await;
-    let answer = expect_json(post_event(&setup, theirs["url"].as_str().unwrap(), body, &[]).await, 200).await;
+    let answer = expect_json(
+        post_event(&setup, theirs["url"].as_str().unwrap(), body, &[]).await,
+        200,
+    )
+    .await;
     assert_eq!(answer["recorded"], 0, "{answer}");
     assert_eq!(setup.message(&message["_id"]).await["status"], "sent");
     assert_eq!(setup.today().await["bounced"], 0);
 
     // Management is per account too.
-    let theirs_path = format!("/v2/accounts/{}/feedback-sources/{}", setup.account, theirs["_id"].as_str().unwrap());
+    let theirs_path = format!(
+        "/v2/accounts/{}/feedback-sources/{}",
+        setup.account,
+        theirs["_id"].as_str().unwrap()
+    );
     expect_problem(setup.app.get(&theirs_path, &setup.token).await, 404).await;
     // A malformed id is refused like an unknown one.
-    expect_problem(post_event(&setup, "/v2/feedback-sources/x/y/events", "{}", &[]).await, 401).await;
+    expect_problem(
+        post_event(&setup, "/v2/feedback-sources/x/y/events", "{}", &[]).await,
+        401,
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -490,31 +634,75 @@ async fn sources_are_validated_listed_and_deleted() {
     for (body, field) in [
         (json!({"provider": "sparkpost"}), "provider"),
         (json!({"provider": "ses"}), "topicArns"),
-        (json!({"provider": "ses", "topicArns": ["arn:aws:sqs:us-east-1:123456789012:q"]}), "topicArns"),
+        (
+            json!({"provider": "ses", "topicArns": ["arn:aws:sqs:us-east-1:123456789012:q"]}),
+            "topicArns",
+        ),
         (json!({"provider": "mailgun"}), "signingKey"),
-        (json!({"provider": "sendgrid", "publicKey": "bm90IGEga2V5"}), "publicKey"),
-        (json!({"provider": "postmark", "signingKey": "k"}), "signingKey"),
+        (
+            json!({"provider": "sendgrid", "publicKey": "bm90IGEga2V5"}),
+            "publicKey",
+        ),
+        (
+            json!({"provider": "postmark", "signingKey": "k"}),
+            "signingKey",
+        ),
     ] {
         let response = setup
             .app
-            .send_json(Method::POST, &setup.path("/feedback-sources"), &setup.token, &body)
+            .send_json(
+                Method::POST,
+                &setup.path("/feedback-sources"),
+                &setup.token,
+                &body,
+            )
             .await;
         let problem = expect_problem(response, 400).await;
         assert!(problem.to_string().contains(field), "{body}: {problem}");
     }
-    let ses = create_source(&setup, json!({"provider": "ses", "topicArns": [TOPIC, TOPIC]})).await;
+    let ses = create_source(
+        &setup,
+        json!({"provider": "ses", "topicArns": [TOPIC, TOPIC]}),
+    )
+    .await;
     assert_eq!(ses["topicArns"], json!([TOPIC]));
     let postmark = create_source(&setup, json!({"provider": "postmark"})).await;
     let list = setup.get("/feedback-sources").await;
-    let ids: Vec<&Value> = list["items"].as_array().unwrap().iter().map(|s| &s["_id"]).collect();
+    let ids: Vec<&Value> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| &s["_id"])
+        .collect();
     assert_eq!(ids, vec![&ses["_id"], &postmark["_id"]]);
-    let path = setup.path(&format!("/feedback-sources/{}", postmark["_id"].as_str().unwrap()));
-    expect_json(setup.app.request(Method::DELETE, &path, Some(&setup.token)).send().await.unwrap(), 200).await;
+    let path = setup.path(&format!(
+        "/feedback-sources/{}",
+        postmark["_id"].as_str().unwrap()
+    ));
+    expect_json(
+        setup
+            .app
+            .request(Method::DELETE, &path, Some(&setup.token))
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
     expect_problem(setup.app.get(&path, &setup.token).await, 404).await;
     // Its URL now refuses even the right secret.
     let secret = postmark["secret"].as_str().unwrap();
-    let header = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("mailroom:{secret}")));
+    let header = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("mailroom:{secret}"))
+    );
     let body = json!({"RecordType": "SpamComplaint", "Email": "a@example.com"}).to_string();
-    let response = post_event(&setup, postmark["url"].as_str().unwrap(), body, &[("Authorization", header)]).await;
+    let response = post_event(
+        &setup,
+        postmark["url"].as_str().unwrap(),
+        body,
+        &[("Authorization", header)],
+    )
+    .await;
     expect_problem(response, 401).await;
 }

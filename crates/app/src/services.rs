@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
+use crate::feedback_sources::SnsSettings;
 use crate::ports::{
     Clock, Database, DkimKeyGenerator, DomainDns, Ids, MailServerProbe, Mailer, Secrets,
     WebhookSender, WebhookUrlGuard,
 };
-use crate::feedback_sources::SnsSettings;
 use crate::tokens::TokenCache;
 use crate::tracking::LinkSettings;
 

@@ -7,8 +7,8 @@
 //! directions, method and path included.
 
 use mailroom_domain::{
-    AccountId, AnnouncementId, AutomationId, ContactId, FeedbackSourceId, MailServerId, MessageId, SendingDomainId,
-    TemplateId, TokenId, TopicId, UserId, WebhookEventId,
+    AccountId, AnnouncementId, AutomationId, ContactId, FeedbackSourceId, MailServerId, MessageId,
+    SendingDomainId, TemplateId, TokenId, TopicId, UserId, WebhookEventId,
 };
 use reqwest::header::LOCATION;
 

@@ -125,8 +125,12 @@ mod tests {
 
     #[test]
     fn topic_arns_are_checked_part_by_part() {
-        assert!(is_topic_arn("arn:aws:sns:us-east-1:123456789012:ses-feedback"));
-        assert!(is_topic_arn("arn:aws-cn:sns:cn-north-1:123456789012:a_b.fifo"));
+        assert!(is_topic_arn(
+            "arn:aws:sns:us-east-1:123456789012:ses-feedback"
+        ));
+        assert!(is_topic_arn(
+            "arn:aws-cn:sns:cn-north-1:123456789012:a_b.fifo"
+        ));
         assert!(!is_topic_arn("arn:aws:sqs:us-east-1:123456789012:queue"));
         assert!(!is_topic_arn("arn:aws:sns:us-east-1:1234:topic"));
         assert!(!is_topic_arn("arn:aws:sns:us-east-1:123456789012:"));

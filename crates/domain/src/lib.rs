@@ -34,8 +34,8 @@ pub mod webhook_signature;
 pub use error::{FieldError, ValidationErrors};
 pub use id::{
     AccountId, AnnouncementId, AutomationId, ConsoleSessionId, ContactEventId, ContactId,
-    DkimKeyId, FeedbackSourceId, MailServerId, MessageId, SendingDomainId, TemplateId, TokenId, TopicId, UserId,
-    WebhookEventId,
+    DkimKeyId, FeedbackSourceId, MailServerId, MessageId, SendingDomainId, TemplateId, TokenId,
+    TopicId, UserId, WebhookEventId,
 };
 pub use timestamp::Timestamp;
 /// The UUID type behind every identifier, re-exported so ports can mint ids.

@@ -16,7 +16,9 @@ use mailroom_postgres::{ensure_database_exists, run_migrations, PgDatabase, Pool
 use mailroom_smtp::{
     MailerSettings, ProbeSettings, RsaDkimKeys, SmtpMailer, SmtpPoolSettings, SmtpProbe,
 };
-use mailroom_webhook::{EgressUrlGuard, HyperSnsClient, HyperWebhookSender, SenderSettings, SNS_TIMEOUT};
+use mailroom_webhook::{
+    EgressUrlGuard, HyperSnsClient, HyperWebhookSender, SenderSettings, SNS_TIMEOUT,
+};
 
 use crate::{
     config::{redact_url, Config},

@@ -50,7 +50,8 @@ impl MailgunRequest {
                 .map(str::to_owned)
                 .ok_or_else(|| format!("the request has no signature.{name}"))
         };
-        let (timestamp, token, signed) = (field("timestamp")?, field("token")?, field("signature")?);
+        let (timestamp, token, signed) =
+            (field("timestamp")?, field("token")?, field("signature")?);
         if token.is_empty() || token.len() > MAX_TOKEN_CHARS {
             return Err("the signature token has no acceptable length".into());
         }
@@ -150,7 +151,12 @@ mod tests {
 
     #[test]
     fn a_signed_fresh_request_verifies_and_a_stale_or_forged_one_does_not() {
-        let request = MailgunRequest::parse(&signed("1529006854", "a8ce0edb2dd8301dee6c2405235584e45aa91d1e9f979f3de0", FAILED)).unwrap();
+        let request = MailgunRequest::parse(&signed(
+            "1529006854",
+            "a8ce0edb2dd8301dee6c2405235584e45aa91d1e9f979f3de0",
+            FAILED,
+        ))
+        .unwrap();
         assert_eq!(request.verify(KEY.as_bytes(), 1_529_006_900), Ok(()));
         assert_eq!(
             request.verify(KEY.as_bytes(), 1_529_006_854 + 301),

@@ -84,7 +84,10 @@ pub fn create_feedback_source(
             ));
         }
         if !present && provider == provider_field {
-            errors.push(FieldError::new(field, format!("is required for {provider}")));
+            errors.push(FieldError::new(
+                field,
+                format!("is required for {provider}"),
+            ));
         }
     };
     refuse_unless(Provider::Ses, "topicArns", input.topic_arns.is_some());

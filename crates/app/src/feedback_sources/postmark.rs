@@ -22,10 +22,11 @@ pub fn secret_hash(secret: &str) -> [u8; 32] {
 /// Whether the `Authorization` header carries basic credentials whose password hashes to
 /// `stored` (compared in constant time).
 pub fn authorized(authorization: Option<&str>, stored: &[u8; 32]) -> bool {
-    let Some(encoded) = authorization
-        .map(str::trim)
-        .and_then(|value| value.strip_prefix("Basic ").or_else(|| value.strip_prefix("basic ")))
-    else {
+    let Some(encoded) = authorization.map(str::trim).and_then(|value| {
+        value
+            .strip_prefix("Basic ")
+            .or_else(|| value.strip_prefix("basic "))
+    }) else {
         return false;
     };
     let Ok(decoded) = base64::engine::general_purpose::STANDARD.decode(encoded.trim()) else {

@@ -112,7 +112,8 @@ pub fn receive_provider_events(
             }
         }
         Provider::Mailgun => {
-            let request = MailgunRequest::parse(&request.body).map_err(|_| AppError::Unauthorized)?;
+            let request =
+                MailgunRequest::parse(&request.body).map_err(|_| AppError::Unauthorized)?;
             let sealed = source.signing_key.as_ref().ok_or(AppError::Unauthorized)?;
             let key = services
                 .secrets
@@ -239,9 +240,7 @@ fn confirm_subscription(services: &Services, message: &SnsMessage) -> Result<(),
         .subscribe_url
         .as_deref()
         .and_then(|url| allowed_url(url, SnsUrl::Subscribe, sns.test_origin.as_deref()))
-        .ok_or_else(|| {
-            AppError::BadRequest("the SubscribeURL is not an SNS endpoint".into())
-        })?;
+        .ok_or_else(|| AppError::BadRequest("the SubscribeURL is not an SNS endpoint".into()))?;
     let answer = sns
         .client
         .get(url.as_str(), MAX_SNS_ANSWER_BYTES)

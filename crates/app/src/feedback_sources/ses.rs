@@ -163,11 +163,7 @@ pub fn reports(message: &str) -> Result<Vec<FeedbackReport>, String> {
         Ok(list
             .iter()
             .take(MAX_RECIPIENTS)
-            .map(|recipient| {
-                recipient["emailAddress"]
-                    .as_str()
-                    .and_then(plain_address)
-            })
+            .map(|recipient| recipient["emailAddress"].as_str().and_then(plain_address))
             .collect())
     };
     let report = |kind, recipient| FeedbackReport {
@@ -320,7 +316,10 @@ mod tests {
             reports[0].original_message_id.as_deref(),
             Some("<0193abc@acme.example>")
         );
-        assert_eq!(reports[0].recipient.as_ref().unwrap().as_str(), "jane@example.com");
+        assert_eq!(
+            reports[0].recipient.as_ref().unwrap().as_str(),
+            "jane@example.com"
+        );
         assert_eq!(
             reports[1].kind,
             FeedbackKind::Bounce {
@@ -346,7 +345,9 @@ mod tests {
         let complaint = r#"{"notificationType":"Complaint","complaint":{"userAgent":"AnyCompany Feedback Loop (V0.01)","complainedRecipients":[{"emailAddress":"richard@example.com"}],"complaintFeedbackType":"abuse","arrivalDate":"2016-01-27T14:59:38.237Z","timestamp":"2016-01-27T14:59:38.237Z","feedbackId":"000001378603177f-18c07c78-fa81-4a58-9dd1-fedc3cb8f49a-000000"},"mail":{"commonHeaders":{"messageId":"<c@acme.example>"}}}"#;
         assert_eq!(reports_of(complaint), vec![FeedbackKind::Complaint]);
         assert_eq!(
-            reports(complaint).unwrap()[0].original_message_id.as_deref(),
+            reports(complaint).unwrap()[0]
+                .original_message_id
+                .as_deref(),
             Some("<c@acme.example>")
         );
         let not_spam = complaint.replace("\"abuse\"", "\"not-spam\"");

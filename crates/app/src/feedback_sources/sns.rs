@@ -113,11 +113,19 @@ mod tests {
     #[test]
     fn only_sns_hosts_over_https_are_fetched_unless_a_test_origin_replaces_them() {
         let cert = |url| allowed_url(url, SnsUrl::Certificate, None).is_some();
-        assert!(cert("https://sns.us-east-1.amazonaws.com/SimpleNotificationService-abc.pem"));
-        assert!(!cert("http://sns.us-east-1.amazonaws.com/SimpleNotificationService-abc.pem"));
+        assert!(cert(
+            "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-abc.pem"
+        ));
+        assert!(!cert(
+            "http://sns.us-east-1.amazonaws.com/SimpleNotificationService-abc.pem"
+        ));
         assert!(!cert("https://sns.us-east-1.amazonaws.com:8443/x.pem"));
-        assert!(!cert("https://sns.us-east-1.amazonaws.com.evil.example/x.pem"));
-        assert!(!cert("https://evil.example/sns.us-east-1.amazonaws.com/x.pem"));
+        assert!(!cert(
+            "https://sns.us-east-1.amazonaws.com.evil.example/x.pem"
+        ));
+        assert!(!cert(
+            "https://evil.example/sns.us-east-1.amazonaws.com/x.pem"
+        ));
         assert!(!cert("https://u:p@sns.us-east-1.amazonaws.com/x.pem"));
         assert!(!cert("https://sns.us-east-1.amazonaws.com/x.txt"));
         assert!(!cert("https://127.0.0.1/x.pem"));
@@ -141,8 +149,11 @@ mod tests {
     #[test]
     fn the_cache_keeps_the_newest_certificates_only() {
         use rsa::BigUint;
-        let key = RsaPublicKey::new(BigUint::from_bytes_be(&[0xff; 256]), BigUint::from(65_537u32))
-            .expect("a 2048-bit modulus");
+        let key = RsaPublicKey::new(
+            BigUint::from_bytes_be(&[0xff; 256]),
+            BigUint::from(65_537u32),
+        )
+        .expect("a 2048-bit modulus");
         let cache = CertificateCache::default();
         for n in 0..40 {
             cache.insert(&format!("u{n}"), key.clone());

@@ -34,8 +34,7 @@ pub(crate) async fn list_feedback_sources(
     member: Membership,
 ) -> Result<web::Json<FeedbackSourceList>, ApiError> {
     let sources =
-        run_blocking(move || feedback_sources::list_feedback_sources(&services, &member.0))
-            .await?;
+        run_blocking(move || feedback_sources::list_feedback_sources(&services, &member.0)).await?;
     Ok(web::Json(FeedbackSourceList {
         items: sources.into_iter().map(FeedbackSourceDto::from).collect(),
     }))
@@ -76,10 +75,9 @@ pub(crate) async fn create_feedback_source(
     body: JsonBody<FeedbackSourceBody>,
 ) -> Result<web::Json<FeedbackSourceDto>, ApiError> {
     let input = body.0.into();
-    let created = run_blocking(move || {
-        feedback_sources::create_feedback_source(&services, &member.0, input)
-    })
-    .await?;
+    let created =
+        run_blocking(move || feedback_sources::create_feedback_source(&services, &member.0, input))
+            .await?;
     Ok(web::Json(created.into()))
 }
 
@@ -138,10 +136,8 @@ pub(crate) async fn receive_provider_events(
         None => ApiError::unauthorized(),
     };
     // A malformed id cannot name a source: refused like an unknown one.
-    let (Ok(account), Ok(id)) = (
-        AccountId::parse(&path.0),
-        FeedbackSourceId::parse(&path.1),
-    ) else {
+    let (Ok(account), Ok(id)) = (AccountId::parse(&path.0), FeedbackSourceId::parse(&path.1))
+    else {
         return Err(refuse());
     };
     let body = body.map_err(|error| {

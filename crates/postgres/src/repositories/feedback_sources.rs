@@ -102,7 +102,10 @@ impl FeedbackSourceRepository for PgUnitOfWork<'_> {
     ) -> Result<Vec<FeedbackSourceRecord>, StoreError> {
         feedback_sources::table
             .filter(feedback_sources::account_id.eq(account.as_uuid()))
-            .order((feedback_sources::created_at.asc(), feedback_sources::id.asc()))
+            .order((
+                feedback_sources::created_at.asc(),
+                feedback_sources::id.asc(),
+            ))
             .select(SourceRow::as_select())
             .load(self.conn)
             .map_err(store_error)?
@@ -147,9 +150,11 @@ impl FeedbackSourceRepository for PgUnitOfWork<'_> {
         id: FeedbackSourceId,
         token: &str,
     ) -> Result<bool, StoreError> {
-        diesel::select(diesel::dsl::exists(
-            feedback_source_tokens::table.find((account.as_uuid(), id.as_uuid(), token)),
-        ))
+        diesel::select(diesel::dsl::exists(feedback_source_tokens::table.find((
+            account.as_uuid(),
+            id.as_uuid(),
+            token,
+        ))))
         .get_result(self.conn)
         .map_err(store_error)
     }
