@@ -706,3 +706,68 @@ async fn sources_are_validated_listed_and_deleted() {
     .await;
     expect_problem(response, 401).await;
 }
+
+#[tokio::test]
+async fn failed_provider_posts_count_as_failed_authentications_then_429() {
+    let setup = Delivery::new(|config| {
+        config.auth_failure_limit = Some(mailroom_server::config::RateLimit {
+            per_second: 3.0 / 60.0,
+            burst: 3,
+        });
+    })
+    .await;
+    let source = create_source(&setup, json!({"provider": "postmark"})).await;
+    let url = source["url"].as_str().unwrap();
+    let body = json!({"RecordType": "SpamComplaint", "Email": "a@example.com"}).to_string();
+    for _ in 0..3 {
+        expect_problem(post_event(&setup, url, body.clone(), &[]).await, 401).await;
+    }
+    // The allowance is spent: refused before any lookup, even with the right secret.
+    let secret = source["secret"].as_str().unwrap();
+    let header = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("mailroom:{secret}"))
+    );
+    let response = post_event(&setup, url, body, &[("Authorization", header)]).await;
+    assert_eq!(response.status(), 429);
+    assert!(response.headers().get("retry-after").is_some());
+}
+
+#[tokio::test]
+async fn the_certificate_fetch_passes_the_egress_guard() {
+    // Private egress is not allowed here (the default): the loopback stand-in for SNS
+    // is an allowed origin, but its address is refused, so nothing is fetched.
+    let sns = FakeSns::start();
+    let origin = sns.origin();
+    let app = mailroom_tests::spawn_app_with(|config| config.sns_test_origin = Some(origin)).await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Acme").await;
+    let created = app
+        .send_json(
+            Method::POST,
+            &format!("/v2/accounts/{account}/feedback-sources"),
+            &token,
+            &json!({"provider": "ses", "topicArns": [TOPIC]}),
+        )
+        .await;
+    let source = expect_json(created, 200).await;
+    let url = source["url"].as_str().unwrap();
+    let path = &url[url.find("/v2/").unwrap()..];
+    let signed = sns.sign(
+        ses_bounce(TOPIC, "jane@example.com", "<x@acme.example>"),
+        "2",
+        &sns.cert_url(),
+    );
+    let response = app
+        .request(Method::POST, path, None)
+        .header("content-type", "application/json")
+        .body(signed.to_string())
+        .send()
+        .await
+        .unwrap();
+    expect_problem(response, 503).await;
+    assert!(
+        sns.server.requests().is_empty(),
+        "connected to a refused address"
+    );
+}
