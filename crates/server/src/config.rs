@@ -605,6 +605,19 @@ mod tests {
     }
 
     #[test]
+    fn the_sns_test_origin_must_be_a_bare_origin() {
+        assert_eq!(
+            parse_origin("http://127.0.0.1:4000/").expect("valid"),
+            "http://127.0.0.1:4000"
+        );
+        assert!(parse_origin("127.0.0.1:4000").is_err());
+        assert!(parse_origin("http://127.0.0.1:4000/certs").is_err());
+        assert!(parse_origin("http://user@127.0.0.1").is_err());
+        assert!(parse_origin("https://").is_err());
+        assert_eq!(Config::new("postgres://x", [0; 32]).sns_test_origin, None);
+    }
+
+    #[test]
     fn parses_the_statement_timeout_default_15_seconds() {
         assert_eq!(
             Config::new("postgres://x", [0; 32]).statement_timeout,
