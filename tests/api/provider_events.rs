@@ -736,7 +736,9 @@ async fn failed_provider_posts_count_as_failed_authentications_then_429() {
 #[tokio::test]
 async fn the_certificate_fetch_passes_the_egress_guard() {
     // Private egress is not allowed here (the default): the loopback stand-in for SNS
-    // is an allowed origin, but its address is refused, so nothing is fetched.
+    // is the allowed origin, but the egress rules of the connector refuse it (plain
+    // http, a loopback address; crates/webhook/src/sns.rs tests each), so nothing is
+    // fetched and the provider is told to retry.
     let sns = FakeSns::start();
     let origin = sns.origin();
     let app = mailroom_tests::spawn_app_with(|config| config.sns_test_origin = Some(origin)).await;

@@ -114,3 +114,44 @@ impl SnsClient for HyperSnsClient {
         runtime.block_on(self.fetch(url, max_body))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use mailroom_test_support::{ReceiverReply, TestWebhookReceiver};
+
+    use super::*;
+
+    #[test]
+    fn answers_are_read_up_to_their_bound_and_loopback_needs_private_egress() {
+        let server = TestWebhookReceiver::start_with(ReceiverReply::with_body(200, "certificate"));
+        let url = server.url("/c.pem");
+        let allowed = HyperSnsClient::new(true, DnsResolver::process_default(), SNS_TIMEOUT);
+        assert_eq!(
+            allowed.get(&url, 64),
+            Ok(SnsAnswer {
+                status: 200,
+                body: b"certificate".to_vec()
+            })
+        );
+        let refused = allowed.get(&url, 4).expect_err("over the bound");
+        assert!(refused.contains("larger than 4 bytes"), "{refused}");
+        assert_eq!(server.requests().len(), 2);
+
+        // Without private egress: plain http is refused, and so is an https URL whose
+        // host resolves to loopback, before any connection.
+        let guarded = HyperSnsClient::new(false, DnsResolver::process_default(), SNS_TIMEOUT);
+        let refused = guarded.get(&url, 64).expect_err("plain http is refused");
+        assert!(refused.contains("http://"), "{refused}");
+        let tls = TestWebhookReceiver::start_tls();
+        let refused = guarded
+            .get(&tls.url("/c.pem"), 64)
+            .expect_err("loopback is refused");
+        assert!(refused.contains("loopback"), "{refused}");
+        assert_eq!(
+            server.requests().len(),
+            2,
+            "nothing more reached the server"
+        );
+        assert_eq!(tls.connection_count(), 0, "nothing reached the TLS server");
+    }
+}
