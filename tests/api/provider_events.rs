@@ -707,6 +707,16 @@ async fn sources_are_validated_listed_and_deleted() {
     expect_problem(response, 401).await;
 }
 
+fn basic_auth(secret: &str) -> (&'static str, String) {
+    (
+        "Authorization",
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("mailroom:{secret}"))
+        ),
+    )
+}
+
 #[tokio::test]
 async fn failed_provider_posts_count_as_failed_authentications_then_429() {
     let setup = Delivery::new(|config| {
@@ -716,21 +726,27 @@ async fn failed_provider_posts_count_as_failed_authentications_then_429() {
         });
     })
     .await;
-    let source = create_source(&setup, json!({"provider": "postmark"})).await;
-    let url = source["url"].as_str().unwrap();
+    let working = create_source(&setup, json!({"provider": "postmark"})).await;
+    let other = create_source(&setup, json!({"provider": "postmark"})).await;
     let body = json!({"RecordType": "SpamComplaint", "Email": "a@example.com"}).to_string();
+    let working_url = working["url"].as_str().unwrap();
+    let working_auth = basic_auth(working["secret"].as_str().unwrap());
+    let answer = post_event(&setup, working_url, body.clone(), &[working_auth.clone()]).await;
+    expect_json(answer, 200).await;
+
+    let url = other["url"].as_str().unwrap();
     for _ in 0..3 {
         expect_problem(post_event(&setup, url, body.clone(), &[]).await, 401).await;
     }
-    // The allowance is spent: refused before any lookup, even with the right secret.
-    let secret = source["secret"].as_str().unwrap();
-    let header = format!(
-        "Basic {}",
-        base64::engine::general_purpose::STANDARD.encode(format!("mailroom:{secret}"))
-    );
-    let response = post_event(&setup, url, body, &[("Authorization", header)]).await;
+    // The address's allowance is spent: refused before any lookup, even with the right
+    // secret, unless the source authenticated from this address recently (a provider's
+    // addresses are shared by all its customers).
+    let auth = basic_auth(other["secret"].as_str().unwrap());
+    let response = post_event(&setup, url, body.clone(), &[auth]).await;
     assert_eq!(response.status(), 429);
     assert!(response.headers().get("retry-after").is_some());
+    let answer = post_event(&setup, working_url, body, &[working_auth]).await;
+    expect_json(answer, 200).await;
 }
 
 #[tokio::test]

@@ -9,10 +9,10 @@ use mailroom_app::{
     feedback_sources::{self, ProviderRequest, READ_HEADERS},
     Services,
 };
-use mailroom_domain::{AccountId, FeedbackSourceId};
+use mailroom_domain::{token::TokenHash, AccountId, FeedbackSourceId};
 
 use crate::{
-    auth_failures::AuthFailureGuard,
+    auth_failures::{AuthFailureGuard, Verdict},
     blocking::run_blocking,
     extract::{record_id, JsonBody},
     problem::{ApiError, Problem},
@@ -128,9 +128,6 @@ pub(crate) async fn receive_provider_events(
     body: Result<web::Bytes, actix_web::Error>,
 ) -> Result<web::Json<ProviderEventsDto>, ApiError> {
     let client = guard.client_key(&req);
-    if let Some(retry_after) = guard.refused(client, Instant::now()) {
-        return Err(ApiError::too_many_failed_authentications(retry_after));
-    }
     let refuse = || match guard.failed(client, Instant::now()) {
         Some(decision) => ApiError::too_many_failed_authentications(decision.retry_after_secs),
         None => ApiError::unauthorized(),
@@ -138,8 +135,18 @@ pub(crate) async fn receive_provider_events(
     // A malformed id cannot name a source: refused like an unknown one.
     let (Ok(account), Ok(id)) = (AccountId::parse(&path.0), FeedbackSourceId::parse(&path.1))
     else {
+        if let Some(retry_after) = guard.refused(client, Instant::now()) {
+            return Err(ApiError::too_many_failed_authentications(retry_after));
+        }
         return Err(refuse());
     };
+    // A provider posts from addresses it shares between all its customers, so another
+    // tenant's misconfigured source can spend that address's allowance. A source that
+    // authenticated from it recently stays reachable, as a known-good token does.
+    let known = source_key(account, id);
+    if let Verdict::Refuse(retry_after) = guard.before_lookup(client, &known, Instant::now()) {
+        return Err(ApiError::too_many_failed_authentications(retry_after));
+    }
     let body = body.map_err(|error| {
         if error.as_response_error().status_code() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::new(
@@ -166,8 +173,20 @@ pub(crate) async fn receive_provider_events(
     })
     .await
     {
-        Ok(outcome) => Ok(web::Json(outcome.into())),
+        Ok(outcome) => {
+            guard.succeeded(&known, Instant::now());
+            Ok(web::Json(outcome.into()))
+        }
         Err(error) if error.status() == StatusCode::UNAUTHORIZED => Err(refuse()),
         Err(error) => Err(error),
     }
+}
+
+/// The key a source is remembered by in the guard's known-good set: its two ids, which
+/// are unique together (the set takes 32-byte keys).
+fn source_key(account: AccountId, id: FeedbackSourceId) -> TokenHash {
+    let mut key = [0u8; 32];
+    key[..16].copy_from_slice(account.as_uuid().as_bytes());
+    key[16..].copy_from_slice(id.as_uuid().as_bytes());
+    TokenHash(key)
 }
