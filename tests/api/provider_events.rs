@@ -731,7 +731,13 @@ async fn failed_provider_posts_count_as_failed_authentications_then_429() {
     let body = json!({"RecordType": "SpamComplaint", "Email": "a@example.com"}).to_string();
     let working_url = working["url"].as_str().unwrap();
     let working_auth = basic_auth(working["secret"].as_str().unwrap());
-    let answer = post_event(&setup, working_url, body.clone(), &[working_auth.clone()]).await;
+    let answer = post_event(
+        &setup,
+        working_url,
+        body.clone(),
+        std::slice::from_ref(&working_auth),
+    )
+    .await;
     expect_json(answer, 200).await;
 
     let url = other["url"].as_str().unwrap();
