@@ -22,6 +22,7 @@ mod messages;
 mod metrics;
 pub(crate) mod openapi;
 mod operations;
+mod provider_events;
 mod rate_limit;
 mod scopes;
 mod send_limit;

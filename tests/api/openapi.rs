@@ -1,7 +1,7 @@
 use mailroom_tests::{expect_json, spawn_app};
 
 /// Every route of the API, as docs/api.md and the specification name them for this stage.
-pub const ROUTES: [(&str, &str); 80] = [
+pub const ROUTES: [(&str, &str); 85] = [
     ("post", "/v2/users/me/tokens"),
     ("get", "/v2/users/me/tokens"),
     ("delete", "/v2/users/me/tokens/{tokenId}"),
@@ -105,6 +105,18 @@ pub const ROUTES: [(&str, &str); 80] = [
     ("get", "/v2/accounts/{accountId}/messages/stats"),
     ("get", "/v2/accounts/{accountId}/messages/{messageId}"),
     ("post", "/v2/accounts/{accountId}/feedback"),
+    ("get", "/v2/accounts/{accountId}/feedback-sources"),
+    ("post", "/v2/accounts/{accountId}/feedback-sources"),
+    (
+        "get",
+        "/v2/accounts/{accountId}/feedback-sources/{sourceId}",
+    ),
+    (
+        "delete",
+        "/v2/accounts/{accountId}/feedback-sources/{sourceId}",
+    ),
+    // Provider events: the provider's signature or secret is the credential.
+    ("post", "/v2/feedback-sources/{accountId}/{sourceId}/events"),
     // Public link endpoints (no auth; the signed token is the credential).
     ("get", "/t/o/{token}"),
     ("get", "/t/c/{token}"),

@@ -14,6 +14,7 @@ pub mod contacts;
 pub mod domains;
 pub mod error;
 pub mod feedback;
+pub mod feedback_sources;
 pub mod mail_servers;
 pub mod messages;
 pub mod operations;

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::feedback_sources::SnsSettings;
 use crate::ports::{
     Clock, Database, DkimKeyGenerator, DomainDns, Ids, MailServerProbe, Mailer, Secrets,
     WebhookSender, WebhookUrlGuard,
@@ -42,4 +43,7 @@ pub struct Services {
     pub inbound_host: Option<String>,
     /// Recently authenticated tokens, shared by every request of this process.
     pub token_cache: Arc<TokenCache>,
+    /// How SNS certificates and subscription confirmations are fetched (SES feedback
+    /// sources).
+    pub sns: SnsSettings,
 }

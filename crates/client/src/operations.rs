@@ -7,8 +7,8 @@
 //! directions, method and path included.
 
 use mailroom_domain::{
-    AccountId, AnnouncementId, AutomationId, ContactId, MailServerId, MessageId, SendingDomainId,
-    TemplateId, TokenId, TopicId, UserId, WebhookEventId,
+    AccountId, AnnouncementId, AutomationId, ContactId, FeedbackSourceId, MailServerId, MessageId,
+    SendingDomainId, TemplateId, TokenId, TopicId, UserId, WebhookEventId,
 };
 use reqwest::header::LOCATION;
 
@@ -586,6 +586,43 @@ operations! {
     POST "/v2/accounts/{accountId}/feedback" WithIdempotencyKey;
     pub async fn record_feedback(&self, account: AccountId, report: impl Into<Vec<u8>>) -> Result<Feedback> {
         let request = Request::new([account.to_string()]).raw("message/rfc822", report.into());
+        self.execute(OP, request).await?.json()
+    }
+
+    // Feedback sources (providers' bounce and complaint webhooks).
+
+    /// The account's feedback sources.
+    GET "/v2/accounts/{accountId}/feedback-sources" Always;
+    pub async fn list_feedback_sources(&self, account: AccountId) -> Result<FeedbackSourceList> {
+        self.execute(OP, Request::new([account.to_string()])).await?.json()
+    }
+
+    /// One feedback source.
+    GET "/v2/accounts/{accountId}/feedback-sources/{sourceId}" Always;
+    pub async fn get_feedback_source(&self, account: AccountId, source: FeedbackSourceId) -> Result<FeedbackSource> {
+        self.execute(OP, Request::new([account.to_string(), source.to_string()])).await?.json()
+    }
+
+    /// Makes a feedback source; for Postmark the answer carries the generated secret,
+    /// this once.
+    POST "/v2/accounts/{accountId}/feedback-sources" WithIdempotencyKey;
+    pub async fn create_feedback_source(&self, account: AccountId, source: &NewFeedbackSource) -> Result<FeedbackSource> {
+        self.execute(OP, Request::new([account.to_string()]).json(source)?).await?.json()
+    }
+
+    /// Deletes a feedback source.
+    DELETE "/v2/accounts/{accountId}/feedback-sources/{sourceId}" Always;
+    pub async fn delete_feedback_source(&self, account: AccountId, source: FeedbackSourceId) -> Result<FeedbackSource> {
+        self.execute(OP, Request::new([account.to_string(), source.to_string()])).await?.json()
+    }
+
+    /// Posts a provider's JSON payload to a source, as the provider does (for replaying
+    /// a payload captured elsewhere; the provider's own signature must be in it, since
+    /// the route reads no token).
+    POST "/v2/feedback-sources/{accountId}/{sourceId}/events" WithIdempotencyKey;
+    pub async fn receive_provider_events(&self, account: AccountId, source: FeedbackSourceId, payload: impl Into<Vec<u8>>) -> Result<ProviderEvents> {
+        let request = Request::new([account.to_string(), source.to_string()])
+            .raw("application/json", payload.into());
         self.execute(OP, request).await?.json()
     }
 

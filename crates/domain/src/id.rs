@@ -118,6 +118,10 @@ define_id!(
     /// Identifies one DKIM key of a sending domain (its selector and key pair).
     DkimKeyId
 );
+define_id!(
+    /// Identifies a feedback source (one provider's event webhook bound to an account).
+    FeedbackSourceId
+);
 
 #[cfg(test)]
 mod tests {

@@ -12,6 +12,7 @@ pub mod egress;
 pub mod email;
 pub mod error;
 pub mod feedback;
+pub mod feedback_source;
 pub mod id;
 pub mod mail_server;
 pub mod message;
@@ -34,8 +35,8 @@ pub mod webhook_signature;
 pub use error::{FieldError, ValidationErrors};
 pub use id::{
     AccountId, AnnouncementId, AutomationId, ConsoleSessionId, ContactEventId, ContactId,
-    DkimKeyId, MailServerId, MessageId, SendingDomainId, TemplateId, TokenId, TopicId, UserId,
-    WebhookEventId,
+    DkimKeyId, FeedbackSourceId, MailServerId, MessageId, SendingDomainId, TemplateId, TokenId,
+    TopicId, UserId, WebhookEventId,
 };
 pub use timestamp::Timestamp;
 /// The UUID type behind every identifier, re-exported so ports can mint ids.

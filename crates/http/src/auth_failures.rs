@@ -104,6 +104,14 @@ impl AuthFailureGuard {
         }
     }
 
+    /// For a request that carries no token (a provider's event post): `Some(retry-after
+    /// seconds)` when `client` has failed too often and is refused with 429 before any
+    /// lookup.
+    pub fn refused(&self, client: Option<IpAddr>, now: Instant) -> Option<u64> {
+        let decision = self.failures.peek(client?, now)?;
+        (!decision.allowed).then_some(decision.retry_after_secs)
+    }
+
     /// Records a failed lookup from `client`; `Some` refusal when that used up its
     /// allowance (this attempt is then answered 429 too).
     pub fn failed(&self, client: Option<IpAddr>, now: Instant) -> Option<RateDecision> {

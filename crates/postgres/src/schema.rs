@@ -377,6 +377,31 @@ diesel::joinable!(console_sessions -> tokens (token_id));
 diesel::joinable!(memberships -> accounts (account_id));
 diesel::joinable!(memberships -> users (user_id));
 
+diesel::table! {
+    feedback_sources (account_id, id) {
+        account_id -> Uuid,
+        id -> Uuid,
+        provider -> Text,
+        topic_arns -> Array<Text>,
+        signing_key -> Nullable<Bytea>,
+        public_key -> Nullable<Text>,
+        secret_hash -> Nullable<Bytea>,
+        created_at -> Timestamptz,
+        last_event_at -> Nullable<Timestamptz>,
+        events_recorded -> Int8,
+        events_ignored -> Int8,
+    }
+}
+
+diesel::table! {
+    feedback_source_tokens (account_id, source_id, token) {
+        account_id -> Uuid,
+        source_id -> Uuid,
+        token -> Text,
+        seen_at -> Timestamptz,
+    }
+}
+
 diesel::allow_tables_to_appear_in_same_query!(
     users,
     tokens,
@@ -405,4 +430,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     sending_domain_keys,
     console_sessions,
     console_login_links,
+    feedback_sources,
+    feedback_source_tokens,
 );

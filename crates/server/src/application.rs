@@ -3,14 +3,22 @@
 use std::{net::TcpListener, sync::Arc, time::Duration};
 
 use anyhow::{Context, Result};
-use mailroom_app::{ports::Clock, tokens::TokenCache, tracking::LinkSettings, Services};
+use mailroom_app::{
+    feedback_sources::{CertificateCache, SnsSettings},
+    ports::Clock,
+    tokens::TokenCache,
+    tracking::LinkSettings,
+    Services,
+};
 use mailroom_dns::{DnsResolver, DnsSettings};
 use mailroom_http::{HttpOptions, Metrics};
 use mailroom_postgres::{ensure_database_exists, run_migrations, PgDatabase, PoolSettings};
 use mailroom_smtp::{
     MailerSettings, ProbeSettings, RsaDkimKeys, SmtpMailer, SmtpPoolSettings, SmtpProbe,
 };
-use mailroom_webhook::{EgressUrlGuard, HyperWebhookSender, SenderSettings};
+use mailroom_webhook::{
+    EgressUrlGuard, HyperSnsClient, HyperWebhookSender, SenderSettings, SNS_TIMEOUT,
+};
 
 use crate::{
     config::{redact_url, Config},
@@ -78,6 +86,15 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
             extra_roots: Vec::new(),
             resolver: resolver.clone(),
         })),
+        sns: SnsSettings {
+            client: Arc::new(HyperSnsClient::new(
+                config.allow_private_egress,
+                resolver.clone(),
+                SNS_TIMEOUT,
+            )),
+            test_origin: config.sns_test_origin.clone(),
+            certificates: Arc::new(CertificateCache::default()),
+        },
         mailer: Arc::new({
             let settings = MailerSettings {
                 allow_private_egress: config.allow_private_egress,

@@ -80,6 +80,11 @@ pub struct Config {
     /// The nameserver every outbound lookup asks (`MAILROOM_DNS_SERVER`, an IP address
     /// with an optional port, 53 by default). `None`: those of `/etc/resolv.conf`.
     pub dns_server: Option<SocketAddr>,
+    /// Test-only (`MAILROOM_SNS_TEST_ORIGIN`): an origin such as `http://127.0.0.1:4000`
+    /// from which SNS signing certificates and subscription confirmations are fetched
+    /// *instead of* `https://sns.<region>.amazonaws.com`. `None` (the default, and the
+    /// only right value in production) accepts SNS hosts over HTTPS only.
+    pub sns_test_origin: Option<String>,
     /// The operator's inbound mail host (`MAILROOM_INBOUND_HOST`): the target of the
     /// return-path MX (`bounces.<domain>`) each sending domain lists. `None` lists none.
     pub inbound_host: Option<String>,
@@ -140,6 +145,7 @@ impl std::fmt::Debug for Config {
             .field("render_program", &self.render_program)
             .field("smtp_hello_name", &self.smtp_hello_name)
             .field("dns_server", &self.dns_server)
+            .field("sns_test_origin", &self.sns_test_origin)
             .field("inbound_host", &self.inbound_host)
             .field("inbound", &self.inbound)
             .field(
@@ -292,6 +298,7 @@ impl Config {
             render_program: None,
             smtp_hello_name: None,
             dns_server: None,
+            sns_test_origin: None,
             inbound_host: None,
             inbound: InboundConfig::default(),
             smtp_connections_per_server: DEFAULT_SMTP_CONNECTIONS_PER_SERVER,
@@ -377,6 +384,10 @@ impl Config {
         }
         if let Ok(server) = std::env::var("MAILROOM_DNS_SERVER") {
             config.dns_server = Some(parse_dns_server(&server).context("MAILROOM_DNS_SERVER")?);
+        }
+        if let Ok(origin) = std::env::var("MAILROOM_SNS_TEST_ORIGIN") {
+            config.sns_test_origin =
+                Some(parse_origin(&origin).context("MAILROOM_SNS_TEST_ORIGIN")?);
         }
         if let Ok(host) = std::env::var("MAILROOM_INBOUND_HOST") {
             config.inbound_host = Some(
@@ -578,6 +589,19 @@ fn parse_hello_name(text: &str) -> Result<String> {
     Ok(name.to_owned())
 }
 
+/// An origin, `http(s)://host[:port]`, without path, query or credentials.
+fn parse_origin(text: &str) -> Result<String> {
+    let text = text.trim().trim_end_matches('/');
+    let rest = text
+        .strip_prefix("http://")
+        .or_else(|| text.strip_prefix("https://"))
+        .ok_or_else(|| anyhow::anyhow!("must start with http:// or https://"))?;
+    if rest.is_empty() || rest.contains(['/', '?', '#', '@']) {
+        anyhow::bail!("must be an origin (scheme, host and port only)");
+    }
+    Ok(text.to_ascii_lowercase())
+}
+
 /// Messages per second: a positive number (fractions allowed, e.g. `0.5`), or empty for
 /// no limit.
 fn parse_rate(text: &str) -> Result<Option<f64>> {
@@ -681,6 +705,19 @@ mod tests {
         );
         assert!(parse_trusted_proxies("10.0.0.0/8").is_err());
         assert!(parse_trusted_proxies(" ").expect("valid").is_empty());
+    }
+
+    #[test]
+    fn the_sns_test_origin_must_be_a_bare_origin() {
+        assert_eq!(
+            parse_origin("http://127.0.0.1:4000/").expect("valid"),
+            "http://127.0.0.1:4000"
+        );
+        assert!(parse_origin("127.0.0.1:4000").is_err());
+        assert!(parse_origin("http://127.0.0.1:4000/certs").is_err());
+        assert!(parse_origin("http://user@127.0.0.1").is_err());
+        assert!(parse_origin("https://").is_err());
+        assert_eq!(Config::new("postgres://x", [0; 32]).sns_test_origin, None);
     }
 
     #[test]

@@ -12,7 +12,9 @@ use base64::Engine as _;
 use diesel::{prelude::*, sql_query, sql_types};
 use mailroom_app::ports::{SealedSecret, SecretSlot, Secrets};
 use mailroom_domain::secret::SecretString;
-use mailroom_postgres::schema::{mail_servers, sending_domain_keys, webhook_configs};
+use mailroom_postgres::schema::{
+    feedback_sources, mail_servers, sending_domain_keys, webhook_configs,
+};
 use mailroom_server::{
     application::build_services, system::SealingSecrets, system::SystemClock, Config,
 };
@@ -47,6 +49,14 @@ fn dkim_key_slot(account: Uuid, key: Uuid) -> SecretSlot {
     }
 }
 
+fn feedback_source_slot(account: Uuid, source: Uuid) -> SecretSlot {
+    SecretSlot {
+        table: "feedback_sources",
+        column: "signing_key",
+        row: format!("{account}/{source}"),
+    }
+}
+
 fn webhook_slot(account: Uuid, column: &'static str) -> SecretSlot {
     SecretSlot {
         table: "webhook_configs",
@@ -56,7 +66,8 @@ fn webhook_slot(account: Uuid, column: &'static str) -> SecretSlot {
 }
 
 /// Two accounts, three mail servers, two webhook configurations (one with a receiver
-/// credential), one DKIM key of a sending domain, every secret sealed under key A.
+/// credential), one DKIM key of a sending domain, one Mailgun feedback source, every
+/// secret sealed under key A.
 fn seed(conn: &mut PgConnection) -> Vec<Stored> {
     let a = SealingSecrets::new(&KEY_A);
     let mut stored = Vec::new();
@@ -133,6 +144,29 @@ fn seed(conn: &mut PgConnection) -> Vec<Stored> {
             .bind::<sql_types::Bytea, _>(private_key)
             .execute(conn)
             .expect("DKIM key");
+            // A Mailgun feedback source (its signing key sealed) and an SES one (none).
+            let source = Uuid::now_v7();
+            let signing_key = seal(
+                feedback_source_slot(account, source),
+                "key-mailgun-1".into(),
+            );
+            sql_query(
+                "INSERT INTO feedback_sources (account_id, id, provider, signing_key, created_at) \
+                 VALUES ($1, $2, 'mailgun', $3, now())",
+            )
+            .bind::<sql_types::Uuid, _>(account)
+            .bind::<sql_types::Uuid, _>(source)
+            .bind::<sql_types::Bytea, _>(signing_key)
+            .execute(conn)
+            .expect("Mailgun feedback source");
+            sql_query(
+                "INSERT INTO feedback_sources (account_id, id, provider, topic_arns, created_at) \
+                 VALUES ($1, $2, 'ses', ARRAY['arn:aws:sns:us-east-1:123456789012:t'], now())",
+            )
+            .bind::<sql_types::Uuid, _>(account)
+            .bind::<sql_types::Uuid, _>(Uuid::now_v7())
+            .execute(conn)
+            .expect("SES feedback source");
         }
     }
     stored
@@ -141,6 +175,18 @@ fn seed(conn: &mut PgConnection) -> Vec<Stored> {
 /// The stored bytes of `slot`, read back from the database.
 fn stored_bytes(conn: &mut PgConnection, slot: &SecretSlot) -> SealedSecret {
     let bytes = match slot.column {
+        "signing_key" => {
+            let (account, source) = slot.row.split_once('/').expect("account/source");
+            feedback_sources::table
+                .find((
+                    Uuid::parse_str(account).expect("uuid"),
+                    Uuid::parse_str(source).expect("uuid"),
+                ))
+                .select(feedback_sources::signing_key)
+                .first::<Option<Vec<u8>>>(conn)
+                .expect("feedback source row")
+                .expect("a signing key")
+        }
         "private_key" => {
             let (account, key) = slot.row.split_once('/').expect("account/key");
             sending_domain_keys::table
@@ -234,7 +280,7 @@ fn rotate_secrets_reseals_everything_under_the_current_key_once() {
     let database = TestDatabase::create();
     let mut conn = database.connection();
     let stored = seed(&mut conn);
-    assert_eq!(stored.len(), 3 + 2 + 1 + 1);
+    assert_eq!(stored.len(), 3 + 2 + 1 + 1 + 1);
 
     // Before the rotation: B alone cannot read them, B with A as previous can, as wired by
     // the application from the configuration.
@@ -283,7 +329,11 @@ fn rotate_secrets_reseals_everything_under_the_current_key_once() {
     );
     let report = summary(&rotated);
     assert_eq!(report["complete"], true, "{report}");
-    assert_eq!(report["resealed"], 7, "{report}");
+    assert_eq!(report["resealed"], 8, "{report}");
+    assert_eq!(
+        column(&report, "feedback_sources.signing_key")["resealed"],
+        1
+    );
     assert_eq!(
         column(&report, "sending_domain_keys.private_key")["resealed"],
         1

@@ -1,7 +1,8 @@
 //! Mailroom's webhook adapter: [`HyperWebhookSender`] implements the `WebhookSender` port
 //! over hyper (HTTP/1.1, rustls with the `ring` provider and the webpki roots), and
 //! [`EgressUrlGuard`] implements the `WebhookUrlGuard` port that `PUT …/webhooks` runs
-//! before saving a URL.
+//! before saving a URL. [`HyperSnsClient`] implements the `SnsClient` port through the
+//! same guarded connector.
 //!
 //! # What a delivery looks like
 //!
@@ -25,6 +26,8 @@
 mod connector;
 mod guard;
 mod sender;
+mod sns;
 
 pub use guard::EgressUrlGuard;
 pub use sender::{HyperWebhookSender, SenderSettings, DEFAULT_TIMEOUT};
+pub use sns::{HyperSnsClient, SNS_TIMEOUT};

@@ -1,11 +1,12 @@
 //! `mailroom rotate-secrets`: re-seals every stored secret under the current key, so the
 //! previous key (`MAILROOM_SECRET_KEY_PREVIOUS`) can be dropped afterwards.
 
-use mailroom_domain::{DkimKeyId, MailServerId};
+use mailroom_domain::{DkimKeyId, FeedbackSourceId, MailServerId};
 
 use crate::{
     accounts::webhook_slot,
     domains::dkim_key_slot,
+    feedback_sources::signing_key_slot,
     mail_servers::password_slot,
     ports::{in_transaction, SealedColumn, SealedRow, SealedRowKey, SecretSlot},
     AppError, Services,
@@ -55,6 +56,10 @@ fn slot(column: SealedColumn, key: SealedRowKey) -> SecretSlot {
         SealedColumn::DkimPrivateKey => dkim_key_slot(
             key.account_id,
             DkimKeyId::from_uuid(key.record_id.unwrap_or_default()),
+        ),
+        SealedColumn::FeedbackSourceSigningKey => signing_key_slot(
+            key.account_id,
+            FeedbackSourceId::from_uuid(key.record_id.unwrap_or_default()),
         ),
     }
 }

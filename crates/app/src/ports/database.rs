@@ -1,4 +1,4 @@
-use crate::ports::{SubscriptionRepository, TrackingRepository};
+use crate::ports::{FeedbackSourceRepository, SubscriptionRepository, TrackingRepository};
 use crate::{
     ports::{
         AccountRepository, AnnouncementRepository, AutomationRepository, ConsoleRepository,
@@ -27,6 +27,7 @@ pub trait UnitOfWork:
     + AutomationRepository
     + AnnouncementRepository
     + FeedbackRepository
+    + FeedbackSourceRepository
     + TrackingRepository
     + SubscriptionRepository
     + QueueStatsRepository

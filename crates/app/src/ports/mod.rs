@@ -11,6 +11,7 @@ mod contact_import;
 mod contacts;
 mod database;
 mod feedback;
+mod feedback_sources;
 mod mail_server_records;
 mod mail_servers;
 mod messages;
@@ -34,6 +35,7 @@ pub use contact_import::{ContactImportRepository, ImportedContact};
 pub use contacts::{ContactEvent, ContactRepository, EventName};
 pub use database::{in_transaction, Database, UnitOfWork};
 pub use feedback::FeedbackRepository;
+pub use feedback_sources::{FeedbackSourceRecord, FeedbackSourceRepository, SnsAnswer, SnsClient};
 pub use mail_server_records::{MailServerRecord, MailServerRepository};
 pub use mail_servers::{
     CredentialCheck, MailServerProbe, ProbeError, SavedServer, SmtpEndpoint, SmtpSecurity,

@@ -17,15 +17,18 @@ pub enum SealedColumn {
     WebhookCredential,
     /// `sending_domain_keys.private_key`, one per DKIM key of a sending domain.
     DkimPrivateKey,
+    /// `feedback_sources.signing_key` (nullable), a Mailgun source's signing key.
+    FeedbackSourceSigningKey,
 }
 
 impl SealedColumn {
     /// Every sealed column.
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
         Self::MailServerPassword,
         Self::WebhookSigningSecret,
         Self::WebhookCredential,
         Self::DkimPrivateKey,
+        Self::FeedbackSourceSigningKey,
     ];
 
     /// `table.column`, as operators read it.
@@ -35,6 +38,7 @@ impl SealedColumn {
             Self::WebhookSigningSecret => "webhook_configs.signing_secret",
             Self::WebhookCredential => "webhook_configs.password_or_token",
             Self::DkimPrivateKey => "sending_domain_keys.private_key",
+            Self::FeedbackSourceSigningKey => "feedback_sources.signing_key",
         }
     }
 }

@@ -12,6 +12,8 @@ pub(crate) mod contacts_import;
 mod domains;
 pub mod domains_dto;
 mod feedback;
+mod feedback_sources;
+pub mod feedback_sources_dto;
 mod mail_servers;
 pub mod mail_servers_dto;
 mod messages;
@@ -105,6 +107,11 @@ pub fn v2(cfg: &mut ServiceConfig) {
         .service(messages::message_stats)
         .service(messages::get_message)
         .service(feedback::record_feedback)
+        .service(feedback_sources::list_feedback_sources)
+        .service(feedback_sources::get_feedback_source)
+        .service(feedback_sources::create_feedback_source)
+        .service(feedback_sources::delete_feedback_source)
+        .service(feedback_sources::receive_provider_events)
         .service(system::openapi_json);
 }
 

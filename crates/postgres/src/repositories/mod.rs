@@ -7,6 +7,7 @@ mod console;
 mod contact_import;
 mod contacts;
 mod feedback;
+mod feedback_sources;
 mod mail_servers;
 mod messages;
 mod queue_stats;

@@ -35,6 +35,7 @@ fn place(column: SealedColumn) -> (&'static str, &'static str, bool) {
         SealedColumn::WebhookSigningSecret => ("webhook_configs", "signing_secret", false),
         SealedColumn::WebhookCredential => ("webhook_configs", "password_or_token", false),
         SealedColumn::DkimPrivateKey => ("sending_domain_keys", "private_key", true),
+        SealedColumn::FeedbackSourceSigningKey => ("feedback_sources", "signing_key", true),
     }
 }
 

@@ -1,0 +1,147 @@
+//! SendGrid's signed event webhook: an ECDSA P-256 signature (base64 DER, header
+//! `X-Twilio-Email-Event-Webhook-Signature`) over the timestamp header followed by the
+//! raw body, checked with the verification key SendGrid shows (base64 DER
+//! SubjectPublicKeyInfo). The body is a batch: a JSON array of events.
+
+use base64::Engine as _;
+use mailroom_domain::feedback::{message_id, plain_address, FeedbackKind, FeedbackReport};
+use p256::{
+    ecdsa::{signature::Verifier as _, Signature, VerifyingKey},
+    pkcs8::DecodePublicKey as _,
+};
+use serde_json::Value;
+
+/// The signature header.
+pub const SIGNATURE_HEADER: &str = "x-twilio-email-event-webhook-signature";
+/// The timestamp header.
+pub const TIMESTAMP_HEADER: &str = "x-twilio-email-event-webhook-timestamp";
+
+/// The verification key, from its base64 DER text.
+///
+/// # Errors
+/// When the text is not a base64 P-256 public key.
+pub fn verifying_key(text: &str) -> Result<VerifyingKey, String> {
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|_| "the public key is not base64".to_owned())?;
+    VerifyingKey::from_public_key_der(&der)
+        .map_err(|_| "the public key is not a DER P-256 public key".to_owned())
+}
+
+/// Whether `signature` (base64 DER) signs `timestamp` followed by `body` under `key`.
+pub fn verify(key: &VerifyingKey, signature: &str, timestamp: &str, body: &[u8]) -> bool {
+    let Ok(der) = base64::engine::general_purpose::STANDARD.decode(signature.trim()) else {
+        return false;
+    };
+    let Ok(signature) = Signature::from_der(&der) else {
+        return false;
+    };
+    let mut signed = Vec::with_capacity(timestamp.len() + body.len());
+    signed.extend_from_slice(timestamp.as_bytes());
+    signed.extend_from_slice(body);
+    key.verify(&signed, &signature).is_ok()
+}
+
+/// One report per event of the batch: `bounce` of type `bounce` is a bounce (a `blocked`
+/// bounce is SendGrid's temporary kind and is ignored), `spamreport` a complaint, any
+/// other event (`dropped`, `deferred`, `delivered`, …) ignored.
+///
+/// # Errors
+/// When the body is not a JSON array of events.
+pub fn reports(body: &[u8]) -> Result<Vec<FeedbackReport>, String> {
+    let events: Vec<Value> = serde_json::from_slice(body)
+        .map_err(|error| format!("not a SendGrid event batch: {error}"))?;
+    events
+        .iter()
+        .map(|event| {
+            let name = event["event"]
+                .as_str()
+                .ok_or("a SendGrid event names no event")?;
+            let kind = match name {
+                "bounce" => match event["type"].as_str() {
+                    Some("blocked") => FeedbackKind::Ignored {
+                        reason: "a SendGrid blocked bounce (temporary)".into(),
+                    },
+                    _ => FeedbackKind::Bounce {
+                        diagnostic: ["reason", "status"]
+                            .iter()
+                            .filter_map(|field| event[*field].as_str())
+                            .map(str::trim)
+                            .find(|text| !text.is_empty())
+                            .unwrap_or("SendGrid bounce")
+                            .to_owned(),
+                    },
+                },
+                "spamreport" => FeedbackKind::Complaint,
+                other => FeedbackKind::Ignored {
+                    reason: format!("a SendGrid {other} event"),
+                },
+            };
+            Ok(FeedbackReport {
+                kind,
+                original_message_id: event["smtp-id"].as_str().and_then(message_id),
+                recipient: event["email"].as_str().and_then(plain_address),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use p256::{
+        ecdsa::{signature::Signer as _, SigningKey},
+        pkcs8::EncodePublicKey as _,
+    };
+
+    #[test]
+    fn a_signature_over_timestamp_and_body_verifies_with_the_shown_key_only() {
+        let signing = SigningKey::from_slice(&[7; 32]).unwrap();
+        let shown = base64::engine::general_purpose::STANDARD.encode(
+            signing
+                .verifying_key()
+                .to_public_key_der()
+                .unwrap()
+                .as_bytes(),
+        );
+        let key = verifying_key(&shown).unwrap();
+        let body = br#"[{"email":"a@example.com","event":"spamreport"}]"#;
+        let signature: Signature = signing.sign(&[b"1600112502".as_slice(), body].concat());
+        let signature =
+            base64::engine::general_purpose::STANDARD.encode(signature.to_der().as_bytes());
+        assert!(verify(&key, &signature, "1600112502", body));
+        assert!(!verify(&key, &signature, "1600112503", body));
+        assert!(!verify(&key, &signature, "1600112502", b"[]"));
+        assert!(!verify(&key, "junk", "1600112502", body));
+        assert!(verifying_key("bm90IGEga2V5").is_err());
+    }
+
+    #[test]
+    fn bounces_spam_reports_and_the_rest() {
+        let body = br#"[
+          {"email":"example@test.com","timestamp":1513299569,"smtp-id":"<14c5d75ce93.dfd.64b469@ismtpd-555>","event":"bounce","category":"cat facts","sg_event_id":"6g4ZI7SA-xmRDv57GoPIPw==","sg_message_id":"14c5d75ce93.dfd.64b469.filter0001.16648.5515E0B88.0","reason":"500 unknown recipient","status":"5.0.0","type":"bounce"},
+          {"email":"example@test.com","event":"bounce","type":"blocked","reason":"421 try later","status":"4.0.0"},
+          {"email":"example@test.com","timestamp":1513299569,"event":"spamreport"},
+          {"email":"example@test.com","event":"deferred","response":"400 try again later"},
+          {"email":"example@test.com","event":"dropped","reason":"Bounced Address"}
+        ]"#;
+        let kinds: Vec<_> = reports(body).unwrap().into_iter().map(|r| r.kind).collect();
+        assert_eq!(
+            kinds[0],
+            FeedbackKind::Bounce {
+                diagnostic: "500 unknown recipient".into()
+            }
+        );
+        assert!(matches!(kinds[1], FeedbackKind::Ignored { .. }));
+        assert_eq!(kinds[2], FeedbackKind::Complaint);
+        assert!(matches!(kinds[3], FeedbackKind::Ignored { .. }));
+        assert!(matches!(kinds[4], FeedbackKind::Ignored { .. }));
+        let first = &reports(body).unwrap()[0];
+        assert_eq!(
+            first.original_message_id.as_deref(),
+            Some("<14c5d75ce93.dfd.64b469@ismtpd-555>")
+        );
+        assert!(reports(b"{}").is_err());
+        assert!(reports(br#"[{"email":"a@b.example"}]"#).is_err());
+    }
+}

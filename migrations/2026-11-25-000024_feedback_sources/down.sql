@@ -1,0 +1,2 @@
+DROP TABLE feedback_source_tokens;
+DROP TABLE feedback_sources;
