@@ -21,6 +21,7 @@ mod messages;
 mod metrics;
 pub(crate) mod openapi;
 mod operations;
+mod public_pages;
 mod rate_limit;
 mod scopes;
 mod send_limit;
