@@ -23,7 +23,8 @@ pub struct CreateAccountBody {
     pub open_tracking: Option<bool>,
 }
 
-/// Body of `PATCH /v2/accounts/{accountId}`: every field optional, none nullable.
+/// Body of `PATCH /v2/accounts/{accountId}`: every field optional; only `branding` may be
+/// `null` (which clears it).
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct UpdateAccountBody {
