@@ -177,7 +177,7 @@ impl TextColor {
 
 impl AccentColor {
     /// The pages' own accent, used when an account sets none: `#0b4fb3`, under white
-    /// text at 6.9:1.
+    /// text at 7.5:1.
     pub const DEFAULT: Self = Self([0x0b, 0x4f, 0xb3]);
 
     /// Reads `#rrggbb` (either case).
