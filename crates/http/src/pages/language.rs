@@ -75,7 +75,7 @@ impl Language {
             .filter(|entry| entry.quality > Quality::ZERO)
             .collect();
         // Stable: entries of equal quality keep the header's order.
-        entries.sort_by(|a, b| b.quality.cmp(&a.quality));
+        entries.sort_by_key(|entry| std::cmp::Reverse(entry.quality));
         for entry in entries {
             match &entry.item {
                 Preference::Any => return Self::En,
