@@ -23,6 +23,7 @@ mod metrics;
 pub(crate) mod openapi;
 mod operations;
 mod provider_events;
+mod public_pages;
 mod rate_limit;
 mod scopes;
 mod send_limit;

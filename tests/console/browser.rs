@@ -61,6 +61,16 @@ impl Browser {
     /// profile, with the flags this machine's closed network needs (no background
     /// connections, no component updates, no QUIC).
     pub async fn start() -> Self {
+        Self::launch(None).await
+    }
+
+    /// As [`Browser::start`], with the browser asking for pages in `language` (its
+    /// `Accept-Language`), for the public pages' translations.
+    pub async fn start_in_language(language: &str) -> Self {
+        Self::launch(Some(language)).await
+    }
+
+    async fn launch(language: Option<&str>) -> Self {
         let chromium = find_program("chromium");
         let chromedriver = find_program("chromedriver");
         let port = free_port();
@@ -78,20 +88,25 @@ impl Browser {
         let _ = std::fs::remove_dir_all(&profile);
         std::fs::create_dir_all(&profile).expect("profile directory");
         let mut capabilities = serde_json::Map::new();
-        capabilities.insert(
-            "goog:chromeOptions".to_owned(),
-            json!({
-                "binary": chromium,
-                "args": [
-                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                    "--no-first-run", "--disable-background-networking",
-                    "--disable-component-update", "--disable-sync",
-                    "--disable-dev-shm-usage", "--disable-crash-reporter",
-                    "--window-size=1280,900",
-                    format!("--user-data-dir={}", profile.display()),
-                ],
-            }),
-        );
+        let mut options = json!({
+            "binary": chromium,
+            "args": [
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync",
+                "--disable-dev-shm-usage", "--disable-crash-reporter",
+                "--window-size=1280,900",
+                format!("--user-data-dir={}", profile.display()),
+            ],
+        });
+        if let Some(language) = language {
+            options["args"]
+                .as_array_mut()
+                .expect("args")
+                .push(json!(format!("--lang={language}")));
+            options["prefs"] = json!({ "intl.accept_languages": language });
+        }
+        capabilities.insert("goog:chromeOptions".to_owned(), options);
         let url = format!("http://127.0.0.1:{port}");
         let started = Instant::now();
         let client = loop {

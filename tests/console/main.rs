@@ -5,6 +5,7 @@
 
 mod account_pages;
 mod browser;
+mod public_pages;
 
 use diesel::connection::SimpleConnection;
 use mailroom_app::console::create_login_link;

@@ -2,7 +2,11 @@
 
 use serde::Serialize;
 
-use crate::{webhook::WebhookConfig, AccountId, Timestamp, UserId};
+use crate::{
+    branding::{Branding, BrandingPatch},
+    webhook::WebhookConfig,
+    AccountId, Timestamp, UserId,
+};
 
 /// The longest account name accepted.
 pub const MAX_ACCOUNT_NAME: usize = 200;
@@ -155,6 +159,8 @@ pub struct Account {
     pub open_tracking: bool,
     /// The webhook configuration, once one was set.
     pub webhooks: Option<WebhookConfig>,
+    /// The branding of its public pages.
+    pub branding: Branding,
     /// When it was created.
     pub created_at: Timestamp,
 }
@@ -168,12 +174,17 @@ pub struct AccountPatch {
     pub click_tracking: Option<bool>,
     /// A new open-tracking default.
     pub open_tracking: Option<bool>,
+    /// Changes to the branding.
+    pub branding: Option<BrandingPatch>,
 }
 
 impl AccountPatch {
     /// True when the patch changes nothing (the API refuses that with 400).
     pub fn is_empty(&self) -> bool {
-        self.name.is_none() && self.click_tracking.is_none() && self.open_tracking.is_none()
+        self.name.is_none()
+            && self.click_tracking.is_none()
+            && self.open_tracking.is_none()
+            && self.branding.is_none()
     }
 }
 

@@ -5,6 +5,7 @@ pub mod account;
 pub mod announcement;
 pub mod attribute;
 pub mod automation;
+pub mod branding;
 pub mod condition;
 pub mod console;
 pub mod contact;

@@ -13,6 +13,7 @@ pub mod extract;
 pub mod metrics;
 pub mod metrics_server;
 mod openapi_fixups;
+pub mod pages;
 pub mod problem;
 pub mod rate_limit;
 pub mod routes;
@@ -172,6 +173,9 @@ pub struct HttpOptions {
     /// Whether this listener serves `/metrics` (`false` when a separate metrics listener
     /// does; the route then answers 404 here).
     pub serve_metrics: bool,
+    /// The public pages' templates (`MAILROOM_PAGE_TEMPLATES`); `None`: the compiled-in
+    /// defaults.
+    pub page_templates: Option<Arc<pages::PageTemplates>>,
 }
 
 impl Default for HttpOptions {
@@ -183,6 +187,7 @@ impl Default for HttpOptions {
             auth_failure_limit: Some(auth_failures::DEFAULT_FAILURE_LIMIT),
             trusted_proxies: Vec::new(),
             serve_metrics: true,
+            page_templates: None,
         }
     }
 }
@@ -215,6 +220,10 @@ pub fn serve(
         options.trusted_proxies.clone(),
     ));
     let exposure = web::Data::new(metrics::MetricsExposure(options.serve_metrics));
+    let page_templates = web::Data::from(match &options.page_templates {
+        Some(templates) => templates.clone(),
+        None => Arc::new(pages::PageTemplates::load(None).map_err(std::io::Error::other)?),
+    });
     let server = HttpServer::new(move || {
         let metrics_for_requests = metrics.clone();
         let (app, _) = routed_app().split_for_parts();
@@ -228,6 +237,7 @@ pub fn serve(
             .app_data(limiter.clone())
             .app_data(auth_failures.clone())
             .app_data(exposure.clone())
+            .app_data(page_templates.clone())
             .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
             .app_data(web::QueryConfig::default().error_handler(problem::query_error))
             .app_data(web::PathConfig::default().error_handler(problem::path_error))

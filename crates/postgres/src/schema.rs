@@ -31,6 +31,9 @@ diesel::table! {
         click_tracking -> Bool,
         open_tracking -> Bool,
         created_at -> Timestamptz,
+        brand_display_name -> Nullable<Text>,
+        brand_logo_url -> Nullable<Text>,
+        brand_accent_color -> Nullable<Text>,
     }
 }
 

@@ -11,7 +11,7 @@ use mailroom_app::{
     Services,
 };
 use mailroom_dns::{DnsResolver, DnsSettings};
-use mailroom_http::{HttpOptions, Metrics};
+use mailroom_http::{pages::PageTemplates, HttpOptions, Metrics};
 use mailroom_postgres::{ensure_database_exists, run_migrations, PgDatabase, PoolSettings};
 use mailroom_smtp::{
     MailerSettings, ProbeSettings, RsaDkimKeys, SmtpMailer, SmtpPoolSettings, SmtpProbe,
@@ -147,6 +147,12 @@ impl Application {
     /// # Errors
     /// When the database or the listen address cannot be used.
     pub fn build_with_clock(config: &Config, clock: Arc<dyn Clock>) -> Result<Self> {
+        // Before anything else: a broken template override stops the start with its
+        // file and line, rather than breaking pages later.
+        let page_templates = Arc::new(PageTemplates::load(config.page_templates.as_deref())?);
+        if !page_templates.overridden().is_empty() {
+            tracing::info!(overridden = ?page_templates.overridden(), "page templates overridden");
+        }
         prepare_database(&config.database_url)?;
         let (services, database) = build_services(config, clock)?;
         let listener = TcpListener::bind(config.listen)
@@ -170,6 +176,7 @@ impl Application {
             auth_failure_limit: config.auth_failure_limit,
             trusted_proxies: config.trusted_proxies.clone(),
             serve_metrics: metrics_port.is_none(),
+            page_templates: Some(page_templates),
             ..HttpOptions::default()
         };
         // Request transactions get the statement timeout; the workers' (which use

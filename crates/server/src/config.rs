@@ -121,6 +121,9 @@ pub struct Config {
     /// Reverse proxies whose `X-Forwarded-For` names the client
     /// (`MAILROOM_TRUSTED_PROXIES`, comma-separated IP addresses).
     pub trusted_proxies: Vec<std::net::IpAddr>,
+    /// A directory whose files replace the public pages' compiled-in templates
+    /// (`MAILROOM_PAGE_TEMPLATES`), read and checked at start.
+    pub page_templates: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Config {
@@ -161,6 +164,7 @@ impl std::fmt::Debug for Config {
             .field("rate_limit", &self.rate_limit)
             .field("auth_failure_limit", &self.auth_failure_limit)
             .field("trusted_proxies", &self.trusted_proxies)
+            .field("page_templates", &self.page_templates)
             .finish()
     }
 }
@@ -311,6 +315,7 @@ impl Config {
             rate_limit: Some(RateLimit::DEFAULT),
             auth_failure_limit: Some(mailroom_http::auth_failures::DEFAULT_FAILURE_LIMIT),
             trusted_proxies: Vec::new(),
+            page_templates: None,
         }
     }
 
@@ -428,6 +433,11 @@ impl Config {
         if let Ok(proxies) = std::env::var("MAILROOM_TRUSTED_PROXIES") {
             config.trusted_proxies =
                 parse_trusted_proxies(&proxies).context("MAILROOM_TRUSTED_PROXIES")?;
+        }
+        if let Ok(directory) = std::env::var("MAILROOM_PAGE_TEMPLATES") {
+            if !directory.trim().is_empty() {
+                config.page_templates = Some(PathBuf::from(directory));
+            }
         }
         if let Ok(timeout) = std::env::var("MAILROOM_STATEMENT_TIMEOUT") {
             config.statement_timeout =

@@ -625,6 +625,45 @@ async fn two_starts_without_a_secret_key_open_the_same_sealed_secret() {
     assert!(!other_key.status.success(), "another key opened the secret");
 }
 
+/// A broken template in `MAILROOM_PAGE_TEMPLATES` stops `mailroom serve` before it
+/// listens, with the file and the line on stderr.
+#[test]
+fn serve_refuses_to_start_with_a_broken_page_template() {
+    let database = TestDatabase::create();
+    let dir = ScratchDir::new("broken-templates");
+    let templates = dir.path.join("templates");
+    fs::create_dir_all(&templates).expect("templates directory");
+    let file = templates.join("sign_in.html");
+    fs::write(&file, "<h1>{{ t.sign_in_title }}</h1>\n{% if %}\n").expect("template");
+    let port = free_port();
+    let mut child = mailroom(&dir, &database)
+        .arg("serve")
+        .env("MAILROOM_LISTEN", format!("127.0.0.1:{port}"))
+        .env("MAILROOM_WORKERS", "false")
+        .env("MAILROOM_PAGE_TEMPLATES", &templates)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mailroom starts");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("status") {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("`mailroom serve` kept running with a broken template");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let output = child.wait_with_output().expect("output");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!status.success(), "exited with {status}; stderr:\n{stderr}");
+    assert!(stderr.contains(&file.display().to_string()), "{stderr}");
+    assert!(stderr.contains("line 2"), "{stderr}");
+}
+
 /// `mailroom` with a clean environment of its own: the test database, a fixed key, quiet
 /// logs, and a scratch working directory (so no `.mailroom/` appears in the repository).
 fn mailroom(dir: &ScratchDir, database: &TestDatabase) -> Command {

@@ -1,5 +1,6 @@
 use mailroom_domain::{
     account::{Account, AccountName},
+    branding::Branding,
     starter::{starter_data, WELCOME_TEMPLATE_SLUG},
     topic::Topic,
     AccountId, AutomationId, TemplateId, TopicId,
@@ -51,6 +52,7 @@ pub fn create_account(
         click_tracking: request.click_tracking.unwrap_or(false),
         open_tracking: request.open_tracking.unwrap_or(false),
         created_at: now,
+        branding: Branding::default(),
     };
     let starter = starter_data();
     let ids = services.ids.as_ref();
@@ -90,6 +92,7 @@ pub fn create_account(
         click_tracking: record.click_tracking,
         open_tracking: record.open_tracking,
         webhooks: None,
+        branding: record.branding,
         created_at: record.created_at,
     })
 }

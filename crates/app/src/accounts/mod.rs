@@ -20,7 +20,7 @@ pub use list_accounts::list_accounts;
 pub use list_members::list_members;
 pub use remove_member::{operator_remove_member, remove_member};
 pub use set_webhooks::set_webhooks;
-pub use update_account::{update_account, UpdateAccountRequest};
+pub use update_account::{update_account, BrandingRequest, UpdateAccountRequest};
 
 use mailroom_domain::{
     account::Account,
@@ -110,6 +110,7 @@ fn load_account(
         click_tracking: record.click_tracking,
         open_tracking: record.open_tracking,
         webhooks,
+        branding: record.branding,
         created_at: record.created_at,
     })
 }

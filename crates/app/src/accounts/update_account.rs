@@ -1,5 +1,7 @@
 use mailroom_domain::{
     account::{Account, AccountName, AccountPatch},
+    branding::{AccentColor, BrandingPatch, DisplayName, LogoUrl},
+    patch::Field,
     ValidationErrors,
 };
 
@@ -15,6 +17,53 @@ pub struct UpdateAccountRequest {
     pub click_tracking: Option<bool>,
     /// `openTracking`.
     pub open_tracking: Option<bool>,
+    /// `branding`: absent keeps it, `null` clears every part.
+    pub branding: Field<BrandingRequest>,
+}
+
+/// The raw fields of `branding` in an account PATCH: each absent (kept), `null`
+/// (cleared) or a value.
+#[derive(Debug, Clone, Default)]
+pub struct BrandingRequest {
+    /// `branding.displayName`.
+    pub display_name: Field<String>,
+    /// `branding.logoUrl`.
+    pub logo_url: Field<String>,
+    /// `branding.accentColor`.
+    pub accent_color: Field<String>,
+}
+
+/// Checks each part of `request`, naming the field of every error.
+fn branding_patch(request: BrandingRequest, errors: &mut ValidationErrors) -> BrandingPatch {
+    fn check<T, E: std::fmt::Display>(
+        field: Field<String>,
+        name: &str,
+        parse: impl FnOnce(&str) -> Result<T, E>,
+        errors: &mut ValidationErrors,
+    ) -> Field<T> {
+        match field {
+            Field::Absent => Field::Absent,
+            Field::Null => Field::Null,
+            Field::Value(text) => errors
+                .collect(name, parse(&text))
+                .map_or(Field::Absent, Field::Value),
+        }
+    }
+    BrandingPatch {
+        display_name: check(
+            request.display_name,
+            "branding.displayName",
+            DisplayName::parse,
+            errors,
+        ),
+        logo_url: check(request.logo_url, "branding.logoUrl", LogoUrl::parse, errors),
+        accent_color: check(
+            request.accent_color,
+            "branding.accentColor",
+            AccentColor::parse,
+            errors,
+        ),
+    }
 }
 
 /// A genuine partial update: omitted fields stay; an empty body is refused.
@@ -32,15 +81,22 @@ pub fn update_account(
         .name
         .as_deref()
         .and_then(|name| errors.collect("name", AccountName::parse(name)));
+    let branding = match request.branding {
+        Field::Absent => None,
+        Field::Null => Some(BrandingPatch::clear_all()),
+        Field::Value(branding) => Some(branding_patch(branding, &mut errors)),
+    };
     errors.into_result()?;
     let patch = AccountPatch {
         name,
         click_tracking: request.click_tracking,
         open_tracking: request.open_tracking,
+        branding,
     };
     if patch.is_empty() {
         return Err(AppError::BadRequest(
-            "the body must change at least one of name, clickTracking, openTracking".into(),
+            "the body must change at least one of name, clickTracking, openTracking, branding"
+                .into(),
         ));
     }
     in_transaction(services.db.as_ref(), |tx| {
@@ -50,6 +106,9 @@ pub fn update_account(
         }
         record.click_tracking = patch.click_tracking.unwrap_or(record.click_tracking);
         record.open_tracking = patch.open_tracking.unwrap_or(record.open_tracking);
+        if let Some(branding) = patch.branding {
+            record.branding = branding.apply(record.branding);
+        }
         tx.update_account(&record)?;
         load_account(tx, services.secrets.as_ref(), record)
     })

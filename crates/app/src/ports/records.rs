@@ -3,6 +3,7 @@
 
 use mailroom_domain::{
     account::AccountName,
+    branding::Branding,
     token::{TokenHash, TokenScope},
     webhook::{WebhookAuthType, WebhookEventType, WebhookUrl},
     AccountId, Timestamp, TokenId, UserId,
@@ -66,6 +67,8 @@ pub struct AccountRecord {
     pub open_tracking: bool,
     /// Creation time.
     pub created_at: Timestamp,
+    /// The branding of its public pages.
+    pub branding: Branding,
 }
 
 /// A webhook configuration as stored: credentials sealed.

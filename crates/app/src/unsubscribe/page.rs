@@ -1,4 +1,4 @@
-use mailroom_domain::{paging::PageRequest, AccountId, ContactId, TopicId};
+use mailroom_domain::{branding::Branding, paging::PageRequest, AccountId, ContactId, TopicId};
 
 use super::contact_of;
 use crate::{
@@ -14,6 +14,8 @@ const MAX_TOPICS: u32 = 500;
 pub struct SubscriptionPage {
     /// The account's name, as the sender the contact knows.
     pub account_name: String,
+    /// The account's branding of the page.
+    pub branding: Branding,
     /// The contact's address.
     pub email: String,
     /// Whether the contact is unsubscribed from everything.
@@ -73,6 +75,7 @@ pub(super) fn load_page(
         .collect();
     Ok(SubscriptionPage {
         account_name: account.name.as_str().to_owned(),
+        branding: account.branding,
         email: contact.email,
         unsubscribed: contact.unsubscribed_at.is_some(),
         topics,

@@ -23,6 +23,39 @@ pub struct Account {
     /// Its webhook configuration, `None` until one is set.
     #[serde(default)]
     pub webhooks: Option<Webhooks>,
+    /// The branding of its public pages (the unsubscribe page).
+    #[serde(default)]
+    pub branding: Branding,
+}
+
+/// The branding of an account's public pages; unset parts are `None`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Branding {
+    /// The name the page shows as the sender (the account's name when `None`).
+    pub display_name: Option<String>,
+    /// The logo's https URL.
+    pub logo_url: Option<String>,
+    /// The accent colour, `#rrggbb`.
+    pub accent_color: Option<String>,
+    /// The text colour the server puts on the accent colour (`#ffffff` or `#000000`).
+    pub accent_text_color: Option<String>,
+}
+
+/// `branding` in [`AccountUpdate`]: `None` keeps a part, `Some(None)` clears it,
+/// `Some(Some(value))` sets it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrandingUpdate {
+    /// The display name (1 to 100 characters).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<Option<String>>,
+    /// An https logo URL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logo_url: Option<Option<String>>,
+    /// `#rrggbb`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accent_color: Option<Option<String>>,
 }
 
 /// The body of `create_account`.
@@ -52,6 +85,9 @@ pub struct AccountUpdate {
     /// Track opens.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub open_tracking: Option<bool>,
+    /// Changes to the branding of the public pages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branding: Option<BrandingUpdate>,
 }
 
 /// A member of an account.

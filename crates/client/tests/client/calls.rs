@@ -353,6 +353,45 @@ async fn a_tour_of_the_other_operations_reads_every_answer() {
         .await
         .expect("rename");
     assert_eq!(renamed.name, "Acme Ltd");
+    assert_eq!(renamed.branding, mailroom_client::Branding::default());
+    let branded = client
+        .update_account(
+            account,
+            &mailroom_client::AccountUpdate {
+                branding: Some(mailroom_client::BrandingUpdate {
+                    display_name: Some(Some("Acme Rockets".into())),
+                    accent_color: Some(Some("#FFD700".into())),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("branding");
+    assert_eq!(
+        branded.branding.display_name.as_deref(),
+        Some("Acme Rockets")
+    );
+    assert_eq!(branded.branding.accent_color.as_deref(), Some("#ffd700"));
+    assert_eq!(
+        branded.branding.accent_text_color.as_deref(),
+        Some("#000000")
+    );
+    let cleared = client
+        .update_account(
+            account,
+            &mailroom_client::AccountUpdate {
+                branding: Some(mailroom_client::BrandingUpdate {
+                    display_name: Some(None),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("clear the display name");
+    assert_eq!(cleared.branding.display_name, None);
+    assert_eq!(cleared.branding.accent_color.as_deref(), Some("#ffd700"));
     assert_eq!(
         client.list_accounts().await.expect("accounts").items.len(),
         1

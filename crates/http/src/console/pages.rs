@@ -26,7 +26,10 @@ use mailroom_domain::{
 use serde::{Deserialize, Serialize};
 use std::{net::IpAddr, time::Instant};
 
-use crate::auth_failures::{AuthFailureGuard, Verdict};
+use crate::{
+    auth_failures::{AuthFailureGuard, Verdict},
+    pages::{Language, PageTemplates, SignInContext},
+};
 
 use super::{
     blocking, check_csrf, check_same_origin, cookie, error_page, fresh_secret, parse_form, render,
@@ -266,6 +269,8 @@ pub(super) async fn not_found() -> HttpResponse {
     error_page(&AppError::NotFound)
 }
 
+/// The sign-in form, from the public pages' `sign_in.html` (which the operator may
+/// override) in the browser's language; `error` is a catalogue key.
 fn sign_in_page(
     req: &HttpRequest,
     services: &Services,
@@ -273,12 +278,37 @@ fn sign_in_page(
     error: Option<&str>,
 ) -> HttpResponse {
     let token = fresh_secret(services);
-    let page: HttpResponse = render::page(
+    let Some(templates) = req.app_data::<web::Data<PageTemplates>>() else {
+        return error_page(&AppError::Internal("page templates not configured".into()));
+    };
+    let language = Language::of_request(req);
+    let body = templates.render(
+        crate::pages::SIGN_IN,
+        language,
+        SignInContext {
+            form_token: token.expose().to_owned(),
+            error: error.map(|key| templates.text(language, key)),
+        },
+    );
+    let mut page: HttpResponse = render::layout(
         status,
-        "sign_in.html",
-        minijinja::context! { title => "Sign in", form_token => token.expose(), error => error },
+        crate::pages::SIGN_IN,
+        body,
+        minijinja::context! {
+            title => templates.text(language, "sign_in_title"),
+            lang => language.tag(),
+            t => templates.catalogue(language),
+        },
     )
     .into();
+    page.headers_mut().insert(
+        header::CONTENT_LANGUAGE,
+        header::HeaderValue::from_static(language.tag()),
+    );
+    page.headers_mut().insert(
+        header::VARY,
+        header::HeaderValue::from_static("Accept-Language"),
+    );
     with_form_cookie(req, page, &token)
 }
 
@@ -306,55 +336,57 @@ struct SignInForm {
 
 /// `POST /console/sign-in`: a pasted token becomes a session.
 pub(super) async fn sign_in(req: HttpRequest, body: web::Bytes) -> HttpResponse {
-    unwrap(async {
-        check_same_origin(&req)?;
-        let services = services(&req)?;
-        let form: SignInForm = parse_form(&body)?;
-        check_form_cookie(&req, &form.form_token)?;
-        let guard = SignInGuard::of(&req);
-        // A value not shaped like a token is refused by the use case without a lookup.
-        let credential = RawToken::parse(form.token.trim())
-            .ok()
-            .map(|raw| raw.hash());
-        if let Some(credential) = &credential {
-            guard.before(credential)?;
-        }
-        let agent = user_agent(&req);
-        let work = services.clone();
-        let opened =
-            blocking(move || console::sign_in_with_token(&work, &form.token, &agent)).await;
-        if let (Ok(_), Some(credential)) = (&opened, &credential) {
-            guard.succeeded(credential);
-        }
-        if matches!(opened, Err(AppError::Unauthorized)) {
-            if let Some(refusal) = guard.failed() {
-                return Ok(refusal);
+    unwrap(
+        async {
+            check_same_origin(&req)?;
+            let services = services(&req)?;
+            let form: SignInForm = parse_form(&body)?;
+            check_form_cookie(&req, &form.form_token)?;
+            let guard = SignInGuard::of(&req);
+            // A value not shaped like a token is refused by the use case without a lookup.
+            let credential = RawToken::parse(form.token.trim())
+                .ok()
+                .map(|raw| raw.hash());
+            if let Some(credential) = &credential {
+                guard.before(credential)?;
             }
+            let agent = user_agent(&req);
+            let work = services.clone();
+            let opened =
+                blocking(move || console::sign_in_with_token(&work, &form.token, &agent)).await;
+            if let (Ok(_), Some(credential)) = (&opened, &credential) {
+                guard.succeeded(credential);
+            }
+            if matches!(opened, Err(AppError::Unauthorized)) {
+                if let Some(refusal) = guard.failed() {
+                    return Ok(refusal);
+                }
+            }
+            Ok(match opened {
+                Ok(session) => signed_in_response(&req, &session.secret),
+                Err(AppError::Invalid(_)) => sign_in_page(
+                    &req,
+                    &services,
+                    StatusCode::BAD_REQUEST,
+                    Some("sign_in_error_invalid"),
+                ),
+                Err(AppError::Unauthorized) => sign_in_page(
+                    &req,
+                    &services,
+                    StatusCode::UNAUTHORIZED,
+                    Some("sign_in_error_unknown"),
+                ),
+                Err(AppError::Forbidden(_)) => sign_in_page(
+                    &req,
+                    &services,
+                    StatusCode::FORBIDDEN,
+                    Some("sign_in_error_sending"),
+                ),
+                Err(error) => error_page(&error),
+            })
         }
-        Ok(match opened {
-            Ok(session) => signed_in_response(&req, &session.secret),
-            Err(AppError::Invalid(_)) => sign_in_page(
-                &req,
-                &services,
-                StatusCode::BAD_REQUEST,
-                Some("That is not a Mailroom personal access token (they start with mailroom_pat_)."),
-            ),
-            Err(AppError::Unauthorized) => sign_in_page(
-                &req,
-                &services,
-                StatusCode::UNAUTHORIZED,
-                Some("That token is unknown, revoked or expired."),
-            ),
-            Err(AppError::Forbidden(_)) => sign_in_page(
-                &req,
-                &services,
-                StatusCode::FORBIDDEN,
-                Some("A sending token cannot sign in to the console; use a full token."),
-            ),
-            Err(error) => error_page(&error),
-        })
-    }
-    .await)
+        .await,
+    )
 }
 
 /// `GET /console/login/{link}`: asks to confirm, so a link opened by a mail scanner or a

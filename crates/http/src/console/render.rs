@@ -18,9 +18,9 @@ pub const STYLESHEET: &str = include_str!("templates/console.css");
 pub const HTMX: &str = include_str!("vendor/htmx-2.0.4.min.js");
 
 /// Every template, by name.
-const TEMPLATES: [(&str, &str); 9] = [
+/// (The sign-in form is a public page the operator may override: `crate::pages`.)
+const TEMPLATES: [(&str, &str); 8] = [
     ("base.html", include_str!("templates/base.html")),
-    ("sign_in.html", include_str!("templates/sign_in.html")),
     ("login_link.html", include_str!("templates/login_link.html")),
     ("message.html", include_str!("templates/message.html")),
     ("accounts.html", include_str!("templates/accounts.html")),
@@ -71,14 +71,42 @@ pub fn page(status: StatusCode, template: &str, context: impl Serialize) -> Page
     let context = minijinja::Value::from_serialize(&context);
     let rendered = env
         .get_template(template)
-        .and_then(|body| body.render(&context))
-        .and_then(|body| {
-            env.get_template("base.html")?.render(minijinja::context! {
+        .and_then(|body| body.render(&context));
+    finish(status, template, rendered, context)
+}
+
+/// Puts `body`, rendered elsewhere (a public page template, `crate::pages`), inside the
+/// layout with `context` (which may carry `lang` and `t`, the page's language and
+/// catalogue, for the layout's own words).
+pub fn layout(
+    status: StatusCode,
+    template: &str,
+    body: Result<String, minijinja::Error>,
+    context: impl Serialize,
+) -> Page {
+    finish(
+        status,
+        template,
+        body,
+        minijinja::Value::from_serialize(&context),
+    )
+}
+
+fn finish(
+    status: StatusCode,
+    template: &str,
+    body: Result<String, minijinja::Error>,
+    context: minijinja::Value,
+) -> Page {
+    let rendered = body.and_then(|body| {
+        environment()
+            .get_template("base.html")?
+            .render(minijinja::context! {
                 // Already escaped by its own rendering.
                 content => minijinja::Value::from_safe_string(body),
                 ..context
             })
-        });
+    });
     match rendered {
         Ok(html) => Page { status, html },
         Err(error) => {
@@ -260,7 +288,6 @@ mod tests {
         );
         assert!(html.contains("a &amp; b"));
         for name in [
-            "sign_in.html",
             "login_link.html",
             "accounts.html",
             "dashboard.html",

@@ -87,6 +87,11 @@ pub(crate) async fn update_account(
         name: body.name.not_null("name", &mut errors),
         click_tracking: body.click_tracking.not_null("clickTracking", &mut errors),
         open_tracking: body.open_tracking.not_null("openTracking", &mut errors),
+        branding: body.branding.map(|branding| accounts::BrandingRequest {
+            display_name: branding.display_name,
+            logo_url: branding.logo_url,
+            accent_color: branding.accent_color,
+        }),
     };
     errors.into_result().map_err(AppError::Invalid)?;
     let updated =

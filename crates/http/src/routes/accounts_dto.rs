@@ -3,6 +3,7 @@
 
 use mailroom_domain::{
     account::{Account, Member},
+    branding::Branding,
     patch::Field,
     webhook::WebhookConfig,
     Timestamp,
@@ -22,7 +23,8 @@ pub struct CreateAccountBody {
     pub open_tracking: Option<bool>,
 }
 
-/// Body of `PATCH /v2/accounts/{accountId}`: every field optional, none nullable.
+/// Body of `PATCH /v2/accounts/{accountId}`: every field optional; only `branding` may be
+/// `null` (which clears it).
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct UpdateAccountBody {
@@ -38,6 +40,58 @@ pub struct UpdateAccountBody {
     #[serde(default)]
     #[schema(value_type = Option<bool>)]
     pub open_tracking: Field<bool>,
+    /// Changes to the public pages' branding; `null` clears every part.
+    #[serde(default)]
+    #[schema(value_type = Option<BrandingBody>, nullable)]
+    pub branding: Field<BrandingBody>,
+}
+
+/// `branding` in `PATCH /v2/accounts/{accountId}`: each part absent (kept), `null`
+/// (cleared) or a new value.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BrandingBody {
+    /// The name the unsubscribe page shows as the sender (1 to 100 characters); also the
+    /// logo's alternative text.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, nullable, max_length = 100)]
+    pub display_name: Field<String>,
+    /// An absolute `https://` URL of the logo (at most 2048 characters).
+    #[serde(default)]
+    #[schema(value_type = Option<String>, nullable, max_length = 2048)]
+    pub logo_url: Field<String>,
+    /// The accent colour, `#rrggbb`.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, nullable, pattern = "^#[0-9A-Fa-f]{6}$")]
+    pub accent_color: Field<String>,
+}
+
+/// The branding of an account's public pages; unset parts are `null`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BrandingDto {
+    /// The name the unsubscribe page shows (the account's name when `null`).
+    pub display_name: Option<String>,
+    /// The logo's https URL.
+    pub logo_url: Option<String>,
+    /// The accent colour, `#rrggbb` in lower case.
+    pub accent_color: Option<String>,
+    /// The text colour the pages put on the accent colour (`#ffffff` or `#000000`,
+    /// whichever contrasts more; always at least 4.5:1). Read-only.
+    pub accent_text_color: Option<String>,
+}
+
+impl From<Branding> for BrandingDto {
+    fn from(branding: Branding) -> Self {
+        Self {
+            display_name: branding.display_name.map(|name| name.as_str().to_owned()),
+            logo_url: branding.logo_url.map(|url| url.as_str().to_owned()),
+            accent_color: branding.accent_color.map(|colour| colour.to_hex()),
+            accent_text_color: branding
+                .accent_color
+                .map(|colour| colour.text_color().as_css().to_owned()),
+        }
+    }
 }
 
 /// An account with its webhook configuration (secrets masked).
@@ -55,6 +109,8 @@ pub struct AccountDto {
     pub open_tracking: bool,
     /// Webhook configuration, null until one is set.
     pub webhooks: Option<WebhookDto>,
+    /// The branding of the account's public pages.
+    pub branding: BrandingDto,
     /// Creation time.
     #[schema(value_type = String, format = DateTime)]
     pub create_date: Timestamp,
@@ -70,6 +126,7 @@ impl From<Account> for AccountDto {
             webhooks: account
                 .webhooks
                 .map(|config| WebhookDto::from_config(config, SecretView::Masked)),
+            branding: account.branding.into(),
             create_date: account.created_at,
         }
     }

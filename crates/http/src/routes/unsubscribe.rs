@@ -10,17 +10,26 @@
 
 use actix_web::{
     get,
-    http::header::{self, ContentType},
+    http::{
+        header::{self, ContentType},
+        StatusCode,
+    },
     post, web, HttpRequest, HttpResponse,
 };
-use html_escape::{encode_double_quoted_attribute as attr, encode_text as text};
 use mailroom_app::{
     unsubscribe::{self, SubscriptionPage, UnsubscribeChoice},
     AppError, Services,
 };
-use mailroom_domain::TopicId;
+use mailroom_domain::{branding::AccentColor, TopicId};
 
-use crate::{blocking::run_blocking, problem::ApiError};
+use crate::{
+    blocking::run_blocking,
+    pages::{BrandingContext, Language, PageTemplates, TopicContext, UnsubscribeContext},
+    problem::ApiError,
+};
+
+/// The page's accent when the account sets none.
+const DEFAULT_ACCENT: AccentColor = AccentColor::DEFAULT;
 
 const FORM_URLENCODED: &str = "application/x-www-form-urlencoded";
 
@@ -51,11 +60,13 @@ pub struct UnsubscribeForm {
 #[get("/u/{token}")]
 pub(crate) async fn unsubscribe_page(
     services: web::Data<Services>,
+    pages: web::Data<PageTemplates>,
     token: web::Path<String>,
+    request: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let token = token.into_inner();
     let page = run_blocking(move || unsubscribe::subscription_page(&services, &token)).await?;
-    Ok(html_page(&page, None))
+    Ok(html_page(&pages, &request, &page, None))
 }
 
 /// Unsubscribes: RFC 8058 one-click (`List-Unsubscribe=One-Click`) or the page's form.
@@ -73,6 +84,7 @@ pub(crate) async fn unsubscribe_page(
 #[post("/u/{token}")]
 pub(crate) async fn unsubscribe_post(
     services: web::Data<Services>,
+    pages: web::Data<PageTemplates>,
     token: web::Path<String>,
     request: HttpRequest,
     body: web::Bytes,
@@ -81,11 +93,11 @@ pub(crate) async fn unsubscribe_post(
     let choice = choice(&request, &body)?;
     let done = run_blocking(move || unsubscribe::unsubscribe(&services, &token, &choice)).await?;
     let notice = if done.page.unsubscribed {
-        "You are unsubscribed from all mail of this sender."
+        "notice_unsubscribed_all"
     } else {
-        "Your choice is saved."
+        "notice_saved"
     };
-    Ok(html_page(&done.page, Some(notice)))
+    Ok(html_page(&pages, &request, &done.page, Some(notice)))
 }
 
 /// Reads what the post asks for. Only the page's topic form (urlencoded, `action=topics`)
@@ -119,98 +131,73 @@ fn choice(request: &HttpRequest, body: &[u8]) -> Result<UnsubscribeChoice, ApiEr
     Ok(UnsubscribeChoice::Topics(topics))
 }
 
-/// The page, small and accessible: a language, a title, one heading, a status line that
-/// screen readers announce, and native form controls each with its label.
-fn html_page(page: &SubscriptionPage, notice: Option<&str>) -> HttpResponse {
-    let account = text(&page.account_name);
-    let email = text(&page.email);
-    let mut html = String::with_capacity(2048);
-    html.push_str(&format!(
-        r#"<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex">
-<title>Email preferences – {account}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; line-height: 1.5; max-width: 36rem; margin: 2rem auto; padding: 0 1rem; color: #1a1a1a; background: #fff; }}
-fieldset {{ border: 1px solid #767676; padding: 1rem; margin: 0 0 1rem; }}
-.topic {{ margin: 0 0 .75rem; }}
-.description {{ margin: 0 0 0 1.75rem; color: #4a4a4a; }}
-button {{ font: inherit; padding: .5rem 1rem; }}
-:focus-visible {{ outline: 3px solid #005fcc; outline-offset: 2px; }}
-</style>
-</head>
-<body>
-<main>
-<h1>Email preferences</h1>
-<p>Mail from <strong>{account}</strong> to <strong>{email}</strong>.</p>
-"#
-    ));
-    if let Some(notice) = notice {
-        html.push_str(&format!(
-            "<p role=\"status\"><strong>{}</strong></p>\n",
-            text(notice)
-        ));
-    }
-    if page.unsubscribed {
-        html.push_str("<p>You are unsubscribed from all mail of this sender.</p>\n");
-    } else {
-        if !page.topics.is_empty() {
-            html.push_str(
-                "<form method=\"post\">\n<fieldset>\n<legend>Unsubscribe from single topics</legend>\n",
-            );
-            for (index, topic) in page.topics.iter().enumerate() {
-                let id = format!("topic-{index}");
-                let described = topic
-                    .description
-                    .as_deref()
-                    .map(|description| {
-                        (
-                            format!(" aria-describedby=\"{id}-description\""),
-                            format!(
-                                "<p class=\"description\" id=\"{id}-description\">{}</p>\n",
-                                text(description)
-                            ),
-                        )
-                    })
-                    .unwrap_or_default();
-                let state = if topic.unsubscribed {
-                    " checked disabled"
-                } else {
-                    ""
-                };
-                let suffix = if topic.unsubscribed {
-                    " (unsubscribed)"
-                } else {
-                    ""
-                };
-                html.push_str(&format!(
-                    "<div class=\"topic\">\n<input type=\"checkbox\" id=\"{id}\" name=\"topic\" value=\"{value}\"{state}{aria}>\n<label for=\"{id}\">{name}{suffix}</label>\n{description}</div>\n",
-                    value = attr(&topic.id.to_string()),
-                    aria = described.0,
-                    name = text(&topic.name),
-                    description = described.1,
-                ));
-            }
-            html.push_str(
-                "</fieldset>\n<button type=\"submit\" name=\"action\" value=\"topics\">Unsubscribe from the selected topics</button>\n</form>\n",
-            );
+/// The page from the `unsubscribe.html` template (`crate::pages`) in the reader's
+/// language, with the account's branding. A render that fails (an override out of
+/// fuel) is logged and answered 500 with a plain page: nothing was lost, the post's
+/// change is already committed.
+fn html_page(
+    pages: &PageTemplates,
+    request: &HttpRequest,
+    page: &SubscriptionPage,
+    notice: Option<&str>,
+) -> HttpResponse {
+    let language = Language::of_request(request);
+    let branding = &page.branding;
+    let accent = branding.accent_color.unwrap_or(DEFAULT_ACCENT);
+    let context = UnsubscribeContext {
+        sender: branding.display_name.as_ref().map_or_else(
+            || page.account_name.clone(),
+            |name| name.as_str().to_owned(),
+        ),
+        email: page.email.clone(),
+        branding: BrandingContext {
+            display_name: branding
+                .display_name
+                .as_ref()
+                .map(|n| n.as_str().to_owned()),
+            logo_url: branding.logo_url.as_ref().map(|u| u.as_str().to_owned()),
+            accent_color: branding.accent_color.map(|c| c.to_hex()),
+        },
+        accent: accent.to_hex(),
+        on_accent: accent.text_color().as_css().to_owned(),
+        notice: notice.map(|key| pages.text(language, key)),
+        unsubscribed: page.unsubscribed,
+        topics: page
+            .topics
+            .iter()
+            .map(|topic| TopicContext {
+                id: topic.id.to_string(),
+                name: topic.name.clone(),
+                description: topic.description.clone(),
+                unsubscribed: topic.unsubscribed,
+            })
+            .collect(),
+    };
+    let (status, html) = match pages.render(crate::pages::UNSUBSCRIBE, language, &context) {
+        Ok(html) => (StatusCode::OK, html),
+        Err(error) => {
+            tracing::error!(%error, "the unsubscribe page failed to render");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "<!doctype html><html lang=\"en\"><title>Error</title><main><h1>Error</h1>\
+                 <p>The page could not be shown.</p></main></html>"
+                    .to_owned(),
+            )
         }
-        html.push_str(
-            "<form method=\"post\">\n<p><button type=\"submit\" name=\"action\" value=\"all\">Unsubscribe from all mail</button></p>\n</form>\n",
-        );
-    }
-    html.push_str("</main>\n</body>\n</html>\n");
-    HttpResponse::Ok()
+    };
+    HttpResponse::build(status)
         .insert_header(ContentType::html())
         .insert_header((header::CACHE_CONTROL, "no-store"))
-        // The token is in the URL: it must not leak to anything the page could load.
+        .insert_header((header::CONTENT_LANGUAGE, language.tag()))
+        .insert_header((header::VARY, "Accept-Language"))
+        // The token is in the URL: it must not leak to anything the page could load
+        // (the logo is fetched without a referrer).
         .insert_header((header::REFERRER_POLICY, "no-referrer"))
+        // Images from https only: the account's logo, shown by URL.
         .insert_header((
             header::CONTENT_SECURITY_POLICY,
-            "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+            "default-src 'none'; style-src 'unsafe-inline'; img-src https:; form-action 'self'; \
+             frame-ancestors 'none'; base-uri 'none'",
         ))
         .insert_header((header::HeaderName::from_static("x-robots-tag"), "noindex"))
         .body(html)

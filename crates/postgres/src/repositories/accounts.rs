@@ -5,6 +5,7 @@ use mailroom_app::{
 };
 use mailroom_domain::{
     account::{AccountName, Member, Role},
+    branding::{AccentColor, Branding, DisplayName, LogoUrl},
     webhook::{WebhookAuthType, WebhookEventType, WebhookUrl},
     AccountId, Timestamp, UserId,
 };
@@ -25,6 +26,9 @@ struct AccountRow {
     click_tracking: bool,
     open_tracking: bool,
     created_at: OffsetDateTime,
+    brand_display_name: Option<String>,
+    brand_logo_url: Option<String>,
+    brand_accent_color: Option<String>,
 }
 
 impl TryFrom<AccountRow> for AccountRecord {
@@ -37,6 +41,23 @@ impl TryFrom<AccountRow> for AccountRecord {
             click_tracking: row.click_tracking,
             open_tracking: row.open_tracking,
             created_at: timestamp(row.created_at),
+            branding: Branding {
+                display_name: row
+                    .brand_display_name
+                    .map(|name| DisplayName::parse(&name))
+                    .transpose()
+                    .map_err(|e| corrupt("accounts.brand_display_name", e))?,
+                logo_url: row
+                    .brand_logo_url
+                    .map(|url| LogoUrl::parse(&url))
+                    .transpose()
+                    .map_err(|e| corrupt("accounts.brand_logo_url", e))?,
+                accent_color: row
+                    .brand_accent_color
+                    .map(|colour| AccentColor::parse(&colour))
+                    .transpose()
+                    .map_err(|e| corrupt("accounts.brand_accent_color", e))?,
+            },
         })
     }
 }
@@ -48,7 +69,30 @@ fn account_row(account: &AccountRecord) -> AccountRow {
         click_tracking: account.click_tracking,
         open_tracking: account.open_tracking,
         created_at: account.created_at.as_datetime(),
+        brand_display_name: brand_display_name(account),
+        brand_logo_url: brand_logo_url(account),
+        brand_accent_color: brand_accent_color(account),
     }
+}
+
+fn brand_display_name(account: &AccountRecord) -> Option<String> {
+    account
+        .branding
+        .display_name
+        .as_ref()
+        .map(|name| name.as_str().to_owned())
+}
+
+fn brand_logo_url(account: &AccountRecord) -> Option<String> {
+    account
+        .branding
+        .logo_url
+        .as_ref()
+        .map(|url| url.as_str().to_owned())
+}
+
+fn brand_accent_color(account: &AccountRecord) -> Option<String> {
+    account.branding.accent_color.map(|colour| colour.to_hex())
 }
 
 #[derive(Queryable, Selectable, Insertable)]
@@ -135,6 +179,9 @@ impl AccountRepository for PgUnitOfWork<'_> {
                 accounts::name.eq(account.name.as_str()),
                 accounts::click_tracking.eq(account.click_tracking),
                 accounts::open_tracking.eq(account.open_tracking),
+                accounts::brand_display_name.eq(brand_display_name(account)),
+                accounts::brand_logo_url.eq(brand_logo_url(account)),
+                accounts::brand_accent_color.eq(brand_accent_color(account)),
             ))
             .execute(self.conn)
             .map(drop)
