@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use crate::ports::{
     Clock, Database, DkimKeyGenerator, DomainDns, Ids, MailServerProbe, Mailer, Secrets,
-    WebhookSender, WebhookUrlGuard,
+    TemplateRenderer, WebhookSender, WebhookUrlGuard,
 };
 use crate::tokens::TokenCache;
 use crate::tracking::LinkSettings;
@@ -42,4 +42,7 @@ pub struct Services {
     pub inbound_host: Option<String>,
     /// Recently authenticated tokens, shared by every request of this process.
     pub token_cache: Arc<TokenCache>,
+    /// Renders template previews with the delivery path's bounds (blocking; used only
+    /// between transactions).
+    pub renderer: Arc<dyn TemplateRenderer>,
 }

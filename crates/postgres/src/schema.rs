@@ -249,6 +249,7 @@ diesel::table! {
         automation_id -> Nullable<Uuid>,
         announcement_id -> Nullable<Uuid>,
         claims_without_outcome -> Int4,
+        test -> Bool,
     }
 }
 
@@ -372,6 +373,24 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    /// Per-announcement message counts by state, kept by triggers (migration 25): one row
+    /// per (announcement, writer slot), summed on read.
+    announcement_counters (account_id, announcement_id, slot) {
+        account_id -> Uuid,
+        announcement_id -> Uuid,
+        slot -> Int2,
+        queued -> Int8,
+        sending -> Int8,
+        sent -> Int8,
+        failed -> Int8,
+        bounced -> Int8,
+        skipped -> Int8,
+        opened -> Int8,
+        clicked -> Int8,
+    }
+}
+
 diesel::joinable!(tokens -> users (user_id));
 diesel::joinable!(console_sessions -> tokens (token_id));
 diesel::joinable!(memberships -> accounts (account_id));
@@ -405,4 +424,5 @@ diesel::allow_tables_to_appear_in_same_query!(
     sending_domain_keys,
     console_sessions,
     console_login_links,
+    announcement_counters,
 );

@@ -1,5 +1,5 @@
 use mailroom_domain::{
-    announcement::Announcement, condition::Segment, paging::PageRequest, AccountId, AnnouncementId,
+    announcement::{Announcement, AnnouncementCounters}, condition::Segment, paging::PageRequest, AccountId, AnnouncementId,
     ContactId, MessageId, TemplateId, Timestamp,
 };
 
@@ -62,6 +62,16 @@ pub trait AnnouncementRepository {
         account: AccountId,
         id: AnnouncementId,
     ) -> Result<Option<Announcement>, StoreError>;
+
+    /// The announcement's message counters (all zero before its first batch).
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn announcement_counters(
+        &mut self,
+        account: AccountId,
+        id: AnnouncementId,
+    ) -> Result<AnnouncementCounters, StoreError>;
 
     /// One page of the account's announcements, oldest first.
     ///

@@ -580,7 +580,7 @@ pub(super) async fn dashboard(req: HttpRequest, account_id: web::Path<String>) -
                     &member,
                     &MessageFilter {
                         status: Some(MessageStatus::Queued),
-                        contact_id: None,
+                        ..MessageFilter::default()
                     },
                 )?;
                 let failures = list_messages(
@@ -588,7 +588,7 @@ pub(super) async fn dashboard(req: HttpRequest, account_id: web::Path<String>) -
                     &member,
                     &MessageFilter {
                         status: Some(MessageStatus::Failed),
-                        contact_id: None,
+                        ..MessageFilter::default()
                     },
                     PageRequest {
                         start: 0,
