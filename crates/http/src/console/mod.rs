@@ -13,6 +13,8 @@
 // would only add an allocation.
 #![allow(clippy::result_large_err)]
 
+mod announcement_pages;
+mod mail_server_pages;
 mod pages;
 mod render;
 mod template_pages;
@@ -71,6 +73,47 @@ pub fn configure(config: &mut web::ServiceConfig) {
             .route(
                 "/accounts/{account_id}/templates/{template_id}/preview",
                 web::get().to(template_pages::preview),
+            )
+            // Announcements, mail servers, template previews and test sends (consoleapi).
+            .route(
+                "/accounts/{account_id}/announcements",
+                web::get().to(announcement_pages::list),
+            )
+            .route(
+                "/accounts/{account_id}/announcements",
+                web::post().to(announcement_pages::create),
+            )
+            .route(
+                "/accounts/{account_id}/announcements/new",
+                web::get().to(announcement_pages::new_form),
+            )
+            .route(
+                "/accounts/{account_id}/announcements/{announcement_id}",
+                web::get().to(announcement_pages::show),
+            )
+            .route(
+                "/accounts/{account_id}/announcements/{announcement_id}/progress",
+                web::get().to(announcement_pages::progress_fragment),
+            )
+            .route(
+                "/accounts/{account_id}/mail-servers",
+                web::get().to(mail_server_pages::list),
+            )
+            .route(
+                "/accounts/{account_id}/mail-servers",
+                web::post().to(mail_server_pages::create),
+            )
+            .route(
+                "/accounts/{account_id}/mail-servers/new",
+                web::get().to(mail_server_pages::new_form),
+            )
+            .route(
+                "/accounts/{account_id}/mail-servers/{server_id}",
+                web::get().to(mail_server_pages::edit_form),
+            )
+            .route(
+                "/accounts/{account_id}/mail-servers/{server_id}",
+                web::post().to(mail_server_pages::update),
             )
             .route("/tokens", web::get().to(pages::tokens))
             .route("/tokens", web::post().to(pages::create_token))

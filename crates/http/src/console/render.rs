@@ -18,7 +18,7 @@ pub const STYLESHEET: &str = include_str!("templates/console.css");
 pub const HTMX: &str = include_str!("vendor/htmx-2.0.4.min.js");
 
 /// Every template, by name.
-const TEMPLATES: [(&str, &str); 9] = [
+const TEMPLATES: [(&str, &str); 15] = [
     ("base.html", include_str!("templates/base.html")),
     ("sign_in.html", include_str!("templates/sign_in.html")),
     ("login_link.html", include_str!("templates/login_link.html")),
@@ -31,6 +31,13 @@ const TEMPLATES: [(&str, &str); 9] = [
         "template_form.html",
         include_str!("templates/template_form.html"),
     ),
+    // Announcements, mail servers (consoleapi).
+    ("announcements.html", include_str!("templates/announcements.html")),
+    ("announcement_form.html", include_str!("templates/announcement_form.html")),
+    ("announcement.html", include_str!("templates/announcement.html")),
+    ("announcement_progress.html", include_str!("templates/announcement_progress.html")),
+    ("mail_servers.html", include_str!("templates/mail_servers.html")),
+    ("mail_server_form.html", include_str!("templates/mail_server_form.html")),
 ];
 
 fn environment() -> &'static Environment<'static> {
@@ -85,6 +92,26 @@ pub fn page(status: StatusCode, template: &str, context: impl Serialize) -> Page
                 html: "<!doctype html><html lang=\"en\"><title>Error</title><main><h1>Error</h1>\
                        <p>The page could not be rendered.</p></main></html>"
                     .to_owned(),
+            }
+        }
+    }
+}
+
+/// Renders `template` alone, without the layout: a part of a page that htmx swaps in.
+pub fn fragment(template: &str, context: impl Serialize) -> Page {
+    let rendered = environment()
+        .get_template(template)
+        .and_then(|body| body.render(minijinja::Value::from_serialize(&context)));
+    match rendered {
+        Ok(html) => Page {
+            status: StatusCode::OK,
+            html,
+        },
+        Err(error) => {
+            tracing::error!(%error, template, "console fragment failed to render");
+            Page {
+                status: StatusCode::INTERNAL_SERVER_ERROR,
+                html: "<p>This part could not be rendered.</p>".to_owned(),
             }
         }
     }
