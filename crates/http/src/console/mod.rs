@@ -115,6 +115,10 @@ pub fn configure(config: &mut web::ServiceConfig) {
                 "/accounts/{account_id}/mail-servers/{server_id}",
                 web::post().to(mail_server_pages::update),
             )
+            .route(
+                "/accounts/{account_id}/templates/{template_id}/test-send",
+                web::post().to(template_pages::send_test),
+            )
             .route("/tokens", web::get().to(pages::tokens))
             .route("/tokens", web::post().to(pages::create_token))
             .route(
