@@ -26,7 +26,9 @@ fn received_by(setup: &Setup, recipient: &str) -> String {
 
 fn first_link(mail: &str, route: &str) -> String {
     let prefix = format!("{PUBLIC_URL}{route}");
-    let at = mail.find(&prefix).unwrap_or_else(|| panic!("no {route} link in {mail}"));
+    let at = mail
+        .find(&prefix)
+        .unwrap_or_else(|| panic!("no {route} link in {mail}"));
     let token: String = mail[at + prefix.len()..]
         .chars()
         .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
@@ -41,7 +43,9 @@ async fn problem_naming(response: reqwest::Response, field: &str) -> Value {
         problem["errors"]
             .as_array()
             .is_some_and(|errors| errors.iter().any(|e| e.to_string().contains(field)))
-            || problem["detail"].as_str().is_some_and(|d| d.contains(field)),
+            || problem["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains(field)),
         "{field} named: {problem}"
     );
     problem
@@ -66,7 +70,9 @@ async fn announcement_counters_follow_every_message_and_the_log_filters_by_annou
         )
         .await;
     for name in ["a", "b", "c"] {
-        setup.contact(&format!("{name}@example.org"), json!({})).await;
+        setup
+            .contact(&format!("{name}@example.org"), json!({}))
+            .await;
     }
     setup.contact("d-unsub@example.org", json!({})).await;
     // A transactional message of the same account is in no announcement's counters.
@@ -86,7 +92,10 @@ async fn announcement_counters_follow_every_message_and_the_log_filters_by_annou
         )
         .await;
     let id = created["_id"].as_str().expect("id").to_owned();
-    assert!(created.get("counters").is_none(), "only the read carries counters");
+    assert!(
+        created.get("counters").is_none(),
+        "only the read carries counters"
+    );
     let read = setup.get(&format!("/announcements/{id}")).await;
     assert_eq!(
         counters(&read),
@@ -108,7 +117,10 @@ async fn announcement_counters_follow_every_message_and_the_log_filters_by_annou
     let sent_counters = counters(&sent);
     assert_eq!(sent_counters["queued"], 0, "{sent_counters}");
     assert_eq!(sent_counters["sending"], 0, "{sent_counters}");
-    assert_eq!(sent_counters["skipped"], 1, "the unsubscribed contact: {sent_counters}");
+    assert_eq!(
+        sent_counters["skipped"], 1,
+        "the unsubscribed contact: {sent_counters}"
+    );
     // The transactional message took the scripted refusal when it went first; count what
     // the announcement's messages got from the log itself.
     let log = setup
@@ -117,13 +129,14 @@ async fn announcement_counters_follow_every_message_and_the_log_filters_by_annou
     let items = log["items"].as_array().expect("items");
     assert_eq!(items.len(), 4, "only the announcement's messages: {log}");
     assert!(items.iter().all(|m| m["announcementId"] == id.as_str()));
-    let with_status =
-        |status: &str| items.iter().filter(|m| m["status"] == status).count() as u64;
+    let with_status = |status: &str| items.iter().filter(|m| m["status"] == status).count() as u64;
     assert_eq!(sent_counters["sent"], with_status("sent"));
     assert_eq!(sent_counters["bounced"], with_status("bounced"));
     assert_eq!(with_status("sent") + with_status("bounced"), 3);
     let count = setup
-        .get(&format!("/messages/count?announcementId={id}&status=skipped"))
+        .get(&format!(
+            "/messages/count?announcementId={id}&status=skipped"
+        ))
         .await;
     assert_eq!(count["count"], 1);
 
@@ -147,7 +160,11 @@ async fn announcement_counters_follow_every_message_and_the_log_filters_by_annou
             .send()
             .await
             .expect("sent");
-        assert!(response.status().as_u16() < 400, "{path}: {}", response.status());
+        assert!(
+            response.status().as_u16() < 400,
+            "{path}: {}",
+            response.status()
+        );
     }
     let engaged = counters(&setup.get(&format!("/announcements/{id}")).await);
     assert_eq!(engaged["opened"], 1, "{engaged}");
@@ -171,7 +188,10 @@ async fn announcement_counters_follow_every_message_and_the_log_filters_by_annou
 async fn a_preview_renders_as_a_send_would_with_the_contacts_attributes_and_data() {
     let setup = setup().await;
     setup
-        .contact("grace@example.org", json!({"first_name": "Grace", "plan": "pro"}))
+        .contact(
+            "grace@example.org",
+            json!({"first_name": "Grace", "plan": "pro"}),
+        )
         .await;
     let template = setup
         .ok(
@@ -208,7 +228,11 @@ async fn a_preview_renders_as_a_send_would_with_the_contacts_attributes_and_data
 
     // Without an address: the reserved example recipient, no attributes.
     let bare = setup
-        .ok(Method::POST, &format!("/templates/{id}/preview"), &json!({}))
+        .ok(
+            Method::POST,
+            &format!("/templates/{id}/preview"),
+            &json!({}),
+        )
         .await;
     assert_eq!(bare["subject"], "Welcome  Bcc: x@evil.example");
     assert_eq!(bare["toEmail"], "preview@example.com");
@@ -230,7 +254,11 @@ async fn a_preview_renders_as_a_send_would_with_the_contacts_attributes_and_data
         "UPDATE templates SET content = E'<p>ok</p>\\n<p>{{{{ 1 | nosuchfilter }}}}</p>' WHERE id = '{id}'"
     ));
     let response = setup
-        .call(Method::POST, &format!("/templates/{id}/preview"), &json!({}))
+        .call(
+            Method::POST,
+            &format!("/templates/{id}/preview"),
+            &json!({}),
+        )
         .await;
     let problem = problem_naming(response, "content").await;
     assert!(problem.to_string().contains("line 2"), "{problem}");
@@ -238,7 +266,11 @@ async fn a_preview_renders_as_a_send_would_with_the_contacts_attributes_and_data
         "UPDATE templates SET content = E'<p>ok</p>\\n\\n<p>{{{{ broken </p>' WHERE id = '{id}'"
     ));
     let response = setup
-        .call(Method::POST, &format!("/templates/{id}/preview"), &json!({}))
+        .call(
+            Method::POST,
+            &format!("/templates/{id}/preview"),
+            &json!({}),
+        )
         .await;
     let problem = problem_naming(response, "content").await;
     assert!(problem.to_string().contains("line 3"), "{problem}");
@@ -251,7 +283,11 @@ async fn a_preview_renders_as_a_send_would_with_the_contacts_attributes_and_data
         .await;
     problem_naming(response, "email").await;
     let response = setup
-        .call(Method::POST, &format!("/templates/{id}/preview"), &json!({"extra": 1}))
+        .call(
+            Method::POST,
+            &format!("/templates/{id}/preview"),
+            &json!({"extra": 1}),
+        )
         .await;
     problem_naming(response, "extra").await;
     let response = setup

@@ -27,8 +27,14 @@ pub const ROUTES: [(&str, &str); 81] = [
     ("post", "/v2/accounts/{accountId}/templates"),
     ("patch", "/v2/accounts/{accountId}/templates/{templateId}"),
     ("delete", "/v2/accounts/{accountId}/templates/{templateId}"),
-    ("post", "/v2/accounts/{accountId}/templates/{templateId}/preview"),
-    ("post", "/v2/accounts/{accountId}/templates/{templateId}/test-send"),
+    (
+        "post",
+        "/v2/accounts/{accountId}/templates/{templateId}/preview",
+    ),
+    (
+        "post",
+        "/v2/accounts/{accountId}/templates/{templateId}/test-send",
+    ),
     ("get", "/v2/accounts/{accountId}/mail-servers"),
     ("get", "/v2/accounts/{accountId}/mail-servers/count"),
     (

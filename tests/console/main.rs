@@ -4,6 +4,7 @@
 //! `cargo xtask test` installs Chromium and ChromeDriver when they are missing.
 
 mod browser;
+mod consoleapi;
 
 use diesel::connection::SimpleConnection;
 use mailroom_app::console::create_login_link;

@@ -32,7 +32,9 @@ pub fn get_announcement_progress(
 ) -> Result<(Announcement, AnnouncementCounters), AppError> {
     let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        let announcement = tx.find_announcement(account, id)?.ok_or(AppError::NotFound)?;
+        let announcement = tx
+            .find_announcement(account, id)?
+            .ok_or(AppError::NotFound)?;
         let counters = tx.announcement_counters(account, id)?;
         Ok((announcement, counters))
     })

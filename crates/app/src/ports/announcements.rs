@@ -1,6 +1,8 @@
 use mailroom_domain::{
-    announcement::{Announcement, AnnouncementCounters}, condition::Segment, paging::PageRequest, AccountId, AnnouncementId,
-    ContactId, MessageId, TemplateId, Timestamp,
+    announcement::{Announcement, AnnouncementCounters},
+    condition::Segment,
+    paging::PageRequest,
+    AccountId, AnnouncementId, ContactId, MessageId, TemplateId, Timestamp,
 };
 
 use crate::StoreError;

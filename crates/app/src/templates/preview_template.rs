@@ -1,6 +1,5 @@
 use mailroom_domain::{
-    contact::ContactQuery, email::EmailAddress, paging::PageRequest, template::Template,
-    TemplateId,
+    contact::ContactQuery, email::EmailAddress, paging::PageRequest, template::Template, TemplateId,
 };
 use serde_json::{Map, Value};
 
@@ -52,7 +51,9 @@ pub fn preview_template(
 ) -> Result<RenderedMessage, AppError> {
     let account = member.account();
     let render = in_transaction(services.db.as_ref(), |tx| {
-        let found = tx.find_template(account, template)?.ok_or(AppError::NotFound)?;
+        let found = tx
+            .find_template(account, template)?
+            .ok_or(AppError::NotFound)?;
         render_request(tx, services, member, &found, request)
     })?;
     render_preview(services, &render)
@@ -139,9 +140,15 @@ fn render_request(
     })
 }
 
-fn render_preview(services: &Services, request: &RenderRequest) -> Result<RenderedMessage, AppError> {
-    services.renderer.render(request).map_err(|failure| match failure {
-        Some(reason) => AppError::BadRequest(format!("the template does not render: {reason}")),
-        None => AppError::Unavailable("no renderer is available; try again".into()),
-    })
+fn render_preview(
+    services: &Services,
+    request: &RenderRequest,
+) -> Result<RenderedMessage, AppError> {
+    services
+        .renderer
+        .render(request)
+        .map_err(|failure| match failure {
+            Some(reason) => AppError::BadRequest(format!("the template does not render: {reason}")),
+            None => AppError::Unavailable("no renderer is available; try again".into()),
+        })
 }

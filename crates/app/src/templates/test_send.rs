@@ -28,7 +28,9 @@ pub fn test_send(
     let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
         let now = services.clock.now();
-        let found = tx.find_template(account, template)?.ok_or(AppError::NotFound)?;
+        let found = tx
+            .find_template(account, template)?
+            .ok_or(AppError::NotFound)?;
         let (contact, _created) = tx.upsert_contact(
             account,
             ContactId::from_uuid(services.ids.next_uuid()),

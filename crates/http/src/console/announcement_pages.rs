@@ -240,8 +240,7 @@ pub(super) async fn create(
     path: web::Path<String>,
     body: web::Bytes,
 ) -> HttpResponse {
-    let (services, signed_in, form) = match signed_in_form::<AnnouncementForm>(&req, &body).await
-    {
+    let (services, signed_in, form) = match signed_in_form::<AnnouncementForm>(&req, &body).await {
         Ok(found) => found,
         Err(response) => return response,
     };
@@ -336,7 +335,13 @@ pub(super) async fn show(req: HttpRequest, path: web::Path<(String, String)>) ->
                 topic_id => announcement.topic_id.map(|topic| topic.to_string()),
                 include_unsubscribed => announcement.include_unsubscribed,
                 conditions => announcement.attributes.len(),
-                progress => progress(&announcement, counters),
+                progress_html => render::partial(
+                    "announcement_progress.html",
+                    minijinja::context! {
+                        current_account => account.to_string(),
+                        progress => progress(&announcement, counters),
+                    },
+                ),
                 ..layout(&signed_in, "Announcement")
             },
         ))
@@ -373,4 +378,65 @@ pub(super) async fn progress_fragment(
     })
     .await
     .map_or_else(|error| error_page(&error), HttpResponse::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_progress_renders_and_stops_asking_once_final() {
+        let env = render::environment();
+        let mut announcement = Announcement {
+            id: AnnouncementId::parse("01936c5e-7b2a-7cde-8f00-0123456789ab").expect("id"),
+            name: "Launch".into(),
+            template_id: mailroom_domain::TemplateId::parse("01936c5e-7b2a-7cde-8f00-0123456789ac")
+                .expect("id"),
+            subject: "Hi".into(),
+            topic_id: None,
+            include_unsubscribed: false,
+            attributes: Vec::new(),
+            status: AnnouncementStatus::Running,
+            last_sampled_contact_id: None,
+            audience_size: 4,
+            expanded_at: None,
+            process_date: None,
+            failure_reason: None,
+            created_at: mailroom_domain::Timestamp::from_datetime(time::OffsetDateTime::UNIX_EPOCH),
+        };
+        let counters = AnnouncementCounters {
+            sent: 2,
+            skipped: 1,
+            queued: 1,
+            ..AnnouncementCounters::default()
+        };
+        let render = |announcement: &Announcement| {
+            env.get_template("announcement.html")
+                .and_then(|page| {
+                    page.render(minijinja::context! {
+                        current_account => "a",
+                        announcement => AnnouncementItem::from(announcement.clone()),
+                        template_id => "t",
+                        topic_id => None::<String>,
+                        include_unsubscribed => false,
+                        conditions => 0,
+                        progress_html => render::partial(
+                            "announcement_progress.html",
+                            minijinja::context! {
+                                current_account => "a",
+                                progress => progress(announcement, counters),
+                            },
+                        ),
+                    })
+                })
+                .unwrap_or_else(|error| panic!("{error:#}"))
+        };
+        let running = render(&announcement);
+        assert!(running.contains("hx-trigger=\"every 2s\""), "{running}");
+        assert!(running.contains("value=\"75\""), "3 of 4 final: {running}");
+        announcement.status = AnnouncementStatus::Completed;
+        let done = render(&announcement);
+        assert!(!done.contains("hx-get"), "{done}");
+        assert!(done.contains("value=\"100\""), "{done}");
+    }
 }

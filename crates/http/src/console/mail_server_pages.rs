@@ -7,9 +7,7 @@ use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse};
 use mailroom_app::{
     auth::{verify_membership, Member, RouteCall},
     console::SignedIn,
-    mail_servers::{
-        create_mail_server, get_mail_server, list_mail_servers, update_mail_server,
-    },
+    mail_servers::{create_mail_server, get_mail_server, list_mail_servers, update_mail_server},
     AppError, Services,
 };
 use mailroom_domain::{
@@ -99,7 +97,10 @@ impl From<MailServer> for ServerItem {
             default_from: if server.default_from_name.is_empty() {
                 server.default_from_email.clone()
             } else {
-                format!("{} <{}>", server.default_from_name, server.default_from_email)
+                format!(
+                    "{} <{}>",
+                    server.default_from_name, server.default_from_email
+                )
             },
             unhealthy_since: server
                 .unhealthy
@@ -358,7 +359,10 @@ async fn save(
             Ok(saved) => Ok(form_page(
                 &signed_in,
                 account,
-                Some((saved.server.id, Some(ServerItem::from(saved.server.clone())))),
+                Some((
+                    saved.server.id,
+                    Some(ServerItem::from(saved.server.clone())),
+                )),
                 &ServerForm::of(&saved.server),
                 StatusCode::OK,
                 &[],
@@ -394,10 +398,7 @@ pub(super) async fn update(
 }
 
 /// `GET /console/accounts/{id}/mail-servers/{serverId}`: its health and the edit form.
-pub(super) async fn edit_form(
-    req: HttpRequest,
-    path: web::Path<(String, String)>,
-) -> HttpResponse {
+pub(super) async fn edit_form(req: HttpRequest, path: web::Path<(String, String)>) -> HttpResponse {
     let (services, signed_in) = match require_session(&req).await {
         Ok(found) => found,
         Err(response) => return response,

@@ -32,15 +32,33 @@ const TEMPLATES: [(&str, &str); 15] = [
         include_str!("templates/template_form.html"),
     ),
     // Announcements, mail servers (consoleapi).
-    ("announcements.html", include_str!("templates/announcements.html")),
-    ("announcement_form.html", include_str!("templates/announcement_form.html")),
-    ("announcement.html", include_str!("templates/announcement.html")),
-    ("announcement_progress.html", include_str!("templates/announcement_progress.html")),
-    ("mail_servers.html", include_str!("templates/mail_servers.html")),
-    ("mail_server_form.html", include_str!("templates/mail_server_form.html")),
+    (
+        "announcements.html",
+        include_str!("templates/announcements.html"),
+    ),
+    (
+        "announcement_form.html",
+        include_str!("templates/announcement_form.html"),
+    ),
+    (
+        "announcement.html",
+        include_str!("templates/announcement.html"),
+    ),
+    (
+        "announcement_progress.html",
+        include_str!("templates/announcement_progress.html"),
+    ),
+    (
+        "mail_servers.html",
+        include_str!("templates/mail_servers.html"),
+    ),
+    (
+        "mail_server_form.html",
+        include_str!("templates/mail_server_form.html"),
+    ),
 ];
 
-fn environment() -> &'static Environment<'static> {
+pub(super) fn environment() -> &'static Environment<'static> {
     static ENVIRONMENT: OnceLock<Environment<'static>> = OnceLock::new();
     ENVIRONMENT.get_or_init(|| {
         let mut env = Environment::new();
@@ -115,6 +133,13 @@ pub fn fragment(template: &str, context: impl Serialize) -> Page {
             }
         }
     }
+}
+
+/// Renders `template` for inclusion in a page (this minijinja build has no `include`):
+/// a safe string the page template writes as is.
+pub fn partial(template: &str, context: impl Serialize) -> minijinja::Value {
+    // A failed render is logged by `fragment` and shows its short notice in the page.
+    minijinja::Value::from_safe_string(fragment(template, context).html)
 }
 
 /// Every console response: no caching, no framing, no referrer to other sites (a login

@@ -323,9 +323,9 @@ impl SavedQuery {
     fn preview_request(&self) -> Result<PreviewRequest, String> {
         let email = match self.email.as_deref().map(str::trim) {
             None | Some("") => None,
-            Some(text) => Some(
-                EmailAddress::parse(text).map_err(|error| format!("email: {error}"))?,
-            ),
+            Some(text) => {
+                Some(EmailAddress::parse(text).map_err(|error| format!("email: {error}"))?)
+            }
         };
         let data = match self.data.as_deref().map(str::trim) {
             None | Some("") => serde_json::Map::new(),
@@ -334,7 +334,11 @@ impl SavedQuery {
             }
             Some(text) => match serde_json::from_str(text) {
                 Ok(serde_json::Value::Object(map)) => map,
-                _ => return Err("data: must be a JSON object, e.g. {\"first_name\": \"Ada\"}".into()),
+                _ => {
+                    return Err(
+                        "data: must be a JSON object, e.g. {\"first_name\": \"Ada\"}".into(),
+                    )
+                }
             },
         };
         Ok(PreviewRequest { email, data })
@@ -353,7 +357,10 @@ impl SavedQuery {
         if pairs.is_empty() {
             String::new()
         } else {
-            format!("?{}", serde_urlencoded::to_string(pairs).unwrap_or_default())
+            format!(
+                "?{}",
+                serde_urlencoded::to_string(pairs).unwrap_or_default()
+            )
         }
     }
 }

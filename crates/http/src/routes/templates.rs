@@ -159,10 +159,9 @@ pub(crate) async fn preview_template(
         email,
         data: body.data.unwrap_or_default(),
     };
-    let rendered = run_blocking(move || {
-        templates::preview_template(&services, &member.0, template, &request)
-    })
-    .await?;
+    let rendered =
+        run_blocking(move || templates::preview_template(&services, &member.0, template, &request))
+            .await?;
     Ok(web::Json(rendered.into()))
 }
 
@@ -189,9 +188,8 @@ pub(crate) async fn test_send_template(
             .map_err(|error| AppError::invalid("email", error.to_string()))?,
     };
     let data = body.data.unwrap_or_default();
-    let queued = run_blocking(move || {
-        templates::test_send(&services, &member.0, template, &email, data)
-    })
-    .await?;
+    let queued =
+        run_blocking(move || templates::test_send(&services, &member.0, template, &email, data))
+            .await?;
     Ok(web::Json(MessageDto::from(queued)))
 }
