@@ -361,3 +361,92 @@ async fn a_template_is_previewed_with_sample_data_and_test_sent() {
     assert_eq!(log["items"][0]["email"], "qa@example.org");
     browser.close().await;
 }
+
+#[tokio::test]
+async fn a_template_is_written_in_the_visual_editor_and_previewed() {
+    let app = spawn_app_with(|_| {}).await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Ada's shop").await;
+    let browser = Browser::start().await;
+    sign_in_with_token(&browser, &app, &token).await;
+    browser
+        .goto(&format!("{}/console/accounts/{account}/templates/new", app.address))
+        .await;
+    browser.fill("#template-name", "Visual").await;
+    browser.fill("#template-slug", "visual").await;
+    browser.fill("#template-subject", "News").await;
+    browser.fill("#template-content", "<p>draft</p>").await;
+    browser
+        .find("#template-type option[value='wysiwyg']")
+        .await
+        .click()
+        .await
+        .expect("choose");
+    browser.click("form.card button[type='submit']").await;
+    assert!(browser.text().await.contains("Saved."));
+
+    // The editor replaces the textarea; write a heading, a bold word and an image.
+    let area = browser.find(".editable").await;
+    assert_eq!(
+        browser.find("#template-content").await.attr("hidden").await.expect("attr").as_deref(),
+        Some("true")
+    );
+    browser
+        .client
+        .execute(
+            "const a = document.querySelector('.editable'); a.focus(); \
+             document.getSelection().selectAllChildren(a); return true;",
+            vec![],
+        )
+        .await
+        .expect("select");
+    area.send_keys("Big news").await.expect("typing");
+    let select_all = "const a = document.querySelector('.editable'); \
+                      document.getSelection().selectAllChildren(a.firstElementChild || a); return true;";
+    browser.client.execute(select_all, vec![]).await.expect("select");
+    browser.find("button[title='Heading']").await.click().await.expect("heading");
+    browser.client.execute(select_all, vec![]).await.expect("select");
+    browser.find("button[title='Bold']").await.click().await.expect("bold");
+    browser
+        .client
+        .execute(
+            "const a = document.querySelector('.editable'); const r = document.createRange(); \
+             r.selectNodeContents(a); r.collapse(false); const s = document.getSelection(); \
+             s.removeAllRanges(); s.addRange(r); return true;",
+            vec![],
+        )
+        .await
+        .expect("caret at the end");
+    browser.fill(".tool-url", "https://img.example/logo.png").await;
+    browser
+        .find("button[title='Insert the image at the URL']")
+        .await
+        .click()
+        .await
+        .expect("image");
+    browser.check_screen("template-visual-editor").await;
+    browser.click("form.card button[type='submit']").await;
+    assert!(browser.text().await.contains("Saved."));
+
+    let stored = expect_json(
+        app.get(&format!("/v2/accounts/{account}/templates?limit=100"), &token).await,
+        200,
+    )
+    .await;
+    let template = stored["items"]
+        .as_array()
+        .and_then(|items| items.iter().find(|t| t["slug"] == "visual"))
+        .cloned()
+        .expect("saved");
+    let html = template["content"].as_str().expect("content");
+    assert_eq!(template["contentType"], "wysiwyg");
+    assert!(html.contains("<h2>"), "{html}");
+    assert!(html.contains("<b>Big news</b>"), "{html}");
+    assert!(html.contains("<img src=\"https://img.example/logo.png\">"), "{html}");
+
+    // The preview shows what the editor wrote.
+    browser.find("iframe.preview").await.enter_frame().await.expect("into the preview");
+    assert_eq!(browser.find("h2").await.text().await.expect("heading"), "Big news");
+    browser.client.enter_parent_frame().await.expect("back out");
+    browser.close().await;
+}

@@ -45,6 +45,7 @@ pub fn configure(config: &mut web::ServiceConfig) {
             .route("/", web::get().to(pages::home))
             .route("/static/console.css", web::get().to(stylesheet))
             .route("/static/htmx.min.js", web::get().to(htmx))
+            .route("/static/editor.js", web::get().to(editor))
             .route("/sign-in", web::get().to(pages::sign_in_form))
             .route("/sign-in", web::post().to(pages::sign_in))
             .route("/login/{link}", web::get().to(pages::login_link_form))
@@ -147,6 +148,14 @@ async fn htmx() -> HttpResponse {
         .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
         .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
         .body(render::HTMX)
+}
+
+async fn editor() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/javascript; charset=utf-8")
+        .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .body(render::EDITOR)
 }
 
 /// The value of cookie `name` in the request's `Cookie` headers.

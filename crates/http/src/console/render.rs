@@ -17,6 +17,9 @@ pub const STYLESHEET: &str = include_str!("templates/console.css");
 /// htmx, vendored (see `vendor/README.md`), served at `/console/static/htmx.min.js`.
 pub const HTMX: &str = include_str!("vendor/htmx-2.0.4.min.js");
 
+/// The visual editor of `wysiwyg` templates, served at `/console/static/editor.js`.
+pub const EDITOR: &str = include_str!("templates/editor.js");
+
 /// Every template, by name.
 const TEMPLATES: [(&str, &str); 15] = [
     ("base.html", include_str!("templates/base.html")),

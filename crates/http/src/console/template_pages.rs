@@ -41,6 +41,9 @@ pub(super) struct TemplateForm {
     subject: String,
     #[serde(default)]
     content: String,
+    /// `html` or `wysiwyg` (the visual editor); empty keeps the stored one.
+    #[serde(default)]
+    content_type: String,
 }
 
 impl CsrfForm for TemplateForm {
@@ -56,6 +59,11 @@ impl TemplateForm {
             slug: Field::Value(self.slug.clone()),
             subject: Field::Value(self.subject.clone()),
             content: Field::Value(self.content.clone()),
+            content_type: if self.content_type.is_empty() {
+                Field::Absent
+            } else {
+                Field::Value(self.content_type.clone())
+            },
             ..TemplateInput::default()
         }
     }
@@ -427,6 +435,7 @@ pub(super) async fn edit_form(
             slug: stored.slug.as_str().to_owned(),
             subject: stored.subject,
             content: stored.content,
+            content_type: stored.content_type.as_str().to_owned(),
         };
         let sample = sample_view(&services, &member, template, &query)?;
         Ok(form_page_with(
