@@ -370,7 +370,10 @@ async fn a_template_is_written_in_the_visual_editor_and_previewed() {
     let browser = Browser::start().await;
     sign_in_with_token(&browser, &app, &token).await;
     browser
-        .goto(&format!("{}/console/accounts/{account}/templates/new", app.address))
+        .goto(&format!(
+            "{}/console/accounts/{account}/templates/new",
+            app.address
+        ))
         .await;
     browser.fill("#template-name", "Visual").await;
     browser.fill("#template-slug", "visual").await;
@@ -388,7 +391,13 @@ async fn a_template_is_written_in_the_visual_editor_and_previewed() {
     // The editor replaces the textarea; write a heading, a bold word and an image.
     let area = browser.find(".editable").await;
     assert_eq!(
-        browser.find("#template-content").await.attr("hidden").await.expect("attr").as_deref(),
+        browser
+            .find("#template-content")
+            .await
+            .attr("hidden")
+            .await
+            .expect("attr")
+            .as_deref(),
         Some("true")
     );
     browser
@@ -403,10 +412,28 @@ async fn a_template_is_written_in_the_visual_editor_and_previewed() {
     area.send_keys("Big news").await.expect("typing");
     let select_all = "const a = document.querySelector('.editable'); \
                       document.getSelection().selectAllChildren(a.firstElementChild || a); return true;";
-    browser.client.execute(select_all, vec![]).await.expect("select");
-    browser.find("button[title='Heading']").await.click().await.expect("heading");
-    browser.client.execute(select_all, vec![]).await.expect("select");
-    browser.find("button[title='Bold']").await.click().await.expect("bold");
+    browser
+        .client
+        .execute(select_all, vec![])
+        .await
+        .expect("select");
+    browser
+        .find("button[title='Heading']")
+        .await
+        .click()
+        .await
+        .expect("heading");
+    browser
+        .client
+        .execute(select_all, vec![])
+        .await
+        .expect("select");
+    browser
+        .find("button[title='Bold']")
+        .await
+        .click()
+        .await
+        .expect("bold");
     browser
         .client
         .execute(
@@ -417,7 +444,9 @@ async fn a_template_is_written_in_the_visual_editor_and_previewed() {
         )
         .await
         .expect("caret at the end");
-    browser.fill(".tool-url", "https://img.example/logo.png").await;
+    browser
+        .fill(".tool-url", "https://img.example/logo.png")
+        .await;
     browser
         .find("button[title='Insert the image at the URL']")
         .await
@@ -429,7 +458,11 @@ async fn a_template_is_written_in_the_visual_editor_and_previewed() {
     assert!(browser.text().await.contains("Saved."));
 
     let stored = expect_json(
-        app.get(&format!("/v2/accounts/{account}/templates?limit=100"), &token).await,
+        app.get(
+            &format!("/v2/accounts/{account}/templates?limit=100"),
+            &token,
+        )
+        .await,
         200,
     )
     .await;
@@ -442,11 +475,22 @@ async fn a_template_is_written_in_the_visual_editor_and_previewed() {
     assert_eq!(template["contentType"], "wysiwyg");
     assert!(html.contains("<h2>"), "{html}");
     assert!(html.contains("<b>Big news</b>"), "{html}");
-    assert!(html.contains("<img src=\"https://img.example/logo.png\">"), "{html}");
+    assert!(
+        html.contains("<img src=\"https://img.example/logo.png\">"),
+        "{html}"
+    );
 
     // The preview shows what the editor wrote.
-    browser.find("iframe.preview").await.enter_frame().await.expect("into the preview");
-    assert_eq!(browser.find("h2").await.text().await.expect("heading"), "Big news");
+    browser
+        .find("iframe.preview")
+        .await
+        .enter_frame()
+        .await
+        .expect("into the preview");
+    assert_eq!(
+        browser.find("h2").await.text().await.expect("heading"),
+        "Big news"
+    );
     browser.client.enter_parent_frame().await.expect("back out");
     browser.close().await;
 }

@@ -616,6 +616,7 @@ pub(super) async fn send_test(
                     slug: stored.slug.as_str().to_owned(),
                     subject: stored.subject,
                     content: stored.content,
+                    content_type: stored.content_type.as_str().to_owned(),
                 };
                 return Ok(Err(form_page_with(
                     &signed_in,
