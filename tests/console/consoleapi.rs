@@ -418,22 +418,22 @@ async fn a_template_is_written_in_the_visual_editor_and_previewed() {
         .await
         .expect("select");
     browser
-        .find("button[title='Heading']")
+        .find("button[title='Bold']")
         .await
         .click()
         .await
-        .expect("heading");
+        .expect("bold");
     browser
         .client
         .execute(select_all, vec![])
         .await
         .expect("select");
     browser
-        .find("button[title='Bold']")
+        .find("button[title='Heading']")
         .await
         .click()
         .await
-        .expect("bold");
+        .expect("heading");
     browser
         .client
         .execute(
@@ -445,8 +445,9 @@ async fn a_template_is_written_in_the_visual_editor_and_previewed() {
         .await
         .expect("caret at the end");
     browser
-        .fill(".tool-url", "https://img.example/logo.png")
+        .fill("#template-content-url", "https://img.example/logo.png")
         .await;
+    browser.fill("#template-content-alt", "Logo").await;
     browser
         .find("button[title='Insert the image at the URL']")
         .await
@@ -476,7 +477,7 @@ async fn a_template_is_written_in_the_visual_editor_and_previewed() {
     assert!(html.contains("<h2>"), "{html}");
     assert!(html.contains("<b>Big news</b>"), "{html}");
     assert!(
-        html.contains("<img src=\"https://img.example/logo.png\">"),
+        html.contains("<img src=\"https://img.example/logo.png\" alt=\"Logo\">"),
         "{html}"
     );
 

@@ -11,8 +11,8 @@
     b.type = "button";
     b.className = "tool";
     b.textContent = label;
+    // The visible text is the accessible name; the title only adds a hint.
     b.title = title;
-    b.setAttribute("aria-label", title);
     b.addEventListener("click", action);
     return b;
   }
@@ -45,8 +45,22 @@
     function sync() {
       textarea.value = area.innerHTML;
     }
+    // The toolbar's fields take the focus (and the selection) from the text: the last
+    // selection inside the text is kept and put back before a command runs.
+    var saved = null;
+    document.addEventListener("selectionchange", function () {
+      var selection = document.getSelection();
+      if (selection.rangeCount && area.contains(selection.getRangeAt(0).commonAncestorContainer)) {
+        saved = selection.getRangeAt(0).cloneRange();
+      }
+    });
     function run(command, value) {
       area.focus();
+      if (saved) {
+        var selection = document.getSelection();
+        selection.removeAllRanges();
+        selection.addRange(saved);
+      }
       document.execCommand(command, false, value);
       sync();
     }
@@ -61,16 +75,36 @@
       run(command, value);
     }
 
-    toolbar.appendChild(button("H2", "Heading", function () { run("formatBlock", "h2"); }));
-    toolbar.appendChild(button("¶", "Paragraph", function () { run("formatBlock", "p"); }));
-    toolbar.appendChild(button("B", "Bold", function () { run("bold"); }));
-    toolbar.appendChild(button("I", "Italic", function () { run("italic"); }));
-    toolbar.appendChild(button("• List", "Bulleted list", function () { run("insertUnorderedList"); }));
-    toolbar.appendChild(button("1. List", "Numbered list", function () { run("insertOrderedList"); }));
+    var altId = textarea.id + "-alt";
+    var altLabel = document.createElement("label");
+    altLabel.htmlFor = altId;
+    altLabel.className = "inline";
+    altLabel.textContent = "Image description";
+    var alt = document.createElement("input");
+    alt.type = "text";
+    alt.id = altId;
+    alt.className = "tool-url";
+
+    toolbar.appendChild(button("Heading", "Heading", function () { run("formatBlock", "h2"); }));
+    toolbar.appendChild(button("Paragraph", "Paragraph", function () { run("formatBlock", "p"); }));
+    toolbar.appendChild(button("Bold", "Bold", function () { run("bold"); }));
+    toolbar.appendChild(button("Italic", "Italic", function () { run("italic"); }));
+    toolbar.appendChild(button("Bulleted list", "Bulleted list", function () { run("insertUnorderedList"); }));
+    toolbar.appendChild(button("Numbered list", "Numbered list", function () { run("insertOrderedList"); }));
     toolbar.appendChild(urlLabel);
     toolbar.appendChild(url);
     toolbar.appendChild(button("Link", "Link the selection to the URL", function () { withUrl("createLink"); }));
-    toolbar.appendChild(button("Image", "Insert the image at the URL", function () { withUrl("insertImage"); }));
+    toolbar.appendChild(altLabel);
+    toolbar.appendChild(alt);
+    toolbar.appendChild(button("Image", "Insert the image at the URL", function () {
+      withUrl("insertImage");
+      // Every image gets a text alternative (empty marks it decorative).
+      var images = area.querySelectorAll("img:not([alt])");
+      for (var i = 0; i < images.length; i++) {
+        images[i].setAttribute("alt", alt.value.trim());
+      }
+      sync();
+    }));
 
     area.addEventListener("input", sync);
     if (textarea.form) {
@@ -82,7 +116,7 @@
     // The HTML stays reachable under a disclosure for what the toolbar cannot do.
     textarea.hidden = true;
     textarea.addEventListener("input", function () { area.innerHTML = textarea.value; });
-    var show = button("Edit the HTML", "Show the HTML source", function () {
+    var show = button("Edit the HTML", "Show or hide the HTML source", function () {
       sync();
       textarea.hidden = !textarea.hidden;
     });
@@ -92,7 +126,11 @@
 
   function start() {
     // Strict CSP: paragraphs, not styled divs, for new lines.
-    try { document.execCommand("defaultParagraphSeparator", false, "p"); } catch (e) { /* older browsers */ }
+    try {
+      document.execCommand("defaultParagraphSeparator", false, "p");
+      // Tags, not style attributes: mail clients and the strict policy both prefer them.
+      document.execCommand("styleWithCSS", false, false);
+    } catch (e) { /* older browsers */ }
     var fields = document.querySelectorAll("textarea[data-wysiwyg]");
     for (var i = 0; i < fields.length; i++) {
       attach(fields[i]);
