@@ -495,3 +495,91 @@ async fn a_template_is_written_in_the_visual_editor_and_previewed() {
     browser.client.enter_parent_frame().await.expect("back out");
     browser.close().await;
 }
+
+/// How long this module's pages take with a million contacts in the account, measured from
+/// a client on loopback (an upper bound of the server's time): 100 requests of each page
+/// after 10 to warm up. The announcement has a million messages' worth of counters and the
+/// template preview looks a contact up among the million. Run by hand:
+/// `cargo xtask test -p mailroom-tests --test console --run-ignored only
+/// -E 'test(consoleapi_page_times)' --no-capture`.
+#[tokio::test]
+#[ignore = "a measurement, printed; it fills a million contacts"]
+async fn consoleapi_page_times() {
+    let app = spawn_app_with(|_| {}).await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Big").await;
+    let template = api_ok(
+        &app,
+        &token,
+        Method::POST,
+        &format!("/v2/accounts/{account}/templates"),
+        json!({"name": "Big", "slug": "big", "subject": "Hi {{ first_name }}",
+               "content": "<p>Hi {{ first_name }}</p>"}),
+    )
+    .await;
+    let template_id = template["_id"].as_str().expect("id").to_owned();
+    let announcement = api_ok(
+        &app,
+        &token,
+        Method::POST,
+        &format!("/v2/accounts/{account}/announcements"),
+        json!({"name": "Big", "templateId": template_id, "includeUnsubscribed": false}),
+    )
+    .await;
+    let announcement_id = announcement["_id"].as_str().expect("id").to_owned();
+    app.database
+        .connection()
+        .batch_execute(&format!(
+            "INSERT INTO contacts (account_id, id, email, created_at) \
+             SELECT '{account}', gen_random_uuid(), 'c' || n || '@example.org', now() \
+             FROM generate_series(1, 1000000) n; \
+             INSERT INTO announcement_counters (account_id, announcement_id, slot, queued, sent) \
+             SELECT '{account}', '{announcement_id}', s, 5000, 10625 FROM generate_series(0, 63) s; \
+             UPDATE announcements SET audience_size = 1000000 WHERE id = '{announcement_id}'; \
+             ANALYZE;"
+        ))
+        .expect("a million contacts");
+    let signed_in = crate::post_sign_in(&app, &token, None).await;
+    let session = signed_in.headers()[reqwest::header::SET_COOKIE]
+        .to_str()
+        .expect("cookie")
+        .split(';')
+        .next()
+        .expect("name=value")
+        .to_owned();
+    let client = crate::client();
+    let base = format!("/console/accounts/{account}");
+    for page in [
+        format!("{base}/announcements"),
+        format!("{base}/announcements/{announcement_id}"),
+        format!("{base}/announcements/{announcement_id}/progress"),
+        format!("{base}/mail-servers"),
+        format!("{base}/templates/{template_id}?email=c500000%40example.org&data=%7B%7D"),
+        format!("{base}/templates/{template_id}/preview?email=c500000%40example.org"),
+    ] {
+        let mut times = Vec::new();
+        for round in 0..110 {
+            let started = Instant::now();
+            let response = client
+                .get(format!("{}{page}", app.address))
+                .header(reqwest::header::COOKIE, session.clone())
+                .send()
+                .await
+                .expect("page");
+            assert_eq!(response.status(), reqwest::StatusCode::OK, "{page}");
+            response.bytes().await.expect("body");
+            if round >= 10 {
+                times.push(started.elapsed());
+            }
+        }
+        times.sort();
+        let at = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)];
+        println!(
+            "{page}: p50 {:?}, p95 {:?}, max {:?} over {} requests",
+            at(0.50),
+            at(0.95),
+            times[times.len() - 1],
+            times.len()
+        );
+    }
+}
