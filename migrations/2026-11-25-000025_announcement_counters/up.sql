@@ -5,18 +5,21 @@
 -- how many were opened and clicked. Counting its rows on every read costs a scan of up to
 -- the whole audience (a million rows at 1M contacts, plus a join with message_tracking);
 -- instead statement-level triggers keep `announcement_counters` up to date in the same
--- transaction as the change, so the read sums at most 64 small rows.
+-- transaction as the change, so the read sums a few small rows.
 --
--- Each writer adds its deltas to the row of its own slot (its backend pid modulo 64), so
--- the delivery workers settling one announcement's messages at once do not queue on one
--- hot row; the read sums the slots. Within one statement rows are written in key order.
+-- Each writer adds its deltas to the row of its own slot, its backend's pid: two
+-- transactions running at once are never in the same backend, so they never write the
+-- same counter row. The delivery workers settling one announcement's messages at once
+-- neither queue on one hot row nor can deadlock on these rows; the read sums the slots,
+-- one per backend that ever wrote to the announcement (a few dozen: pool connections live
+-- long).
 -- Only a status change counts (a retry that stays `queued` writes nothing), and a
 -- statement that touches no announcement's message writes nothing.
 
 CREATE TABLE announcement_counters (
     account_id       uuid     NOT NULL,
     announcement_id  uuid     NOT NULL,
-    slot             smallint NOT NULL,
+    slot             integer  NOT NULL,
     queued           bigint   NOT NULL DEFAULT 0,
     sending          bigint   NOT NULL DEFAULT 0,
     sent             bigint   NOT NULL DEFAULT 0,
@@ -35,7 +38,7 @@ CREATE FUNCTION announcement_counters_add(deltas jsonb) RETURNS void LANGUAGE sq
     INSERT INTO announcement_counters AS c
         (account_id, announcement_id, slot, queued, sending, sent, failed, bounced, skipped,
          opened, clicked)
-    SELECT d.account_id, d.announcement_id, (pg_backend_pid() % 64)::smallint,
+    SELECT d.account_id, d.announcement_id, pg_backend_pid(),
            coalesce(sum(d.n) FILTER (WHERE d.status = 'queued'), 0),
            coalesce(sum(d.n) FILTER (WHERE d.status = 'sending'), 0),
            coalesce(sum(d.n) FILTER (WHERE d.status = 'sent'), 0),

@@ -375,11 +375,11 @@ diesel::table! {
 
 diesel::table! {
     /// Per-announcement message counts by state, kept by triggers (migration 25): one row
-    /// per (announcement, writer slot), summed on read.
+    /// per (announcement, writing backend), summed on read.
     announcement_counters (account_id, announcement_id, slot) {
         account_id -> Uuid,
         announcement_id -> Uuid,
-        slot -> Int2,
+        slot -> Int4,
         queued -> Int8,
         sending -> Int8,
         sent -> Int8,

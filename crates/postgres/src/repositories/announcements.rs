@@ -170,7 +170,7 @@ impl AnnouncementRepository for PgUnitOfWork<'_> {
         account: AccountId,
         id: AnnouncementId,
     ) -> Result<AnnouncementCounters, StoreError> {
-        // At most 64 rows (one per writer slot, migration 25), whatever the audience size.
+        // One row per backend that wrote to it (migration 25), whatever the audience size.
         let sums: CounterSums = sql_query(
             "SELECT coalesce(sum(queued), 0)::bigint AS queued, \
                     coalesce(sum(sending), 0)::bigint AS sending, \
