@@ -141,7 +141,14 @@ async fn an_announcement_starts_running_with_the_template_subject_and_is_listed(
         created["attributes"],
         json!([{"slug": "plan", "operator": "exists"}])
     );
-    assert_eq!(announcement(&setup, &created).await, created);
+    // The read is the created announcement plus its counters (nothing queued yet).
+    let mut read = announcement(&setup, &created).await;
+    let counters = read
+        .as_object_mut()
+        .and_then(|read| read.remove("counters"))
+        .expect("counters on the read");
+    assert_eq!(counters["queued"], 0);
+    assert_eq!(read, created);
     let list = setup.get("/announcements").await;
     assert_eq!(list["items"], json!([created]));
     assert_eq!(setup.get("/announcements/count").await["count"], 1);

@@ -7,6 +7,7 @@ mod api_reference;
 mod automations;
 mod bounds;
 mod campaign_setup;
+mod console_api;
 mod contacts;
 mod delivery_support;
 mod domains;

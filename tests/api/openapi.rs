@@ -1,7 +1,7 @@
 use mailroom_tests::{expect_json, spawn_app};
 
 /// Every route of the API, as docs/api.md and the specification name them for this stage.
-pub const ROUTES: [(&str, &str); 85] = [
+pub const ROUTES: [(&str, &str); 87] = [
     ("post", "/v2/users/me/tokens"),
     ("get", "/v2/users/me/tokens"),
     ("delete", "/v2/users/me/tokens/{tokenId}"),
@@ -27,6 +27,14 @@ pub const ROUTES: [(&str, &str); 85] = [
     ("post", "/v2/accounts/{accountId}/templates"),
     ("patch", "/v2/accounts/{accountId}/templates/{templateId}"),
     ("delete", "/v2/accounts/{accountId}/templates/{templateId}"),
+    (
+        "post",
+        "/v2/accounts/{accountId}/templates/{templateId}/preview",
+    ),
+    (
+        "post",
+        "/v2/accounts/{accountId}/templates/{templateId}/test-send",
+    ),
     ("get", "/v2/accounts/{accountId}/mail-servers"),
     ("get", "/v2/accounts/{accountId}/mail-servers/count"),
     (

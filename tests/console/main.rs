@@ -5,6 +5,7 @@
 
 mod account_pages;
 mod browser;
+mod consoleapi;
 mod public_pages;
 
 use diesel::connection::SimpleConnection;

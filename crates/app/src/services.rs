@@ -5,7 +5,7 @@ use std::sync::Arc;
 use crate::feedback_sources::SnsSettings;
 use crate::ports::{
     Clock, Database, DkimKeyGenerator, DomainDns, Ids, MailServerProbe, Mailer, Secrets,
-    WebhookSender, WebhookUrlGuard,
+    TemplateRenderer, WebhookSender, WebhookUrlGuard,
 };
 use crate::tokens::TokenCache;
 use crate::tracking::LinkSettings;
@@ -46,4 +46,7 @@ pub struct Services {
     /// How SNS certificates and subscription confirmations are fetched (SES feedback
     /// sources).
     pub sns: SnsSettings,
+    /// Renders template previews with the delivery path's bounds (blocking; used only
+    /// between transactions).
+    pub renderer: Arc<dyn TemplateRenderer>,
 }

@@ -221,6 +221,20 @@ operations! {
         self.execute(OP, Request::new([account.to_string(), template.to_string()])).await?.json()
     }
 
+    /// Renders a template as a send would (nothing is stored or sent).
+    POST "/v2/accounts/{accountId}/templates/{templateId}/preview" Always;
+    pub async fn preview_template(&self, account: AccountId, template: TemplateId, request: &TemplatePreviewRequest) -> Result<TemplatePreview> {
+        let request = Request::new([account.to_string(), template.to_string()]).json(request)?;
+        self.execute(OP, request).await?.json()
+    }
+
+    /// Queues one test send of a template, marked `test` in the message log.
+    POST "/v2/accounts/{accountId}/templates/{templateId}/test-send" WithIdempotencyKey;
+    pub async fn test_send_template(&self, account: AccountId, template: TemplateId, send: &TemplateTestSend) -> Result<Message> {
+        let request = Request::new([account.to_string(), template.to_string()]).json(send)?;
+        self.execute(OP, request).await?.json()
+    }
+
     // Mail servers.
 
     /// One page of mail servers.

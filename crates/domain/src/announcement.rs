@@ -79,6 +79,28 @@ pub struct Announcement {
     pub created_at: Timestamp,
 }
 
+/// How many of an announcement's messages are in each state, and how many were opened
+/// and clicked (first open and first click per message), as the store keeps them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AnnouncementCounters {
+    /// Waiting to be sent (including retries).
+    pub queued: u64,
+    /// Claimed by a worker, being sent now.
+    pub sending: u64,
+    /// Accepted by the recipient's server.
+    pub sent: u64,
+    /// Given up on (permanent refusal, attempts spent, or not renderable).
+    pub failed: u64,
+    /// Hard-bounced, at send time or reported later.
+    pub bounced: u64,
+    /// Not sent by rule (suppression, unsubscription, send limit, no mail server).
+    pub skipped: u64,
+    /// Opened at least once.
+    pub opened: u64,
+    /// Clicked at least once.
+    pub clicked: u64,
+}
+
 /// The body of `POST …/announcements` as received.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AnnouncementInput {

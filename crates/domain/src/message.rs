@@ -603,6 +603,9 @@ pub struct Message {
     pub automation_id: Option<AutomationId>,
     /// The announcement that queued it (only for [`MessageKind::Announcement`]).
     pub announcement_id: Option<AnnouncementId>,
+    /// A test send of its template (`POST …/templates/{templateId}/test-send`): an
+    /// ordinary transactional message, marked so the log can tell it apart.
+    pub test: bool,
 }
 
 /// The stable `Message-ID` of message `id` whose sender's domain is `domain`: the id is
@@ -649,6 +652,8 @@ pub struct MessageFilter {
     pub status: Option<MessageStatus>,
     /// Only messages to this contact.
     pub contact_id: Option<ContactId>,
+    /// Only messages of this announcement.
+    pub announcement_id: Option<AnnouncementId>,
 }
 
 #[cfg(test)]

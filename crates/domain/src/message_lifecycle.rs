@@ -306,6 +306,7 @@ mod tests {
             sent_at: None,
             automation_id: None,
             announcement_id: None,
+            test: false,
         }
     }
 

@@ -252,6 +252,7 @@ diesel::table! {
         automation_id -> Nullable<Uuid>,
         announcement_id -> Nullable<Uuid>,
         claims_without_outcome -> Int4,
+        test -> Bool,
     }
 }
 
@@ -375,6 +376,24 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    /// Per-announcement message counts by state, kept by triggers (migration 25): one row
+    /// per (announcement, writing backend), summed on read.
+    announcement_counters (account_id, announcement_id, slot) {
+        account_id -> Uuid,
+        announcement_id -> Uuid,
+        slot -> Int4,
+        queued -> Int8,
+        sending -> Int8,
+        sent -> Int8,
+        failed -> Int8,
+        bounced -> Int8,
+        skipped -> Int8,
+        opened -> Int8,
+        clicked -> Int8,
+    }
+}
+
 diesel::joinable!(tokens -> users (user_id));
 diesel::joinable!(console_sessions -> tokens (token_id));
 diesel::joinable!(memberships -> accounts (account_id));
@@ -435,4 +454,5 @@ diesel::allow_tables_to_appear_in_same_query!(
     console_login_links,
     feedback_sources,
     feedback_source_tokens,
+    announcement_counters,
 );

@@ -119,6 +119,10 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
         domain_dns,
         inbound_host: config.inbound_host.clone(),
         token_cache: Arc::new(TokenCache::default()),
+        // Previews get children of their own, apart from the workers' (crate::render_sandbox).
+        renderer: Arc::new(crate::render_sandbox::Renderer::for_program(
+            config.render_program.clone(),
+        )),
     };
     Ok((services, database))
 }

@@ -67,6 +67,20 @@ impl Renderer {
     }
 }
 
+/// Previews (`POST …/templates/{templateId}/preview`) render here too, so the HTTP
+/// process never runs a tenant's template outside the sandbox in production.
+impl mailroom_app::ports::TemplateRenderer for Renderer {
+    fn render(&self, request: &RenderRequest) -> Result<RenderedMessage, Option<String>> {
+        match self {
+            Self::InProcess => request.render().map_err(|error| Some(error.to_string())),
+            Self::Sandboxed(sandbox) => match sandbox.render(request) {
+                Some(outcome) => outcome.map_err(Some),
+                None => Err(None),
+            },
+        }
+    }
+}
+
 /// A small pool of render children, each used by one render at a time.
 pub struct RenderSandbox {
     program: PathBuf,

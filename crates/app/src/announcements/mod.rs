@@ -10,5 +10,5 @@ mod list_announcements;
 
 pub use create_announcement::create_announcement;
 pub use expand::{complete_finished, expand_next_batch, ExpansionBatch};
-pub use get_announcement::get_announcement;
+pub use get_announcement::{get_announcement, get_announcement_progress};
 pub use list_announcements::{count_announcements, list_announcements};

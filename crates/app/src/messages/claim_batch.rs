@@ -237,7 +237,7 @@ fn open_signing_keys(
 
 /// The template's preferred server, else the account's oldest: the one place this rule
 /// lives.
-fn choose_server(
+pub(crate) fn choose_server(
     tx: &mut dyn UnitOfWork,
     account: AccountId,
     preferred: Option<MailServerId>,

@@ -6,7 +6,7 @@
 //! open, and records each outcome in a short transaction of its own (see [`claim`], [`prepare`] and [`deliver`]).
 
 pub mod claim;
-mod claim_batch;
+pub(crate) mod claim_batch;
 pub mod deliver;
 mod get_message;
 mod list_messages;

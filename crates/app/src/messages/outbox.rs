@@ -104,5 +104,6 @@ pub(crate) fn queued_message(
         sent_at: None,
         automation_id,
         announcement_id: None,
+        test: false,
     }
 }

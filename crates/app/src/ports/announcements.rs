@@ -1,6 +1,8 @@
 use mailroom_domain::{
-    announcement::Announcement, condition::Segment, paging::PageRequest, AccountId, AnnouncementId,
-    ContactId, MessageId, TemplateId, Timestamp,
+    announcement::{Announcement, AnnouncementCounters},
+    condition::Segment,
+    paging::PageRequest,
+    AccountId, AnnouncementId, ContactId, MessageId, TemplateId, Timestamp,
 };
 
 use crate::StoreError;
@@ -62,6 +64,16 @@ pub trait AnnouncementRepository {
         account: AccountId,
         id: AnnouncementId,
     ) -> Result<Option<Announcement>, StoreError>;
+
+    /// The announcement's message counters (all zero before its first batch).
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn announcement_counters(
+        &mut self,
+        account: AccountId,
+        id: AnnouncementId,
+    ) -> Result<AnnouncementCounters, StoreError>;
 
     /// One page of the account's announcements, oldest first.
     ///

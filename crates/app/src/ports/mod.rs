@@ -17,6 +17,7 @@ mod mail_servers;
 mod messages;
 mod queue_stats;
 mod records;
+mod renderer;
 mod repositories;
 mod sealed_secrets;
 mod segments;
@@ -46,6 +47,7 @@ pub use messages::{
 };
 pub use queue_stats::{QueueDepth, QueueStats, QueueStatsRepository};
 pub use records::*;
+pub use renderer::{InProcessRenderer, TemplateRenderer};
 pub use repositories::*;
 pub use sealed_secrets::{SealedColumn, SealedRow, SealedRowKey, SealedSecretRepository};
 pub use segments::SegmentRepository;

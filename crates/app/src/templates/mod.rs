@@ -1,10 +1,12 @@
-//! Templates: list, count, get, create, update, delete.
+//! Templates: list, count, get, create, update, delete, preview and test sends.
 
 mod count_templates;
 mod create_template;
 mod delete_template;
 mod get_template;
 mod list_templates;
+mod preview_template;
+mod test_send;
 mod update_template;
 
 pub use count_templates::count_templates;
@@ -12,6 +14,8 @@ pub use create_template::create_template;
 pub use delete_template::delete_template;
 pub use get_template::get_template;
 pub use list_templates::list_templates;
+pub use preview_template::{preview_draft, preview_template, PreviewRequest, PREVIEW_ADDRESS};
+pub use test_send::test_send;
 pub use update_template::update_template;
 
 use mailroom_domain::{template::Template, AccountId, ValidationErrors};

@@ -50,6 +50,23 @@ pub struct Announcement {
     /// The last contact sampled while queuing.
     #[serde(default)]
     pub last_sampled_contact_id: Option<ContactId>,
+    /// Its messages by state (only from `get_announcement`).
+    #[serde(default)]
+    pub counters: Option<AnnouncementCounters>,
+}
+
+/// How many of an announcement's messages are in each state, with first opens and clicks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[allow(missing_docs)] // Each counter is named for the state it counts.
+pub struct AnnouncementCounters {
+    pub queued: u64,
+    pub sending: u64,
+    pub sent: u64,
+    pub failed: u64,
+    pub bounced: u64,
+    pub skipped: u64,
+    pub opened: u64,
+    pub clicked: u64,
 }
 
 /// The body of `create_announcement`.

@@ -73,6 +73,9 @@ pub struct Message {
     /// The announcement that queued it.
     #[serde(default)]
     pub announcement_id: Option<AnnouncementId>,
+    /// A test send of its template.
+    #[serde(default)]
+    pub test: bool,
     /// When the recipient's server accepted it.
     #[serde(default)]
     pub sent_at: Option<Timestamp>,
@@ -100,6 +103,8 @@ pub struct MessageFilter {
     pub status: Option<String>,
     /// Only messages to this contact.
     pub contact_id: Option<ContactId>,
+    /// Only messages of this announcement.
+    pub announcement_id: Option<AnnouncementId>,
 }
 
 impl MessageFilter {
@@ -110,6 +115,9 @@ impl MessageFilter {
         }
         if let Some(contact) = &self.contact_id {
             query.push(("contactId", contact.to_string()));
+        }
+        if let Some(announcement) = &self.announcement_id {
+            query.push(("announcementId", announcement.to_string()));
         }
         query
     }

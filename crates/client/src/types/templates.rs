@@ -142,3 +142,47 @@ pub struct TemplateUpdate {
     #[serde(skip_serializing_if = "Patch::is_keep")]
     pub open_tracking: Patch<bool>,
 }
+
+/// The body of `preview_template`: whom to render for and extra variables.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TemplatePreviewRequest {
+    /// Render with this contact's attributes (or just this address when unknown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    /// Values for the template, as in a send.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<super::Attributes>,
+}
+
+/// A rendered template, as a send would render it (before tracking rewrites).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TemplatePreview {
+    /// The subject.
+    pub subject: String,
+    /// The HTML body.
+    pub html: String,
+    /// The plain-text body, if any.
+    #[serde(default)]
+    pub text: Option<String>,
+    /// The sender address.
+    pub from_email: String,
+    /// The sender name, if any.
+    #[serde(default)]
+    pub from_name: Option<String>,
+    /// The recipient address.
+    pub to_email: String,
+    /// The recipient name, if any.
+    #[serde(default)]
+    pub to_name: Option<String>,
+}
+
+/// The body of `test_send_template`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TemplateTestSend {
+    /// The address to send to.
+    pub email: String,
+    /// Values for the template, as in a send.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<super::Attributes>,
+}

@@ -171,6 +171,7 @@ async fn an_event_and_a_send_reach_the_smtp_server_and_read_back() {
     let sent_filter = MessageFilter {
         status: Some("sent".into()),
         contact_id: Some(contact.id),
+        ..MessageFilter::default()
     };
     assert_eq!(
         client

@@ -68,10 +68,10 @@ fn only_methods_safe_to_repeat_are_retried_without_a_key() {
         match op.method {
             "GET" | "PUT" | "DELETE" => assert_eq!(op.replay, Replay::Always, "{}", op.id),
             "PATCH" => assert_eq!(op.replay, Replay::WithIdempotencyKey, "{}", op.id),
-            // POSTs repeat only when read-only: the two searches.
+            // POSTs repeat only when read-only: the two searches and template previews.
             "POST" => assert_eq!(
                 op.replay == Replay::Always,
-                op.path.contains("/contacts/search"),
+                op.path.contains("/contacts/search") || op.path.ends_with("/preview"),
                 "{}",
                 op.id
             ),

@@ -260,6 +260,7 @@ pub(super) async fn show(
                 &MessageFilter {
                     status: None,
                     contact_id: Some(contact),
+                    announcement_id: None,
                 },
                 PageRequest {
                     start: 0,

@@ -65,6 +65,7 @@ pub(super) async fn messages(
             let mut filter = MessageFilter {
                 status: None,
                 contact_id: None,
+                announcement_id: None,
             };
             if let Some(status) = params.status.as_deref().filter(|s| !s.is_empty()) {
                 match MessageStatus::parse(status) {

@@ -13,6 +13,8 @@
 // would only add an allocation.
 #![allow(clippy::result_large_err)]
 
+mod announcement_pages;
+mod mail_server_pages;
 mod pages;
 mod render;
 mod template_pages;
@@ -50,6 +52,7 @@ pub fn configure(config: &mut web::ServiceConfig) {
             .route("/", web::get().to(pages::home))
             .route("/static/console.css", web::get().to(stylesheet))
             .route("/static/htmx.min.js", web::get().to(htmx))
+            .route("/static/editor.js", web::get().to(editor))
             .route("/sign-in", web::get().to(pages::sign_in_form))
             .route("/sign-in", web::post().to(pages::sign_in))
             .route("/login/{link}", web::get().to(pages::login_link_form))
@@ -185,6 +188,51 @@ pub fn configure(config: &mut web::ServiceConfig) {
                 "/accounts/{account_id}/automations/{automation_id}/delete",
                 web::post().to(automation_pages::delete_automation_form),
             )
+            // Announcements, mail servers, template previews and test sends (consoleapi).
+            .route(
+                "/accounts/{account_id}/announcements",
+                web::get().to(announcement_pages::list),
+            )
+            .route(
+                "/accounts/{account_id}/announcements",
+                web::post().to(announcement_pages::create),
+            )
+            .route(
+                "/accounts/{account_id}/announcements/new",
+                web::get().to(announcement_pages::new_form),
+            )
+            .route(
+                "/accounts/{account_id}/announcements/{announcement_id}",
+                web::get().to(announcement_pages::show),
+            )
+            .route(
+                "/accounts/{account_id}/announcements/{announcement_id}/progress",
+                web::get().to(announcement_pages::progress_fragment),
+            )
+            .route(
+                "/accounts/{account_id}/mail-servers",
+                web::get().to(mail_server_pages::list),
+            )
+            .route(
+                "/accounts/{account_id}/mail-servers",
+                web::post().to(mail_server_pages::create),
+            )
+            .route(
+                "/accounts/{account_id}/mail-servers/new",
+                web::get().to(mail_server_pages::new_form),
+            )
+            .route(
+                "/accounts/{account_id}/mail-servers/{server_id}",
+                web::get().to(mail_server_pages::edit_form),
+            )
+            .route(
+                "/accounts/{account_id}/mail-servers/{server_id}",
+                web::post().to(mail_server_pages::update),
+            )
+            .route(
+                "/accounts/{account_id}/templates/{template_id}/test-send",
+                web::post().to(template_pages::send_test),
+            )
             .route("/tokens", web::get().to(pages::tokens))
             .route("/tokens", web::post().to(pages::create_token))
             .route(
@@ -208,19 +256,24 @@ async fn stylesheet() -> HttpResponse {
 }
 
 async fn htmx() -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("text/javascript; charset=utf-8")
-        .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
-        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
-        .body(render::HTMX)
+    script(render::HTMX)
 }
 
 async fn import_script() -> HttpResponse {
+    script(extra_templates::IMPORT_SCRIPT)
+}
+
+async fn editor() -> HttpResponse {
+    script(render::EDITOR)
+}
+
+/// One of the console's scripts, compiled into the binary (see `vendor/README.md`).
+fn script(body: &'static str) -> HttpResponse {
     HttpResponse::Ok()
         .content_type("text/javascript; charset=utf-8")
         .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
         .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
-        .body(extra_templates::IMPORT_SCRIPT)
+        .body(body)
 }
 
 /// The value of cookie `name` in the request's `Cookie` headers.

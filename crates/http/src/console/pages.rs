@@ -615,7 +615,7 @@ pub(super) async fn dashboard(req: HttpRequest, account_id: web::Path<String>) -
                     &member,
                     &MessageFilter {
                         status: Some(MessageStatus::Queued),
-                        contact_id: None,
+                        ..MessageFilter::default()
                     },
                 )?;
                 let failures = list_messages(
@@ -623,7 +623,7 @@ pub(super) async fn dashboard(req: HttpRequest, account_id: web::Path<String>) -
                     &member,
                     &MessageFilter {
                         status: Some(MessageStatus::Failed),
-                        contact_id: None,
+                        ..MessageFilter::default()
                     },
                     PageRequest {
                         start: 0,

@@ -17,9 +17,12 @@ pub const STYLESHEET: &str = include_str!("templates/console.css");
 /// htmx, vendored (see `vendor/README.md`), served at `/console/static/htmx.min.js`.
 pub const HTMX: &str = include_str!("vendor/htmx-2.0.4.min.js");
 
+/// The visual editor of `wysiwyg` templates, served at `/console/static/editor.js`.
+pub const EDITOR: &str = include_str!("templates/editor.js");
+
 /// Every template, by name.
 /// (The sign-in form is a public page the operator may override: `crate::pages`.)
-const TEMPLATES: [(&str, &str); 8] = [
+const TEMPLATES: [(&str, &str); 14] = [
     ("base.html", include_str!("templates/base.html")),
     ("login_link.html", include_str!("templates/login_link.html")),
     ("message.html", include_str!("templates/message.html")),
@@ -31,9 +34,34 @@ const TEMPLATES: [(&str, &str); 8] = [
         "template_form.html",
         include_str!("templates/template_form.html"),
     ),
+    // Announcements, mail servers (consoleapi).
+    (
+        "announcements.html",
+        include_str!("templates/announcements.html"),
+    ),
+    (
+        "announcement_form.html",
+        include_str!("templates/announcement_form.html"),
+    ),
+    (
+        "announcement.html",
+        include_str!("templates/announcement.html"),
+    ),
+    (
+        "announcement_progress.html",
+        include_str!("templates/announcement_progress.html"),
+    ),
+    (
+        "mail_servers.html",
+        include_str!("templates/mail_servers.html"),
+    ),
+    (
+        "mail_server_form.html",
+        include_str!("templates/mail_server_form.html"),
+    ),
 ];
 
-fn environment() -> &'static Environment<'static> {
+pub(super) fn environment() -> &'static Environment<'static> {
     static ENVIRONMENT: OnceLock<Environment<'static>> = OnceLock::new();
     ENVIRONMENT.get_or_init(|| {
         let mut env = Environment::new();
@@ -137,6 +165,13 @@ pub fn fragment(status: StatusCode, template: &str, context: impl Serialize) -> 
             }
         }
     }
+}
+
+/// Renders `template` for inclusion in a page (this minijinja build has no `include`):
+/// a safe string the page template writes as is.
+pub fn partial(template: &str, context: impl Serialize) -> minijinja::Value {
+    // A failed render is logged by `fragment` and shows its short notice in the page.
+    minijinja::Value::from_safe_string(fragment(StatusCode::OK, template, context).html)
 }
 
 /// Every console response: no caching, no framing, no referrer to other sites (a login

@@ -185,6 +185,7 @@ pub(super) async fn update(
             name: form.get("name").map(str::to_owned),
             click_tracking: shown.then(|| form.get("click_tracking").is_some()),
             open_tracking: shown.then(|| form.get("open_tracking").is_some()),
+            ..UpdateAccountRequest::default()
         };
         match update_account(&services, &member, request) {
             Ok(_) => Ok(None),

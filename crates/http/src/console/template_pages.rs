@@ -7,11 +7,15 @@ use actix_web::{
 };
 use mailroom_app::{
     auth::{verify_membership, Member, RouteCall},
-    templates::{count_templates, create_template, get_template, list_templates, update_template},
+    templates::{
+        count_templates, create_template, get_template, list_templates, preview_template,
+        test_send, update_template, PreviewRequest,
+    },
     AppError, Services,
 };
 use mailroom_domain::{
-    paging::PageRequest, patch::Field, template::TemplateInput, AccountId, FieldError, TemplateId,
+    email::EmailAddress, paging::PageRequest, patch::Field, template::TemplateInput, AccountId,
+    FieldError, TemplateId,
 };
 use serde::{Deserialize, Serialize};
 
@@ -37,6 +41,9 @@ pub(super) struct TemplateForm {
     subject: String,
     #[serde(default)]
     content: String,
+    /// `html` or `wysiwyg` (the visual editor); empty keeps the stored one.
+    #[serde(default)]
+    content_type: String,
 }
 
 impl CsrfForm for TemplateForm {
@@ -52,6 +59,11 @@ impl TemplateForm {
             slug: Field::Value(self.slug.clone()),
             subject: Field::Value(self.subject.clone()),
             content: Field::Value(self.content.clone()),
+            content_type: if self.content_type.is_empty() {
+                Field::Absent
+            } else {
+                Field::Value(self.content_type.clone())
+            },
             ..TemplateInput::default()
         }
     }
@@ -159,12 +171,51 @@ fn form_page(
     errors: &[FieldError],
     saved: bool,
 ) -> render::Page {
+    form_page_with(
+        signed_in,
+        account,
+        template,
+        form,
+        status,
+        errors,
+        saved,
+        &SampleView::default(),
+    )
+}
+
+/// The sample the preview renders with, and what it rendered (the HTML itself loads in
+/// the sandboxed frame).
+#[derive(Debug, Default, Serialize)]
+struct SampleView {
+    email: String,
+    data: String,
+    /// The query string that makes the frame render the same sample.
+    query: String,
+    subject: Option<String>,
+    text: Option<String>,
+    error: Option<String>,
+    test_sent: Option<String>,
+    test_error: Option<String>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn form_page_with(
+    signed_in: &SignedIn,
+    account: AccountId,
+    template: Option<TemplateId>,
+    form: &TemplateForm,
+    status: StatusCode,
+    errors: &[FieldError],
+    saved: bool,
+    sample: &SampleView,
+) -> render::Page {
     let (heading, action, preview_src) = match template {
         Some(id) => (
             format!("Template “{}”", form.name),
             format!("/console/accounts/{account}/templates/{id}"),
             Some(format!(
-                "/console/accounts/{account}/templates/{id}/preview"
+                "/console/accounts/{account}/templates/{id}/preview{}",
+                sample.query
             )),
         ),
         None => (
@@ -184,6 +235,7 @@ fn form_page(
             form => form,
             errors => errors,
             saved => saved,
+            sample => sample,
             ..layout(signed_in, "Template")
         },
     )
@@ -256,10 +308,99 @@ pub(super) async fn create(
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 pub(super) struct SavedQuery {
     #[serde(default)]
     saved: Option<String>,
+    /// Preview for this contact's attributes.
+    #[serde(default)]
+    email: Option<String>,
+    /// Preview with these variables: a JSON object.
+    #[serde(default)]
+    data: Option<String>,
+    /// The id of a test send just queued.
+    #[serde(default)]
+    sent: Option<String>,
+}
+
+/// The largest sample `data` the preview form takes (it travels in the query string).
+const MAX_SAMPLE_BYTES: usize = 4 * 1024;
+
+impl SavedQuery {
+    /// The preview request the query asks for, or why it cannot be read.
+    fn preview_request(&self) -> Result<PreviewRequest, String> {
+        let email = match self.email.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(text) => {
+                Some(EmailAddress::parse(text).map_err(|error| format!("email: {error}"))?)
+            }
+        };
+        let data = match self.data.as_deref().map(str::trim) {
+            None | Some("") => serde_json::Map::new(),
+            Some(text) if text.len() > MAX_SAMPLE_BYTES => {
+                return Err(format!("data: at most {MAX_SAMPLE_BYTES} bytes"))
+            }
+            Some(text) => match serde_json::from_str(text) {
+                Ok(serde_json::Value::Object(map)) => map,
+                _ => {
+                    return Err(
+                        "data: must be a JSON object, e.g. {\"first_name\": \"Ada\"}".into(),
+                    )
+                }
+            },
+        };
+        Ok(PreviewRequest { email, data })
+    }
+
+    fn sample_query(&self) -> String {
+        let pairs: Vec<(&str, &str)> = [("email", &self.email), ("data", &self.data)]
+            .into_iter()
+            .filter_map(|(key, value)| {
+                value
+                    .as_deref()
+                    .filter(|value| !value.trim().is_empty())
+                    .map(|value| (key, value))
+            })
+            .collect();
+        if pairs.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "?{}",
+                serde_urlencoded::to_string(pairs).unwrap_or_default()
+            )
+        }
+    }
+}
+
+/// Renders the sample through the preview use case (the render sandbox in the server):
+/// the subject and text for the page, or the error that names the field and line.
+fn sample_view(
+    services: &Services,
+    member: &Member,
+    template: TemplateId,
+    query: &SavedQuery,
+) -> Result<SampleView, AppError> {
+    let mut view = SampleView {
+        email: query.email.clone().unwrap_or_default(),
+        data: query.data.clone().unwrap_or_default(),
+        query: query.sample_query(),
+        test_sent: query.sent.clone(),
+        ..SampleView::default()
+    };
+    match query.preview_request() {
+        Err(error) => view.error = Some(error),
+        Ok(request) => match preview_template(services, member, template, &request) {
+            Ok(rendered) => {
+                view.subject = Some(rendered.subject);
+                view.text = rendered.text;
+            }
+            Err(AppError::Invalid(errors)) => view.error = Some(errors.to_string()),
+            Err(AppError::BadRequest(reason)) => view.error = Some(reason),
+            Err(other) => return Err(other),
+        },
+    }
+    Ok(view)
 }
 
 /// `GET /console/accounts/{id}/templates/{templateId}`: the edit form and the preview.
@@ -278,6 +419,7 @@ pub(super) async fn edit_form(
         Err(response) => return response,
     };
     let saved = query.saved.is_some();
+    let query = query.into_inner();
     blocking(move || {
         let member = member(
             &services,
@@ -293,8 +435,10 @@ pub(super) async fn edit_form(
             slug: stored.slug.as_str().to_owned(),
             subject: stored.subject,
             content: stored.content,
+            content_type: stored.content_type.as_str().to_owned(),
         };
-        Ok(form_page(
+        let sample = sample_view(&services, &member, template, &query)?;
+        Ok(form_page_with(
             &signed_in,
             account,
             Some(template),
@@ -302,6 +446,7 @@ pub(super) async fn edit_form(
             StatusCode::OK,
             &[],
             saved,
+            &sample,
         ))
     })
     .await
@@ -359,7 +504,11 @@ pub(super) async fn update(
 /// for the edit page's frame only. Its own policy makes it a sandbox (no scripts, no
 /// forms, an origin of its own) that may be framed by the console alone; images and
 /// inline styles load as a mail client would load them.
-pub(super) async fn preview(req: HttpRequest, path: web::Path<(String, String)>) -> HttpResponse {
+pub(super) async fn preview(
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    query: web::Query<SavedQuery>,
+) -> HttpResponse {
     let (services, signed_in) = match require_session(&req).await {
         Ok(found) => found,
         Err(response) => return response,
@@ -377,7 +526,18 @@ pub(super) async fn preview(req: HttpRequest, path: web::Path<(String, String)>)
             "GET",
             &format!("/{template}"),
         )?;
-        Ok(get_template(&services, &member, template)?.content)
+        // Rendered with the sample as a send would render it (in the render sandbox);
+        // a template that does not render shows why instead, escaped.
+        let request = match query.preview_request() {
+            Ok(request) => request,
+            Err(error) => return Ok(failure_html(&error)),
+        };
+        match preview_template(&services, &member, template, &request) {
+            Ok(rendered) => Ok(rendered.html),
+            Err(AppError::Invalid(errors)) => Ok(failure_html(&errors.to_string())),
+            Err(AppError::BadRequest(reason)) => Ok(failure_html(&reason)),
+            Err(other) => Err(other),
+        }
     })
     .await;
     match content {
@@ -392,6 +552,93 @@ pub(super) async fn preview(req: HttpRequest, path: web::Path<(String, String)>)
             .insert_header((header::REFERRER_POLICY, "no-referrer"))
             .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
             .body(content),
+        Err(error) => error_page(&error),
+    }
+}
+
+fn failure_html(reason: &str) -> String {
+    let escaped = reason
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    format!("<!doctype html><html lang=\"en\"><title>Preview</title><p>No preview: {escaped}</p></html>")
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct TestSendForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    email: String,
+}
+
+impl CsrfForm for TestSendForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
+/// `POST /console/accounts/{id}/templates/{templateId}/test-send`: queues one test send
+/// (the API's test send), then shows the template with the message's id.
+pub(super) async fn send_test(
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    body: web::Bytes,
+) -> HttpResponse {
+    let (services, signed_in, form) = match signed_in_form::<TestSendForm>(&req, &body).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let (account, template) = match parse_ids(&path.0, Some(&path.1)) {
+        Ok((account, Some(template))) => (account, template),
+        Ok(_) => return error_page(&AppError::NotFound),
+        Err(response) => return response,
+    };
+    let outcome = blocking(move || {
+        let member = member(
+            &services,
+            &signed_in,
+            account,
+            "POST",
+            &format!("/{template}/test-send"),
+        )?;
+        let email = match EmailAddress::parse(form.email.trim()) {
+            Ok(email) => email,
+            Err(error) => {
+                let stored = get_template(&services, &member, template)?;
+                let view = SampleView {
+                    test_error: Some(format!("email: {error}")),
+                    ..SampleView::default()
+                };
+                let form = TemplateForm {
+                    csrf: String::new(),
+                    name: stored.name,
+                    slug: stored.slug.as_str().to_owned(),
+                    subject: stored.subject,
+                    content: stored.content,
+                    content_type: stored.content_type.as_str().to_owned(),
+                };
+                return Ok(Err(form_page_with(
+                    &signed_in,
+                    account,
+                    Some(template),
+                    &form,
+                    StatusCode::BAD_REQUEST,
+                    &[],
+                    false,
+                    &view,
+                )));
+            }
+        };
+        let queued = test_send(&services, &member, template, &email, serde_json::Map::new())?;
+        Ok(Ok(queued.id))
+    })
+    .await;
+    match outcome {
+        Ok(Ok(id)) => super::pages::see_other(&format!(
+            "/console/accounts/{account}/templates/{template}?sent={id}"
+        )),
+        Ok(Err(page)) => page.into(),
         Err(error) => error_page(&error),
     }
 }

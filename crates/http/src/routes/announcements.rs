@@ -54,7 +54,9 @@ pub(crate) async fn count_announcements(
     Ok(web::Json(CountDto { count }))
 }
 
-/// One announcement with its template reference, audience settings and delivery status.
+/// One announcement with its template reference, audience settings, delivery status and
+/// message counters (`counters`: queued, sending, sent, failed, bounced, skipped, opened,
+/// clicked).
 #[utoipa::path(
     tag = "announcements", security(("bearer" = [])),
     params(("accountId" = String, Path, description = "Account id"), ("announcementId" = String, Path, description = "Announcement id")),
@@ -67,9 +69,12 @@ pub(crate) async fn get_announcement(
     path: web::Path<(String, String)>,
 ) -> Result<web::Json<AnnouncementDto>, ApiError> {
     let id: AnnouncementId = record_id(&path.1)?;
-    let found =
-        run_blocking(move || announcements::get_announcement(&services, &member.0, id)).await?;
-    Ok(web::Json(found.into()))
+    let (found, counters) =
+        run_blocking(move || announcements::get_announcement_progress(&services, &member.0, id))
+            .await?;
+    let mut dto = AnnouncementDto::from(found);
+    dto.counters = Some(counters.into());
+    Ok(web::Json(dto))
 }
 
 /// Create and start an announcement: it answers at once, `running`; workers expand the

@@ -1,7 +1,7 @@
 //! JSON shapes of announcements (the wire side of `mailroom_domain::announcement`).
 
 use mailroom_domain::{
-    announcement::{Announcement, AnnouncementInput},
+    announcement::{Announcement, AnnouncementCounters, AnnouncementInput},
     condition::ConditionInput,
     Timestamp,
 };
@@ -84,6 +84,48 @@ pub struct AnnouncementDto {
     /// Creation time.
     #[schema(value_type = String, format = DateTime)]
     pub create_date: Timestamp,
+    /// Its messages by state, with first opens and clicks; on
+    /// `GET …/announcements/{announcementId}` only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counters: Option<AnnouncementCountersDto>,
+}
+
+/// How many of an announcement's messages are in each state (kept as the messages
+/// change, so reading them costs the same at any audience size).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AnnouncementCountersDto {
+    /// Waiting to be sent, retries included.
+    pub queued: u64,
+    /// Being sent by a worker now.
+    pub sending: u64,
+    /// Accepted by the recipient's server.
+    pub sent: u64,
+    /// Given up on.
+    pub failed: u64,
+    /// Hard-bounced (at send time or reported later).
+    pub bounced: u64,
+    /// Not sent by rule (suppression, unsubscription, send limit, no mail server).
+    pub skipped: u64,
+    /// Opened at least once (open tracking).
+    pub opened: u64,
+    /// Clicked at least once (click tracking).
+    pub clicked: u64,
+}
+
+impl From<AnnouncementCounters> for AnnouncementCountersDto {
+    fn from(counters: AnnouncementCounters) -> Self {
+        Self {
+            queued: counters.queued,
+            sending: counters.sending,
+            sent: counters.sent,
+            failed: counters.failed,
+            bounced: counters.bounced,
+            skipped: counters.skipped,
+            opened: counters.opened,
+            clicked: counters.clicked,
+        }
+    }
 }
 
 impl From<Announcement> for AnnouncementDto {
@@ -108,6 +150,7 @@ impl From<Announcement> for AnnouncementDto {
             audience_size: announcement.audience_size,
             failure_reason: announcement.failure_reason,
             create_date: announcement.created_at,
+            counters: None,
         }
     }
 }

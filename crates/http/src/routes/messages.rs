@@ -6,7 +6,7 @@ use mailroom_app::{messages, tracking, AppError, Services};
 use mailroom_domain::{
     email::EmailAddress,
     message::{MessageFilter, MessageStatus},
-    ContactId, MessageId, ValidationErrors,
+    AnnouncementId, ContactId, MessageId, ValidationErrors,
 };
 
 use crate::{
@@ -96,6 +96,12 @@ fn message_filter(params: MessageListParams) -> Result<MessageFilter, ApiError> 
         match ContactId::parse(contact) {
             Ok(contact) => filter.contact_id = Some(contact),
             Err(_) => errors.push("contactId", "must be a contact id"),
+        }
+    }
+    if let Some(announcement) = params.announcement_id.as_deref() {
+        match AnnouncementId::parse(announcement) {
+            Ok(announcement) => filter.announcement_id = Some(announcement),
+            Err(_) => errors.push("announcementId", "must be an announcement id"),
         }
     }
     errors.into_result().map_err(AppError::Invalid)?;

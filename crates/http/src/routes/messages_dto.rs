@@ -47,6 +47,10 @@ pub struct MessageDto {
     /// The announcement that queued it (announcement messages only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub announcement_id: Option<String>,
+    /// `true` for a test send of a template (`POST …/templates/{templateId}/test-send`);
+    /// omitted otherwise.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub test: bool,
     /// Template variables of the send.
     #[schema(value_type = Object)]
     pub data: serde_json::Map<String, serde_json::Value>,
@@ -94,6 +98,7 @@ impl From<mailroom_domain::message::Message> for MessageDto {
             skip_reason: message.skip_reason.map(|r| r.as_str().to_owned()),
             automation_id: message.automation_id.map(|id| id.to_string()),
             announcement_id: message.announcement_id.map(|id| id.to_string()),
+            test: message.test,
             data: message.data,
             attempts: message.attempts,
             last_reply: message.last_reply,
@@ -116,6 +121,8 @@ pub struct MessageListParams {
     pub status: Option<String>,
     /// Only messages to this contact.
     pub contact_id: Option<String>,
+    /// Only messages of this announcement.
+    pub announcement_id: Option<String>,
 }
 
 /// One UTC day of message counters.

@@ -56,6 +56,8 @@ pub fn v2(cfg: &mut ServiceConfig) {
         .service(templates::create_template)
         .service(templates::update_template)
         .service(templates::delete_template)
+        .service(templates::preview_template)
+        .service(templates::test_send_template)
         .service(mail_servers::list_mail_servers)
         .service(mail_servers::count_mail_servers)
         .service(mail_servers::get_mail_server)

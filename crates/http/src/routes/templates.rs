@@ -1,15 +1,18 @@
 //! `/v2/accounts/{accountId}/templates`.
 
 use actix_web::{delete, get, patch, post, web};
-use mailroom_app::{templates, Services};
-use mailroom_domain::TemplateId;
+use mailroom_app::{templates, AppError, Services};
+use mailroom_domain::{email::EmailAddress, TemplateId};
 
 use crate::{
     blocking::run_blocking,
     dto::{CountDto, PageEnvelope},
     extract::{record_id, JsonBody, Paging},
     problem::{ApiError, Problem},
-    routes::templates_dto::{TemplateBody, TemplateDto},
+    routes::{
+        messages_dto::MessageDto,
+        templates_dto::{PreviewBody, PreviewDto, TemplateBody, TemplateDto, TestSendBody},
+    },
     tenancy::Membership,
 };
 
@@ -125,4 +128,68 @@ pub(crate) async fn delete_template(
     let deleted =
         run_blocking(move || templates::delete_template(&services, &member.0, template)).await?;
     Ok(web::Json(deleted.into()))
+}
+
+/// Render the stored template as a send would, without storing or sending anything:
+/// `email` lends that contact's attributes as at send time, `data` adds variables as in a
+/// send. Rendered in the render sandbox with the delivery path's time and memory bounds.
+/// A syntax error is a 400 naming the field and line; a template that fails to render is
+/// a 400 naming the field.
+#[utoipa::path(
+    tag = "templates", request_body = PreviewBody, security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id"), ("templateId" = String, Path, description = "Template id")),
+    responses((status = 200, body = PreviewDto), (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem), (status = 503, body = Problem))
+)]
+#[post("/accounts/{accountId}/templates/{templateId}/preview")]
+pub(crate) async fn preview_template(
+    services: web::Data<Services>,
+    member: Membership,
+    path: web::Path<(String, String)>,
+    body: JsonBody<PreviewBody>,
+) -> Result<web::Json<PreviewDto>, ApiError> {
+    let template: TemplateId = record_id(&path.1)?;
+    let body = body.0;
+    let email = body
+        .email
+        .as_deref()
+        .map(EmailAddress::parse)
+        .transpose()
+        .map_err(|error| AppError::invalid("email", error.to_string()))?;
+    let request = templates::PreviewRequest {
+        email,
+        data: body.data.unwrap_or_default(),
+    };
+    let rendered =
+        run_blocking(move || templates::preview_template(&services, &member.0, template, &request))
+            .await?;
+    Ok(web::Json(rendered.into()))
+}
+
+/// Queue one test send of the template to `email`: an ordinary transactional message
+/// through the normal pipeline, marked `test: true` in the message log. Answers the
+/// message (`queued`).
+#[utoipa::path(
+    tag = "templates", request_body = TestSendBody, security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id"), ("templateId" = String, Path, description = "Template id")),
+    responses((status = 200, body = MessageDto), (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem))
+)]
+#[post("/accounts/{accountId}/templates/{templateId}/test-send")]
+pub(crate) async fn test_send_template(
+    services: web::Data<Services>,
+    member: Membership,
+    path: web::Path<(String, String)>,
+    body: JsonBody<TestSendBody>,
+) -> Result<web::Json<MessageDto>, ApiError> {
+    let template: TemplateId = record_id(&path.1)?;
+    let body = body.0;
+    let email = match body.email.as_deref() {
+        None => return Err(AppError::invalid("email", "is required").into()),
+        Some(email) => EmailAddress::parse(email)
+            .map_err(|error| AppError::invalid("email", error.to_string()))?,
+    };
+    let data = body.data.unwrap_or_default();
+    let queued =
+        run_blocking(move || templates::test_send(&services, &member.0, template, &email, data))
+            .await?;
+    Ok(web::Json(MessageDto::from(queued)))
 }

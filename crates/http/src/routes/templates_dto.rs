@@ -172,3 +172,63 @@ impl From<TemplateBody> for mailroom_domain::template::TemplateInput {
         }
     }
 }
+
+/// Body of `POST …/templates/{templateId}/preview`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PreviewBody {
+    /// Render for this address: a contact of the account lends its attributes as at send
+    /// time; omitted renders for `preview@example.com` with no attributes.
+    pub email: Option<String>,
+    /// Template variables, winning over the contact's attributes, as in a send.
+    #[schema(value_type = Option<Object>)]
+    pub data: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// A rendered preview: what a send would put in the message (before tracking rewrites).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PreviewDto {
+    /// Rendered subject, single-line.
+    pub subject: String,
+    /// Rendered HTML body.
+    pub html: String,
+    /// Rendered plain-text body; omitted when the template has none (or it is blank).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Sender address after the sender rule (empty with no `fromEmail` and no server).
+    pub from_email: String,
+    /// Sender display name; omitted when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from_name: Option<String>,
+    /// The recipient address rendered for.
+    pub to_email: String,
+    /// Recipient display name (`rcptName`); omitted when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_name: Option<String>,
+}
+
+impl From<mailroom_app::rendering::RenderedMessage> for PreviewDto {
+    fn from(message: mailroom_app::rendering::RenderedMessage) -> Self {
+        Self {
+            subject: message.subject,
+            html: message.html,
+            text: message.text,
+            from_email: message.from.email,
+            from_name: message.from.name,
+            to_email: message.to.email,
+            to_name: message.to.name,
+        }
+    }
+}
+
+/// Body of `POST …/templates/{templateId}/test-send`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TestSendBody {
+    /// The address to send the test to (required); it becomes a contact when unknown.
+    pub email: Option<String>,
+    /// Template variables, as in a send.
+    #[schema(value_type = Option<Object>)]
+    pub data: Option<serde_json::Map<String, serde_json::Value>>,
+}

@@ -4,7 +4,7 @@ use mailroom_app::{
     StoreError,
 };
 use mailroom_domain::{
-    announcement::{Announcement, AnnouncementStatus},
+    announcement::{Announcement, AnnouncementCounters, AnnouncementStatus},
     condition::ConditionInput,
     paging::PageRequest,
     AccountId, AnnouncementId, ContactId, TemplateId, Timestamp, TopicId,
@@ -17,6 +17,27 @@ use super::{
     corrupt, segments::queue_audience_batch, templates::page_bounds, timestamp, PgUnitOfWork,
 };
 use crate::{error::store_error, schema::announcements};
+
+/// The summed slots of one announcement's counters.
+#[derive(QueryableByName)]
+struct CounterSums {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    queued: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    sending: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    sent: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    failed: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    bounced: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    skipped: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    opened: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    clicked: i64,
+}
 
 #[derive(Queryable, Selectable, Insertable)]
 #[diesel(table_name = announcements, check_for_backend(Pg))]
@@ -142,6 +163,41 @@ impl AnnouncementRepository for PgUnitOfWork<'_> {
             .map_err(store_error)?
             .map(|row| row.into_announcement().map(|(_, found)| found))
             .transpose()
+    }
+
+    fn announcement_counters(
+        &mut self,
+        account: AccountId,
+        id: AnnouncementId,
+    ) -> Result<AnnouncementCounters, StoreError> {
+        // One row per backend that wrote to it (migration 25), whatever the audience size.
+        let sums: CounterSums = sql_query(
+            "SELECT coalesce(sum(queued), 0)::bigint AS queued, \
+                    coalesce(sum(sending), 0)::bigint AS sending, \
+                    coalesce(sum(sent), 0)::bigint AS sent, \
+                    coalesce(sum(failed), 0)::bigint AS failed, \
+                    coalesce(sum(bounced), 0)::bigint AS bounced, \
+                    coalesce(sum(skipped), 0)::bigint AS skipped, \
+                    coalesce(sum(opened), 0)::bigint AS opened, \
+                    coalesce(sum(clicked), 0)::bigint AS clicked \
+             FROM announcement_counters WHERE account_id = $1 AND announcement_id = $2",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
+        .bind::<diesel::sql_types::Uuid, _>(id.as_uuid())
+        .get_result(self.conn)
+        .map_err(store_error)?;
+        // A negative sum would mean a lost update; it reads as zero rather than wrapping.
+        let count = |n: i64| u64::try_from(n).unwrap_or(0);
+        Ok(AnnouncementCounters {
+            queued: count(sums.queued),
+            sending: count(sums.sending),
+            sent: count(sums.sent),
+            failed: count(sums.failed),
+            bounced: count(sums.bounced),
+            skipped: count(sums.skipped),
+            opened: count(sums.opened),
+            clicked: count(sums.clicked),
+        })
     }
 
     fn list_announcements(

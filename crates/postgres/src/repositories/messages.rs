@@ -54,6 +54,7 @@ pub(super) struct MessageRow {
     automation_id: Option<Uuid>,
     announcement_id: Option<Uuid>,
     claims_without_outcome: i32,
+    test: bool,
 }
 
 impl TryFrom<MessageRow> for Message {
@@ -91,6 +92,7 @@ impl TryFrom<MessageRow> for Message {
             sent_at: row.sent_at.map(timestamp),
             automation_id: row.automation_id.map(AutomationId::from_uuid),
             announcement_id: row.announcement_id.map(AnnouncementId::from_uuid),
+            test: row.test,
         })
     }
 }
@@ -120,6 +122,7 @@ pub(super) fn message_row(message: &Message, idempotency: Option<(&str, &str)>) 
         automation_id: message.automation_id.map(|id| id.as_uuid()),
         announcement_id: message.announcement_id.map(|id| id.as_uuid()),
         claims_without_outcome: 0,
+        test: message.test,
     }
 }
 
@@ -132,6 +135,10 @@ fn filtered(account: AccountId, filter: &MessageFilter) -> messages::BoxedQuery<
     }
     if let Some(contact) = filter.contact_id {
         query = query.filter(messages::contact_id.eq(contact.as_uuid()));
+    }
+    if let Some(announcement) = filter.announcement_id {
+        // Served by messages_announcement_list_idx (migration 25).
+        query = query.filter(messages::announcement_id.eq(announcement.as_uuid()));
     }
     query
 }

@@ -1,0 +1,443 @@
+//! The console's announcement pages: the list, a form that creates and starts one, and
+//! its page, whose progress (audience size and the counters of migration 25) refreshes in
+//! place every two seconds while it runs. Everything goes through the announcement use
+//! cases the API uses.
+
+use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse};
+use mailroom_app::{
+    announcements::{
+        count_announcements, create_announcement, get_announcement_progress, list_announcements,
+    },
+    auth::{verify_membership, Member, RouteCall},
+    console::SignedIn,
+    templates::list_templates,
+    topics::list_topics,
+    AppError, Services,
+};
+use mailroom_domain::{
+    announcement::{Announcement, AnnouncementCounters, AnnouncementInput, AnnouncementStatus},
+    paging::PageRequest,
+    AccountId, AnnouncementId, FieldError,
+};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    blocking, error_page,
+    pages::{day_and_minute, require_session, see_other, signed_in_form, CsrfForm},
+    render, Layout,
+};
+
+/// How many announcements, templates and topics the pages list; the API pages further.
+const LISTED: u32 = 100;
+
+fn member(
+    services: &Services,
+    signed_in: &SignedIn,
+    account: AccountId,
+    method: &str,
+    rest: &str,
+) -> Result<Member, AppError> {
+    // The same proof, for the same call, as the API route the page stands for.
+    let path = format!("/v2/accounts/{account}/announcements{rest}");
+    let call = RouteCall {
+        method,
+        path: &path,
+        query: "",
+    };
+    verify_membership(services, &signed_in.actor, account, call)
+}
+
+fn layout<'a>(signed_in: &'a SignedIn, title: &'a str) -> minijinja::Value {
+    minijinja::Value::from_serialize(Layout {
+        title,
+        signed_in: true,
+        csrf: &signed_in.session.csrf_token,
+        section: "accounts",
+    })
+}
+
+fn account_id(text: &str) -> Result<AccountId, HttpResponse> {
+    AccountId::parse(text).map_err(|_| error_page(&AppError::NotFound))
+}
+
+fn ids(account: &str, announcement: &str) -> Result<(AccountId, AnnouncementId), HttpResponse> {
+    let account = account_id(account)?;
+    let announcement =
+        AnnouncementId::parse(announcement).map_err(|_| error_page(&AppError::NotFound))?;
+    Ok((account, announcement))
+}
+
+#[derive(Debug, Serialize)]
+struct AnnouncementItem {
+    id: String,
+    name: String,
+    subject: String,
+    status: &'static str,
+    audience_size: u64,
+    created_at: String,
+}
+
+impl From<Announcement> for AnnouncementItem {
+    fn from(announcement: Announcement) -> Self {
+        Self {
+            id: announcement.id.to_string(),
+            name: announcement.name,
+            subject: announcement.subject,
+            status: announcement.status.as_str(),
+            audience_size: announcement.audience_size,
+            created_at: day_and_minute(announcement.created_at),
+        }
+    }
+}
+
+/// `GET /console/accounts/{id}/announcements`.
+pub(super) async fn list(req: HttpRequest, path: web::Path<String>) -> HttpResponse {
+    let (services, signed_in) = match require_session(&req).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let account = match account_id(&path) {
+        Ok(account) => account,
+        Err(response) => return response,
+    };
+    blocking(move || {
+        let member = member(&services, &signed_in, account, "GET", "")?;
+        let page = PageRequest {
+            start: 0,
+            limit: LISTED,
+        };
+        let items: Vec<AnnouncementItem> = list_announcements(&services, &member, page)?
+            .into_iter()
+            .map(AnnouncementItem::from)
+            .collect();
+        let more = count_announcements(&services, &member)? > u64::from(LISTED);
+        Ok(render::page(
+            StatusCode::OK,
+            "announcements.html",
+            minijinja::context! {
+                current_account => account.to_string(),
+                announcements => items,
+                more => more,
+                ..layout(&signed_in, "Announcements")
+            },
+        ))
+    })
+    .await
+    .map_or_else(|error| error_page(&error), HttpResponse::from)
+}
+
+#[derive(Debug, Default, Deserialize, Serialize)]
+pub(super) struct AnnouncementForm {
+    #[serde(default, skip_serializing)]
+    csrf: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    template_id: String,
+    #[serde(default)]
+    topic_id: String,
+    /// A checkbox: present (any value) when ticked.
+    #[serde(default)]
+    include_unsubscribed: Option<String>,
+}
+
+impl CsrfForm for AnnouncementForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
+impl AnnouncementForm {
+    fn input(&self) -> AnnouncementInput {
+        let chosen = |value: &str| Some(value.trim().to_owned()).filter(|value| !value.is_empty());
+        AnnouncementInput {
+            name: Some(self.name.clone()),
+            template_id: chosen(&self.template_id),
+            topic_id: chosen(&self.topic_id),
+            include_unsubscribed: Some(self.include_unsubscribed.is_some()),
+            attributes: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct Choice {
+    id: String,
+    label: String,
+}
+
+fn form_page(
+    services: &Services,
+    member: &Member,
+    signed_in: &SignedIn,
+    account: AccountId,
+    form: &AnnouncementForm,
+    status: StatusCode,
+    errors: &[FieldError],
+) -> Result<render::Page, AppError> {
+    let page = PageRequest {
+        start: 0,
+        limit: LISTED,
+    };
+    let templates: Vec<Choice> = list_templates(services, member, page)?
+        .into_iter()
+        .map(|template| Choice {
+            id: template.id.to_string(),
+            label: format!("{} ({})", template.name, template.slug.as_str()),
+        })
+        .collect();
+    let topics: Vec<Choice> = list_topics(services, member, page)?
+        .into_iter()
+        .map(|topic| Choice {
+            id: topic.id.to_string(),
+            label: topic.name,
+        })
+        .collect();
+    Ok(render::page(
+        status,
+        "announcement_form.html",
+        minijinja::context! {
+            current_account => account.to_string(),
+            form => form,
+            include_unsubscribed => form.include_unsubscribed.is_some(),
+            templates => templates,
+            topics => topics,
+            errors => errors,
+            ..layout(signed_in, "New announcement")
+        },
+    ))
+}
+
+/// `GET /console/accounts/{id}/announcements/new`.
+pub(super) async fn new_form(req: HttpRequest, path: web::Path<String>) -> HttpResponse {
+    let (services, signed_in) = match require_session(&req).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let account = match account_id(&path) {
+        Ok(account) => account,
+        Err(response) => return response,
+    };
+    blocking(move || {
+        let member = member(&services, &signed_in, account, "POST", "")?;
+        form_page(
+            &services,
+            &member,
+            &signed_in,
+            account,
+            &AnnouncementForm::default(),
+            StatusCode::OK,
+            &[],
+        )
+    })
+    .await
+    .map_or_else(|error| error_page(&error), HttpResponse::from)
+}
+
+/// `POST /console/accounts/{id}/announcements`: creates and starts it, then shows it.
+pub(super) async fn create(
+    req: HttpRequest,
+    path: web::Path<String>,
+    body: web::Bytes,
+) -> HttpResponse {
+    let (services, signed_in, form) = match signed_in_form::<AnnouncementForm>(&req, &body).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let account = match account_id(&path) {
+        Ok(account) => account,
+        Err(response) => return response,
+    };
+    let outcome = blocking(move || {
+        let member = member(&services, &signed_in, account, "POST", "")?;
+        match create_announcement(&services, &member, form.input()) {
+            Ok(created) => Ok(Ok(created.id)),
+            Err(AppError::Invalid(errors)) => Ok(Err(form_page(
+                &services,
+                &member,
+                &signed_in,
+                account,
+                &form,
+                StatusCode::BAD_REQUEST,
+                &errors.0,
+            )?)),
+            Err(other) => Err(other),
+        }
+    })
+    .await;
+    match outcome {
+        Ok(Ok(id)) => see_other(&format!("/console/accounts/{account}/announcements/{id}")),
+        Ok(Err(page)) => page.into(),
+        Err(error) => error_page(&error),
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct Progress {
+    id: String,
+    status: &'static str,
+    running: bool,
+    failure_reason: Option<String>,
+    process_date: Option<String>,
+    audience_size: u64,
+    /// Messages with a final state, of the audience queued so far, in percent.
+    done_percent: u64,
+    counters: Vec<(&'static str, u64)>,
+}
+
+fn progress(announcement: &Announcement, counters: AnnouncementCounters) -> Progress {
+    let finished = counters.sent + counters.failed + counters.bounced + counters.skipped;
+    let done_percent = match announcement.status {
+        AnnouncementStatus::Completed => 100,
+        _ if announcement.audience_size == 0 => 0,
+        _ => (finished * 100 / announcement.audience_size).min(100),
+    };
+    Progress {
+        id: announcement.id.to_string(),
+        status: announcement.status.as_str(),
+        running: announcement.status == AnnouncementStatus::Running,
+        failure_reason: announcement.failure_reason.clone(),
+        process_date: announcement.process_date.map(day_and_minute),
+        audience_size: announcement.audience_size,
+        done_percent,
+        counters: vec![
+            ("Queued", counters.queued + counters.sending),
+            ("Sent", counters.sent),
+            ("Failed", counters.failed),
+            ("Bounced", counters.bounced),
+            ("Skipped", counters.skipped),
+            ("Opened", counters.opened),
+            ("Clicked", counters.clicked),
+        ],
+    }
+}
+
+/// `GET /console/accounts/{id}/announcements/{announcementId}`: settings and progress.
+pub(super) async fn show(req: HttpRequest, path: web::Path<(String, String)>) -> HttpResponse {
+    let (services, signed_in) = match require_session(&req).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let (account, id) = match ids(&path.0, &path.1) {
+        Ok(ids) => ids,
+        Err(response) => return response,
+    };
+    blocking(move || {
+        let member = member(&services, &signed_in, account, "GET", &format!("/{id}"))?;
+        let (announcement, counters) = get_announcement_progress(&services, &member, id)?;
+        Ok(render::page(
+            StatusCode::OK,
+            "announcement.html",
+            minijinja::context! {
+                current_account => account.to_string(),
+                announcement => AnnouncementItem::from(announcement.clone()),
+                template_id => announcement.template_id.to_string(),
+                topic_id => announcement.topic_id.map(|topic| topic.to_string()),
+                include_unsubscribed => announcement.include_unsubscribed,
+                conditions => announcement.attributes.len(),
+                progress_html => render::partial(
+                    "announcement_progress.html",
+                    minijinja::context! {
+                        current_account => account.to_string(),
+                        progress => progress(&announcement, counters),
+                    },
+                ),
+                ..layout(&signed_in, "Announcement")
+            },
+        ))
+    })
+    .await
+    .map_or_else(|error| error_page(&error), HttpResponse::from)
+}
+
+/// `GET /console/accounts/{id}/announcements/{announcementId}/progress`: the progress
+/// section alone, which the page's htmx swaps in while the announcement runs (its answer
+/// stops asking once it is completed or failed).
+pub(super) async fn progress_fragment(
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+) -> HttpResponse {
+    let (services, signed_in) = match require_session(&req).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let (account, id) = match ids(&path.0, &path.1) {
+        Ok(ids) => ids,
+        Err(response) => return response,
+    };
+    blocking(move || {
+        let member = member(&services, &signed_in, account, "GET", &format!("/{id}"))?;
+        let (announcement, counters) = get_announcement_progress(&services, &member, id)?;
+        Ok(render::fragment(
+            StatusCode::OK,
+            "announcement_progress.html",
+            minijinja::context! {
+                current_account => account.to_string(),
+                progress => progress(&announcement, counters),
+            },
+        ))
+    })
+    .await
+    .map_or_else(|error| error_page(&error), HttpResponse::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_progress_renders_and_stops_asking_once_final() {
+        let env = render::environment();
+        let mut announcement = Announcement {
+            id: AnnouncementId::parse("01936c5e-7b2a-7cde-8f00-0123456789ab").expect("id"),
+            name: "Launch".into(),
+            template_id: mailroom_domain::TemplateId::parse("01936c5e-7b2a-7cde-8f00-0123456789ac")
+                .expect("id"),
+            subject: "Hi".into(),
+            topic_id: None,
+            include_unsubscribed: false,
+            attributes: Vec::new(),
+            status: AnnouncementStatus::Running,
+            last_sampled_contact_id: None,
+            audience_size: 4,
+            expanded_at: None,
+            process_date: None,
+            failure_reason: None,
+            created_at: mailroom_domain::Timestamp::from_datetime(time::OffsetDateTime::UNIX_EPOCH),
+        };
+        let counters = AnnouncementCounters {
+            sent: 2,
+            skipped: 1,
+            queued: 1,
+            ..AnnouncementCounters::default()
+        };
+        let render = |announcement: &Announcement| {
+            env.get_template("announcement.html")
+                .and_then(|page| {
+                    page.render(minijinja::context! {
+                        current_account => "a",
+                        announcement => AnnouncementItem::from(announcement.clone()),
+                        template_id => "t",
+                        topic_id => None::<String>,
+                        include_unsubscribed => false,
+                        conditions => 0,
+                        progress_html => render::partial(
+                            "announcement_progress.html",
+                            minijinja::context! {
+                                current_account => "a",
+                                progress => progress(announcement, counters),
+                            },
+                        ),
+                    })
+                })
+                .unwrap_or_else(|error| panic!("{error:#}"))
+        };
+        let running = render(&announcement);
+        assert!(running.contains("hx-trigger=\"every 2s\""), "{running}");
+        assert!(running.contains("value=\"75\""), "3 of 4 final: {running}");
+        announcement.status = AnnouncementStatus::Completed;
+        let done = render(&announcement);
+        assert!(!done.contains("hx-get"), "{done}");
+        assert!(done.contains("value=\"100\""), "{done}");
+    }
+}

@@ -1,0 +1,145 @@
+// The console's visual editor for `wysiwyg` templates: headings, bold, italic, links,
+// lists and images by URL, over the browser's own editing (contenteditable). It stores
+// HTML: every change is copied into the form's textarea, which is what the form sends,
+// so without this script the textarea is a plain HTML field and the form still works.
+// Served from the binary like htmx (script-src 'self'); no inline script or style.
+(function () {
+  "use strict";
+
+  function button(label, title, action) {
+    var b = document.createElement("button");
+    b.type = "button";
+    b.className = "tool";
+    b.textContent = label;
+    // The visible text is the accessible name; the title only adds a hint.
+    b.title = title;
+    b.addEventListener("click", action);
+    return b;
+  }
+
+  function attach(textarea) {
+    var wrap = document.createElement("div");
+    wrap.className = "editor";
+    var toolbar = document.createElement("div");
+    toolbar.className = "toolbar";
+    toolbar.setAttribute("role", "toolbar");
+    toolbar.setAttribute("aria-label", "Formatting");
+    var area = document.createElement("div");
+    area.className = "editable";
+    area.contentEditable = "true";
+    area.setAttribute("role", "textbox");
+    area.setAttribute("aria-multiline", "true");
+    area.setAttribute("aria-label", "Content (visual editor)");
+    area.innerHTML = textarea.value;
+    var urlId = textarea.id + "-url";
+    var urlLabel = document.createElement("label");
+    urlLabel.htmlFor = urlId;
+    urlLabel.className = "inline";
+    urlLabel.textContent = "URL for links and images";
+    var url = document.createElement("input");
+    url.type = "text";
+    url.id = urlId;
+    url.className = "tool-url";
+    url.placeholder = "https://";
+
+    function sync() {
+      textarea.value = area.innerHTML;
+    }
+    // The toolbar's fields take the focus (and the selection) from the text: the last
+    // selection inside the text is kept and put back before a command runs.
+    var saved = null;
+    document.addEventListener("selectionchange", function () {
+      var selection = document.getSelection();
+      if (selection.rangeCount && area.contains(selection.getRangeAt(0).commonAncestorContainer)) {
+        saved = selection.getRangeAt(0).cloneRange();
+      }
+    });
+    function run(command, value) {
+      area.focus();
+      if (saved) {
+        var selection = document.getSelection();
+        selection.removeAllRanges();
+        selection.addRange(saved);
+      }
+      document.execCommand(command, false, value);
+      sync();
+    }
+    function withUrl(command) {
+      var value = url.value.trim();
+      if (!/^https?:\/\//i.test(value)) {
+        url.focus();
+        url.setAttribute("aria-invalid", "true");
+        return;
+      }
+      url.removeAttribute("aria-invalid");
+      run(command, value);
+    }
+
+    var altId = textarea.id + "-alt";
+    var altLabel = document.createElement("label");
+    altLabel.htmlFor = altId;
+    altLabel.className = "inline";
+    altLabel.textContent = "Image description";
+    var alt = document.createElement("input");
+    alt.type = "text";
+    alt.id = altId;
+    alt.className = "tool-url";
+
+    toolbar.appendChild(button("Heading", "Heading", function () { run("formatBlock", "h2"); }));
+    toolbar.appendChild(button("Paragraph", "Paragraph", function () { run("formatBlock", "p"); }));
+    toolbar.appendChild(button("Bold", "Bold", function () { run("bold"); }));
+    toolbar.appendChild(button("Italic", "Italic", function () { run("italic"); }));
+    toolbar.appendChild(button("Bulleted list", "Bulleted list", function () { run("insertUnorderedList"); }));
+    toolbar.appendChild(button("Numbered list", "Numbered list", function () { run("insertOrderedList"); }));
+    toolbar.appendChild(urlLabel);
+    toolbar.appendChild(url);
+    toolbar.appendChild(button("Link", "Link the selection to the URL", function () { withUrl("createLink"); }));
+    toolbar.appendChild(altLabel);
+    toolbar.appendChild(alt);
+    toolbar.appendChild(button("Image", "Insert the image at the URL", function () {
+      withUrl("insertImage");
+      // Every image gets a text alternative (empty marks it decorative).
+      var images = area.querySelectorAll("img:not([alt])");
+      for (var i = 0; i < images.length; i++) {
+        images[i].setAttribute("alt", alt.value.trim());
+      }
+      sync();
+    }));
+
+    area.addEventListener("input", sync);
+    if (textarea.form) {
+      textarea.form.addEventListener("submit", sync);
+    }
+    wrap.appendChild(toolbar);
+    wrap.appendChild(area);
+    textarea.parentNode.insertBefore(wrap, textarea);
+    // The HTML stays reachable under a disclosure for what the toolbar cannot do.
+    textarea.hidden = true;
+    textarea.addEventListener("input", function () { area.innerHTML = textarea.value; });
+    var show = button("Edit the HTML", "Show or hide the HTML source", function () {
+      sync();
+      textarea.hidden = !textarea.hidden;
+    });
+    show.className = "tool secondary-tool";
+    wrap.appendChild(show);
+  }
+
+  function start() {
+    // Strict CSP: paragraphs, not styled divs, for new lines.
+    try {
+      document.execCommand("defaultParagraphSeparator", false, "p");
+      // Tags, not style attributes: mail clients and the strict policy both prefer them.
+      document.execCommand("styleWithCSS", false, false);
+    } catch (e) { /* older browsers */ }
+    var fields = document.querySelectorAll("textarea[data-wysiwyg]");
+    for (var i = 0; i < fields.length; i++) {
+      attach(fields[i]);
+    }
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+})();
