@@ -293,6 +293,43 @@ async fn import_segment_contacts_settings_and_logs() {
         .await
         .expect("clear");
     browser.fill("#account-name", "Ada's bakery").await;
+    // Branding of the public pages: a colour that is not #rrggbb is refused by name and
+    // nothing is stored; then a valid one is saved with the display name.
+    browser.fill("#branding-name", "Ada's Bakery").await;
+    browser.fill("#branding-accent", "teal").await;
+    browser
+        .click("form[action$='/settings'] button[type=submit]")
+        .await;
+    let text = browser.text().await;
+    assert!(text.contains("branding.accentColor"), "{text}");
+    let details: serde_json::Value = app
+        .get(&format!("/v2/accounts/{account}"), &token)
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert!(details["branding"]["displayName"].is_null(), "{details}");
+    browser
+        .find("#account-name")
+        .await
+        .clear()
+        .await
+        .expect("clear");
+    browser.fill("#account-name", "Ada's bakery").await;
+    browser
+        .find("#branding-name")
+        .await
+        .clear()
+        .await
+        .expect("clear");
+    browser.fill("#branding-name", "Ada's Bakery").await;
+    browser
+        .find("#branding-accent")
+        .await
+        .clear()
+        .await
+        .expect("clear");
+    browser.fill("#branding-accent", "#2A9D8F").await;
     browser
         .click("form[action$='/settings'] button[type=submit]")
         .await;
@@ -304,6 +341,19 @@ async fn import_segment_contacts_settings_and_logs() {
         .await
         .expect("json");
     assert_eq!(details["name"], "Ada's bakery");
+    assert_eq!(details["branding"]["displayName"], "Ada's Bakery");
+    assert_eq!(details["branding"]["accentColor"], "#2a9d8f");
+    assert!(details["branding"]["logoUrl"].is_null(), "{details}");
+    assert_eq!(
+        browser
+            .find("#branding-accent")
+            .await
+            .prop("value")
+            .await
+            .expect("value")
+            .as_deref(),
+        Some("#2a9d8f")
+    );
     browser
         .fill("#webhook-url", "https://127.0.0.1:9/hooks")
         .await;

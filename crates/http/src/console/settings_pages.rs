@@ -4,12 +4,13 @@
 
 use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse};
 use mailroom_app::{
-    accounts::{get_account, set_webhooks, update_account, UpdateAccountRequest},
+    accounts::{get_account, set_webhooks, update_account, BrandingRequest, UpdateAccountRequest},
     console::SignedIn,
     AppError, Services,
 };
 use mailroom_domain::{
     account::Account,
+    patch::Field,
     webhook::{WebhookEventType, WebhookSettingsInput},
     AccountId, FieldError,
 };
@@ -107,6 +108,9 @@ fn settings_page(
                 click_tracking => stored.click_tracking,
                 open_tracking => stored.open_tracking,
                 configured => stored.webhooks.is_some(),
+                display_name => stored.branding.display_name.as_ref().map(|name| name.as_str()),
+                logo_url => stored.branding.logo_url.as_ref().map(|url| url.as_str()),
+                accent_color => stored.branding.accent_color.as_ref().map(|color| color.to_hex()),
             },
             webhook => webhook,
             events => choices,
@@ -163,8 +167,9 @@ pub(super) async fn show(
     )
 }
 
-/// `POST /console/accounts/{id}/settings`: name and tracking flags. An unchecked box is
-/// absent from the form, so the form carries `tracking=1` to say the boxes were shown.
+/// `POST /console/accounts/{id}/settings`: name, tracking flags and the public pages'
+/// branding. An unchecked box is absent from the form, so the form carries `tracking=1`
+/// to say the boxes were shown; an emptied branding field clears that part.
 pub(super) async fn update(
     req: HttpRequest,
     path: web::Path<String>,
@@ -185,7 +190,11 @@ pub(super) async fn update(
             name: form.get("name").map(str::to_owned),
             click_tracking: shown.then(|| form.get("click_tracking").is_some()),
             open_tracking: shown.then(|| form.get("open_tracking").is_some()),
-            ..UpdateAccountRequest::default()
+            branding: if shown {
+                Field::Value(branding_request(&form))
+            } else {
+                Field::Absent
+            },
         };
         match update_account(&services, &member, request) {
             Ok(_) => Ok(None),
@@ -213,6 +222,20 @@ pub(super) async fn update(
         )),
         Ok(Some(page)) => page.into(),
         Err(error) => super::error_page(&error),
+    }
+}
+
+/// The branding fields of the settings form: each empty field clears its part, as
+/// `null` does over the API.
+fn branding_request(form: &Pairs) -> BrandingRequest {
+    let field = |name: &str| match form.get(name).map(str::trim) {
+        Some("") | None => Field::Null,
+        Some(value) => Field::Value(value.to_owned()),
+    };
+    BrandingRequest {
+        display_name: field("display_name"),
+        logo_url: field("logo_url"),
+        accent_color: field("accent_color"),
     }
 }
 
