@@ -496,6 +496,71 @@ async fn a_template_is_written_in_the_visual_editor_and_previewed() {
     browser.close().await;
 }
 
+/// A template's HTML is any member's to write, and the visual editor shows it inside the
+/// form that carries the CSRF token: htmx attributes, forms, handlers and javascript: URLs
+/// in it must not act as the person who opens the page.
+#[tokio::test]
+async fn a_hostile_template_in_the_visual_editor_acts_as_nobody() {
+    let app = spawn_app_with(|_| {}).await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Ada's shop").await;
+    let hostile = "<p>Hello</p>\
+        <img hx-post=\"/console/tokens\" hx-trigger=\"load\" hx-vals='{\"name\":\"pwned\"}' src=\"data:,\" alt=\"\">\
+        <div data-hx-post=\"/console/accounts\" data-hx-trigger=\"load\">x</div>\
+        <form action=\"/console/tokens\" method=\"post\"><button>Go</button></form>\
+        <a href=\" javascript:alert(1)\" onclick=\"alert(2)\">link</a>";
+    let template = api_ok(
+        &app,
+        &token,
+        Method::POST,
+        &format!("/v2/accounts/{account}/templates"),
+        json!({"name": "Hostile", "slug": "hostile", "subject": "Hi",
+               "content": hostile, "contentType": "wysiwyg"}),
+    )
+    .await;
+    let template_id = template["_id"].as_str().expect("id").to_owned();
+    // The ids of Ada's tokens and accounts (their use times change as the test reads).
+    let ids = |listing: serde_json::Value| -> Vec<String> {
+        let items = listing["items"].as_array().cloned().unwrap_or_default();
+        items
+            .iter()
+            .map(|item| item["_id"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let tokens_before = ids(expect_json(app.get("/v2/users/me/tokens", &token).await, 200).await);
+    let accounts_before = ids(expect_json(app.get("/v2/accounts", &token).await, 200).await);
+    assert!(!tokens_before.is_empty() && !accounts_before.is_empty());
+
+    let browser = Browser::start().await;
+    sign_in_with_token(&browser, &app, &token).await;
+    browser
+        .goto(&format!(
+            "{}/console/accounts/{account}/templates/{template_id}",
+            app.address
+        ))
+        .await;
+    let shown = browser
+        .client
+        .execute(
+            "return document.querySelector('.editable').innerHTML;",
+            vec![],
+        )
+        .await
+        .expect("editor content");
+    let shown = shown.as_str().expect("html").to_owned();
+    assert!(shown.contains("<p>Hello</p>"), "{shown}");
+    for gone in ["hx-", "<form", "<button", "onclick", "javascript:"] {
+        assert!(!shown.contains(gone), "{gone} still in the editor: {shown}");
+    }
+    // Give any load trigger time to fire, then nothing was created in Ada's name.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let tokens_after = ids(expect_json(app.get("/v2/users/me/tokens", &token).await, 200).await);
+    let accounts_after = ids(expect_json(app.get("/v2/accounts", &token).await, 200).await);
+    assert_eq!(tokens_before, tokens_after);
+    assert_eq!(accounts_before, accounts_after);
+    browser.close().await;
+}
+
 /// How long this module's pages take with a million contacts in the account, measured from
 /// a client on loopback (an upper bound of the server's time): 100 requests of each page
 /// after 10 to warm up. The announcement has a million messages' worth of counters and the

@@ -259,6 +259,8 @@ impl InboundListener {
 
 impl Shared {
     async fn connection(self: Arc<Self>, mut stream: TcpStream, ip: IpAddr) {
+        // One IPv6 /64 is one client: a host has the whole range to pick addresses from.
+        let ip = client_key(ip);
         let Ok(_permit) = self.connections.clone().try_acquire_owned() else {
             self.refuse_connection(&mut stream).await;
             return;
@@ -267,6 +269,14 @@ impl Shared {
             self.refuse_connection(&mut stream).await;
             return;
         };
+        // The whole session, TLS included, has a deadline: the per-command time-out alone
+        // lets a client that sends NOOP every minute, or never reads its replies (a write
+        // blocked on a full socket), hold its slot for ever.
+        let _ = tokio::time::timeout(SESSION_DEADLINE, self.sessions(stream, ip)).await;
+    }
+
+    /// The plaintext session and, after `STARTTLS`, the TLS one.
+    async fn sessions(&self, stream: TcpStream, ip: IpAddr) {
         match self.session(stream, ip, false).await {
             Ok(Some(stream)) => {
                 let Some(config) = self.settings.tls.clone() else {
@@ -535,12 +545,12 @@ impl Shared {
     fn may_send(&self, ip: IpAddr) -> bool {
         let mut rates = self.rates.lock().unwrap_or_else(|e| e.into_inner());
         let capacity = f64::from(self.settings.messages_per_ip_per_minute);
-        let bucket = rates.entry(ip).or_insert(Bucket {
-            tokens: capacity,
-            at: Instant::now(),
-        });
-        bucket.refill(capacity);
-        bucket.tokens >= 1.0
+        // A client without a bucket has a full one: only `sent` makes entries, so clients
+        // that never get a message accepted (fresh IPv6 addresses, say) grow nothing.
+        rates.get_mut(&ip).is_none_or(|bucket| {
+            bucket.refill(capacity);
+            bucket.tokens >= 1.0
+        })
     }
 
     fn sent(&self, ip: IpAddr) {
@@ -558,6 +568,26 @@ impl Shared {
         });
         bucket.refill(capacity);
         bucket.tokens = (bucket.tokens - 1.0).max(0.0);
+    }
+}
+
+/// How long one connection may last, whatever it does: long enough for a few reports
+/// at the slowest allowed pace (a `DATA` may take 5 minutes), short enough that slots
+/// come back.
+const SESSION_DEADLINE: Duration = Duration::from_secs(10 * 60);
+
+/// The key a client is counted under: its IPv4 address, or its IPv6 /64.
+fn client_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let mut segments = v6.segments();
+                segments[4..].fill(0);
+                IpAddr::V6(segments.into())
+            }
+        },
     }
 }
 
@@ -734,6 +764,15 @@ async fn read_data<R: AsyncBufRead + Unpin>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ipv6_clients_are_counted_by_their_64_and_mapped_ipv4_as_ipv4() {
+        let key = |text: &str| client_key(text.parse().expect("address"));
+        assert_eq!(key("2001:db8:1:2:aaaa::1"), key("2001:db8:1:2:bbbb::9"));
+        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+        assert_eq!(key("::ffff:192.0.2.7"), key("192.0.2.7"));
+        assert_ne!(key("192.0.2.7"), key("192.0.2.8"));
+    }
 
     #[test]
     fn paths_and_sizes_are_read_from_mail_and_rcpt() {

@@ -79,8 +79,8 @@ pub fn record_feedback(
 /// a VERP return-path address, a provider's bounce or complaint event) through the same
 /// rules as [`record_feedback`]. The caller has already established which account it is
 /// for (an HMAC-bound token, a verified provider signature). `known_message` is the
-/// message the caller already knows the report is about (from a VERP token); it is
-/// matched before the report's own `Message-ID` and recipient.
+/// message the caller already knows the report is about (from a VERP token); when given,
+/// the report's own `Message-ID` and recipient are not used to find another.
 ///
 /// # Errors
 /// [`AppError::BadRequest`] when the report matches nothing of the account.
@@ -152,8 +152,12 @@ fn find_target(
     known_message: Option<MessageId>,
     report: &FeedbackReport,
 ) -> Result<(Option<Message>, Contact), AppError> {
+    // A report the caller tied to a message (a VERP token) is about that message only:
+    // if it is gone, the recipient the report's sender wrote is not trusted instead.
     let mut message = match known_message {
-        Some(id) => tx.find_message(account, id)?,
+        Some(id) => Some(tx.find_message(account, id)?.ok_or_else(|| {
+            AppError::BadRequest("the message the report is tied to no longer exists".into())
+        })?),
         None => None,
     };
     if message.is_none() {

@@ -42,15 +42,32 @@ pub fn verify(key: &VerifyingKey, signature: &str, timestamp: &str, body: &[u8])
     key.verify(&signed, &signature).is_ok()
 }
 
+/// The most bounce and spam-report events one batch may hold (400 beyond).
+pub const MAX_RECORDABLE_EVENTS: usize = 1_000;
+
 /// One report per event of the batch: `bounce` of type `bounce` is a bounce (a `blocked`
 /// bounce is SendGrid's temporary kind and is ignored), `spamreport` a complaint, any
 /// other event (`dropped`, `deferred`, `delivered`, …) ignored.
 ///
 /// # Errors
-/// When the body is not a JSON array of events.
+/// When the body is not a JSON array of events, or holds more than
+/// [`MAX_RECORDABLE_EVENTS`] bounces and complaints.
 pub fn reports(body: &[u8]) -> Result<Vec<FeedbackReport>, String> {
     let events: Vec<Value> = serde_json::from_slice(body)
         .map_err(|error| format!("not a SendGrid event batch: {error}"))?;
+    // Each bounce or complaint is a transaction of its own, and the tenant holds the key
+    // that signs the batch: a bound on them bounds what one request costs the database
+    // every tenant shares. Other events cost nothing and are not counted.
+    let recordable = events
+        .iter()
+        .filter(|event| matches!(event["event"].as_str(), Some("bounce" | "spamreport")))
+        .count();
+    if recordable > MAX_RECORDABLE_EVENTS {
+        return Err(format!(
+            "the batch holds {recordable} bounce and spam-report events, over the limit of \
+             {MAX_RECORDABLE_EVENTS} per request"
+        ));
+    }
     events
         .iter()
         .map(|event| {
@@ -89,6 +106,21 @@ pub fn reports(body: &[u8]) -> Result<Vec<FeedbackReport>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_batch_over_the_limit_of_bounces_and_complaints_is_refused() {
+        let event = |name: &str| serde_json::json!({"event": name, "email": "a@example.com"});
+        let batch = |bounces: usize, delivered: usize| {
+            let events: Vec<Value> = std::iter::repeat_with(|| event("bounce"))
+                .take(bounces)
+                .chain(std::iter::repeat_with(|| event("delivered")).take(delivered))
+                .collect();
+            serde_json::to_vec(&events).expect("json")
+        };
+        assert!(reports(&batch(MAX_RECORDABLE_EVENTS, 5_000)).is_ok());
+        let refused = reports(&batch(MAX_RECORDABLE_EVENTS + 1, 0)).expect_err("over");
+        assert!(refused.contains("over the limit"), "{refused}");
+    }
     use p256::{
         ecdsa::{signature::Signer as _, SigningKey},
         pkcs8::EncodePublicKey as _,

@@ -78,7 +78,7 @@ impl CertificateCache {
 /// What a URL from an SNS message is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SnsUrl {
-    /// `SigningCertURL`: must also name a `.pem` file.
+    /// `SigningCertURL`: must also name a certificate as SNS names them.
     Certificate,
     /// `SubscribeURL`.
     Subscribe,
@@ -92,7 +92,7 @@ pub(crate) fn allowed_url(text: &str, use_: SnsUrl, test_origin: Option<&str>) -
     if !url.username().is_empty() || url.password().is_some() {
         return None;
     }
-    if use_ == SnsUrl::Certificate && !url.path().ends_with(".pem") {
+    if use_ == SnsUrl::Certificate && !is_certificate_path(&url) {
         return None;
     }
     let allowed = match test_origin {
@@ -104,6 +104,20 @@ pub(crate) fn allowed_url(text: &str, use_: SnsUrl, test_origin: Option<&str>) -
         }
     };
     allowed.then_some(url)
+}
+
+/// Whether `url` names a certificate as SNS publishes them:
+/// `/SimpleNotificationService-<hex>.pem`, no query. Anything else on an SNS host is not
+/// fetched, so a source's URL cannot be used to make Mailroom fetch arbitrary AWS pages.
+fn is_certificate_path(url: &Url) -> bool {
+    url.query().is_none()
+        && url
+            .path()
+            .strip_prefix("/SimpleNotificationService-")
+            .and_then(|rest| rest.strip_suffix(".pem"))
+            .is_some_and(|hex| {
+                !hex.is_empty() && hex.len() <= 64 && hex.bytes().all(|b| b.is_ascii_hexdigit())
+            })
 }
 
 #[cfg(test)]
@@ -128,6 +142,13 @@ mod tests {
         ));
         assert!(!cert("https://u:p@sns.us-east-1.amazonaws.com/x.pem"));
         assert!(!cert("https://sns.us-east-1.amazonaws.com/x.txt"));
+        assert!(!cert("https://sns.us-east-1.amazonaws.com/x.pem"));
+        assert!(!cert(
+            "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-abc.pem?x=1"
+        ));
+        assert!(!cert(
+            "https://sns.us-east-1.amazonaws.com/a/SimpleNotificationService-abc.pem"
+        ));
         assert!(!cert("https://127.0.0.1/x.pem"));
         assert!(allowed_url(
             "https://sns.eu-west-1.amazonaws.com/?Action=ConfirmSubscription&Token=x",
@@ -136,8 +157,19 @@ mod tests {
         )
         .is_some());
         let test = Some("http://127.0.0.1:4000");
-        assert!(allowed_url("http://127.0.0.1:4000/c.pem", SnsUrl::Certificate, test).is_some());
-        assert!(allowed_url("http://127.0.0.1:4001/c.pem", SnsUrl::Certificate, test).is_none());
+        let pem = "/SimpleNotificationService-0a1b.pem";
+        assert!(allowed_url(
+            &format!("http://127.0.0.1:4000{pem}"),
+            SnsUrl::Certificate,
+            test
+        )
+        .is_some());
+        assert!(allowed_url(
+            &format!("http://127.0.0.1:4001{pem}"),
+            SnsUrl::Certificate,
+            test
+        )
+        .is_none());
         assert!(allowed_url(
             "https://sns.us-east-1.amazonaws.com/c.pem",
             SnsUrl::Certificate,

@@ -281,9 +281,15 @@ impl SendingDomainRepository for PgUnitOfWork<'_> {
         limit: u32,
     ) -> Result<Vec<AccountId>, StoreError> {
         // Across accounts on purpose (the account is what this finds); served by the
-        // partial index `sending_domains_return_path_idx` (migration 23).
+        // partial index `sending_domains_return_path_idx` (migration 23). The domain's own
+        // status must be verified too: the return-path MX names the operator's host and is
+        // the same for every account, so it proves nothing about who holds the domain,
+        // while the verified DKIM record is the account's own key. Without it, any tenant
+        // could add someone else's domain to accounts of its own and crowd the owner out
+        // of the accounts tried.
         let ids = sending_domains::table
             .filter(sending_domains::name.eq(name.as_str()))
+            .filter(sending_domains::status.eq(CheckStatus::Verified.as_str()))
             .filter(sending_domains::return_path_status.eq(CheckStatus::Verified.as_str()))
             .order(sending_domains::account_id.asc())
             .limit(i64::from(limit))

@@ -17,6 +17,37 @@
     return b;
   }
 
+  // A template's HTML is written by any member of the account, and the editing area sits
+  // in a console page, inside the form that carries the session's CSRF token: it must not
+  // be able to act as the person who opens it. So it is parsed inert (DOMParser runs no
+  // script and loads nothing), and what could act is dropped before it is shown: active
+  // and form elements, event handlers, htmx attributes (htmx would otherwise send the
+  // surrounding form, token and all, wherever they say), and javascript: URLs. The area
+  // also carries `hx-disable`, so htmx processes nothing inside it, whatever gets in.
+  var DROPPED_ELEMENTS = "script, iframe, frame, frameset, object, embed, applet, form, " +
+    "input, button, select, textarea, option, base, meta, link, portal, template";
+  function cleaned(html) {
+    var parsed = new DOMParser().parseFromString(html, "text/html");
+    var dropped = parsed.body.querySelectorAll(DROPPED_ELEMENTS);
+    for (var i = 0; i < dropped.length; i++) {
+      dropped[i].remove();
+    }
+    var all = parsed.body.querySelectorAll("*");
+    for (var j = 0; j < all.length; j++) {
+      var attributes = Array.prototype.slice.call(all[j].attributes);
+      for (var k = 0; k < attributes.length; k++) {
+        var name = attributes[k].name.toLowerCase();
+        var value = attributes[k].value.replace(/[\s\u0000-\u001f]/g, "").toLowerCase();
+        if (name.indexOf("on") === 0 || name.indexOf("hx-") === 0 ||
+            name.indexOf("data-hx-") === 0 || name.indexOf("form") === 0 ||
+            value.indexOf("javascript:") === 0 || value.indexOf("vbscript:") === 0) {
+          all[j].removeAttribute(attributes[k].name);
+        }
+      }
+    }
+    return parsed.body.innerHTML;
+  }
+
   function attach(textarea) {
     var wrap = document.createElement("div");
     wrap.className = "editor";
@@ -26,11 +57,12 @@
     toolbar.setAttribute("aria-label", "Formatting");
     var area = document.createElement("div");
     area.className = "editable";
+    area.setAttribute("hx-disable", "");
     area.contentEditable = "true";
     area.setAttribute("role", "textbox");
     area.setAttribute("aria-multiline", "true");
     area.setAttribute("aria-label", "Content (visual editor)");
-    area.innerHTML = textarea.value;
+    area.innerHTML = cleaned(textarea.value);
     var urlId = textarea.id + "-url";
     var urlLabel = document.createElement("label");
     urlLabel.htmlFor = urlId;
@@ -115,7 +147,7 @@
     textarea.parentNode.insertBefore(wrap, textarea);
     // The HTML stays reachable under a disclosure for what the toolbar cannot do.
     textarea.hidden = true;
-    textarea.addEventListener("input", function () { area.innerHTML = textarea.value; });
+    textarea.addEventListener("input", function () { area.innerHTML = cleaned(textarea.value); });
     var show = button("Edit the HTML", "Show or hide the HTML source", function () {
       sync();
       textarea.hidden = !textarea.hidden;
