@@ -10,5 +10,4 @@ DROP TRIGGER messages_inserted_count_announcements ON messages;
 DROP FUNCTION announcement_counters_on_delete();
 DROP FUNCTION announcement_counters_on_update();
 DROP FUNCTION announcement_counters_on_insert();
-DROP FUNCTION announcement_counters_add(jsonb);
 DROP TABLE announcement_counters;

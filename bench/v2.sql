@@ -1,0 +1,157 @@
+CREATE FUNCTION v2_counters_on_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO announcement_counters AS c
+        (account_id, announcement_id, slot, queued, sending, sent, failed, bounced, skipped)
+    SELECT account_id, announcement_id, pg_backend_pid(),
+           count(*) FILTER (WHERE status = 'queued'),
+           count(*) FILTER (WHERE status = 'sending'),
+           count(*) FILTER (WHERE status = 'sent'),
+           count(*) FILTER (WHERE status = 'failed'),
+           count(*) FILTER (WHERE status = 'bounced'),
+           count(*) FILTER (WHERE status = 'skipped')
+    FROM inserted_rows
+    WHERE announcement_id IS NOT NULL
+    GROUP BY account_id, announcement_id
+    ORDER BY account_id, announcement_id
+    ON CONFLICT (account_id, announcement_id, slot) DO UPDATE SET
+        queued = c.queued + EXCLUDED.queued,
+        sending = c.sending + EXCLUDED.sending,
+        sent = c.sent + EXCLUDED.sent,
+        failed = c.failed + EXCLUDED.failed,
+        bounced = c.bounced + EXCLUDED.bounced,
+        skipped = c.skipped + EXCLUDED.skipped;
+    RETURN NULL;
+END
+$$;
+
+-- Most UPDATEs on `messages` are the delivery engine's claims, lease renewals and settles,
+-- many of them of transactional messages: a statement with no announcement's message
+-- returns after one scan that stops at the first announcement row, before joining the old
+-- rows to the new. A row counts when its status (or, never in practice, its announcement)
+-- changed: -1 for where it was, +1 for where it is.
+CREATE FUNCTION v2_counters_on_update() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM new_rows WHERE announcement_id IS NOT NULL)
+       AND NOT EXISTS (SELECT FROM old_rows WHERE announcement_id IS NOT NULL) THEN
+        RETURN NULL;
+    END IF;
+    INSERT INTO announcement_counters AS c
+        (account_id, announcement_id, slot, queued, sending, sent, failed, bounced, skipped)
+    SELECT d.account_id, d.announcement_id, pg_backend_pid(),
+           coalesce(sum(d.n) FILTER (WHERE d.status = 'queued'), 0),
+           coalesce(sum(d.n) FILTER (WHERE d.status = 'sending'), 0),
+           coalesce(sum(d.n) FILTER (WHERE d.status = 'sent'), 0),
+           coalesce(sum(d.n) FILTER (WHERE d.status = 'failed'), 0),
+           coalesce(sum(d.n) FILTER (WHERE d.status = 'bounced'), 0),
+           coalesce(sum(d.n) FILTER (WHERE d.status = 'skipped'), 0)
+    FROM new_rows n
+    JOIN old_rows o ON o.account_id = n.account_id AND o.id = n.id
+    CROSS JOIN LATERAL (VALUES (n.account_id, n.announcement_id, n.status, 1),
+                               (o.account_id, o.announcement_id, o.status, -1))
+        AS d(account_id, announcement_id, status, n)
+    WHERE (n.status <> o.status OR n.announcement_id IS DISTINCT FROM o.announcement_id)
+      AND d.announcement_id IS NOT NULL
+    GROUP BY d.account_id, d.announcement_id
+    ORDER BY d.account_id, d.announcement_id
+    ON CONFLICT (account_id, announcement_id, slot) DO UPDATE SET
+        queued = c.queued + EXCLUDED.queued,
+        sending = c.sending + EXCLUDED.sending,
+        sent = c.sent + EXCLUDED.sent,
+        failed = c.failed + EXCLUDED.failed,
+        bounced = c.bounced + EXCLUDED.bounced,
+        skipped = c.skipped + EXCLUDED.skipped;
+    RETURN NULL;
+END
+$$;
+
+-- The announcement itself may be going (its counters go with it by cascade): only
+-- announcements that still exist are written to.
+CREATE FUNCTION v2_counters_on_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO announcement_counters AS c
+        (account_id, announcement_id, slot, queued, sending, sent, failed, bounced, skipped)
+    SELECT g.* FROM (
+        SELECT account_id, announcement_id, pg_backend_pid(),
+               -count(*) FILTER (WHERE status = 'queued'),
+               -count(*) FILTER (WHERE status = 'sending'),
+               -count(*) FILTER (WHERE status = 'sent'),
+               -count(*) FILTER (WHERE status = 'failed'),
+               -count(*) FILTER (WHERE status = 'bounced'),
+               -count(*) FILTER (WHERE status = 'skipped')
+        FROM deleted_rows
+        WHERE announcement_id IS NOT NULL
+        GROUP BY account_id, announcement_id) AS g
+    WHERE EXISTS (SELECT FROM announcements a
+                  WHERE a.account_id = g.account_id AND a.id = g.announcement_id)
+    ORDER BY g.account_id, g.announcement_id
+    ON CONFLICT (account_id, announcement_id, slot) DO UPDATE SET
+        queued = c.queued + EXCLUDED.queued,
+        sending = c.sending + EXCLUDED.sending,
+        sent = c.sent + EXCLUDED.sent,
+        failed = c.failed + EXCLUDED.failed,
+        bounced = c.bounced + EXCLUDED.bounced,
+        skipped = c.skipped + EXCLUDED.skipped;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER messages_inserted_count_v2
+    AFTER INSERT ON messages REFERENCING NEW TABLE AS inserted_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION v2_counters_on_insert();
+CREATE TRIGGER messages_updated_count_v2
+    AFTER UPDATE ON messages REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION v2_counters_on_update();
+CREATE TRIGGER messages_deleted_count_v2
+    AFTER DELETE ON messages REFERENCING OLD TABLE AS deleted_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION v2_counters_on_delete();
+
+-- First opens and clicks: message_tracking sets opened_at / clicked_at once per message
+-- (INSERT … ON CONFLICT … DO UPDATE … WHERE … IS NULL), so a row that gains one counts.
+CREATE FUNCTION v2_engagement_on_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO announcement_counters AS c
+        (account_id, announcement_id, slot, opened, clicked)
+    SELECT m.account_id, m.announcement_id, pg_backend_pid(),
+           count(t.opened_at), count(t.clicked_at)
+    FROM inserted_rows t
+    JOIN messages m ON m.account_id = t.account_id AND m.id = t.message_id
+    WHERE m.announcement_id IS NOT NULL
+      AND (t.opened_at IS NOT NULL OR t.clicked_at IS NOT NULL)
+    GROUP BY m.account_id, m.announcement_id
+    ORDER BY m.account_id, m.announcement_id
+    ON CONFLICT (account_id, announcement_id, slot) DO UPDATE SET
+        opened = c.opened + EXCLUDED.opened,
+        clicked = c.clicked + EXCLUDED.clicked;
+    RETURN NULL;
+END
+$$;
+
+CREATE FUNCTION v2_engagement_on_update() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO announcement_counters AS c
+        (account_id, announcement_id, slot, opened, clicked)
+    SELECT m.account_id, m.announcement_id, pg_backend_pid(),
+           count(*) FILTER (WHERE o.opened_at IS NULL AND t.opened_at IS NOT NULL),
+           count(*) FILTER (WHERE o.clicked_at IS NULL AND t.clicked_at IS NOT NULL)
+    FROM new_rows t
+    JOIN old_rows o ON o.account_id = t.account_id AND o.message_id = t.message_id
+    JOIN messages m ON m.account_id = t.account_id AND m.id = t.message_id
+    WHERE m.announcement_id IS NOT NULL
+      AND ((o.opened_at IS NULL AND t.opened_at IS NOT NULL)
+           OR (o.clicked_at IS NULL AND t.clicked_at IS NOT NULL))
+    GROUP BY m.account_id, m.announcement_id
+    ORDER BY m.account_id, m.announcement_id
+    ON CONFLICT (account_id, announcement_id, slot) DO UPDATE SET
+        opened = c.opened + EXCLUDED.opened,
+        clicked = c.clicked + EXCLUDED.clicked;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER message_tracking_inserted_count_v2
+    AFTER INSERT ON message_tracking REFERENCING NEW TABLE AS inserted_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION v2_engagement_on_insert();
+CREATE TRIGGER message_tracking_updated_count_v2
+    AFTER UPDATE ON message_tracking REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION v2_engagement_on_update();
+
