@@ -67,9 +67,11 @@ $$;
 
 -- Most UPDATEs on `messages` are the delivery engine's claims, lease renewals and settles,
 -- many of them of transactional messages: a statement with no announcement's message
--- returns after one scan that stops at the first announcement row, before joining the old
--- rows to the new. A row counts when its status (or, never in practice, its announcement)
--- changed: -1 for where it was, +1 for where it is.
+-- returns after a scan that stops at the first announcement row. Otherwise no join of the
+-- old rows to the new is needed: every updated row is once in each, so an (announcement,
+-- status)'s net change is its rows in `new_rows` less its rows in `old_rows` (a row whose
+-- status stayed adds 1 and takes 1). Statements that change no count, such as lease
+-- renewals, write nothing.
 CREATE FUNCTION announcement_counters_on_update() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF NOT EXISTS (SELECT FROM new_rows WHERE announcement_id IS NOT NULL)
@@ -78,22 +80,22 @@ BEGIN
     END IF;
     INSERT INTO announcement_counters AS c
         (account_id, announcement_id, slot, queued, sending, sent, failed, bounced, skipped)
-    SELECT d.account_id, d.announcement_id, pg_backend_pid(),
-           coalesce(sum(d.n) FILTER (WHERE d.status = 'queued'), 0),
-           coalesce(sum(d.n) FILTER (WHERE d.status = 'sending'), 0),
-           coalesce(sum(d.n) FILTER (WHERE d.status = 'sent'), 0),
-           coalesce(sum(d.n) FILTER (WHERE d.status = 'failed'), 0),
-           coalesce(sum(d.n) FILTER (WHERE d.status = 'bounced'), 0),
-           coalesce(sum(d.n) FILTER (WHERE d.status = 'skipped'), 0)
-    FROM new_rows n
-    JOIN old_rows o ON o.account_id = n.account_id AND o.id = n.id
-    CROSS JOIN LATERAL (VALUES (n.account_id, n.announcement_id, n.status, 1),
-                               (o.account_id, o.announcement_id, o.status, -1))
-        AS d(account_id, announcement_id, status, n)
-    WHERE (n.status <> o.status OR n.announcement_id IS DISTINCT FROM o.announcement_id)
-      AND d.announcement_id IS NOT NULL
-    GROUP BY d.account_id, d.announcement_id
-    ORDER BY d.account_id, d.announcement_id
+    SELECT g.* FROM (
+        SELECT d.account_id, d.announcement_id, pg_backend_pid(),
+               coalesce(sum(d.n) FILTER (WHERE d.status = 'queued'), 0) AS queued,
+               coalesce(sum(d.n) FILTER (WHERE d.status = 'sending'), 0) AS sending,
+               coalesce(sum(d.n) FILTER (WHERE d.status = 'sent'), 0) AS sent,
+               coalesce(sum(d.n) FILTER (WHERE d.status = 'failed'), 0) AS failed,
+               coalesce(sum(d.n) FILTER (WHERE d.status = 'bounced'), 0) AS bounced,
+               coalesce(sum(d.n) FILTER (WHERE d.status = 'skipped'), 0) AS skipped
+        FROM (SELECT account_id, announcement_id, status, 1 AS n FROM new_rows
+              WHERE announcement_id IS NOT NULL
+              UNION ALL
+              SELECT account_id, announcement_id, status, -1 FROM old_rows
+              WHERE announcement_id IS NOT NULL) AS d
+        GROUP BY d.account_id, d.announcement_id) AS g
+    WHERE (g.queued, g.sending, g.sent, g.failed, g.bounced, g.skipped) <> (0, 0, 0, 0, 0, 0)
+    ORDER BY g.account_id, g.announcement_id
     ON CONFLICT (account_id, announcement_id, slot) DO UPDATE SET
         queued = c.queued + EXCLUDED.queued,
         sending = c.sending + EXCLUDED.sending,

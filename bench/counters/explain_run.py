@@ -2,7 +2,7 @@
 session runs CYCLES claim/renew/settle/reset cycles (and one expansion insert+delete of
 5,000) under EXPLAIN (ANALYZE, FORMAT JSON), and records each statement's execution time
 and the time of the counting trigger(s). Rows: round,variant,kind,stmt,rows,exec_ms,trigger_ms."""
-import json, subprocess, sys
+import json, os, subprocess, sys
 R, C, OUT = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 VARIANTS = sys.argv[4].split(',')
 A = 'aaaaaaaa-0000-0000-0000-000000000000'; T = 'bbbbbbbb-0000-0000-0000-000000000000'
@@ -31,9 +31,9 @@ with open(OUT, 'a') as f:
         for v in VARIANTS:
             subprocess.run(['./variant.sh', v], check=True)
             for k, acct, kind, ann in [('a', A, 'announcement', "'aaaaaaaa-0000-0000-0000-00000000000b'"), ('t', T, 'transactional', 'NULL')]:
-                p = subprocess.run(['psql', '-X', '-q', '-At', '-v', 'ON_ERROR_STOP=1', '-d', 'counters_bench'],
+                p = subprocess.run(['psql', '-X', '-q', '-At', '-v', 'ON_ERROR_STOP=1', '-d', os.environ.get('PGDATABASE', 'counters_bench')],
                                    input=script(acct, kind, ann), capture_output=True, text=True,
-                                   env={'PGHOST': '127.0.0.1', 'PGUSER': 'postgres', 'PATH': '/usr/bin:/bin'})
+                                   env=dict(os.environ, PGHOST=os.environ.get('PGHOST', '127.0.0.1'), PGUSER=os.environ.get('PGUSER', 'postgres')))
                 if p.returncode:
                     sys.exit(p.stderr)
                 lines = p.stdout.split('\n')

@@ -3,7 +3,8 @@ INSERT INTO accounts (id, name, created_at) VALUES
   ('aaaaaaaa-0000-0000-0000-000000000000', 'A', now()),
   ('bbbbbbbb-0000-0000-0000-000000000000', 'T', now());
 INSERT INTO announcements (account_id, id, name, template_id, subject, include_unsubscribed, status, created_at, updated_at)
-VALUES ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-00000000000a', 'x', gen_random_uuid(), 's', false, 'running', now(), now());
+VALUES ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-00000000000a', 'x', gen_random_uuid(), 's', false, 'running', now(), now()),
+       ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-00000000000b', 'y', gen_random_uuid(), 's', false, 'running', now(), now());
 INSERT INTO contacts (account_id, id, email, created_at)
 SELECT a, gen_random_uuid(), 'c' || i || '@example.test', now()
 FROM unnest(ARRAY['aaaaaaaa-0000-0000-0000-000000000000', 'bbbbbbbb-0000-0000-0000-000000000000']::uuid[]) a,

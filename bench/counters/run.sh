@@ -10,10 +10,10 @@ for r in $(seq 1 $R); do
     for k in a t; do
       acct=$A; [ $k = t ] && acct=$T
       i=0
-      pgbench -n -r -M extended -t 40 -D acct=$acct -f cycle.sql counters_bench 2>/dev/null | grep -A5 'statement latencies' | tail -5 | while read ms f rest; do
+      pgbench -n -r -M extended -t 40 -D acct=$acct -f cycle.sql "${PGDATABASE:-counters_bench}" 2>/dev/null | grep -A5 'statement latencies' | tail -5 | while read ms f rest; do
         echo "$r,$v,$k,${names[$i]},$ms" >> $OUT; i=$((i+1)); done
       i=0
-      pgbench -n -r -t 3 -f expand_$k.sql counters_bench 2>/dev/null | grep -A2 'statement latencies' | tail -2 | while read ms f rest; do
+      pgbench -n -r -t 3 -f expand_$k.sql "${PGDATABASE:-counters_bench}" 2>/dev/null | grep -A2 'statement latencies' | tail -2 | while read ms f rest; do
         n=insert5000; [ $i = 1 ] && n=delete5000
         echo "$r,$v,$k,$n,$ms" >> $OUT; i=$((i+1)); done
     done
