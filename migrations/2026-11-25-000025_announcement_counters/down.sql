@@ -10,5 +10,6 @@ DROP TRIGGER messages_inserted_count_announcements ON messages;
 DROP FUNCTION announcement_counters_on_delete();
 DROP FUNCTION announcement_counters_on_update();
 DROP FUNCTION announcement_counters_on_insert();
-DROP FUNCTION announcement_counters_add(jsonb);
+-- The first version's helper, on a database migrated before it was folded into the triggers.
+DROP FUNCTION IF EXISTS announcement_counters_add(jsonb);
 DROP TABLE announcement_counters;

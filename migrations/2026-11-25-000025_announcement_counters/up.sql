@@ -33,90 +33,107 @@ CREATE TABLE announcement_counters (
         ON DELETE CASCADE
 );
 
--- Adds per-(announcement, status) deltas, given as rows of `announcement_status_deltas`.
-CREATE FUNCTION announcement_counters_add(deltas jsonb) RETURNS void LANGUAGE sql AS $$
+-- Each trigger adds its statement's deltas with one grouped upsert read straight from the
+-- transition tables, in (account_id, announcement_id) order. PL/pgSQL keeps the plans of
+-- these statements for the session; an earlier version went through jsonb and a SQL
+-- function, which was planned afresh on every statement (docs/operations.md, "Announcement
+-- counters", has the figures).
+
+CREATE FUNCTION announcement_counters_on_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
     INSERT INTO announcement_counters AS c
-        (account_id, announcement_id, slot, queued, sending, sent, failed, bounced, skipped,
-         opened, clicked)
-    SELECT d.account_id, d.announcement_id, pg_backend_pid(),
-           coalesce(sum(d.n) FILTER (WHERE d.status = 'queued'), 0),
-           coalesce(sum(d.n) FILTER (WHERE d.status = 'sending'), 0),
-           coalesce(sum(d.n) FILTER (WHERE d.status = 'sent'), 0),
-           coalesce(sum(d.n) FILTER (WHERE d.status = 'failed'), 0),
-           coalesce(sum(d.n) FILTER (WHERE d.status = 'bounced'), 0),
-           coalesce(sum(d.n) FILTER (WHERE d.status = 'skipped'), 0),
-           coalesce(sum(d.n) FILTER (WHERE d.status = 'opened'), 0),
-           coalesce(sum(d.n) FILTER (WHERE d.status = 'clicked'), 0)
-    FROM jsonb_to_recordset(deltas) AS d(account_id uuid, announcement_id uuid, status text, n bigint)
-    GROUP BY d.account_id, d.announcement_id
-    ORDER BY d.account_id, d.announcement_id
+        (account_id, announcement_id, slot, queued, sending, sent, failed, bounced, skipped)
+    SELECT account_id, announcement_id, pg_backend_pid(),
+           count(*) FILTER (WHERE status = 'queued'),
+           count(*) FILTER (WHERE status = 'sending'),
+           count(*) FILTER (WHERE status = 'sent'),
+           count(*) FILTER (WHERE status = 'failed'),
+           count(*) FILTER (WHERE status = 'bounced'),
+           count(*) FILTER (WHERE status = 'skipped')
+    FROM inserted_rows
+    WHERE announcement_id IS NOT NULL
+    GROUP BY account_id, announcement_id
+    ORDER BY account_id, announcement_id
     ON CONFLICT (account_id, announcement_id, slot) DO UPDATE SET
         queued = c.queued + EXCLUDED.queued,
         sending = c.sending + EXCLUDED.sending,
         sent = c.sent + EXCLUDED.sent,
         failed = c.failed + EXCLUDED.failed,
         bounced = c.bounced + EXCLUDED.bounced,
-        skipped = c.skipped + EXCLUDED.skipped,
-        opened = c.opened + EXCLUDED.opened,
-        clicked = c.clicked + EXCLUDED.clicked;
-$$;
-
-CREATE FUNCTION announcement_counters_on_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-    deltas jsonb;
-BEGIN
-    SELECT jsonb_agg(jsonb_build_object('account_id', account_id,
-               'announcement_id', announcement_id, 'status', status, 'n', n))
-    INTO deltas
-    FROM (SELECT account_id, announcement_id, status, count(*) AS n FROM inserted_rows
-          WHERE announcement_id IS NOT NULL GROUP BY 1, 2, 3) AS grouped;
-    IF deltas IS NOT NULL THEN
-        PERFORM announcement_counters_add(deltas);
-    END IF;
+        skipped = c.skipped + EXCLUDED.skipped;
     RETURN NULL;
 END
 $$;
 
+-- Most UPDATEs on `messages` are the delivery engine's claims, lease renewals and settles,
+-- many of them of transactional messages: a statement with no announcement's message
+-- returns after a scan that stops at the first announcement row. Otherwise no join of the
+-- old rows to the new is needed: every updated row is once in each, so an (announcement,
+-- status)'s net change is its rows in `new_rows` less its rows in `old_rows` (a row whose
+-- status stayed adds 1 and takes 1). Statements that change no count, such as lease
+-- renewals, write nothing.
 CREATE FUNCTION announcement_counters_on_update() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-    deltas jsonb;
 BEGIN
-    SELECT jsonb_agg(jsonb_build_object('account_id', account_id,
-               'announcement_id', announcement_id, 'status', status, 'n', n))
-    INTO deltas
-    FROM (SELECT account_id, announcement_id, status, sum(n) AS n FROM (
-              SELECT n.account_id, n.announcement_id, n.status, 1 AS n
-              FROM new_rows n JOIN old_rows o ON o.account_id = n.account_id AND o.id = n.id
-              WHERE n.announcement_id IS NOT NULL AND n.status <> o.status
-              UNION ALL
-              SELECT o.account_id, o.announcement_id, o.status, -1
-              FROM new_rows n JOIN old_rows o ON o.account_id = n.account_id AND o.id = n.id
-              WHERE o.announcement_id IS NOT NULL AND n.status <> o.status
-          ) AS changes GROUP BY 1, 2, 3) AS grouped;
-    IF deltas IS NOT NULL THEN
-        PERFORM announcement_counters_add(deltas);
+    IF NOT EXISTS (SELECT FROM new_rows WHERE announcement_id IS NOT NULL)
+       AND NOT EXISTS (SELECT FROM old_rows WHERE announcement_id IS NOT NULL) THEN
+        RETURN NULL;
     END IF;
+    INSERT INTO announcement_counters AS c
+        (account_id, announcement_id, slot, queued, sending, sent, failed, bounced, skipped)
+    SELECT g.* FROM (
+        SELECT d.account_id, d.announcement_id, pg_backend_pid(),
+               coalesce(sum(d.n) FILTER (WHERE d.status = 'queued'), 0) AS queued,
+               coalesce(sum(d.n) FILTER (WHERE d.status = 'sending'), 0) AS sending,
+               coalesce(sum(d.n) FILTER (WHERE d.status = 'sent'), 0) AS sent,
+               coalesce(sum(d.n) FILTER (WHERE d.status = 'failed'), 0) AS failed,
+               coalesce(sum(d.n) FILTER (WHERE d.status = 'bounced'), 0) AS bounced,
+               coalesce(sum(d.n) FILTER (WHERE d.status = 'skipped'), 0) AS skipped
+        FROM (SELECT account_id, announcement_id, status, 1 AS n FROM new_rows
+              WHERE announcement_id IS NOT NULL
+              UNION ALL
+              SELECT account_id, announcement_id, status, -1 FROM old_rows
+              WHERE announcement_id IS NOT NULL) AS d
+        GROUP BY d.account_id, d.announcement_id) AS g
+    WHERE (g.queued, g.sending, g.sent, g.failed, g.bounced, g.skipped) <> (0, 0, 0, 0, 0, 0)
+    ORDER BY g.account_id, g.announcement_id
+    ON CONFLICT (account_id, announcement_id, slot) DO UPDATE SET
+        queued = c.queued + EXCLUDED.queued,
+        sending = c.sending + EXCLUDED.sending,
+        sent = c.sent + EXCLUDED.sent,
+        failed = c.failed + EXCLUDED.failed,
+        bounced = c.bounced + EXCLUDED.bounced,
+        skipped = c.skipped + EXCLUDED.skipped;
     RETURN NULL;
 END
 $$;
 
+-- The announcement itself may be going (its counters go with it by cascade): only
+-- announcements that still exist are written to.
 CREATE FUNCTION announcement_counters_on_delete() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-    deltas jsonb;
 BEGIN
-    SELECT jsonb_agg(jsonb_build_object('account_id', account_id,
-               'announcement_id', announcement_id, 'status', status, 'n', -n))
-    INTO deltas
-    FROM (SELECT account_id, announcement_id, status, count(*) AS n FROM deleted_rows
-          WHERE announcement_id IS NOT NULL GROUP BY 1, 2, 3) AS grouped;
-    -- The announcement itself may be going (its counters go with it by cascade).
-    IF deltas IS NOT NULL THEN
-        PERFORM announcement_counters_add(
-            (SELECT jsonb_agg(e) FROM jsonb_array_elements(deltas) AS e
-             WHERE EXISTS (SELECT 1 FROM announcements a
-                           WHERE a.account_id = (e ->> 'account_id')::uuid
-                             AND a.id = (e ->> 'announcement_id')::uuid)));
-    END IF;
+    INSERT INTO announcement_counters AS c
+        (account_id, announcement_id, slot, queued, sending, sent, failed, bounced, skipped)
+    SELECT g.* FROM (
+        SELECT account_id, announcement_id, pg_backend_pid(),
+               -count(*) FILTER (WHERE status = 'queued'),
+               -count(*) FILTER (WHERE status = 'sending'),
+               -count(*) FILTER (WHERE status = 'sent'),
+               -count(*) FILTER (WHERE status = 'failed'),
+               -count(*) FILTER (WHERE status = 'bounced'),
+               -count(*) FILTER (WHERE status = 'skipped')
+        FROM deleted_rows
+        WHERE announcement_id IS NOT NULL
+        GROUP BY account_id, announcement_id) AS g
+    WHERE EXISTS (SELECT FROM announcements a
+                  WHERE a.account_id = g.account_id AND a.id = g.announcement_id)
+    ORDER BY g.account_id, g.announcement_id
+    ON CONFLICT (account_id, announcement_id, slot) DO UPDATE SET
+        queued = c.queued + EXCLUDED.queued,
+        sending = c.sending + EXCLUDED.sending,
+        sent = c.sent + EXCLUDED.sent,
+        failed = c.failed + EXCLUDED.failed,
+        bounced = c.bounced + EXCLUDED.bounced,
+        skipped = c.skipped + EXCLUDED.skipped;
     RETURN NULL;
 END
 $$;
@@ -134,45 +151,42 @@ CREATE TRIGGER messages_deleted_count_announcements
 -- First opens and clicks: message_tracking sets opened_at / clicked_at once per message
 -- (INSERT … ON CONFLICT … DO UPDATE … WHERE … IS NULL), so a row that gains one counts.
 CREATE FUNCTION announcement_engagement_on_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-    deltas jsonb;
 BEGIN
-    SELECT jsonb_agg(jsonb_build_object('account_id', account_id,
-               'announcement_id', announcement_id, 'status', status, 'n', n))
-    INTO deltas
-    FROM (SELECT m.account_id, m.announcement_id, e.status, count(*) AS n
-          FROM inserted_rows t
-          JOIN messages m ON m.account_id = t.account_id AND m.id = t.message_id
-          CROSS JOIN LATERAL (VALUES ('opened', t.opened_at), ('clicked', t.clicked_at))
-              AS e(status, at)
-          WHERE m.announcement_id IS NOT NULL AND e.at IS NOT NULL
-          GROUP BY 1, 2, 3) AS grouped;
-    IF deltas IS NOT NULL THEN
-        PERFORM announcement_counters_add(deltas);
-    END IF;
+    INSERT INTO announcement_counters AS c
+        (account_id, announcement_id, slot, opened, clicked)
+    SELECT m.account_id, m.announcement_id, pg_backend_pid(),
+           count(t.opened_at), count(t.clicked_at)
+    FROM inserted_rows t
+    JOIN messages m ON m.account_id = t.account_id AND m.id = t.message_id
+    WHERE m.announcement_id IS NOT NULL
+      AND (t.opened_at IS NOT NULL OR t.clicked_at IS NOT NULL)
+    GROUP BY m.account_id, m.announcement_id
+    ORDER BY m.account_id, m.announcement_id
+    ON CONFLICT (account_id, announcement_id, slot) DO UPDATE SET
+        opened = c.opened + EXCLUDED.opened,
+        clicked = c.clicked + EXCLUDED.clicked;
     RETURN NULL;
 END
 $$;
 
 CREATE FUNCTION announcement_engagement_on_update() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-    deltas jsonb;
 BEGIN
-    SELECT jsonb_agg(jsonb_build_object('account_id', account_id,
-               'announcement_id', announcement_id, 'status', status, 'n', n))
-    INTO deltas
-    FROM (SELECT m.account_id, m.announcement_id, e.status, count(*) AS n
-          FROM new_rows t
-          JOIN old_rows o ON o.account_id = t.account_id AND o.message_id = t.message_id
-          JOIN messages m ON m.account_id = t.account_id AND m.id = t.message_id
-          CROSS JOIN LATERAL (VALUES ('opened', o.opened_at, t.opened_at),
-                                     ('clicked', o.clicked_at, t.clicked_at))
-              AS e(status, before, after)
-          WHERE m.announcement_id IS NOT NULL AND e.before IS NULL AND e.after IS NOT NULL
-          GROUP BY 1, 2, 3) AS grouped;
-    IF deltas IS NOT NULL THEN
-        PERFORM announcement_counters_add(deltas);
-    END IF;
+    INSERT INTO announcement_counters AS c
+        (account_id, announcement_id, slot, opened, clicked)
+    SELECT m.account_id, m.announcement_id, pg_backend_pid(),
+           count(*) FILTER (WHERE o.opened_at IS NULL AND t.opened_at IS NOT NULL),
+           count(*) FILTER (WHERE o.clicked_at IS NULL AND t.clicked_at IS NOT NULL)
+    FROM new_rows t
+    JOIN old_rows o ON o.account_id = t.account_id AND o.message_id = t.message_id
+    JOIN messages m ON m.account_id = t.account_id AND m.id = t.message_id
+    WHERE m.announcement_id IS NOT NULL
+      AND ((o.opened_at IS NULL AND t.opened_at IS NOT NULL)
+           OR (o.clicked_at IS NULL AND t.clicked_at IS NOT NULL))
+    GROUP BY m.account_id, m.announcement_id
+    ORDER BY m.account_id, m.announcement_id
+    ON CONFLICT (account_id, announcement_id, slot) DO UPDATE SET
+        opened = c.opened + EXCLUDED.opened,
+        clicked = c.clicked + EXCLUDED.clicked;
     RETURN NULL;
 END
 $$;

@@ -1,0 +1,2 @@
+INSERT INTO messages (account_id, id, contact_id, email, template_id, kind, status, data, attempts, next_attempt_at, message_id_header, created_at, updated_at, announcement_id) SELECT c.account_id, gen_random_uuid(), c.id, c.email, '22222222-2222-2222-2222-222222222222', 'transactional', 'queued', '{}', 0, now(), '<x@y>', '2000-01-01', now(), NULL FROM contacts c WHERE c.account_id = 'bbbbbbbb-0000-0000-0000-000000000000' ORDER BY c.id LIMIT 5000;
+DELETE FROM messages WHERE account_id = 'bbbbbbbb-0000-0000-0000-000000000000' AND created_at = '2000-01-01';
