@@ -1,2 +1,2 @@
-DROP INDEX contacts_email_trgm_idx;
--- The extension is left in place: other objects may have come to depend on it.
+DROP INDEX IF EXISTS contacts_email_trgm_idx;
+-- The extension stays: it may have been there before, or other objects may use it.
