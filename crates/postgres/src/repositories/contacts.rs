@@ -126,7 +126,9 @@ fn filtered(account: AccountId, query: &ContactQuery) -> contacts::BoxedQuery<'s
         select = select.filter(
             sql::<Bool>("email_lower LIKE ")
                 .bind::<Text, _>(contains_pattern(&search.to_lowercase()))
-                .sql(" ESCAPE '\\'"),
+                // E'' so the escape character reads the same whatever
+                // standard_conforming_strings says.
+                .sql(" ESCAPE E'\\\\'"),
         );
     }
     match query.status {
