@@ -1132,3 +1132,59 @@ async fn a_contacts_events_are_listed_newest_first_and_paged() {
     )
     .await;
 }
+
+/// The email filter matches its needle literally: LIKE's `%`, `_` and `\` (which the
+/// filter uses so that a trigram index can serve it) are escaped, for needles of every
+/// length, including the one- and two-character ones no trigram covers.
+#[tokio::test]
+async fn search_matches_like_metacharacters_literally() {
+    let a = audience().await;
+    for email in [
+        "a%b@example.com",
+        "a_b@example.com",
+        "axb@example.com",
+        "axxb@example.com",
+        "ab@example.com",
+    ] {
+        a.upsert(json!({ "email": email })).await;
+    }
+    // %25 is `%`, %5C is `\`.
+    assert_eq!(
+        a.list("sortBy=email&search=a%25b").await,
+        ["a%b@example.com"]
+    );
+    assert_eq!(
+        a.list("sortBy=email&search=A_B@EXAMPLE").await,
+        ["a_b@example.com"]
+    );
+    assert_eq!(a.list("sortBy=email&search=%25").await, ["a%b@example.com"]);
+    assert_eq!(a.list("sortBy=email&search=_").await, ["a_b@example.com"]);
+    assert_eq!(
+        a.list("sortBy=email&search=%25b").await,
+        ["a%b@example.com"]
+    );
+    assert_eq!(
+        a.list("sortBy=email&search=a%5Cb").await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        a.list("sortBy=email&search=%5C").await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        a.list("sortBy=email&search=%5C%25").await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        a.list("sortBy=email&search=xb@").await,
+        ["axb@example.com", "axxb@example.com"]
+    );
+    let count = expect_json(
+        a.app
+            .get(&a.path("/contacts/count?search=%5F"), &a.token)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(count["count"], 1, "the count uses the same literal match");
+}

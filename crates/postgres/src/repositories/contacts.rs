@@ -121,11 +121,14 @@ fn filtered(account: AccountId, query: &ContactQuery) -> contacts::BoxedQuery<'s
     if let Some(email) = &query.email {
         select = select.filter(contacts::email_lower.eq(email.to_lowercase()));
     } else if let Some(search) = &query.search {
-        // strpos needs no escaping of % and _, unlike LIKE.
+        // LIKE rather than strpos so that the trigram index (migration 26) can serve it;
+        // the needle is escaped so that it still matches literally, as strpos did.
         select = select.filter(
-            sql::<Bool>("strpos(email_lower, ")
-                .bind::<Text, _>(search.to_lowercase())
-                .sql(") > 0"),
+            sql::<Bool>("email_lower LIKE ")
+                .bind::<Text, _>(contains_pattern(&search.to_lowercase()))
+                // E'' so the escape character reads the same whatever
+                // standard_conforming_strings says.
+                .sql(" ESCAPE E'\\\\'"),
         );
     }
     match query.status {
@@ -138,6 +141,21 @@ fn filtered(account: AccountId, query: &ContactQuery) -> contacts::BoxedQuery<'s
         None => {}
     }
     select
+}
+
+/// A LIKE pattern matching any text that contains `needle` literally: `\`, `%` and `_`
+/// are escaped with `\` (the query names it with `ESCAPE`).
+fn contains_pattern(needle: &str) -> String {
+    let mut pattern = String::with_capacity(needle.len() + 2);
+    pattern.push('%');
+    for c in needle.chars() {
+        if matches!(c, '\\' | '%' | '_') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
 }
 
 /// Status rank: active < unsubscribed < complained < bounced.
@@ -731,4 +749,16 @@ pub(super) fn set_contact_mark(
     .execute(conn)
     .map(|n| n > 0)
     .map_err(store_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::contains_pattern;
+
+    #[test]
+    fn contains_pattern_escapes_the_like_metacharacters() {
+        assert_eq!(contains_pattern("c4242"), "%c4242%");
+        assert_eq!(contains_pattern(""), "%%");
+        assert_eq!(contains_pattern(r"a%b_c\d"), r"%a\%b\_c\\d%");
+    }
 }
