@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     blocking, error_page,
+    page_kit::{account_id, record_ids},
     pages::{day_and_minute, require_session, see_other, signed_in_form, CsrfForm},
     render, Layout,
 };
@@ -54,17 +55,6 @@ fn layout<'a>(signed_in: &'a SignedIn, title: &'a str) -> minijinja::Value {
         csrf: &signed_in.session.csrf_token,
         section: "accounts",
     })
-}
-
-fn account_id(text: &str) -> Result<AccountId, HttpResponse> {
-    AccountId::parse(text).map_err(|_| error_page(&AppError::NotFound))
-}
-
-fn ids(account: &str, announcement: &str) -> Result<(AccountId, AnnouncementId), HttpResponse> {
-    let account = account_id(account)?;
-    let announcement =
-        AnnouncementId::parse(announcement).map_err(|_| error_page(&AppError::NotFound))?;
-    Ok((account, announcement))
 }
 
 #[derive(Debug, Serialize)]
@@ -318,7 +308,7 @@ pub(super) async fn show(req: HttpRequest, path: web::Path<(String, String)>) ->
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, id) = match ids(&path.0, &path.1) {
+    let (account, id) = match record_ids(&path.0, &path.1, |id| AnnouncementId::parse(id).ok()) {
         Ok(ids) => ids,
         Err(response) => return response,
     };
@@ -361,7 +351,7 @@ pub(super) async fn progress_fragment(
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, id) = match ids(&path.0, &path.1) {
+    let (account, id) = match record_ids(&path.0, &path.1, |id| AnnouncementId::parse(id).ok()) {
         Ok(ids) => ids,
         Err(response) => return response,
     };

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     blocking, error_page,
-    page_kit::{account_id, account_page, member, respond, Pairs},
+    page_kit::{account_id, account_page, account_session, member, record_ids, respond, Pairs},
     pages::{day_and_minute, message, require_session, see_other, signed_in_form},
     render,
 };
@@ -40,16 +40,6 @@ const FIRST: PageRequest = PageRequest {
 pub(super) struct SavedQuery {
     #[serde(default)]
     saved: Option<String>,
-}
-
-fn ids<T>(
-    account: &str,
-    record: &str,
-    parse: impl Fn(&str) -> Option<T>,
-) -> Result<(AccountId, T), HttpResponse> {
-    let account = account_id(account)?;
-    let record = parse(record).ok_or_else(|| error_page(&AppError::NotFound))?;
-    Ok((account, record))
 }
 
 // ---- Topics ----
@@ -127,12 +117,8 @@ pub(super) async fn topics(
     path: web::Path<String>,
     query: web::Query<SavedQuery>,
 ) -> HttpResponse {
-    let (services, signed_in) = match require_session(&req).await {
+    let (services, signed_in, account) = match account_session(&req, &path).await {
         Ok(found) => found,
-        Err(response) => return response,
-    };
-    let account = match account_id(&path) {
-        Ok(id) => id,
         Err(response) => return response,
     };
     let saved = query.saved.is_some();
@@ -216,7 +202,7 @@ pub(super) async fn topic(req: HttpRequest, path: web::Path<(String, String)>) -
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, topic) = match ids(&path.0, &path.1, |id| TopicId::parse(id).ok()) {
+    let (account, topic) = match record_ids(&path.0, &path.1, |id| TopicId::parse(id).ok()) {
         Ok(ids) => ids,
         Err(response) => return response,
     };
@@ -257,7 +243,7 @@ pub(super) async fn update_topic_form(
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, topic) = match ids(&path.0, &path.1, |id| TopicId::parse(id).ok()) {
+    let (account, topic) = match record_ids(&path.0, &path.1, |id| TopicId::parse(id).ok()) {
         Ok(ids) => ids,
         Err(response) => return response,
     };
@@ -301,7 +287,7 @@ pub(super) async fn delete_topic_form(
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, topic) = match ids(&path.0, &path.1, |id| TopicId::parse(id).ok()) {
+    let (account, topic) = match record_ids(&path.0, &path.1, |id| TopicId::parse(id).ok()) {
         Ok(ids) => ids,
         Err(response) => return response,
     };
@@ -481,12 +467,8 @@ pub(super) async fn automations(
     path: web::Path<String>,
     query: web::Query<SavedQuery>,
 ) -> HttpResponse {
-    let (services, signed_in) = match require_session(&req).await {
+    let (services, signed_in, account) = match account_session(&req, &path).await {
         Ok(found) => found,
-        Err(response) => return response,
-    };
-    let account = match account_id(&path) {
-        Ok(id) => id,
         Err(response) => return response,
     };
     let saved = query.saved.is_some();
@@ -530,12 +512,8 @@ pub(super) async fn automations(
 
 /// `GET /console/accounts/{id}/automations/new`.
 pub(super) async fn new_automation(req: HttpRequest, path: web::Path<String>) -> HttpResponse {
-    let (services, signed_in) = match require_session(&req).await {
+    let (services, signed_in, account) = match account_session(&req, &path).await {
         Ok(found) => found,
-        Err(response) => return response,
-    };
-    let account = match account_id(&path) {
-        Ok(id) => id,
         Err(response) => return response,
     };
     respond(
@@ -603,10 +581,11 @@ pub(super) async fn automation(
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, automation) = match ids(&path.0, &path.1, |id| AutomationId::parse(id).ok()) {
-        Ok(ids) => ids,
-        Err(response) => return response,
-    };
+    let (account, automation) =
+        match record_ids(&path.0, &path.1, |id| AutomationId::parse(id).ok()) {
+            Ok(ids) => ids,
+            Err(response) => return response,
+        };
     respond(
         blocking(move || {
             let member = member(
@@ -641,10 +620,11 @@ pub(super) async fn update_automation_form(
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, automation) = match ids(&path.0, &path.1, |id| AutomationId::parse(id).ok()) {
-        Ok(ids) => ids,
-        Err(response) => return response,
-    };
+    let (account, automation) =
+        match record_ids(&path.0, &path.1, |id| AutomationId::parse(id).ok()) {
+            Ok(ids) => ids,
+            Err(response) => return response,
+        };
     let outcome = blocking(move || {
         let member = member(
             &services,
@@ -686,10 +666,11 @@ pub(super) async fn delete_automation_form(
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, automation) = match ids(&path.0, &path.1, |id| AutomationId::parse(id).ok()) {
-        Ok(ids) => ids,
-        Err(response) => return response,
-    };
+    let (account, automation) =
+        match record_ids(&path.0, &path.1, |id| AutomationId::parse(id).ok()) {
+            Ok(ids) => ids,
+            Err(response) => return response,
+        };
     let deleted = blocking(move || {
         let member = member(
             &services,

@@ -33,7 +33,10 @@ use tokio::sync::mpsc;
 
 use super::{
     blocking, check_csrf, check_same_origin, error_page,
-    page_kit::{account_id, account_page, member, page_at, query_tail, respond, Pager, Pairs},
+    page_kit::{
+        account_page, account_session, member, page_at, query_tail, record_ids, respond, Pager,
+        Pairs,
+    },
     pages::{day_and_minute, message, require_session, see_other, signed_in_form, CsrfForm},
     render,
 };
@@ -130,12 +133,8 @@ pub(super) async fn list(
     path: web::Path<String>,
     query: web::Query<ListQuery>,
 ) -> HttpResponse {
-    let (services, signed_in) = match require_session(&req).await {
+    let (services, signed_in, account) = match account_session(&req, &path).await {
         Ok(found) => found,
-        Err(response) => return response,
-    };
-    let account = match account_id(&path) {
-        Ok(id) => id,
         Err(response) => return response,
     };
     let params = query.into_inner();
@@ -177,12 +176,6 @@ pub(super) async fn list(
         })
         .await,
     )
-}
-
-fn contact_ids(account: &str, contact: &str) -> Result<(AccountId, ContactId), HttpResponse> {
-    let account = account_id(account)?;
-    let contact = ContactId::parse(contact).map_err(|_| error_page(&AppError::NotFound))?;
-    Ok((account, contact))
 }
 
 #[derive(Debug, Serialize)]
@@ -229,7 +222,7 @@ pub(super) async fn show(
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, contact) = match contact_ids(&path.0, &path.1) {
+    let (account, contact) = match record_ids(&path.0, &path.1, |id| ContactId::parse(id).ok()) {
         Ok(ids) => ids,
         Err(response) => return response,
     };
@@ -362,7 +355,7 @@ pub(super) async fn unbounce(
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, contact) = match contact_ids(&path.0, &path.1) {
+    let (account, contact) = match record_ids(&path.0, &path.1, |id| ContactId::parse(id).ok()) {
         Ok(ids) => ids,
         Err(response) => return response,
     };
@@ -395,7 +388,7 @@ pub(super) async fn delete(
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, contact) = match contact_ids(&path.0, &path.1) {
+    let (account, contact) = match record_ids(&path.0, &path.1, |id| ContactId::parse(id).ok()) {
         Ok(ids) => ids,
         Err(response) => return response,
     };
@@ -610,12 +603,8 @@ pub(super) async fn segment(
     path: web::Path<String>,
     query: web::Query<Pairs>,
 ) -> HttpResponse {
-    let (services, signed_in) = match require_session(&req).await {
+    let (services, signed_in, account) = match account_session(&req, &path).await {
         Ok(found) => found,
-        Err(response) => return response,
-    };
-    let account = match account_id(&path) {
-        Ok(id) => id,
         Err(response) => return response,
     };
     let pairs = query.into_inner();
@@ -745,12 +734,8 @@ pub(super) async fn segment_count(
     path: web::Path<String>,
     query: web::Query<Pairs>,
 ) -> HttpResponse {
-    let (services, signed_in) = match require_session(&req).await {
+    let (services, signed_in, account) = match account_session(&req, &path).await {
         Ok(found) => found,
-        Err(response) => return response,
-    };
-    let account = match account_id(&path) {
-        Ok(id) => id,
         Err(response) => return response,
     };
     let pairs = query.into_inner();
@@ -778,12 +763,8 @@ pub(super) async fn segment_count(
 
 /// `GET /console/accounts/{id}/contacts/import`: the upload form.
 pub(super) async fn import_form(req: HttpRequest, path: web::Path<String>) -> HttpResponse {
-    let (services, signed_in) = match require_session(&req).await {
+    let (services, signed_in, account) = match account_session(&req, &path).await {
         Ok(found) => found,
-        Err(response) => return response,
-    };
-    let account = match account_id(&path) {
-        Ok(id) => id,
         Err(response) => return response,
     };
     respond(
@@ -841,12 +822,8 @@ pub(super) async fn import(
     if let Err(response) = check_same_origin(&req) {
         return response;
     }
-    let (services, signed_in) = match require_session(&req).await {
+    let (services, signed_in, account) = match account_session(&req, &path).await {
         Ok(found) => found,
-        Err(response) => return response,
-    };
-    let account = match account_id(&path) {
-        Ok(id) => id,
         Err(response) => return response,
     };
     // The CSRF field first: nothing of the file is read before the form is proven ours.

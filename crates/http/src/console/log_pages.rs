@@ -18,8 +18,10 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     blocking, error_page,
-    page_kit::{account_id, account_page, member, page_at, query_tail, respond, Pager},
-    pages::{day_and_minute, require_session, see_other, signed_in_form, CsrfForm},
+    page_kit::{
+        account_id, account_page, account_session, member, page_at, query_tail, respond, Pager,
+    },
+    pages::{day_and_minute, see_other, signed_in_form, CsrfForm},
 };
 
 #[derive(Debug, Default, Deserialize, Serialize)]
@@ -49,12 +51,8 @@ pub(super) async fn messages(
     path: web::Path<String>,
     query: web::Query<MessageQuery>,
 ) -> HttpResponse {
-    let (services, signed_in) = match require_session(&req).await {
+    let (services, signed_in, account) = match account_session(&req, &path).await {
         Ok(found) => found,
-        Err(response) => return response,
-    };
-    let account = match account_id(&path) {
-        Ok(id) => id,
         Err(response) => return response,
     };
     let params = query.into_inner();
@@ -126,12 +124,8 @@ pub(super) async fn messages(
 /// `GET /console/accounts/{id}/messages/{messageId}`: one message, its attempts and the
 /// last reply of the receiving server.
 pub(super) async fn message(req: HttpRequest, path: web::Path<(String, String)>) -> HttpResponse {
-    let (services, signed_in) = match require_session(&req).await {
+    let (services, signed_in, account) = match account_session(&req, &path.0).await {
         Ok(found) => found,
-        Err(response) => return response,
-    };
-    let account = match account_id(&path.0) {
-        Ok(id) => id,
         Err(response) => return response,
     };
     let Ok(id) = MessageId::parse(&path.1) else {
@@ -215,12 +209,8 @@ pub(super) async fn webhook_events(
     path: web::Path<String>,
     query: web::Query<EventQuery>,
 ) -> HttpResponse {
-    let (services, signed_in) = match require_session(&req).await {
+    let (services, signed_in, account) = match account_session(&req, &path).await {
         Ok(found) => found,
-        Err(response) => return response,
-    };
-    let account = match account_id(&path) {
-        Ok(id) => id,
         Err(response) => return response,
     };
     let params = query.into_inner();

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     blocking, error_page,
+    page_kit::{account_id, account_session, record_ids},
     pages::{day_and_minute, require_session, signed_in_form, CsrfForm},
     render, Layout,
 };
@@ -51,17 +52,6 @@ fn layout<'a>(signed_in: &'a SignedIn, title: &'a str) -> minijinja::Value {
         csrf: &signed_in.session.csrf_token,
         section: "accounts",
     })
-}
-
-fn parse_ids(
-    account: &str,
-    server: Option<&str>,
-) -> Result<(AccountId, Option<MailServerId>), HttpResponse> {
-    let account = AccountId::parse(account).map_err(|_| error_page(&AppError::NotFound))?;
-    let server = server
-        .map(|id| MailServerId::parse(id).map_err(|_| error_page(&AppError::NotFound)))
-        .transpose()?;
-    Ok((account, server))
 }
 
 #[derive(Debug, Serialize)]
@@ -113,12 +103,8 @@ impl From<MailServer> for ServerItem {
 
 /// `GET /console/accounts/{id}/mail-servers`.
 pub(super) async fn list(req: HttpRequest, path: web::Path<String>) -> HttpResponse {
-    let (services, signed_in) = match require_session(&req).await {
+    let (services, signed_in, account) = match account_session(&req, &path).await {
         Ok(found) => found,
-        Err(response) => return response,
-    };
-    let (account, _) = match parse_ids(&path, None) {
-        Ok(ids) => ids,
         Err(response) => return response,
     };
     blocking(move || {
@@ -289,12 +275,8 @@ fn form_page(
 
 /// `GET /console/accounts/{id}/mail-servers/new`.
 pub(super) async fn new_form(req: HttpRequest, path: web::Path<String>) -> HttpResponse {
-    let (services, signed_in) = match require_session(&req).await {
+    let (services, signed_in, account) = match account_session(&req, &path).await {
         Ok(found) => found,
-        Err(response) => return response,
-    };
-    let (account, _) = match parse_ids(&path, None) {
-        Ok(ids) => ids,
         Err(response) => return response,
     };
     blocking(move || {
@@ -326,7 +308,12 @@ async fn save(
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, server) = match parse_ids(account, server) {
+    let ids = match server {
+        Some(server) => record_ids(account, server, |id| MailServerId::parse(id).ok())
+            .map(|(account, server)| (account, Some(server))),
+        None => account_id(account).map(|account| (account, None)),
+    };
+    let (account, server) = match ids {
         Ok(ids) => ids,
         Err(response) => return response,
     };
@@ -403,9 +390,8 @@ pub(super) async fn edit_form(req: HttpRequest, path: web::Path<(String, String)
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, server) = match parse_ids(&path.0, Some(&path.1)) {
-        Ok((account, Some(server))) => (account, server),
-        Ok(_) => return error_page(&AppError::NotFound),
+    let (account, server) = match record_ids(&path.0, &path.1, |id| MailServerId::parse(id).ok()) {
+        Ok(ids) => ids,
         Err(response) => return response,
     };
     blocking(move || {

@@ -2,7 +2,7 @@
 //! membership proof for the API route a page stands for, the layout with the account
 //! switcher, fragments for htmx, and paging links.
 
-use actix_web::{http::StatusCode, HttpResponse};
+use actix_web::{http::StatusCode, HttpRequest, HttpResponse};
 use mailroom_app::{
     auth::{verify_membership, Member, RouteCall},
     console::SignedIn,
@@ -11,7 +11,11 @@ use mailroom_app::{
 use mailroom_domain::{paging::PageRequest, AccountId};
 use serde::Serialize;
 
-use super::{error_page, pages::account_items, render, Layout};
+use super::{
+    error_page,
+    pages::{account_items, require_session},
+    render, Layout,
+};
 
 /// Rows per page of the console's lists (the API's largest page).
 pub(super) const PAGE_ROWS: u32 = 50;
@@ -41,6 +45,29 @@ pub(super) fn member(
 /// An account id from the URL; anything else reads as not found.
 pub(super) fn account_id(text: &str) -> Result<AccountId, HttpResponse> {
     AccountId::parse(text).map_err(|_| error_page(&AppError::NotFound))
+}
+
+/// The account id and the record id of a path like `…/accounts/{id}/topics/{topicId}`;
+/// either malformed is the console's 404, like an unknown one.
+pub(super) fn record_ids<T>(
+    account: &str,
+    record: &str,
+    parse: impl FnOnce(&str) -> Option<T>,
+) -> Result<(AccountId, T), HttpResponse> {
+    let account = account_id(account)?;
+    let record = parse(record).ok_or_else(|| error_page(&AppError::NotFound))?;
+    Ok((account, record))
+}
+
+/// The preamble of an account page's `GET`: a live session (else the sign-in page), then
+/// the account id of the path (else a 404). Membership is checked by the page, in its
+/// blocking work.
+pub(super) async fn account_session(
+    req: &HttpRequest,
+    account: &str,
+) -> Result<(Services, SignedIn, AccountId), HttpResponse> {
+    let (services, signed_in) = require_session(req).await?;
+    Ok((services, signed_in, account_id(account)?))
 }
 
 /// The layout of an account page: title, CSRF token, the account switcher and the

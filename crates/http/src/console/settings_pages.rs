@@ -17,8 +17,8 @@ use mailroom_domain::{
 use serde::Serialize;
 
 use super::{
-    page_kit::{account_id, account_page, member, respond, Pairs},
-    pages::{require_session, see_other, signed_in_form},
+    page_kit::{account_id, account_page, account_session, member, respond, Pairs},
+    pages::{see_other, signed_in_form},
     render,
 };
 
@@ -134,12 +134,8 @@ pub(super) async fn show(
     path: web::Path<String>,
     query: web::Query<SavedQuery>,
 ) -> HttpResponse {
-    let (services, signed_in) = match require_session(&req).await {
+    let (services, signed_in, account) = match account_session(&req, &path).await {
         Ok(found) => found,
-        Err(response) => return response,
-    };
-    let account = match account_id(&path) {
-        Ok(id) => id,
         Err(response) => return response,
     };
     let saved = query.into_inner().saved;

@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     blocking, error_page,
+    page_kit::{account_id, account_session, record_ids},
     pages::{day_and_minute, require_session, signed_in_form, CsrfForm},
     render, Layout,
 };
@@ -86,17 +87,6 @@ fn member(
     verify_membership(services, &signed_in.actor, account, call)
 }
 
-fn parse_ids(
-    account: &str,
-    template: Option<&str>,
-) -> Result<(AccountId, Option<TemplateId>), HttpResponse> {
-    let account = AccountId::parse(account).map_err(|_| error_page(&AppError::NotFound))?;
-    let template = template
-        .map(|id| TemplateId::parse(id).map_err(|_| error_page(&AppError::NotFound)))
-        .transpose()?;
-    Ok((account, template))
-}
-
 #[derive(Debug, Serialize)]
 struct TemplateItem {
     id: String,
@@ -118,12 +108,8 @@ fn layout<'a>(signed_in: &'a SignedIn, title: &'a str) -> minijinja::Value {
 
 /// `GET /console/accounts/{id}/templates`.
 pub(super) async fn list(req: HttpRequest, path: web::Path<String>) -> HttpResponse {
-    let (services, signed_in) = match require_session(&req).await {
+    let (services, signed_in, account) = match account_session(&req, &path).await {
         Ok(found) => found,
-        Err(response) => return response,
-    };
-    let (account, _) = match parse_ids(&path, None) {
-        Ok(ids) => ids,
         Err(response) => return response,
     };
     blocking(move || {
@@ -243,12 +229,8 @@ fn form_page_with(
 
 /// `GET /console/accounts/{id}/templates/new`.
 pub(super) async fn new_form(req: HttpRequest, path: web::Path<String>) -> HttpResponse {
-    let (services, signed_in) = match require_session(&req).await {
+    let (services, signed_in, account) = match account_session(&req, &path).await {
         Ok(found) => found,
-        Err(response) => return response,
-    };
-    let (account, _) = match parse_ids(&path, None) {
-        Ok(ids) => ids,
         Err(response) => return response,
     };
     blocking(move || {
@@ -278,8 +260,8 @@ pub(super) async fn create(
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, _) = match parse_ids(&path, None) {
-        Ok(ids) => ids,
+    let account = match account_id(&path) {
+        Ok(id) => id,
         Err(response) => return response,
     };
     let outcome = blocking(move || {
@@ -413,9 +395,8 @@ pub(super) async fn edit_form(
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, template) = match parse_ids(&path.0, Some(&path.1)) {
-        Ok((account, Some(template))) => (account, template),
-        Ok(_) => return error_page(&AppError::NotFound),
+    let (account, template) = match record_ids(&path.0, &path.1, |id| TemplateId::parse(id).ok()) {
+        Ok(ids) => ids,
         Err(response) => return response,
     };
     let saved = query.saved.is_some();
@@ -463,9 +444,8 @@ pub(super) async fn update(
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, template) = match parse_ids(&path.0, Some(&path.1)) {
-        Ok((account, Some(template))) => (account, template),
-        Ok(_) => return error_page(&AppError::NotFound),
+    let (account, template) = match record_ids(&path.0, &path.1, |id| TemplateId::parse(id).ok()) {
+        Ok(ids) => ids,
         Err(response) => return response,
     };
     let outcome = blocking(move || {
@@ -513,9 +493,8 @@ pub(super) async fn preview(
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, template) = match parse_ids(&path.0, Some(&path.1)) {
-        Ok((account, Some(template))) => (account, template),
-        Ok(_) => return error_page(&AppError::NotFound),
+    let (account, template) = match record_ids(&path.0, &path.1, |id| TemplateId::parse(id).ok()) {
+        Ok(ids) => ids,
         Err(response) => return response,
     };
     let content = blocking(move || {
@@ -589,9 +568,8 @@ pub(super) async fn send_test(
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, template) = match parse_ids(&path.0, Some(&path.1)) {
-        Ok((account, Some(template))) => (account, template),
-        Ok(_) => return error_page(&AppError::NotFound),
+    let (account, template) = match record_ids(&path.0, &path.1, |id| TemplateId::parse(id).ok()) {
+        Ok(ids) => ids,
         Err(response) => return response,
     };
     let outcome = blocking(move || {
