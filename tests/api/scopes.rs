@@ -270,3 +270,52 @@ async fn pinned_and_sending_tokens_reach_only_their_own_part() {
     .await;
     expect_json(app.get("/v2/accounts", &ada).await, 200).await;
 }
+
+/// The router decodes `%61` to `a`: the scope and membership checks must see the path the
+/// router matches, or an encoded path reaches a route unchecked.
+#[tokio::test]
+async fn percent_encoded_paths_get_the_same_checks_as_plain_ones() {
+    let app = spawn_app().await;
+    let ada = app.user_token("ada@example.com").await;
+    let account = app.create_account(&ada, "Acme").await;
+    let sending = raw(&mint(
+        &app,
+        &ada,
+        json!({"name": "backend", "scope": "sending", "accountIds": [account]}),
+    )
+    .await);
+    for path in ["/v2/accounts", "/v2/%61ccounts", "/v2/%75sers/me/tokens"] {
+        expect_problem(app.get(path, &sending).await, 403).await;
+    }
+    expect_problem(
+        app.send_json(
+            Method::POST,
+            "/v2/%61ccounts",
+            &sending,
+            &json!({"name": "made by a sending token"}),
+        )
+        .await,
+        403,
+    )
+    .await;
+    // A full token reaches the same routes through either spelling.
+    let listed = expect_json(app.get("/v2/%61ccounts", &ada).await, 200).await;
+    assert_eq!(listed["items"].as_array().map(Vec::len), Some(1), "{listed}");
+    // Account routes: a stranger's or no token is 401 (not a 500), a member's works.
+    let templates = format!("/v2/%61ccounts/{account}/templates");
+    let response = app
+        .request(Method::GET, &templates, None)
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), 401);
+    let bob = app.user_token("bob@example.com").await;
+    expect_problem(app.get(&templates, &bob).await, 401).await;
+    expect_json(app.get(&templates, &ada).await, 200).await;
+    expect_problem(
+        app.get(&format!("/v2/%61ccounts/{account}/contacts"), &sending)
+            .await,
+        403,
+    )
+    .await;
+}

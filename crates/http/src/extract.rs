@@ -27,12 +27,13 @@ impl FromRequest for Caller {
 
     fn from_request(req: &HttpRequest, _payload: &mut Payload) -> Self::Future {
         // The tenancy middleware has authenticated the routes that take a caller; the
-        // fallback keeps a route registered elsewhere from going unauthenticated.
+        // fallback keeps a route registered elsewhere from going unauthenticated or
+        // beyond its token's scope.
         if let Some(caller) = req.extensions().get::<Self>().cloned() {
             return Box::pin(std::future::ready(Ok(caller)));
         }
         let req = req.clone();
-        Box::pin(async move { authenticate_request(&req).await.map(Self) })
+        Box::pin(async move { crate::tenancy::authenticate_caller(&req).await })
     }
 }
 

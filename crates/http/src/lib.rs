@@ -146,7 +146,7 @@ impl RouteTable {
 }
 
 async fn unmatched(req: HttpRequest, table: web::Data<RouteTable>) -> HttpResponse {
-    let error = match table.allowed(req.path()) {
+    let error = match table.allowed(req.match_info().as_str()) {
         Some(allow) => ApiError::method_not_allowed(allow.to_owned()),
         None => ApiError::not_found(),
     };

@@ -9,6 +9,10 @@
 //! same 401, whatever the method, body, content type or query. The token's scope is
 //! checked here too, after membership and before any body: 403 for a route its scope
 //! does not allow (the table is the domain's `token::SENDING_ROUTES`).
+//!
+//! Every decision here reads the path the router matches ([`routed_path`]), never the raw
+//! one: actix routes `/v2/%61ccounts` as `/v2/accounts`, so a check on the raw path would
+//! let an encoded path reach a route unchecked (docs/api-decisions.md, "Paths").
 
 use std::future::{ready, Ready};
 
@@ -18,10 +22,7 @@ use actix_web::{
     middleware::Next,
     FromRequest, HttpMessage, HttpRequest, ResponseError,
 };
-use mailroom_app::{
-    auth::{authorize_caller, verify_membership, Member, RouteCall},
-    AppError,
-};
+use mailroom_app::auth::{authorize_caller, verify_membership, Member, RouteCall};
 use mailroom_domain::AccountId;
 
 use crate::{
@@ -48,13 +49,17 @@ impl FromRequest for Membership {
                 .get::<Member>()
                 .copied()
                 .map(Self)
-                .ok_or_else(|| {
-                    ApiError::from(AppError::Internal(
-                        "a handler asked for a membership outside /v2/accounts/{accountId}".into(),
-                    ))
-                }),
+                // Fail closed: a request that reached an account handler without the
+                // middleware's proof is refused like a non-member, never served.
+                .ok_or_else(ApiError::unauthorized),
         )
     }
+}
+
+/// The path as the router matches it: percent-encoded characters other than `/`, `%`
+/// and `+` decoded. The middleware's checks and the route table must see the same path.
+pub(crate) fn routed_path(req: &HttpRequest) -> &str {
+    req.match_info().as_str()
 }
 
 /// Whether `path` is one of the authenticated routes outside an account: the caller's
@@ -78,7 +83,7 @@ async fn prove_membership(req: &HttpRequest, segment: &str) -> Result<Member, Ap
     let services = services_of(req)?;
     let (method, path, query) = (
         req.method().as_str().to_owned(),
-        req.path().to_owned(),
+        routed_path(req).to_owned(),
         req.query_string().to_owned(),
     );
     run_blocking(move || {
@@ -92,11 +97,16 @@ async fn prove_membership(req: &HttpRequest, segment: &str) -> Result<Member, Ap
     .await
 }
 
-async fn authenticate_caller(req: &HttpRequest) -> Result<Caller, ApiError> {
+/// Authenticates the caller of a route outside an account and checks that the token's
+/// scope allows the route.
+///
+/// # Errors
+/// 401 or 429 as [`authenticate_request`]; 403 when the scope does not allow the route.
+pub(crate) async fn authenticate_caller(req: &HttpRequest) -> Result<Caller, ApiError> {
     let actor = authenticate_request(req).await?;
     let call = RouteCall {
         method: req.method().as_str(),
-        path: req.path(),
+        path: routed_path(req),
         query: req.query_string(),
     };
     authorize_caller(&actor, call)?;
@@ -116,8 +126,9 @@ pub async fn require_membership(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
-    let Some(segment) = account_segment(req.path()).map(str::to_owned) else {
-        if is_caller_scoped(req.path()) {
+    let path = routed_path(req.request()).to_owned();
+    let Some(segment) = account_segment(&path).map(str::to_owned) else {
+        if is_caller_scoped(&path) {
             match authenticate_caller(req.request()).await {
                 Ok(caller) => {
                     req.extensions_mut().insert(caller);

@@ -227,26 +227,58 @@ impl std::fmt::Display for RecordTooLong {
 impl std::error::Error for RecordTooLong {}
 
 /// A `Read` that fails once a record grows past [`MAX_RECORD_BYTES`], before the CSV
-/// reader buffers it. It follows RFC 4180 quoting just enough to find record ends: a
-/// quote toggles the quoted state (a doubled quote toggles twice), and a line feed
-/// outside quotes ends the record.
+/// reader buffers it. It must find record ends exactly where the reader does, or a
+/// crafted file makes the two disagree and the reader buffers an unbounded record while
+/// this bound sees short ones. So it follows csv-core's states for the reader's settings
+/// (comma, `"` quotes doubled to escape, `\r` or `\n` ending a record): a quote opens a
+/// quoted field only at the start of a field, and is a literal anywhere else in an
+/// unquoted field.
 struct RecordBound<R> {
     inner: R,
-    in_quotes: bool,
+    state: FieldState,
     record_bytes: usize,
     line: u64,
     record_line: u64,
+}
+
+/// Where csv-core is within a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FieldState {
+    /// At the start of a field (or of a record).
+    FieldStart,
+    /// Inside a field that did not start with a quote: quotes are literal.
+    Unquoted,
+    /// Inside a quoted field: delimiters and line ends are data.
+    Quoted,
+    /// A quote inside a quoted field: another quote is an escaped one; anything else
+    /// ends the quoting and the field goes on unquoted.
+    QuoteInQuoted,
 }
 
 impl<R: Read> RecordBound<R> {
     fn new(inner: R) -> Self {
         Self {
             inner,
-            in_quotes: false,
+            state: FieldState::FieldStart,
             record_bytes: 0,
             line: 1,
             record_line: 1,
         }
+    }
+
+    /// Moves the state past `byte`; true when `byte` ends the record.
+    fn step(&mut self, byte: u8) -> bool {
+        use FieldState::{FieldStart, Quoted, QuoteInQuoted, Unquoted};
+        let quoted = self.state == Quoted;
+        match (self.state, byte) {
+            (Quoted, b'"') => self.state = QuoteInQuoted,
+            (Quoted, _) => {}
+            (FieldStart, b'"') | (QuoteInQuoted, b'"') => self.state = Quoted,
+            (_, b',') => self.state = FieldStart,
+            (_, b'\r' | b'\n') => self.state = FieldStart,
+            (_, _) => self.state = Unquoted,
+        }
+        !quoted && matches!(byte, b'\r' | b'\n')
     }
 }
 
@@ -254,17 +286,13 @@ impl<R: Read> Read for RecordBound<R> {
     fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buffer)?;
         for &byte in &buffer[..n] {
-            match byte {
-                b'"' => self.in_quotes = !self.in_quotes,
-                b'\n' => {
-                    self.line += 1;
-                    if !self.in_quotes {
-                        self.record_bytes = 0;
-                        self.record_line = self.line;
-                        continue;
-                    }
-                }
-                _ => {}
+            if byte == b'\n' {
+                self.line += 1;
+            }
+            if self.step(byte) {
+                self.record_bytes = 0;
+                self.record_line = self.line;
+                continue;
             }
             self.record_bytes += 1;
             if self.record_bytes > MAX_RECORD_BYTES {
@@ -312,5 +340,39 @@ mod tests {
             quoted.extend(b"\n\"\"");
         }
         assert!(read_all(&quoted).is_err(), "one quoted cell of many lines");
+    }
+
+    /// A quote inside an unquoted field is a literal to the CSV reader, so it must not
+    /// flip the bound's idea of quoting: `x","` opens a quoted field at its second quote
+    /// only, which then runs over every line after it.
+    #[test]
+    fn a_stray_quote_mid_field_cannot_hide_a_long_record() {
+        let mut crafted = b"email,name\na@x.y,x\",\"".to_vec();
+        for _ in 0..MAX_RECORD_BYTES / 2 {
+            crafted.extend(b"y\n");
+        }
+        assert!(read_all(&crafted).is_err(), "one quoted cell of many lines");
+        // And the bound agrees with the reader on ordinary quoting.
+        let text = b"email,note\r\na@x.y,\"one \"\"two\"\" \nthree\"\nb@x.y,plain \"quote\n";
+        assert!(read_all(text).is_ok());
+        let mut reader = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .from_reader(RecordBound::new(&text[..]));
+        let records: Vec<_> = reader.records().map(|record| record.expect("record")).collect();
+        assert_eq!(records.len(), 3);
+        assert_eq!(&records[1][1], "one \"two\" \nthree");
+        assert_eq!(&records[2][1], "plain \"quote");
+    }
+
+    /// Records that end in `\r` alone still end for the bound, as for the reader.
+    #[test]
+    fn carriage_returns_end_records_too() {
+        let mut many = Vec::new();
+        for _ in 0..4 {
+            many.extend(std::iter::repeat_n(b'a', MAX_RECORD_BYTES - 1));
+            many.push(b'\r');
+        }
+        assert!(read_all(&many).is_ok());
     }
 }
