@@ -916,3 +916,49 @@ async fn a_round_shares_pooled_connections_and_counts_every_outcome_of_a_batch()
     .await;
     assert_eq!(sent["count"], 13);
 }
+
+/// Messages outlive their contact: a queued message whose contact is deleted stays
+/// visible, keeps its Idempotency-Key (a retry answers it, never queues a second email),
+/// and is skipped as `contact_deleted` when it falls due, with nothing sent.
+#[tokio::test]
+async fn deleting_a_contact_skips_its_queued_message_and_keeps_it() {
+    let setup = Setup::new().await;
+    let server = smtp();
+    setup.add_mail_server(&server).await;
+    setup.add_template().await;
+    let body = json!({"slug": "order-receipt", "email": "gone@example.org", "data": {"first_name": "Ada", "total": "1"}});
+    let queued = expect_json(setup.send(&body, Some("order-42")).await, 200).await;
+    let contact = queued["contactId"].as_str().expect("contact id").to_owned();
+    expect_json(
+        setup
+            .app
+            .request(
+                Method::DELETE,
+                &setup.path(&format!("/contacts/{contact}")),
+                Some(&setup.token),
+            )
+            .send()
+            .await
+            .expect("sent"),
+        200,
+    )
+    .await;
+    assert_eq!(setup.message(&queued["_id"]).await["status"], "queued");
+    let again = expect_json(setup.send(&body, Some("order-42")).await, 200).await;
+    assert_eq!(again["_id"], queued["_id"], "the key still answers the first message");
+    let round = setup.run_once().await;
+    assert_eq!((round.claimed, round.attempted), (1, 0));
+    let skipped = setup.message(&queued["_id"]).await;
+    assert_eq!(skipped["status"], "skipped", "{skipped}");
+    assert_eq!(skipped["skipReason"], "contact_deleted");
+    assert!(server.messages().is_empty());
+    let count = expect_json(
+        setup
+            .app
+            .get(&setup.path("/messages/count"), &setup.token)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(count["count"], 1);
+}

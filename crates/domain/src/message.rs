@@ -78,17 +78,21 @@ pub enum SkipReason {
     NoMailServer,
     /// An automation's message fell due after its automation was disabled or deleted.
     AutomationDisabled,
+    /// The message fell due after its contact was deleted (the message outlives the
+    /// contact as history; nothing is sent to an address its owner removed).
+    ContactDeleted,
 }
 
 impl SkipReason {
     /// Every reason.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::BounceBlocked,
         Self::ComplaintBlocked,
         Self::Unsubscribed,
         Self::FreeLimitCapped,
         Self::NoMailServer,
         Self::AutomationDisabled,
+        Self::ContactDeleted,
     ];
 
     /// The wire and storage name.
@@ -100,6 +104,7 @@ impl SkipReason {
             Self::FreeLimitCapped => "free_limit_capped",
             Self::NoMailServer => "no_mail_server",
             Self::AutomationDisabled => "automation_disabled",
+            Self::ContactDeleted => "contact_deleted",
         }
     }
 
@@ -114,7 +119,10 @@ impl SkipReason {
             Self::BounceBlocked => Some(StatsCounter::BounceBlocked),
             Self::ComplaintBlocked => Some(StatsCounter::ComplaintBlocked),
             Self::FreeLimitCapped => Some(StatsCounter::FreeLimitCapped),
-            Self::Unsubscribed | Self::NoMailServer | Self::AutomationDisabled => None,
+            Self::Unsubscribed
+            | Self::NoMailServer
+            | Self::AutomationDisabled
+            | Self::ContactDeleted => None,
         }
     }
 }

@@ -218,9 +218,10 @@ fn check(
 ) -> Result<Checked, AppError> {
     let account = message.account_id;
     let Some(contact) = batch.contact(tx, account, message.contact_id)? else {
-        // The foreign key deletes a contact's messages with it; this is only reachable
-        // in a race with the deletion, and the row is gone once that commits.
-        return Ok(Checked::Fail("the contact was deleted".into()));
+        // Messages outlive their contact (migration 16): one that falls due after the
+        // deletion, or whose lease ran out while it was in flight, is skipped with the
+        // reason, never lost and never sent (docs/api-decisions.md, "Contacts").
+        return Ok(Checked::Skip(SkipReason::ContactDeleted));
     };
     let Some(template) = batch.template(tx, account, message.template_id)? else {
         return Ok(Checked::Fail("the template was deleted".into()));

@@ -38,7 +38,7 @@ pub struct MessageDto {
     /// `queued`, `sending`, `sent`, `failed`, `bounced` or `skipped`.
     pub status: String,
     /// Why it was skipped: `bounce_blocked`, `complaint_blocked`, `unsubscribed`,
-    /// `free_limit_capped`, `no_mail_server` or `automation_disabled`.
+    /// `free_limit_capped`, `no_mail_server`, `automation_disabled` or `contact_deleted`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skip_reason: Option<String>,
     /// The automation that queued it (automation messages only).
