@@ -11,6 +11,12 @@
 //!   after its caller gave up);
 //! - **bounded concurrency**: at most [`DnsSettings::max_concurrent_lookups`] lookups at
 //!   once, the others wait for a slot within their own timeout and then fail;
+//! - **answers served from a cache of its own without a slot**, and **one lookup per
+//!   name at a time** (callers of a name already being looked up wait for that answer),
+//!   with a name that timed out remembered as timing out for [`TIMEOUT_REMEMBERED`]: a
+//!   tenant's name whose nameserver never answers costs one slot now and then, never
+//!   all of them, and never delays a lookup of a name already known
+//!   (docs/operations.md, "DNS");
 //! - **the egress check** ([`mailroom_domain::egress::check_addresses`]) on every address
 //!   of the answer, so the callers connect only to checked addresses and never resolve a
 //!   second time (DNS rebinding).
@@ -20,9 +26,11 @@
 //! resolver, one cache and one bound. The server builds one instance and hands it to
 //! both the SMTP and the webhook adapters.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{mpsc, Arc, OnceLock};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use hickory_resolver::config::{NameServerConfigGroup, ResolveHosts, ResolverConfig, ResolverOpts};
 use hickory_resolver::name_server::TokioConnectionProvider;
@@ -59,6 +67,15 @@ impl Default for DnsSettings {
         }
     }
 }
+
+/// How long a name whose lookup timed out answers `Timeout` without being asked again.
+pub const TIMEOUT_REMEMBERED: Duration = Duration::from_secs(20);
+
+/// The longest an answer is served from the cache, whatever its TTL.
+const MAX_CACHED: Duration = Duration::from_secs(300);
+
+/// The most names the cache holds; beyond it, expired entries go, then all.
+const MAX_CACHED_NAMES: usize = 10_000;
 
 /// Why a host gave no address to connect to.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -100,7 +117,61 @@ struct Inner {
     /// names are a tenant's, and a tenant's nameserver that never answers must not take
     /// the slots other tenants' deliveries resolve their mail servers with.
     record_slots: Semaphore,
+    /// Answers by lower-cased name, served without a slot.
+    answers: Mutex<HashMap<String, Cached>>,
+    /// One lock per name being looked up: one lookup of a name at a time.
+    flights: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     handle: Handle,
+}
+
+/// A remembered outcome of a lookup.
+#[derive(Clone)]
+enum Cached {
+    Found(Vec<IpAddr>, Instant),
+    TimedOut(Instant),
+}
+
+impl Inner {
+    /// The remembered outcome for `key`, if still fresh.
+    fn cached(&self, key: &str, now: Instant) -> Option<Result<Vec<IpAddr>, LookupError>> {
+        let answers = self.answers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match answers.get(key)? {
+            Cached::Found(addresses, until) if *until > now => Some(Ok(addresses.clone())),
+            Cached::TimedOut(until) if *until > now => Some(Err(LookupError::Timeout(format!(
+                "resolving {key} timed out less than {} s ago",
+                TIMEOUT_REMEMBERED.as_secs()
+            )))),
+            _ => None,
+        }
+    }
+
+    fn remember(&self, key: String, entry: Cached, now: Instant) {
+        let mut answers = self.answers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if answers.len() >= MAX_CACHED_NAMES && !answers.contains_key(&key) {
+            answers.retain(|_, cached| match cached {
+                Cached::Found(_, until) | Cached::TimedOut(until) => *until > now,
+            });
+            if answers.len() >= MAX_CACHED_NAMES {
+                answers.clear();
+            }
+        }
+        answers.insert(key, entry);
+    }
+
+    /// The lock that makes lookups of `key` take turns.
+    fn flight(&self, key: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut flights = self.flights.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        Arc::clone(flights.entry(key.to_owned()).or_default())
+    }
+
+    /// Forgets `key`'s lock once nobody else holds or waits for it.
+    fn land(&self, key: &str, flight: Arc<tokio::sync::Mutex<()>>) {
+        let mut flights = self.flights.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        // Two references: the map's and `flight`.
+        if Arc::strong_count(&flight) <= 2 {
+            flights.remove(key);
+        }
+    }
 }
 
 /// The resolver's own runtime; `None` only while dropping.
@@ -162,6 +233,8 @@ impl DnsResolver {
                 resolver,
                 slots: Semaphore::new(settings.max_concurrent_lookups.max(1)),
                 record_slots: Semaphore::new(MAX_CONCURRENT_RECORD_LOOKUPS),
+                answers: Mutex::new(HashMap::new()),
+                flights: Mutex::new(HashMap::new()),
                 handle,
             }),
             _runtime: Arc::new(RuntimeOwner(Some(runtime))),
@@ -384,39 +457,80 @@ async fn resolve_checked(
     Ok(addresses)
 }
 
-/// One bounded lookup of `name`.
+/// One bounded lookup of `name`: from the cache without a slot, else one lookup of the
+/// name at a time, each holding a slot.
 async fn lookup(inner: &Inner, name: &str) -> Result<Vec<IpAddr>, LookupError> {
+    let key = name.to_ascii_lowercase();
+    if let Some(outcome) = inner.cached(&key, Instant::now()) {
+        return outcome;
+    }
     let limit = inner.settings.lookup_timeout;
+    let flight = inner.flight(&key);
+    // Set once this caller asks the nameserver: if the time runs out after that, the
+    // name itself did not answer in time (not only the wait for a turn or a slot).
+    let asked = AtomicBool::new(false);
     let bounded = tokio::time::timeout(limit, async {
+        let _turn = flight.lock().await;
+        // The lookup this one waited for may have answered.
+        if let Some(outcome) = inner.cached(&key, Instant::now()) {
+            return outcome;
+        }
         // The semaphore is never closed.
         let _slot = inner.slots.acquire().await.map_err(|error| {
             LookupError::NotFound(format!("{name}: the resolver is shut down: {error}"))
         })?;
-        let found = inner.resolver.lookup_ip(name).await.map_err(|error| {
-            let timed_out = error
-                .proto()
-                .is_some_and(|proto| matches!(proto.kind(), ProtoErrorKind::Timeout));
-            if timed_out {
-                LookupError::Timeout(format!("resolving {name}: {error}"))
-            } else if error.is_no_records_found() || error.is_nx_domain() {
-                LookupError::NotFound(format!("{name} does not resolve"))
-            } else {
-                LookupError::NotFound(format!("{name}: {error}"))
+        asked.store(true, Ordering::Relaxed);
+        let outcome = ask(inner, name).await;
+        let now = Instant::now();
+        match &outcome {
+            Ok((addresses, valid_until)) => {
+                let until = (*valid_until).min(now + MAX_CACHED);
+                if until > now {
+                    inner.remember(key.clone(), Cached::Found(addresses.clone(), until), now);
+                }
             }
-        })?;
-        let mut unique: Vec<IpAddr> = Vec::new();
-        for address in found.iter() {
-            if !unique.contains(&address) {
-                unique.push(address);
+            Err(LookupError::Timeout(_)) => {
+                inner.remember(key.clone(), Cached::TimedOut(now + TIMEOUT_REMEMBERED), now);
             }
+            Err(_) => {}
         }
-        Ok(unique)
+        outcome.map(|(addresses, _)| addresses)
     })
     .await;
-    bounded.unwrap_or_else(|_| {
+    let outcome = bounded.unwrap_or_else(|_| {
+        if asked.load(Ordering::Relaxed) {
+            let now = Instant::now();
+            inner.remember(key.clone(), Cached::TimedOut(now + TIMEOUT_REMEMBERED), now);
+        }
         Err(LookupError::Timeout(format!(
             "resolving {name} took longer than {} s",
             limit.as_secs_f32()
         )))
-    })
+    });
+    inner.land(&key, flight);
+    outcome
+}
+
+/// Asks the resolver for `name`'s addresses (without duplicates, in its order) and how
+/// long the answer is valid.
+async fn ask(inner: &Inner, name: &str) -> Result<(Vec<IpAddr>, Instant), LookupError> {
+    let found = inner.resolver.lookup_ip(name).await.map_err(|error| {
+        let timed_out = error
+            .proto()
+            .is_some_and(|proto| matches!(proto.kind(), ProtoErrorKind::Timeout));
+        if timed_out {
+            LookupError::Timeout(format!("resolving {name}: {error}"))
+        } else if error.is_no_records_found() || error.is_nx_domain() {
+            LookupError::NotFound(format!("{name} does not resolve"))
+        } else {
+            LookupError::NotFound(format!("{name}: {error}"))
+        }
+    })?;
+    let mut unique: Vec<IpAddr> = Vec::new();
+    for address in found.iter() {
+        if !unique.contains(&address) {
+            unique.push(address);
+        }
+    }
+    Ok((unique, found.valid_until()))
 }

@@ -184,3 +184,60 @@ async fn a_resolver_dropped_on_an_executor_with_a_lookup_in_flight_shuts_down_qu
         "{outcome:?}"
     );
 }
+
+/// One tenant's name whose nameserver never answers must not delay lookups of names
+/// already known: answers come from the cache without a slot, the stalled name is looked
+/// up once at a time, and once it has timed out it answers `Timeout` at once for a while
+/// instead of taking a slot per caller.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_name_neither_takes_every_slot_nor_delays_a_known_name() {
+    let (nameserver, queries) = swallowing_nameserver();
+    let resolver = DnsResolver::new(DnsSettings {
+        nameserver: Some(nameserver),
+        lookup_timeout: Duration::from_secs(2),
+        max_concurrent_lookups: 4,
+    })
+    .expect("resolver");
+    // `localhost` answers from the hosts file, and is cached from here on.
+    resolver
+        .resolve_checked("localhost", true)
+        .await
+        .expect("localhost resolves");
+    // Forty callers of one stalled name and four of other stalled names: every slot busy.
+    let stalled = (0..44)
+        .map(|n| {
+            let resolver = resolver.clone();
+            let name = if n < 40 {
+                "stall.never.example.com".to_owned()
+            } else {
+                format!("other{n}.never.example.com")
+            };
+            tokio::spawn(async move { resolver.resolve_checked(&name, false).await })
+        })
+        .collect::<Vec<_>>();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = Instant::now();
+    let known = resolver.resolve_checked("localhost", true).await;
+    let took = started.elapsed();
+    assert!(known.is_ok(), "{known:?}");
+    assert!(
+        took < Duration::from_millis(500),
+        "a cached name waited {took:?} behind the stalled ones (their timeout is 2 s)"
+    );
+    for lookup in stalled {
+        let outcome = lookup.await.expect("task");
+        assert!(
+            matches!(outcome, Err(LookupError::Timeout(_))),
+            "{outcome:?}"
+        );
+    }
+    // Remembered as timing out: answered at once, without asking the nameserver again.
+    let asked = queries.load(Ordering::Relaxed);
+    let started = Instant::now();
+    let again = resolver
+        .resolve_checked("stall.never.example.com", false)
+        .await;
+    assert!(matches!(again, Err(LookupError::Timeout(_))), "{again:?}");
+    assert!(started.elapsed() < Duration::from_millis(200));
+    assert_eq!(queries.load(Ordering::Relaxed), asked);
+}
