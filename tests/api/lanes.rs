@@ -296,6 +296,71 @@ async fn a_hanging_webhook_endpoint_does_not_hold_another_accounts_events() {
     );
 }
 
+/// One user's eight accounts all have endpoints that never answer, each with 100 events
+/// queued first: together they could hold every attempt the worker allows (8 × 64 ≥ 512).
+/// Another account's 20 events still arrive within 5 s, through the part of the worker's
+/// bound kept for accounts with nothing in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_hanging_accounts_of_one_user_do_not_hold_another_accounts_events() {
+    let app = spawn_app_with(|config| {
+        config.allow_private_egress = true;
+        config.webhook_timeout = Duration::from_secs(20);
+    })
+    .await;
+    let token = app.user_token("mallory@example.com").await;
+    let hanging = TestWebhookReceiver::start_with(ReceiverReply::Hang);
+    let prompt = TestWebhookReceiver::start();
+    let mut hostile = Vec::new();
+    for n in 0..8 {
+        let account = app.create_account(&token, &format!("Slow {n}")).await;
+        subscribe(&app, &token, &account, &hanging).await;
+        hostile.push(account);
+    }
+    let victim_token = app.user_token("ada@example.com").await;
+    let victim = app.create_account(&victim_token, "Fast").await;
+    subscribe(&app, &victim_token, &victim, &prompt).await;
+    for account in &hostile {
+        queue_webhook_events(&app, account, 100).await;
+    }
+    queue_webhook_events(&app, &victim, 20).await;
+
+    let worker = WebhookWorker::new(app.services.clone(), &app.config);
+    let (_stop, stopped) = watch::channel(false);
+    let loops: Vec<_> = (0..webhook_worker::PARALLEL_ROUNDS)
+        .map(|_| {
+            let (worker, stopped) = (worker.clone(), stopped.clone());
+            tokio::spawn(async move { worker.run(stopped).await })
+        })
+        .collect();
+    let started = Instant::now();
+    while prompt.requests().len() < 20 && started.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    println!(
+        "webhook reserve: the victim's {} of 20 events arrived in {:.2} s; the hanging endpoint got {} requests",
+        prompt.requests().len(),
+        started.elapsed().as_secs_f64(),
+        hanging.requests().len(),
+    );
+    for handle in loops {
+        handle.abort();
+    }
+    assert_eq!(
+        prompt.requests().len(),
+        20,
+        "the victim's events waited for one user's hanging accounts"
+    );
+    assert!(hanging.requests().len() <= webhook_worker::MAX_IN_FLIGHT);
+}
+
+/// Points `account`'s webhook at `receiver` for `contact.deleted`.
+async fn subscribe(app: &TestApp, token: &str, account: &str, receiver: &TestWebhookReceiver) {
+    let body = json!({"url": receiver.url("/hooks"), "authType": "none",
+                      "events": ["contact.deleted"]});
+    let path = format!("/v2/accounts/{account}/webhooks");
+    expect_json(app.send_json(Method::PUT, &path, token, &body).await, 200).await;
+}
+
 /// A live worker renews the leases of what it holds: a message whose session outlasts the
 /// lease (the server waits 12 s before accepting; the lease is 6 s, and the test clock
 /// moves 12 s meanwhile) is never claimed by a second worker, and is sent once.
