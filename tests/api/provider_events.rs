@@ -795,3 +795,35 @@ async fn the_certificate_fetch_passes_the_egress_guard() {
         "connected to a refused address"
     );
 }
+
+/// A certificate name SNS does not serve (404) cannot authenticate anything: 401, counted
+/// as a failed authentication, so made-up names cannot buy one fetch each without end.
+#[tokio::test]
+async fn a_certificate_sns_does_not_serve_is_a_failed_authentication() {
+    let sns = FakeSns::start();
+    let missing = TestWebhookReceiver::start_with(ReceiverReply::with_body(404, "no such key"));
+    let origin = format!("http://{}", missing.address());
+    let setup = Delivery::new(|config| {
+        config.sns_test_origin = Some(origin);
+        config.auth_failure_limit = Some(mailroom_server::config::RateLimit {
+            per_second: 2.0 / 60.0,
+            burst: 2,
+        });
+    })
+    .await;
+    let source = create_source(&setup, json!({"provider": "ses", "topicArns": [TOPIC]})).await;
+    let url = source["url"].as_str().unwrap();
+    let notification = ses_bounce(TOPIC, "jane@example.com", "<x@acme.example>");
+    for n in 0..2 {
+        let cert = missing.url(&format!("/SimpleNotificationService-{n:032x}.pem"));
+        let signed = sns.sign(notification.clone(), "2", &cert);
+        expect_problem(post_event(&setup, url, signed.to_string(), &[]).await, 401).await;
+    }
+    assert_eq!(missing.requests().len(), 2);
+    // The address's allowance is spent: the third made-up name is not fetched.
+    let cert = missing.url("/SimpleNotificationService-ffff.pem");
+    let signed = sns.sign(notification, "2", &cert);
+    let response = post_event(&setup, url, signed.to_string(), &[]).await;
+    assert_eq!(response.status(), 429);
+    assert_eq!(missing.requests().len(), 2);
+}

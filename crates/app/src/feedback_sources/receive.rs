@@ -223,11 +223,12 @@ fn signing_key(services: &Services, url: &str) -> Result<rsa::RsaPublicKey, AppE
         .map_err(|error| {
             AppError::Unavailable(format!("fetching the SNS signing certificate: {error}"))
         })?;
+    // A certificate SNS does not serve cannot authenticate anything: 401, which counts
+    // as a failed authentication of the client, so made-up certificate names cannot buy
+    // unlimited fetches. Only a fetch that could not be made is the provider's to retry.
     if answer.status != 200 {
-        return Err(AppError::Unavailable(format!(
-            "the SNS signing certificate answered {}",
-            answer.status
-        )));
+        tracing::info!(status = answer.status, %url, "the SNS signing certificate is not served");
+        return Err(AppError::Unauthorized);
     }
     let key = ses::certificate_key(&answer.body).map_err(|_| AppError::Unauthorized)?;
     sns.certificates.insert(url.as_str(), key.clone());
