@@ -143,6 +143,79 @@ async fn a_stalled_mail_server_does_not_hold_another_accounts_mail() {
     assert!(elapsed <= Duration::from_secs(10));
 }
 
+/// One user's sixteen accounts all send through servers that stall 30 s before answering
+/// DATA, 40 messages each, queued first: with 16 sessions per server their lanes could
+/// hold every message the worker allows (16 × 32 ≥ 512), and they are let fill it before
+/// another account's 20 messages are queued. Those still arrive within 10 s, through the
+/// part of the bound kept for accounts that hold nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_stalled_accounts_of_one_user_do_not_hold_another_accounts_mail() {
+    let app = spawn_app_with(|config| {
+        config.allow_private_egress = true;
+        config.smtp_timeout = Duration::from_secs(40);
+        config.smtp_connections_per_server = 16;
+    })
+    .await;
+    let token = app.user_token("mallory@example.com").await;
+    let stalled = TestSmtpServer::start(TestSmtpOptions {
+        tls: TlsMode::None,
+        accept_delay: Some(Duration::from_secs(30)),
+        ..TestSmtpOptions::default()
+    });
+    let prompt = TestSmtpServer::start(TestSmtpOptions {
+        tls: TlsMode::None,
+        ..TestSmtpOptions::default()
+    });
+    let mut hostile = Vec::new();
+    for n in 0..16 {
+        hostile.push(account_with_server(&app, &token, &format!("Slow {n}"), &stalled).await);
+    }
+    let victim_token = app.user_token("ada@example.com").await;
+    let victim = account_with_server(&app, &victim_token, "Fast", &prompt).await;
+    for (n, account) in hostile.iter().enumerate() {
+        queue(&app, &token, account, &format!("slow{n}"), 40).await;
+    }
+
+    let worker = MessageWorker::new(app.services.clone(), &app.config);
+    let (_stop, stopped) = watch::channel(false);
+    let mut loops: Vec<_> = (0..PARALLEL_ROUNDS)
+        .map(|_| {
+            let (worker, stopped) = (worker.clone(), stopped.clone());
+            tokio::spawn(async move { worker.run(stopped).await })
+        })
+        .collect();
+    loops.push({
+        let (worker, stopped) = (worker.clone(), stopped.clone());
+        tokio::spawn(async move { worker.renew_leases(stopped).await })
+    });
+    // The stalled accounts take what they can before the victim's mail is queued.
+    let filling = Instant::now();
+    while worker.held() < 384 && filling.elapsed() < Duration::from_secs(20) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let held_before = worker.held();
+    queue(&app, &victim_token, &victim, "fast", 20).await;
+    let started = Instant::now();
+    while prompt.message_count() < 20 && started.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    println!(
+        "reserve: the stalled accounts held {held_before}; the victim's {} of 20 messages arrived in {:.2} s; the worker held {}",
+        prompt.message_count(),
+        started.elapsed().as_secs_f64(),
+        worker.held(),
+    );
+    for handle in loops {
+        handle.abort();
+    }
+    assert_eq!(
+        prompt.message_count(),
+        20,
+        "the victim's mail waited for one user's stalled accounts"
+    );
+}
+
 /// A message claimed three times without an outcome (its worker died each time while
 /// holding it) is quarantined by the fourth claim: `failed`, with a `lastReply` that
 /// says why, and counted; it is never sent.

@@ -945,7 +945,10 @@ async fn deleting_a_contact_skips_its_queued_message_and_keeps_it() {
     .await;
     assert_eq!(setup.message(&queued["_id"]).await["status"], "queued");
     let again = expect_json(setup.send(&body, Some("order-42")).await, 200).await;
-    assert_eq!(again["_id"], queued["_id"], "the key still answers the first message");
+    assert_eq!(
+        again["_id"], queued["_id"],
+        "the key still answers the first message"
+    );
     let round = setup.run_once().await;
     assert_eq!((round.claimed, round.attempted), (1, 0));
     let skipped = setup.message(&queued["_id"]).await;

@@ -300,7 +300,11 @@ async fn percent_encoded_paths_get_the_same_checks_as_plain_ones() {
     .await;
     // A full token reaches the same routes through either spelling.
     let listed = expect_json(app.get("/v2/%61ccounts", &ada).await, 200).await;
-    assert_eq!(listed["items"].as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(
+        listed["items"].as_array().map(Vec::len),
+        Some(1),
+        "{listed}"
+    );
     // Account routes: a stranger's or no token is 401 (not a 500), a member's works.
     let templates = format!("/v2/%61ccounts/{account}/templates");
     let response = app

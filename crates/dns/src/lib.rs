@@ -134,7 +134,10 @@ enum Cached {
 impl Inner {
     /// The remembered outcome for `key`, if still fresh.
     fn cached(&self, key: &str, now: Instant) -> Option<Result<Vec<IpAddr>, LookupError>> {
-        let answers = self.answers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let answers = self
+            .answers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         match answers.get(key)? {
             Cached::Found(addresses, until) if *until > now => Some(Ok(addresses.clone())),
             Cached::TimedOut(until) if *until > now => Some(Err(LookupError::Timeout(format!(
@@ -146,7 +149,10 @@ impl Inner {
     }
 
     fn remember(&self, key: String, entry: Cached, now: Instant) {
-        let mut answers = self.answers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut answers = self
+            .answers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         if answers.len() >= MAX_CACHED_NAMES && !answers.contains_key(&key) {
             answers.retain(|_, cached| match cached {
                 Cached::Found(_, until) | Cached::TimedOut(until) => *until > now,
@@ -160,13 +166,19 @@ impl Inner {
 
     /// The lock that makes lookups of `key` take turns.
     fn flight(&self, key: &str) -> Arc<tokio::sync::Mutex<()>> {
-        let mut flights = self.flights.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut flights = self
+            .flights
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         Arc::clone(flights.entry(key.to_owned()).or_default())
     }
 
     /// Forgets `key`'s lock once nobody else holds or waits for it.
     fn land(&self, key: &str, flight: Arc<tokio::sync::Mutex<()>>) {
-        let mut flights = self.flights.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut flights = self
+            .flights
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         // Two references: the map's and `flight`.
         if Arc::strong_count(&flight) <= 2 {
             flights.remove(key);

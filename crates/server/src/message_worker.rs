@@ -6,7 +6,9 @@
 //! recorded as soon as its session ends, so a slow or firewalled server fills its own lane
 //! and nothing else: no claim waits for another tenant's sessions. A lane holding
 //! [`LANE_BACKLOG`] sessions' worth of messages is full, and claims skip its account until
-//! it drains; the worker as a whole holds at most [`MAX_HELD`] messages.
+//! it drains; the worker as a whole holds at most [`MAX_HELD`] messages, the last quarter
+//! of which is kept for accounts that hold nothing ([`crate::workers::claim_room`]), so
+//! one user's many accounts with stalled servers cannot hold the whole worker.
 //!
 //! Each step:
 //! 1. the claim (one transaction, committed: the claim is counted before anything is
@@ -55,7 +57,7 @@ use tokio::{
 
 use crate::{
     render_sandbox::Renderer,
-    workers::{run_steps, Next},
+    workers::{claim_room, run_steps, ClaimRoom, Next},
     Config,
 };
 
@@ -175,17 +177,22 @@ impl MessageWorker {
     /// what the previous one took.
     async fn claim_and_render(&self) -> Result<Option<(Lease, usize, Vec<LaneJob>)>> {
         let one_at_a_time = self.shared.claiming.lock().await;
-        let room = MAX_HELD
-            .saturating_sub(self.held())
-            .min(BATCH_SIZE as usize);
+        let ClaimRoom { room, in_reserve } = claim_room(self.held(), MAX_HELD, BATCH_SIZE as usize);
         let limit = u32::try_from(room).unwrap_or(BATCH_SIZE);
         if limit == 0 {
             return Ok(None);
         }
+        let mut skip_accounts = self.full_accounts();
+        if in_reserve {
+            // Only the reserve is left: it is for accounts that hold nothing.
+            skip_accounts.extend(lock(&self.shared.held).values().copied());
+            skip_accounts.sort_unstable();
+            skip_accounts.dedup();
+        }
         let request = ClaimRequest {
             lease_token: self.shared.lease_token,
             limit,
-            skip_accounts: self.full_accounts(),
+            skip_accounts,
         };
         let shared = self.shared.clone();
         let claim = tokio::task::spawn_blocking(move || {

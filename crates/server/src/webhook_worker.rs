@@ -9,9 +9,9 @@
 //! attempt bounded by the webhook timeout), never another account's.
 //!
 //! Accounts cost nothing to create, so one user's several accounts with hanging endpoints
-//! could together fill the process's [`MAX_IN_FLIGHT`]. The last [`RESERVE`] of it is
-//! therefore kept for accounts with nothing in flight: once the rest is taken, claims skip
-//! every account that has an attempt in flight and take at most [`RESERVE_CLAIM`] events
+//! could together fill the process's [`MAX_IN_FLIGHT`]. Its last quarter is therefore kept
+//! for accounts with nothing in flight ([`crate::workers::claim_room`]): once the rest is
+//! taken, claims skip every account that has an attempt in flight and take a few events
 //! each, so an account whose endpoint answers still gets its events out
 //! (docs/operations.md, "Delivery engine", "Webhooks").
 //!
@@ -42,7 +42,7 @@ use tokio::{
 
 use crate::{
     metrics::delivery_counters,
-    workers::{run_steps, Next},
+    workers::{claim_room, run_steps, ClaimRoom, Next},
     Config,
 };
 
@@ -56,10 +56,6 @@ pub const MAX_IN_FLIGHT: usize = BATCH_SIZE as usize * 4;
 /// The most attempts in flight for one account's endpoint; beyond it, claims skip the
 /// account.
 pub const ACCOUNT_IN_FLIGHT: usize = 64;
-/// The part of [`MAX_IN_FLIGHT`] kept for accounts with nothing in flight.
-pub const RESERVE: usize = MAX_IN_FLIGHT / 4;
-/// The most events a claim takes from the reserve.
-pub const RESERVE_CLAIM: usize = 16;
 /// How long an idle loop waits before looking for due events again.
 pub const IDLE_POLL: Duration = Duration::from_millis(50);
 
@@ -80,57 +76,6 @@ struct Shared {
     /// Claims of this process run one at a time, so each sees the accounts the previous
     /// one saturated (the sends run side by side).
     claiming: tokio::sync::Mutex<()>,
-}
-
-/// How many events the next claim may take with `held` attempts in flight or reserved,
-/// and which accounts it skips: those at [`ACCOUNT_IN_FLIGHT`]; once only the
-/// [`RESERVE`] is left, every account with an attempt in flight, and at most
-/// [`RESERVE_CLAIM`] events.
-fn claim_room(by_account: &HashMap<AccountId, usize>, held: usize) -> (usize, Vec<AccountId>) {
-    let left = MAX_IN_FLIGHT.saturating_sub(held);
-    let in_reserve = left <= RESERVE;
-    let skip = by_account
-        .iter()
-        .filter(|(_, count)| **count >= ACCOUNT_IN_FLIGHT || (in_reserve && **count > 0))
-        .map(|(account, _)| *account)
-        .collect();
-    // Outside the reserve a claim stops at its edge, so the reserve is whole when the
-    // claims reach it.
-    let room = if in_reserve {
-        left.min(RESERVE_CLAIM)
-    } else {
-        (left - RESERVE).min(BATCH_SIZE as usize)
-    };
-    (room, skip)
-}
-
-#[cfg(test)]
-mod tests {
-    use std::collections::HashMap;
-
-    use mailroom_domain::AccountId;
-
-    use super::{claim_room, ACCOUNT_IN_FLIGHT, BATCH_SIZE, MAX_IN_FLIGHT, RESERVE, RESERVE_CLAIM};
-
-    #[test]
-    fn claims_keep_the_reserve_for_accounts_with_nothing_in_flight() {
-        let busy = AccountId::parse("01a00000-0000-7000-8000-000000000001").unwrap();
-        let full = AccountId::parse("01a00000-0000-7000-8000-000000000002").unwrap();
-        let by_account = HashMap::from([(busy, 3), (full, ACCOUNT_IN_FLIGHT)]);
-        // Plenty left: a whole batch, skipping only the full account.
-        assert_eq!(claim_room(&by_account, 0), (BATCH_SIZE as usize, vec![full]));
-        // Near the reserve: the claim stops at its edge.
-        let edge = MAX_IN_FLIGHT - RESERVE - 10;
-        assert_eq!(claim_room(&by_account, edge).0, 10);
-        // In the reserve: small claims, for accounts with nothing in flight only.
-        let (room, mut skip) = claim_room(&by_account, MAX_IN_FLIGHT - RESERVE);
-        skip.sort();
-        let mut both = vec![busy, full];
-        both.sort();
-        assert_eq!((room, skip), (RESERVE_CLAIM, both));
-        assert_eq!(claim_room(&by_account, MAX_IN_FLIGHT - 3).0, 3);
-        assert_eq!(claim_room(&by_account, MAX_IN_FLIGHT).0, 0);
-    }
 }
 
 /// Runs webhook delivery.
@@ -182,7 +127,14 @@ impl WebhookWorker {
         let (room, skip) = {
             let mut in_flight = lock(&self.shared.in_flight);
             let held = in_flight.by_account.values().sum::<usize>() + in_flight.reserved;
-            let (room, skip) = claim_room(&in_flight.by_account, held);
+            let ClaimRoom { room, in_reserve } =
+                claim_room(held, MAX_IN_FLIGHT, BATCH_SIZE as usize);
+            let skip: Vec<AccountId> = in_flight
+                .by_account
+                .iter()
+                .filter(|(_, count)| **count >= ACCOUNT_IN_FLIGHT || (in_reserve && **count > 0))
+                .map(|(account, _)| *account)
+                .collect();
             in_flight.reserved += room;
             (room, skip)
         };

@@ -22,6 +22,43 @@ use crate::{
     Config,
 };
 
+/// The part of a worker's bound on held work kept for accounts with nothing held: a
+/// quarter. Accounts cost nothing to create, so without it one user's many accounts with
+/// hanging endpoints or stalled mail servers could hold the whole bound
+/// (docs/operations.md, "Delivery engine").
+const RESERVE_SHARE: usize = 4;
+
+/// The most a claim takes from the reserve.
+pub const RESERVE_CLAIM: usize = 16;
+
+/// What the next claim of a worker may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClaimRoom {
+    /// How many items it may claim (0: none).
+    pub room: usize,
+    /// Only the reserve is left: the claim must skip every account that holds anything.
+    pub in_reserve: bool,
+}
+
+/// The room of the next claim of a worker that holds `held` items of at most `bound`,
+/// claiming up to `batch` at a time: outside the reserve, up to its edge (so the reserve
+/// is whole when claims reach it); inside, at most [`RESERVE_CLAIM`].
+pub fn claim_room(held: usize, bound: usize, batch: usize) -> ClaimRoom {
+    let reserve = bound / RESERVE_SHARE;
+    let left = bound.saturating_sub(held);
+    if left <= reserve {
+        ClaimRoom {
+            room: left.min(RESERVE_CLAIM),
+            in_reserve: true,
+        }
+    } else {
+        ClaimRoom {
+            room: (left - reserve).min(batch),
+            in_reserve: false,
+        }
+    }
+}
+
 /// Runs the registered workers until SIGTERM or SIGINT.
 ///
 /// # Errors
@@ -136,5 +173,28 @@ pub async fn wait_for_shutdown_signal() -> std::io::Result<()> {
     #[cfg(not(unix))]
     {
         signal::ctrl_c().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{claim_room, ClaimRoom, RESERVE_CLAIM};
+
+    #[test]
+    fn claims_stop_at_the_reserve_and_take_little_from_it() {
+        let whole = |room| ClaimRoom {
+            room,
+            in_reserve: false,
+        };
+        let reserve = |room| ClaimRoom {
+            room,
+            in_reserve: true,
+        };
+        assert_eq!(claim_room(0, 512, 128), whole(128));
+        assert_eq!(claim_room(374, 512, 128), whole(10));
+        assert_eq!(claim_room(384, 512, 128), reserve(RESERVE_CLAIM));
+        assert_eq!(claim_room(509, 512, 128), reserve(3));
+        assert_eq!(claim_room(512, 512, 128), reserve(0));
+        assert_eq!(claim_room(600, 512, 128), reserve(0));
     }
 }

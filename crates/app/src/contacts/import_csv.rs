@@ -268,7 +268,7 @@ impl<R: Read> RecordBound<R> {
 
     /// Moves the state past `byte`; true when `byte` ends the record.
     fn step(&mut self, byte: u8) -> bool {
-        use FieldState::{FieldStart, Quoted, QuoteInQuoted, Unquoted};
+        use FieldState::{FieldStart, QuoteInQuoted, Quoted, Unquoted};
         let quoted = self.state == Quoted;
         match (self.state, byte) {
             (Quoted, b'"') => self.state = QuoteInQuoted,
@@ -359,7 +359,10 @@ mod tests {
             .has_headers(false)
             .flexible(true)
             .from_reader(RecordBound::new(&text[..]));
-        let records: Vec<_> = reader.records().map(|record| record.expect("record")).collect();
+        let records: Vec<_> = reader
+            .records()
+            .map(|record| record.expect("record"))
+            .collect();
         assert_eq!(records.len(), 3);
         assert_eq!(&records[1][1], "one \"two\" \nthree");
         assert_eq!(&records[2][1], "plain \"quote");
