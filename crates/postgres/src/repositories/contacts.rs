@@ -158,7 +158,9 @@ fn contains_pattern(needle: &str) -> String {
     pattern
 }
 
-/// Status rank: active < unsubscribed < complained < bounced.
+/// Status rank: active < unsubscribed < complained < bounced. Migration 15's
+/// `contacts_status_rank_idx` indexes this very expression (PostgreSQL matches an
+/// expression index only on the same text): change both together.
 const STATUS_RANK: &str = "CASE WHEN hard_bounced_at IS NOT NULL THEN 3 \
      WHEN complaint_at IS NOT NULL THEN 2 WHEN unsubscribed_at IS NOT NULL THEN 1 ELSE 0 END";
 
