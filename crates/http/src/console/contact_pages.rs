@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use actix_multipart::Multipart;
 use actix_web::{
-    http::{header, StatusCode},
+    http::{header, ConnectionType, StatusCode},
     web, HttpRequest, HttpResponse,
 };
 use futures_util::StreamExt;
@@ -900,13 +900,22 @@ pub(super) async fn import(
         drop(sender);
         // The multipart stream yields nothing while a part of it is alive.
         drop(file);
-        // Whatever follows the file (nothing, from this console's form) is drained.
-        while let Some(Ok(mut rest)) = form.next().await {
-            while let Some(Ok(_)) = rest.next().await {}
-        }
-        failure
+        // Whatever follows the file (nothing, from this console's form) is drained so
+        // the browser reads the answer, but only for a while: a client that keeps
+        // sending gets the answer on a connection that is then closed.
+        let drained = tokio::time::timeout(DRAIN_FOR, async {
+            let mut left = DRAIN_BYTES;
+            while let Some(Ok(mut rest)) = form.next().await {
+                while let Some(Ok(bytes)) = rest.next().await {
+                    left = left.checked_sub(bytes.len())?;
+                }
+            }
+            Some(())
+        })
+        .await;
+        (failure, !matches!(drained, Ok(Some(()))))
     };
-    let (imported, failure) = tokio::join!(imported, pump);
+    let (imported, (failure, close)) = tokio::join!(imported, pump);
     let report = match (imported, failure) {
         (_, Some(failure)) => ImportReport {
             created: 0,
@@ -955,5 +964,13 @@ pub(super) async fn import(
         header::CACHE_CONTROL,
         header::HeaderValue::from_static("no-store"),
     );
+    if close {
+        response.head_mut().set_connection_type(ConnectionType::Close);
+    }
     response
 }
+
+/// How long, and how many bytes, an upload's rest is read and dropped after the import
+/// stopped reading it (the file was too large, or fields follow it).
+const DRAIN_FOR: std::time::Duration = std::time::Duration::from_secs(5);
+const DRAIN_BYTES: usize = 1024 * 1024;
