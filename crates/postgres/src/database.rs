@@ -124,7 +124,7 @@ impl Database for PgDatabase {
             return Err(store_error(error).into());
         }
         // The rest as diesel's `Connection::transaction`: commit on success, roll back on
-        // failure, the work's error winning over the rollback's.
+        // failure and answer the work's error, unless the rollback itself failed.
         let outcome = {
             let mut unit = PgUnitOfWork::new(conn);
             work(&mut unit)
