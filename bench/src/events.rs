@@ -143,13 +143,17 @@ pub struct ScriptVariables {
 /// - authentication: none; the token is in the process's token cache (its `lastUsedAt`
 ///   is written once a minute, which is noise at this rate);
 /// - the membership check, in its own transaction;
-/// - the event's transaction: upsert of the contact (insert, and the lookup when it
-///   exists), the event attribute's meta (insert if missing, then read its type), the
-///   event row and its name's count increment, the `event.<slug>` date attribute, the
+/// - the event's transaction: the contact's upsert (one statement: the insert, and the
+///   existing contact read in it when the email is taken), the event attribute's meta
+///   (read; inserted only when missing, which happens once per slug), the event row, its
+///   name's count increment and the `event.<slug>` date attribute (one statement), the
 ///   enabled automations for the slug.
 ///
-/// Each transaction starts with `SET LOCAL statement_timeout`, as the request pool's do.
-/// Ids are time-ordered like the API's UUIDv7, so both write the same index pattern.
+/// The request pool's transactions start with `BEGIN; SET LOCAL statement_timeout` in one
+/// message; pgbench cannot send two commands in one prepared message, so its sessions get
+/// the same timeout from `PGOPTIONS` and its transactions start with `BEGIN` alone: the
+/// same round trips. Ids are time-ordered like the API's UUIDv7, so both write the same
+/// index pattern.
 fn script(audience: Audience) -> String {
     let time_ordered_id =
         "(lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0') || substr(md5(random()::text), 1, 20))::uuid";
@@ -164,32 +168,19 @@ fn script(audience: Audience) -> String {
         ),
     };
     let slug = "(ARRAY['signed_up', 'opened_email', 'purchased'])[:k]";
-    let insert = format!(
-        "INSERT INTO contacts (account_id, id, email, created_at) VALUES (:account, {time_ordered_id}, {email}, now()) ON CONFLICT (account_id, email_lower) DO NOTHING RETURNING id"
+    let upsert = format!(
+        "WITH inserted AS (INSERT INTO contacts (account_id, id, email, created_at) VALUES (:account, {time_ordered_id}, {email}, now()) ON CONFLICT (account_id, email_lower) DO NOTHING RETURNING id) SELECT id AS contact, TRUE AS created FROM inserted UNION ALL SELECT id, FALSE FROM contacts WHERE account_id = :account AND email_lower = lower({email}) AND NOT EXISTS (SELECT 1 FROM inserted) LIMIT 1 \\gset"
     );
-    // A new contact's id comes back from the insert; a known one is looked up after the
-    // insert did nothing, as `upsert_contact_id` does.
-    let upsert = match audience {
-        Audience::Known => format!(
-            "{insert};\nSELECT id AS contact FROM contacts WHERE account_id = :account AND email_lower = lower({email}) LIMIT 1 \\gset"
-        ),
-        Audience::New => format!("{insert} AS contact \\gset"),
-    };
     format!(
         "{draw}
 \\set k random(1, 3)
 BEGIN;
-SET LOCAL statement_timeout = 15000;
 SELECT role FROM memberships WHERE account_id = :account AND user_id = :user LIMIT 1;
 COMMIT;
 BEGIN;
-SET LOCAL statement_timeout = 15000;
 {upsert}
-INSERT INTO attribute_metas (account_id, slug, attribute_type, source, created_at) VALUES (:account, 'event.' || {slug}, 'date', 'event', now()) ON CONFLICT DO NOTHING;
 SELECT slug, attribute_type FROM attribute_metas WHERE account_id = :account AND slug = ANY(ARRAY['event.' || {slug}]);
-INSERT INTO contact_events (account_id, id, contact_id, slug, occurred_at) VALUES (:account, {time_ordered_id}, :contact, {slug}, now());
-INSERT INTO contact_event_increments (account_id, slug, count, last_seen) VALUES (:account, {slug}, 1, now());
-INSERT INTO contact_attributes (account_id, contact_id, slug, string_value, number_value, bool_value, date_value) VALUES (:account, :contact, 'event.' || {slug}, DEFAULT, DEFAULT, DEFAULT, now()) ON CONFLICT (account_id, contact_id, slug) DO UPDATE SET date_value = GREATEST(contact_attributes.date_value, excluded.date_value);
+WITH event AS (INSERT INTO contact_events (account_id, id, contact_id, slug, occurred_at) VALUES (:account, {time_ordered_id}, :contact, {slug}, now())), increment AS (INSERT INTO contact_event_increments (account_id, slug, count, last_seen) VALUES (:account, {slug}, 1, now())) INSERT INTO contact_attributes (account_id, contact_id, slug, date_value) VALUES (:account, :contact, 'event.' || {slug}, now()) ON CONFLICT (account_id, contact_id, slug) DO UPDATE SET date_value = GREATEST(contact_attributes.date_value, excluded.date_value);
 SELECT id, name, template_id, trigger_event_slug, trigger_condition, timing_condition, timing_value, is_enabled, created_at FROM automations WHERE account_id = :account AND trigger_event_slug = {slug} AND is_enabled = true ORDER BY created_at, id;
 COMMIT;
 "
@@ -222,6 +213,8 @@ pub fn pgbench_run(
     duration: Duration,
 ) -> Result<PgbenchRun> {
     let output = Command::new(pgbench)
+        // The request pool's statement timeout (see `script`).
+        .env("PGOPTIONS", "-c statement_timeout=15000")
         .args(["--no-vacuum", "--protocol=prepared", "--jobs=2"])
         .arg(format!("--client={CLIENTS}"))
         .arg(format!("--time={}", duration.as_secs().max(1)))

@@ -1,7 +1,7 @@
 use std::time::Duration;
 
 use diesel::{
-    connection::SimpleConnection,
+    connection::{AnsiTransactionManager, SimpleConnection, TransactionManager},
     pg::PgConnection,
     r2d2::{ConnectionManager, Pool},
     Connection,
@@ -100,17 +100,6 @@ impl PgDatabase {
     }
 }
 
-enum TxError {
-    App(AppError),
-    Db(diesel::result::Error),
-}
-
-impl From<diesel::result::Error> for TxError {
-    fn from(error: diesel::result::Error) -> Self {
-        Self::Db(error)
-    }
-}
-
 impl Database for PgDatabase {
     fn run_in_transaction(
         &self,
@@ -118,21 +107,36 @@ impl Database for PgDatabase {
     ) -> Result<(), AppError> {
         let mut conn = checkout(&self.pool, &self.health, self.connection_timeout)
             .map_err(AppError::Unavailable)?;
-        let statement_timeout = self.statement_timeout;
-        conn.transaction::<(), TxError, _>(|conn| {
-            if let Some(timeout) = statement_timeout {
-                conn.batch_execute(&format!(
-                    "SET LOCAL statement_timeout = {}",
-                    timeout.as_millis().max(1)
-                ))?;
-            }
+        let conn: &mut PgConnection = &mut conn;
+        // BEGIN and the `SET LOCAL` travel in one message, so the transaction's first
+        // round trip also sets its timeout (docs/operations.md, "Audience at scale").
+        let begin = match self.statement_timeout {
+            Some(timeout) => format!(
+                "BEGIN; SET LOCAL statement_timeout = {}",
+                timeout.as_millis().max(1)
+            ),
+            None => "BEGIN".to_owned(),
+        };
+        if let Err(error) = AnsiTransactionManager::begin_transaction_sql(conn, &begin) {
+            // Diesel counts the transaction as open only when the whole batch succeeded;
+            // close whatever the server opened so the connection goes back clean.
+            let _ = conn.batch_execute("ROLLBACK");
+            return Err(store_error(error).into());
+        }
+        // The rest as diesel's `Connection::transaction`: commit on success, roll back on
+        // failure and answer the work's error, unless the rollback itself failed.
+        let outcome = {
             let mut unit = PgUnitOfWork::new(conn);
-            work(&mut unit).map_err(TxError::App)
-        })
-        .map_err(|error| match error {
-            TxError::App(error) => error,
-            TxError::Db(error) => store_error(error).into(),
-        })
+            work(&mut unit)
+        };
+        match outcome {
+            Ok(()) => AnsiTransactionManager::commit_transaction(conn)
+                .map_err(|error| store_error(error).into()),
+            Err(error) => match AnsiTransactionManager::rollback_transaction(conn) {
+                Ok(()) | Err(diesel::result::Error::BrokenTransactionManager) => Err(error),
+                Err(rollback_error) => Err(store_error(rollback_error).into()),
+            },
+        }
     }
 
     fn check_health(&self) -> Result<(), StoreError> {

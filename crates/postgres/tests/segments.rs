@@ -485,7 +485,12 @@ fn condition() -> impl Strategy<Value = ConditionInput> {
                 "É",
                 "A",
                 "",
-                "1@"
+                "1@",
+                // LIKE's metacharacters match literally (contains is a LIKE pattern).
+                "e_ample",
+                "%",
+                "_",
+                "\\"
             ][..]
         )
         .prop_map(str::to_owned),

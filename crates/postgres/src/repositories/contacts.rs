@@ -28,8 +28,7 @@ use super::{corrupt, templates::page_bounds, timestamp, PgUnitOfWork};
 use crate::{
     error::store_error,
     schema::{
-        attribute_metas, contact_attributes, contact_event_increments, contact_events, contacts,
-        topic_unsubscriptions,
+        attribute_metas, contact_attributes, contact_events, contacts, topic_unsubscriptions,
     },
 };
 
@@ -164,7 +163,37 @@ fn contains_pattern(needle: &str) -> String {
 const STATUS_RANK: &str = "CASE WHEN hard_bounced_at IS NOT NULL THEN 3 \
      WHEN complaint_at IS NOT NULL THEN 2 WHEN unsubscribed_at IS NOT NULL THEN 1 ELSE 0 END";
 
+/// What `upsert_contact_id`'s statement returns.
+#[derive(QueryableByName)]
+struct UpsertedRow {
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    id: Uuid,
+    #[diesel(sql_type = Bool)]
+    created: bool,
+}
+
 impl PgUnitOfWork<'_> {
+    /// The stored types of `slugs` (those that have a meta).
+    fn types_of_slugs(
+        &mut self,
+        account: AccountId,
+        slugs: &[&str],
+    ) -> Result<HashMap<String, AttributeType>, StoreError> {
+        attribute_metas::table
+            .filter(attribute_metas::account_id.eq(account.as_uuid()))
+            .filter(attribute_metas::slug.eq_any(slugs))
+            .select((attribute_metas::slug, attribute_metas::attribute_type))
+            .load::<(String, String)>(self.conn)
+            .map_err(store_error)?
+            .into_iter()
+            .map(|(slug, kind)| {
+                let kind = AttributeType::parse(&kind)
+                    .ok_or_else(|| corrupt("attribute_metas.attribute_type", &kind))?;
+                Ok((slug, kind))
+            })
+            .collect()
+    }
+
     fn topic_unsubscriptions_of(
         &mut self,
         account: AccountId,
@@ -234,6 +263,13 @@ impl ContactRepository for PgUnitOfWork<'_> {
         metas: &[(String, AttributeType, AttributeSource)],
         now: Timestamp,
     ) -> Result<HashMap<String, AttributeType>, StoreError> {
+        // Read first: in steady state every meta exists, and the read is then the only
+        // statement (one round trip instead of an insert that does nothing and a read).
+        let slugs: Vec<&str> = metas.iter().map(|(slug, _, _)| slug.as_str()).collect();
+        let found = self.types_of_slugs(account, &slugs)?;
+        if metas.iter().all(|(slug, _, _)| found.contains_key(slug)) {
+            return Ok(found);
+        }
         let rows: Vec<_> = metas
             .iter()
             .map(|(slug, kind, source)| {
@@ -251,20 +287,7 @@ impl ContactRepository for PgUnitOfWork<'_> {
             .on_conflict_do_nothing()
             .execute(self.conn)
             .map_err(store_error)?;
-        let slugs: Vec<&str> = metas.iter().map(|(slug, _, _)| slug.as_str()).collect();
-        attribute_metas::table
-            .filter(attribute_metas::account_id.eq(account.as_uuid()))
-            .filter(attribute_metas::slug.eq_any(slugs))
-            .select((attribute_metas::slug, attribute_metas::attribute_type))
-            .load::<(String, String)>(self.conn)
-            .map_err(store_error)?
-            .into_iter()
-            .map(|(slug, kind)| {
-                let kind = AttributeType::parse(&kind)
-                    .ok_or_else(|| corrupt("attribute_metas.attribute_type", &kind))?;
-                Ok((slug, kind))
-            })
-            .collect()
+        self.types_of_slugs(account, &slugs)
     }
 
     fn list_attribute_metas(
@@ -333,24 +356,33 @@ impl ContactRepository for PgUnitOfWork<'_> {
         email: &EmailAddress,
         now: Timestamp,
     ) -> Result<(ContactId, bool), StoreError> {
-        // ON CONFLICT DO NOTHING waits for a concurrent insert of the same email to commit,
-        // so when nothing is inserted the read below always finds the one contact.
-        let inserted: Option<Uuid> = diesel::insert_into(contacts::table)
-            .values((
-                contacts::account_id.eq(account.as_uuid()),
-                contacts::id.eq(new_id.as_uuid()),
-                contacts::email.eq(email.as_str()),
-                contacts::created_at.eq(now.as_datetime()),
-            ))
-            .on_conflict((contacts::account_id, contacts::email_lower))
-            .do_nothing()
-            .returning(contacts::id)
-            .get_result(self.conn)
-            .optional()
-            .map_err(store_error)?;
-        if let Some(id) = inserted {
-            return Ok((ContactId::from_uuid(id), true));
+        // One statement in the usual cases: the insert, and when it found the email taken,
+        // the existing contact read in the same statement.
+        let found: Option<UpsertedRow> = diesel::sql_query(
+            "WITH inserted AS (\
+               INSERT INTO contacts (account_id, id, email, created_at) \
+               VALUES ($1, $2, $3, $4) \
+               ON CONFLICT (account_id, email_lower) DO NOTHING RETURNING id\
+             ) \
+             SELECT id, TRUE AS created FROM inserted \
+             UNION ALL \
+             SELECT id, FALSE AS created FROM contacts \
+             WHERE account_id = $1 AND email_lower = $5 AND NOT EXISTS (SELECT 1 FROM inserted) \
+             LIMIT 1",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
+        .bind::<diesel::sql_types::Uuid, _>(new_id.as_uuid())
+        .bind::<Text, _>(email.as_str())
+        .bind::<diesel::sql_types::Timestamptz, _>(now.as_datetime())
+        .bind::<Text, _>(email.normalized())
+        .get_result(self.conn)
+        .optional()
+        .map_err(store_error)?;
+        if let Some(row) = found {
+            return Ok((ContactId::from_uuid(row.id), row.created));
         }
+        // Neither: a concurrent insert of the same email committed after this statement's
+        // snapshot (ON CONFLICT DO NOTHING waited for it). A new statement sees it.
         let id: Uuid = contacts::table
             .filter(contacts::account_id.eq(account.as_uuid()))
             .filter(contacts::email_lower.eq(email.normalized()))
@@ -400,49 +432,31 @@ impl ContactRepository for PgUnitOfWork<'_> {
     }
 
     fn record_event(&mut self, account: AccountId, event: &ContactEvent) -> Result<(), StoreError> {
-        diesel::insert_into(contact_events::table)
-            .values((
-                contact_events::account_id.eq(account.as_uuid()),
-                contact_events::id.eq(event.id.as_uuid()),
-                contact_events::contact_id.eq(event.contact_id.as_uuid()),
-                contact_events::slug.eq(event.slug.as_str()),
-                contact_events::occurred_at.eq(event.occurred_at.as_datetime()),
-            ))
-            .execute(self.conn)
-            .map_err(store_error)?;
-        // The name's count, insert-only (no row every event of the name would wait on).
-        diesel::insert_into(contact_event_increments::table)
-            .values((
-                contact_event_increments::account_id.eq(account.as_uuid()),
-                contact_event_increments::slug.eq(event.slug.as_str()),
-                contact_event_increments::count.eq(1_i64),
-                contact_event_increments::last_seen.eq(Some(event.occurred_at.as_datetime())),
-            ))
-            .execute(self.conn)
-            .map_err(store_error)?;
-        let slug = format!("event.{}", event.slug.as_str());
-        let row = attribute_row(
-            account,
-            event.contact_id,
-            &slug,
-            &AttributeValue::Date(event.occurred_at),
-        );
-        diesel::insert_into(contact_attributes::table)
-            .values(&row)
-            .on_conflict((
-                contact_attributes::account_id,
-                contact_attributes::contact_id,
-                contact_attributes::slug,
-            ))
-            .do_update()
-            .set(contact_attributes::date_value.eq(sql::<
-                diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>,
-            >(
-                "GREATEST(contact_attributes.date_value, excluded.date_value)",
-            )))
-            .execute(self.conn)
-            .map(drop)
-            .map_err(store_error)
+        // One statement, one round trip: the event row, its name's count (insert-only, so
+        // no row every event of the name would wait on) and `event.<slug>` moved forward.
+        // Data-modifying WITH parts always run to completion.
+        diesel::sql_query(
+            "WITH event AS (\
+               INSERT INTO contact_events (account_id, id, contact_id, slug, occurred_at) \
+               VALUES ($1, $2, $3, $4, $5)\
+             ), \
+             increment AS (\
+               INSERT INTO contact_event_increments (account_id, slug, count, last_seen) \
+               VALUES ($1, $4, 1, $5)\
+             ) \
+             INSERT INTO contact_attributes (account_id, contact_id, slug, date_value) \
+             VALUES ($1, $3, 'event.' || $4, $5) \
+             ON CONFLICT (account_id, contact_id, slug) \
+             DO UPDATE SET date_value = GREATEST(contact_attributes.date_value, excluded.date_value)",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
+        .bind::<diesel::sql_types::Uuid, _>(event.id.as_uuid())
+        .bind::<diesel::sql_types::Uuid, _>(event.contact_id.as_uuid())
+        .bind::<Text, _>(event.slug.as_str())
+        .bind::<diesel::sql_types::Timestamptz, _>(event.occurred_at.as_datetime())
+        .execute(self.conn)
+        .map(drop)
+        .map_err(store_error)
     }
 
     fn find_contact(

@@ -19,7 +19,7 @@ use uuid::Uuid;
 
 use self::sql::{
     is_equality, is_id_ordered, is_row_condition, push_driven, push_intersection,
-    push_segment_filter, set_sizes, Param, Sql,
+    push_probed_segment_filter, push_segment_filter, set_sizes, Param, Sql,
 };
 use super::{corrupt, templates::page_bounds, PgUnitOfWork};
 use crate::error::store_error;
@@ -198,14 +198,20 @@ fn choose_plan(
 /// Planner settings that make PostgreSQL run `plan` as built, for the rest of the current
 /// transaction, and the statement that restores them. The planner's own choice rests on
 /// estimates that are wrong for attribute rows (see the module documentation).
+///
+/// A page needs none: its subqueries are written to be probed per contact
+/// (`sql::Subqueries::Probed`), which keeps the page at its two statements (sizing and
+/// page) instead of four.
 fn plan_settings(plan: &SegmentPlan, purpose: Purpose) -> Option<(&'static str, &'static str)> {
     match (plan, purpose) {
         // Any segment's count: the planner's choice.
         (SegmentPlan::General, Purpose::Count) => None,
+        // A page: probed subqueries (a first page took 7 s when the planner hashed whole
+        // sets, under 1 ms probed), no statement.
+        (_, Purpose::Search) => None,
         // Probes through the primary key, never a hash of a whole other set, and no
-        // parallel workers: starting them costs more than a driven query or a page (a
-        // first page took 7 s when the planner hashed whole sets, under 1 ms probed).
-        (SegmentPlan::Driven { .. } | SegmentPlan::General, _) => Some((
+        // parallel workers: starting them costs more than a driven count.
+        (SegmentPlan::Driven { .. }, Purpose::Count) => Some((
             "SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; \
              SET LOCAL max_parallel_workers_per_gather = 0",
             "SET LOCAL enable_hashjoin TO DEFAULT; SET LOCAL enable_mergejoin TO DEFAULT; \
@@ -213,7 +219,7 @@ fn plan_settings(plan: &SegmentPlan, purpose: Purpose) -> Option<(&'static str, 
         )),
         // Hash joins in the written order; a 500k-id hash table fits 32 MB without
         // spilling to disk.
-        (SegmentPlan::Intersection { .. }, _) => Some((
+        (SegmentPlan::Intersection { .. }, Purpose::Count) => Some((
             "SET LOCAL join_collapse_limit = 1; SET LOCAL enable_nestloop = off; \
              SET LOCAL enable_mergejoin = off; SET LOCAL work_mem = '32MB'",
             "SET LOCAL join_collapse_limit TO DEFAULT; SET LOCAL enable_nestloop TO DEFAULT; \
@@ -259,7 +265,7 @@ pub fn search_segment_with(
     let id = match plan {
         SegmentPlan::General => {
             sql.push("SELECT contacts.id FROM contacts WHERE ");
-            push_segment_filter(&mut sql, account, segment);
+            push_probed_segment_filter(&mut sql, account, segment);
             "contacts.id"
         }
         SegmentPlan::Driven { driver } => {

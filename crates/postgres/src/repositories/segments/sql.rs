@@ -79,8 +79,41 @@ impl Sql {
     }
 }
 
+/// How a subquery on another table is run per contact.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Subqueries {
+    /// As the planner likes: it may turn `EXISTS` into a join, hashing the other set.
+    Planned,
+    /// Probed per contact through an index: each `EXISTS` ends in `OFFSET 0`, which keeps
+    /// PostgreSQL from turning it into a join (or a hashed subplan), so a page that needs
+    /// the first 25 matches never reads a whole other set. This replaces the `SET LOCAL
+    /// enable_hashjoin = off …` statements that cost two round trips per page.
+    Probed,
+}
+
+impl Subqueries {
+    /// The text that ends each subquery.
+    fn fence(self) -> &'static str {
+        match self {
+            Self::Planned => "",
+            Self::Probed => " OFFSET 0",
+        }
+    }
+}
+
 /// Appends the `WHERE` condition selecting the segment's contacts of `account`.
 pub(super) fn push_segment_filter(sql: &mut Sql, account: AccountId, segment: &Segment) {
+    push_filter(sql, account, segment, Subqueries::Planned);
+}
+
+/// [`push_segment_filter`] with its subqueries probed per contact ([`Subqueries::Probed`]),
+/// for a page walked in contact order.
+pub(super) fn push_probed_segment_filter(sql: &mut Sql, account: AccountId, segment: &Segment) {
+    push_filter(sql, account, segment, Subqueries::Probed);
+}
+
+fn push_filter(sql: &mut Sql, account: AccountId, segment: &Segment, subqueries: Subqueries) {
+    let fence = subqueries.fence();
     let account = sql.bind(Param::Uuid(account.as_uuid()));
     sql.push(&format!("contacts.account_id = {account}"));
     if !segment.include_unsubscribed {
@@ -91,11 +124,11 @@ pub(super) fn push_segment_filter(sql: &mut Sql, account: AccountId, segment: &S
         sql.push(&format!(
             " AND NOT EXISTS (SELECT 1 FROM topic_unsubscriptions u \
              WHERE u.account_id = contacts.account_id AND u.contact_id = contacts.id \
-             AND u.topic_id = {topic})"
+             AND u.topic_id = {topic}{fence})"
         ));
     }
     for condition in &segment.conditions {
-        let predicate = condition_predicate(sql, condition);
+        let predicate = condition_predicate(sql, condition, subqueries);
         sql.push(" AND ");
         sql.push(&predicate);
     }
@@ -124,13 +157,28 @@ fn family(condition: &Condition) -> Option<AttributeType> {
 }
 
 /// One condition as a predicate on the current `contacts` row.
-fn condition_predicate(sql: &mut Sql, condition: &Condition) -> String {
+fn condition_predicate(sql: &mut Sql, condition: &Condition, subqueries: Subqueries) -> String {
     if let Some((column_type, column)) = system_column(condition.slug()) {
         return match condition {
             Condition::Exists { .. } => "TRUE".to_owned(),
             Condition::NotExists { .. } => "FALSE".to_owned(),
             // Parsing prevents a family mismatch; like the domain, it matches nothing.
             _ if family(condition) != Some(column_type) => "FALSE".to_owned(),
+            // LIKE rather than strpos so that the trigram index on `email_lower`
+            // (migration 26) can serve it; the operand is escaped to match literally.
+            Condition::String {
+                operator: operator @ (StringOperator::Contains | StringOperator::NotContains),
+                value,
+                ..
+            } => {
+                let pattern = sql.bind(Param::Text(contains_pattern(value)));
+                let like = if *operator == StringOperator::Contains {
+                    "LIKE"
+                } else {
+                    "NOT LIKE"
+                };
+                format!("{column} {like} lower({pattern})")
+            }
             _ => typed_predicate(sql, condition, column),
         };
     }
@@ -139,11 +187,28 @@ fn condition_predicate(sql: &mut Sql, condition: &Condition) -> String {
         "SELECT 1 FROM contact_attributes a WHERE a.account_id = contacts.account_id \
          AND a.contact_id = contacts.id AND a.slug = {slug}"
     );
+    let fence = subqueries.fence();
     if matches!(condition, Condition::NotExists { .. }) {
-        return format!("NOT EXISTS ({row})");
+        return format!("NOT EXISTS ({row}{fence})");
     }
     let filter = row_filter(sql, condition);
-    format!("EXISTS ({row}{filter})")
+    format!("EXISTS ({row}{filter}{fence})")
+}
+
+/// A LIKE pattern (default escape character `\`) matching any text that contains `needle`
+/// literally: `\`, `%` and `_` are escaped. `lower()` leaves those three alone, so the
+/// pattern may be lowered in SQL like the other string operands.
+fn contains_pattern(needle: &str) -> String {
+    let mut pattern = String::with_capacity(needle.len() + 2);
+    pattern.push('%');
+    for c in needle.chars() {
+        if matches!(c, '\\' | '%' | '_') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
 }
 
 /// The rest of the `WHERE` clause over a `contact_attributes a` row of the condition's slug
@@ -208,18 +273,26 @@ fn contact_set(sql: &mut Sql, account: &str, condition: &Condition) -> String {
 /// The segment's filters that are not attribute conditions (unsubscribed, topic), as
 /// predicates on the contact id `id` of account placeholder `account`. Both are
 /// anti-joins on small sets: `contacts_unsubscribed_idx` and `topic_unsubscriptions`.
-fn push_contact_filters(sql: &mut Sql, account: &str, segment: &Segment, id: &str) {
+fn push_contact_filters(
+    sql: &mut Sql,
+    account: &str,
+    segment: &Segment,
+    id: &str,
+    subqueries: Subqueries,
+) {
+    let fence = subqueries.fence();
     if !segment.include_unsubscribed {
         sql.push(&format!(
             " AND NOT EXISTS (SELECT 1 FROM contacts u WHERE u.account_id = {account} \
-             AND u.id = {id} AND u.unsubscribed_at IS NOT NULL)"
+             AND u.id = {id} AND u.unsubscribed_at IS NOT NULL{fence})"
         ));
     }
     if let Some(topic) = segment.topic {
         let topic = sql.bind(Param::Uuid(topic.as_uuid()));
         sql.push(&format!(
             " AND NOT EXISTS (SELECT 1 FROM topic_unsubscriptions t \
-             WHERE t.account_id = {account} AND t.contact_id = {id} AND t.topic_id = {topic})"
+             WHERE t.account_id = {account} AND t.contact_id = {id} AND t.topic_id = {topic}\
+             {fence})"
         ));
     }
 }
@@ -248,8 +321,8 @@ pub(super) fn set_sizes(account: AccountId, segment: &Segment, cap: i64) -> Sql 
 
 /// The `FROM … WHERE …` of the contacts matching a segment of row conditions, driven by
 /// the condition `driver`: its (small) set is read once and every other condition is
-/// probed per contact through the primary key of `contact_attributes`. The contact id is
-/// `d.contact_id`.
+/// probed per contact through the primary key of `contact_attributes`
+/// ([`Subqueries::Probed`]). The contact id is `d.contact_id`.
 pub(super) fn push_driven(sql: &mut Sql, account: AccountId, segment: &Segment, driver: usize) {
     let account = sql.bind(Param::Uuid(account.as_uuid()));
     let set = contact_set(sql, &account, &segment.conditions[driver]);
@@ -262,10 +335,10 @@ pub(super) fn push_driven(sql: &mut Sql, account: AccountId, segment: &Segment, 
         let filter = row_filter(sql, condition);
         sql.push(&format!(
             " AND EXISTS (SELECT 1 FROM contact_attributes a WHERE a.account_id = {account} \
-             AND a.contact_id = d.contact_id AND a.slug = {slug}{filter})"
+             AND a.contact_id = d.contact_id AND a.slug = {slug}{filter} OFFSET 0)"
         ));
     }
-    push_contact_filters(sql, &account, segment, "d.contact_id");
+    push_contact_filters(sql, &account, segment, "d.contact_id", Subqueries::Probed);
 }
 
 /// The `FROM … WHERE …` of the contacts matching a segment of row conditions, as the
@@ -290,7 +363,7 @@ pub(super) fn push_intersection(
         }
     }
     sql.push(" WHERE TRUE");
-    push_contact_filters(sql, &account, segment, "s0.contact_id");
+    push_contact_filters(sql, &account, segment, "s0.contact_id", Subqueries::Planned);
 }
 
 /// The comparison of a boolean, number, date or string condition on `column`, which holds
@@ -413,6 +486,50 @@ mod tests {
             sql.params[6],
             Param::Timestamptz(datetime!(2026-03-02 00:00 UTC))
         );
+    }
+
+    #[test]
+    fn email_contains_is_a_literal_like_pattern() {
+        let segment = Segment {
+            conditions: vec![
+                Condition::String {
+                    slug: "email".into(),
+                    operator: StringOperator::Contains,
+                    value: "A_b%\\".into(),
+                },
+                Condition::String {
+                    slug: "email".into(),
+                    operator: StringOperator::NotContains,
+                    value: "x".into(),
+                },
+            ],
+            include_unsubscribed: true,
+            topic: None,
+        };
+        let sql = compile(&segment);
+        assert_eq!(
+            sql.text,
+            "contacts.account_id = $1 AND contacts.email_lower LIKE lower($2) \
+             AND contacts.email_lower NOT LIKE lower($3)"
+        );
+        assert_eq!(sql.params[1], Param::Text("%A\\_b\\%\\\\%".into()));
+        assert_eq!(sql.params[2], Param::Text("%x%".into()));
+    }
+
+    #[test]
+    fn probed_subqueries_end_in_offset_0() {
+        let segment = Segment {
+            conditions: vec![
+                Condition::Exists { slug: "a".into() },
+                Condition::NotExists { slug: "b".into() },
+            ],
+            include_unsubscribed: true,
+            topic: Some(TopicId::from_uuid(Uuid::from_u128(9))),
+        };
+        let mut sql = Sql::default();
+        push_probed_segment_filter(&mut sql, AccountId::from_uuid(Uuid::nil()), &segment);
+        assert_eq!(sql.text.matches(" OFFSET 0)").count(), 3, "{}", sql.text);
+        assert!(!compile(&segment).text.contains("OFFSET"));
     }
 
     #[test]
