@@ -351,3 +351,36 @@ async fn two_identical_complaints_at_once_are_recorded_once() {
     assert_eq!(setup.today().await["complained"], 1);
     assert_eq!(events(&setup, "contact.complained").await.len(), 1);
 }
+
+/// Messages outlive their contact: a complaint about a message whose contact was deleted
+/// and then added again under the same address flags the contact that holds the address
+/// now, so the complaint still stops mail to it.
+#[tokio::test]
+async fn a_complaint_about_a_deleted_contacts_message_flags_whoever_holds_the_address_now() {
+    let setup = Delivery::new(|_| {}).await;
+    let message = delivered(&setup, "grace@example.org").await;
+    let header = message["messageId"].as_str().unwrap();
+    let old = message["contactId"].as_str().unwrap();
+    let deleted = setup
+        .app
+        .request(
+            Method::DELETE,
+            &setup.path(&format!("/contacts/{old}")),
+            Some(&setup.token),
+        )
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(deleted.status(), 200);
+    let again = setup
+        .post("/contacts", &json!({"email": "grace@example.org"}))
+        .await;
+    assert_ne!(again["_id"], message["contactId"]);
+
+    let report = fixture("arf-yahoo.eml", header, "forwarded@yahoo.example");
+    let answer = expect_json(post_feedback(&setup, &setup.token, report).await, 200).await;
+    assert_eq!(answer["recorded"], true, "{answer}");
+    assert_eq!(answer["contactId"], again["_id"]);
+    let contact = setup.contact(&again["_id"]).await;
+    assert!(contact["complaintDate"].is_string(), "{contact}");
+}

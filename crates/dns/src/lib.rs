@@ -28,7 +28,6 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -478,9 +477,10 @@ async fn lookup(inner: &Inner, name: &str) -> Result<Vec<IpAddr>, LookupError> {
     }
     let limit = inner.settings.lookup_timeout;
     let flight = inner.flight(&key);
-    // Set once this caller asks the nameserver: if the time runs out after that, the
-    // name itself did not answer in time (not only the wait for a turn or a slot).
-    let asked = AtomicBool::new(false);
+    // When this caller asked the nameserver: if the time runs out after the question
+    // had at least half the limit, the name itself did not answer in time; if it ran
+    // out mostly waiting for a turn or a slot, the name is not blamed.
+    let asked: Mutex<Option<Instant>> = Mutex::new(None);
     let bounded = tokio::time::timeout(limit, async {
         let _turn = flight.lock().await;
         // The lookup this one waited for may have answered.
@@ -491,7 +491,9 @@ async fn lookup(inner: &Inner, name: &str) -> Result<Vec<IpAddr>, LookupError> {
         let _slot = inner.slots.acquire().await.map_err(|error| {
             LookupError::NotFound(format!("{name}: the resolver is shut down: {error}"))
         })?;
-        asked.store(true, Ordering::Relaxed);
+        *asked
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(Instant::now());
         let outcome = ask(inner, name).await;
         let now = Instant::now();
         match &outcome {
@@ -510,8 +512,11 @@ async fn lookup(inner: &Inner, name: &str) -> Result<Vec<IpAddr>, LookupError> {
     })
     .await;
     let outcome = bounded.unwrap_or_else(|_| {
-        if asked.load(Ordering::Relaxed) {
-            let now = Instant::now();
+        let asked_at = *asked
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let now = Instant::now();
+        if asked_at.is_some_and(|at| now.duration_since(at) >= limit / 2) {
             inner.remember(key.clone(), Cached::TimedOut(now + TIMEOUT_REMEMBERED), now);
         }
         Err(LookupError::Timeout(format!(

@@ -1,5 +1,6 @@
 use mailroom_domain::{
     contact::Contact,
+    email::EmailAddress,
     feedback::{FeedbackKind, FeedbackReport},
     message::{Message, StatsCounter},
     webhook_event::{ContactChange, ContactNotice},
@@ -175,10 +176,23 @@ fn find_target(
         (None, Some(recipient)) => tx.find_contact_id_by_email(account, recipient)?,
         (None, None) => None,
     };
-    let contact = match contact_id {
+    let mut contact = match contact_id {
         Some(id) => tx.find_contact(account, id)?,
         None => None,
     };
+    // Messages outlive their contact (migration 16): when the message's contact was
+    // deleted, the report is about whoever holds the address now (a contact added
+    // again), so a complaint or bounce still stops mail to it.
+    if contact.is_none() {
+        let address = message
+            .as_ref()
+            .and_then(|message| EmailAddress::parse(&message.email).ok());
+        if let Some(address) = address {
+            if let Some(id) = tx.find_contact_id_by_email(account, &address)? {
+                contact = tx.find_contact(account, id)?;
+            }
+        }
+    }
     let Some(contact) = contact else {
         return Err(AppError::BadRequest(no_match(report)));
     };

@@ -223,12 +223,21 @@ fn signing_key(services: &Services, url: &str) -> Result<rsa::RsaPublicKey, AppE
         .map_err(|error| {
             AppError::Unavailable(format!("fetching the SNS signing certificate: {error}"))
         })?;
-    // A certificate SNS does not serve cannot authenticate anything: 401, which counts
-    // as a failed authentication of the client, so made-up certificate names cannot buy
-    // unlimited fetches. Only a fetch that could not be made is the provider's to retry.
-    if answer.status != 200 {
-        tracing::info!(status = answer.status, %url, "the SNS signing certificate is not served");
-        return Err(AppError::Unauthorized);
+    // A certificate SNS says it does not have (403, 404) cannot authenticate anything:
+    // 401, which counts as a failed authentication of the client, so made-up certificate
+    // names cannot buy unlimited fetches. Any other answer (5xx, 429) is SNS's trouble,
+    // not the sender's: 503, and SNS retries.
+    match answer.status {
+        200 => {}
+        403 | 404 => {
+            tracing::info!(status = answer.status, %url, "the SNS signing certificate is not served");
+            return Err(AppError::Unauthorized);
+        }
+        status => {
+            return Err(AppError::Unavailable(format!(
+                "the SNS signing certificate answered {status}"
+            )))
+        }
     }
     let key = ses::certificate_key(&answer.body).map_err(|_| AppError::Unauthorized)?;
     sns.certificates.insert(url.as_str(), key.clone());

@@ -965,7 +965,9 @@ pub(super) async fn import(
         header::HeaderValue::from_static("no-store"),
     );
     if close {
-        response.head_mut().set_connection_type(ConnectionType::Close);
+        response
+            .head_mut()
+            .set_connection_type(ConnectionType::Close);
     }
     response
 }
