@@ -77,8 +77,8 @@ pub(super) fn queue_audience_batch(
                   'announcement', 'queued', '{{}}'::jsonb, 0, {now}, \
                   '<' || fresh.id::text || '@' || {domain} || '>', {now}, {now}, {announcement} \
            FROM audience JOIN fresh USING (n) \
-           ON CONFLICT ON CONSTRAINT messages_account_id_announcement_id_contact_id_key \
-           DO NOTHING \
+           ON CONFLICT (account_id, announcement_id, contact_id) \
+               WHERE announcement_id IS NOT NULL DO NOTHING \
            RETURNING 1\
          ) \
          SELECT (SELECT count(*) FROM audience) AS contacts, \
