@@ -308,7 +308,7 @@ pub(super) async fn show(req: HttpRequest, path: web::Path<(String, String)>) ->
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, id) = match record_ids(&path.0, &path.1, |id| AnnouncementId::parse(id).ok()) {
+    let (account, id) = match record_ids(&path.0, &path.1, AnnouncementId::parse) {
         Ok(ids) => ids,
         Err(response) => return response,
     };
@@ -351,7 +351,7 @@ pub(super) async fn progress_fragment(
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, id) = match record_ids(&path.0, &path.1, |id| AnnouncementId::parse(id).ok()) {
+    let (account, id) = match record_ids(&path.0, &path.1, AnnouncementId::parse) {
         Ok(ids) => ids,
         Err(response) => return response,
     };

@@ -23,7 +23,10 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     blocking, error_page,
-    page_kit::{account_id, account_page, account_session, member, record_ids, respond, Pairs},
+    page_kit::{
+        account_form, account_page, account_session, member, record_form, record_ids, respond,
+        Pairs,
+    },
     pages::{day_and_minute, message, require_session, see_other, signed_in_form},
     render,
 };
@@ -144,14 +147,11 @@ pub(super) async fn create_topic_form(
     path: web::Path<String>,
     body: web::Bytes,
 ) -> HttpResponse {
-    let (services, signed_in, pairs) = match signed_in_form::<Pairs>(&req, &body).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
-    let account = match account_id(&path) {
-        Ok(id) => id,
-        Err(response) => return response,
-    };
+    let (services, signed_in, pairs, account) =
+        match account_form::<Pairs>(&req, &body, &path).await {
+            Ok(found) => found,
+            Err(response) => return response,
+        };
     let outcome = blocking(move || {
         let member = member(&services, &signed_in, account, "POST", "/topics")?;
         let form = TopicForm::read(&pairs);
@@ -202,7 +202,7 @@ pub(super) async fn topic(req: HttpRequest, path: web::Path<(String, String)>) -
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, topic) = match record_ids(&path.0, &path.1, |id| TopicId::parse(id).ok()) {
+    let (account, topic) = match record_ids(&path.0, &path.1, TopicId::parse) {
         Ok(ids) => ids,
         Err(response) => return response,
     };
@@ -239,14 +239,11 @@ pub(super) async fn update_topic_form(
     path: web::Path<(String, String)>,
     body: web::Bytes,
 ) -> HttpResponse {
-    let (services, signed_in, pairs) = match signed_in_form::<Pairs>(&req, &body).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
-    let (account, topic) = match record_ids(&path.0, &path.1, |id| TopicId::parse(id).ok()) {
-        Ok(ids) => ids,
-        Err(response) => return response,
-    };
+    let (services, signed_in, pairs, (account, topic)) =
+        match record_form::<Pairs, _, _>(&req, &body, &path.0, &path.1, TopicId::parse).await {
+            Ok(found) => found,
+            Err(response) => return response,
+        };
     let outcome = blocking(move || {
         let member = member(
             &services,
@@ -283,14 +280,11 @@ pub(super) async fn delete_topic_form(
     path: web::Path<(String, String)>,
     body: web::Bytes,
 ) -> HttpResponse {
-    let (services, signed_in, _) = match signed_in_form::<Pairs>(&req, &body).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
-    let (account, topic) = match record_ids(&path.0, &path.1, |id| TopicId::parse(id).ok()) {
-        Ok(ids) => ids,
-        Err(response) => return response,
-    };
+    let (services, signed_in, _, (account, topic)) =
+        match record_form::<Pairs, _, _>(&req, &body, &path.0, &path.1, TopicId::parse).await {
+            Ok(found) => found,
+            Err(response) => return response,
+        };
     let deleted = blocking(move || {
         let member = member(
             &services,
@@ -539,14 +533,11 @@ pub(super) async fn create_automation_form(
     path: web::Path<String>,
     body: web::Bytes,
 ) -> HttpResponse {
-    let (services, signed_in, pairs) = match signed_in_form::<Pairs>(&req, &body).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
-    let account = match account_id(&path) {
-        Ok(id) => id,
-        Err(response) => return response,
-    };
+    let (services, signed_in, pairs, account) =
+        match account_form::<Pairs>(&req, &body, &path).await {
+            Ok(found) => found,
+            Err(response) => return response,
+        };
     let outcome = blocking(move || {
         let member = member(&services, &signed_in, account, "POST", "/automations")?;
         let form = AutomationForm::read(&pairs);
@@ -581,11 +572,10 @@ pub(super) async fn automation(
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, automation) =
-        match record_ids(&path.0, &path.1, |id| AutomationId::parse(id).ok()) {
-            Ok(ids) => ids,
-            Err(response) => return response,
-        };
+    let (account, automation) = match record_ids(&path.0, &path.1, AutomationId::parse) {
+        Ok(ids) => ids,
+        Err(response) => return response,
+    };
     respond(
         blocking(move || {
             let member = member(
@@ -620,11 +610,10 @@ pub(super) async fn update_automation_form(
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, automation) =
-        match record_ids(&path.0, &path.1, |id| AutomationId::parse(id).ok()) {
-            Ok(ids) => ids,
-            Err(response) => return response,
-        };
+    let (account, automation) = match record_ids(&path.0, &path.1, AutomationId::parse) {
+        Ok(ids) => ids,
+        Err(response) => return response,
+    };
     let outcome = blocking(move || {
         let member = member(
             &services,
@@ -666,11 +655,10 @@ pub(super) async fn delete_automation_form(
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, automation) =
-        match record_ids(&path.0, &path.1, |id| AutomationId::parse(id).ok()) {
-            Ok(ids) => ids,
-            Err(response) => return response,
-        };
+    let (account, automation) = match record_ids(&path.0, &path.1, AutomationId::parse) {
+        Ok(ids) => ids,
+        Err(response) => return response,
+    };
     let deleted = blocking(move || {
         let member = member(
             &services,

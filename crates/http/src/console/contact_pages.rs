@@ -34,10 +34,10 @@ use tokio::sync::mpsc;
 use super::{
     blocking, check_csrf, check_same_origin, error_page,
     page_kit::{
-        account_page, account_session, member, page_at, query_tail, record_ids, respond, Pager,
-        Pairs,
+        account_page, account_session, member, page_at, query_tail, record_form, record_ids,
+        respond, Pager, Pairs,
     },
-    pages::{day_and_minute, message, require_session, see_other, signed_in_form, CsrfForm},
+    pages::{day_and_minute, message, require_session, see_other, CsrfForm},
     render,
 };
 use crate::routes::contacts_import::{ChannelReader, CHANNEL_CHUNKS, MAX_IMPORT_BYTES};
@@ -222,7 +222,7 @@ pub(super) async fn show(
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, contact) = match record_ids(&path.0, &path.1, |id| ContactId::parse(id).ok()) {
+    let (account, contact) = match record_ids(&path.0, &path.1, ContactId::parse) {
         Ok(ids) => ids,
         Err(response) => return response,
     };
@@ -351,12 +351,16 @@ pub(super) async fn unbounce(
     path: web::Path<(String, String)>,
     body: web::Bytes,
 ) -> HttpResponse {
-    let (services, signed_in, _) = match signed_in_form::<CsrfOnly>(&req, &body).await {
+    let (services, signed_in, _, (account, contact)) = match record_form::<CsrfOnly, _, _>(
+        &req,
+        &body,
+        &path.0,
+        &path.1,
+        ContactId::parse,
+    )
+    .await
+    {
         Ok(found) => found,
-        Err(response) => return response,
-    };
-    let (account, contact) = match record_ids(&path.0, &path.1, |id| ContactId::parse(id).ok()) {
-        Ok(ids) => ids,
         Err(response) => return response,
     };
     let done = blocking(move || {
@@ -384,12 +388,16 @@ pub(super) async fn delete(
     path: web::Path<(String, String)>,
     body: web::Bytes,
 ) -> HttpResponse {
-    let (services, signed_in, _) = match signed_in_form::<CsrfOnly>(&req, &body).await {
+    let (services, signed_in, _, (account, contact)) = match record_form::<CsrfOnly, _, _>(
+        &req,
+        &body,
+        &path.0,
+        &path.1,
+        ContactId::parse,
+    )
+    .await
+    {
         Ok(found) => found,
-        Err(response) => return response,
-    };
-    let (account, contact) = match record_ids(&path.0, &path.1, |id| ContactId::parse(id).ok()) {
-        Ok(ids) => ids,
         Err(response) => return response,
     };
     let done = blocking(move || {

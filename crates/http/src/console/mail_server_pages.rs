@@ -309,7 +309,7 @@ async fn save(
         Err(response) => return response,
     };
     let ids = match server {
-        Some(server) => record_ids(account, server, |id| MailServerId::parse(id).ok())
+        Some(server) => record_ids(account, server, MailServerId::parse)
             .map(|(account, server)| (account, Some(server))),
         None => account_id(account).map(|account| (account, None)),
     };
@@ -390,7 +390,7 @@ pub(super) async fn edit_form(req: HttpRequest, path: web::Path<(String, String)
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, server) = match record_ids(&path.0, &path.1, |id| MailServerId::parse(id).ok()) {
+    let (account, server) = match record_ids(&path.0, &path.1, MailServerId::parse) {
         Ok(ids) => ids,
         Err(response) => return response,
     };

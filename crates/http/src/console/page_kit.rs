@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use super::{
     error_page,
-    pages::{account_items, require_session},
+    pages::{account_items, require_session, signed_in_form, CsrfForm},
     render, Layout,
 };
 
@@ -49,13 +49,13 @@ pub(super) fn account_id(text: &str) -> Result<AccountId, HttpResponse> {
 
 /// The account id and the record id of a path like `…/accounts/{id}/topics/{topicId}`;
 /// either malformed is the console's 404, like an unknown one.
-pub(super) fn record_ids<T>(
+pub(super) fn record_ids<T, E>(
     account: &str,
     record: &str,
-    parse: impl FnOnce(&str) -> Option<T>,
+    parse: impl FnOnce(&str) -> Result<T, E>,
 ) -> Result<(AccountId, T), HttpResponse> {
     let account = account_id(account)?;
-    let record = parse(record).ok_or_else(|| error_page(&AppError::NotFound))?;
+    let record = parse(record).map_err(|_| error_page(&AppError::NotFound))?;
     Ok((account, record))
 }
 
@@ -68,6 +68,35 @@ pub(super) async fn account_session(
 ) -> Result<(Services, SignedIn, AccountId), HttpResponse> {
     let (services, signed_in) = require_session(req).await?;
     Ok((services, signed_in, account_id(account)?))
+}
+
+/// The preamble of an account form's `POST`: same origin, a live session and the form
+/// with its CSRF token ([`signed_in_form`]), then the account id of the path (else a 404).
+pub(super) async fn account_form<F: for<'de> serde::Deserialize<'de> + CsrfForm>(
+    req: &HttpRequest,
+    body: &[u8],
+    account: &str,
+) -> Result<(Services, SignedIn, F, AccountId), HttpResponse> {
+    let (services, signed_in, form) = signed_in_form::<F>(req, body).await?;
+    Ok((services, signed_in, form, account_id(account)?))
+}
+
+/// [`account_form`] for a path that also names a record (`…/{id}/topics/{topicId}`):
+/// both ids as [`record_ids`] reads them.
+pub(super) async fn record_form<F: for<'de> serde::Deserialize<'de> + CsrfForm, T, E>(
+    req: &HttpRequest,
+    body: &[u8],
+    account: &str,
+    record: &str,
+    parse: impl FnOnce(&str) -> Result<T, E>,
+) -> Result<(Services, SignedIn, F, (AccountId, T)), HttpResponse> {
+    let (services, signed_in, form) = signed_in_form::<F>(req, body).await?;
+    Ok((
+        services,
+        signed_in,
+        form,
+        record_ids(account, record, parse)?,
+    ))
 }
 
 /// The layout of an account page: title, CSRF token, the account switcher and the
@@ -188,7 +217,7 @@ impl Pairs {
     }
 }
 
-impl super::pages::CsrfForm for Pairs {
+impl CsrfForm for Pairs {
     fn csrf(&self) -> &str {
         self.get("csrf").unwrap_or("")
     }

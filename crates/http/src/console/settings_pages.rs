@@ -17,8 +17,8 @@ use mailroom_domain::{
 use serde::Serialize;
 
 use super::{
-    page_kit::{account_id, account_page, account_session, member, respond, Pairs},
-    pages::{see_other, signed_in_form},
+    page_kit::{account_form, account_page, account_session, member, respond, Pairs},
+    pages::see_other,
     render,
 };
 
@@ -171,12 +171,9 @@ pub(super) async fn update(
     path: web::Path<String>,
     body: web::Bytes,
 ) -> HttpResponse {
-    let (services, signed_in, form) = match signed_in_form::<Pairs>(&req, &body).await {
+    let (services, signed_in, form, account) = match account_form::<Pairs>(&req, &body, &path).await
+    {
         Ok(found) => found,
-        Err(response) => return response,
-    };
-    let account = match account_id(&path) {
-        Ok(id) => id,
         Err(response) => return response,
     };
     let outcome = super::blocking(move || {
@@ -242,12 +239,9 @@ pub(super) async fn set(
     path: web::Path<String>,
     body: web::Bytes,
 ) -> HttpResponse {
-    let (services, signed_in, form) = match signed_in_form::<Pairs>(&req, &body).await {
+    let (services, signed_in, form, account) = match account_form::<Pairs>(&req, &body, &path).await
+    {
         Ok(found) => found,
-        Err(response) => return response,
-    };
-    let account = match account_id(&path) {
-        Ok(id) => id,
         Err(response) => return response,
     };
     respond(

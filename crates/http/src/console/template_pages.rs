@@ -21,8 +21,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     blocking, error_page,
-    page_kit::{account_id, account_session, record_ids},
-    pages::{day_and_minute, require_session, signed_in_form, CsrfForm},
+    page_kit::{account_form, account_session, record_form, record_ids},
+    pages::{day_and_minute, require_session, CsrfForm},
     render, Layout,
 };
 use mailroom_app::console::SignedIn;
@@ -256,14 +256,11 @@ pub(super) async fn create(
     path: web::Path<String>,
     body: web::Bytes,
 ) -> HttpResponse {
-    let (services, signed_in, form) = match signed_in_form::<TemplateForm>(&req, &body).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
-    let account = match account_id(&path) {
-        Ok(id) => id,
-        Err(response) => return response,
-    };
+    let (services, signed_in, form, account) =
+        match account_form::<TemplateForm>(&req, &body, &path).await {
+            Ok(found) => found,
+            Err(response) => return response,
+        };
     let outcome = blocking(move || {
         let member = member(&services, &signed_in, account, "POST", "")?;
         match create_template(&services, &member, form.input()) {
@@ -395,7 +392,7 @@ pub(super) async fn edit_form(
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, template) = match record_ids(&path.0, &path.1, |id| TemplateId::parse(id).ok()) {
+    let (account, template) = match record_ids(&path.0, &path.1, TemplateId::parse) {
         Ok(ids) => ids,
         Err(response) => return response,
     };
@@ -440,14 +437,13 @@ pub(super) async fn update(
     path: web::Path<(String, String)>,
     body: web::Bytes,
 ) -> HttpResponse {
-    let (services, signed_in, form) = match signed_in_form::<TemplateForm>(&req, &body).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
-    let (account, template) = match record_ids(&path.0, &path.1, |id| TemplateId::parse(id).ok()) {
-        Ok(ids) => ids,
-        Err(response) => return response,
-    };
+    let (services, signed_in, form, (account, template)) =
+        match record_form::<TemplateForm, _, _>(&req, &body, &path.0, &path.1, TemplateId::parse)
+            .await
+        {
+            Ok(found) => found,
+            Err(response) => return response,
+        };
     let outcome = blocking(move || {
         let member = member(
             &services,
@@ -493,7 +489,7 @@ pub(super) async fn preview(
         Ok(found) => found,
         Err(response) => return response,
     };
-    let (account, template) = match record_ids(&path.0, &path.1, |id| TemplateId::parse(id).ok()) {
+    let (account, template) = match record_ids(&path.0, &path.1, TemplateId::parse) {
         Ok(ids) => ids,
         Err(response) => return response,
     };
@@ -564,14 +560,13 @@ pub(super) async fn send_test(
     path: web::Path<(String, String)>,
     body: web::Bytes,
 ) -> HttpResponse {
-    let (services, signed_in, form) = match signed_in_form::<TestSendForm>(&req, &body).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
-    let (account, template) = match record_ids(&path.0, &path.1, |id| TemplateId::parse(id).ok()) {
-        Ok(ids) => ids,
-        Err(response) => return response,
-    };
+    let (services, signed_in, form, (account, template)) =
+        match record_form::<TestSendForm, _, _>(&req, &body, &path.0, &path.1, TemplateId::parse)
+            .await
+        {
+            Ok(found) => found,
+            Err(response) => return response,
+        };
     let outcome = blocking(move || {
         let member = member(
             &services,
