@@ -7,7 +7,8 @@ use std::time::{Duration, Instant, SystemTime};
 use base64::{engine::general_purpose::STANDARD as BASE64, Engine as _};
 use hmac::{Hmac, Mac};
 use mailroom_app::webhook_events::{
-    claim_webhook_deliveries, record_webhook_attempts, send_webhook_delivery, DeliveryRound,
+    claim_webhook_deliveries, record_webhook_attempts, send_webhook_delivery, AccountRoom,
+    DeliveryRound,
 };
 use mailroom_domain::webhook_signature::{verify, VerifyError, DEFAULT_TOLERANCE};
 use mailroom_server::{application::build_services, webhook_worker::WebhookWorker};
@@ -699,11 +700,12 @@ async fn an_expired_lease_returns_the_event_to_the_queue() {
 
     // A worker claims the event and then stalls (or dies) before recording anything.
     let (services, settings) = (app.services.clone(), worker.settings().clone());
-    let stalled =
-        tokio::task::spawn_blocking(move || claim_webhook_deliveries(&services, &settings, &[]))
-            .await
-            .expect("claim task")
-            .expect("claim");
+    let stalled = tokio::task::spawn_blocking(move || {
+        claim_webhook_deliveries(&services, &settings, &AccountRoom::default())
+    })
+    .await
+    .expect("claim task")
+    .expect("claim");
     assert_eq!(stalled.deliveries.len(), 1);
     assert_eq!(worker.run_once().await.expect("round").claimed, 0, "leased");
 

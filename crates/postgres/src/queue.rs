@@ -1,6 +1,8 @@
-//! Claiming work from an outbox table with `FOR UPDATE SKIP LOCKED` and a lease: the
-//! webhook events' queue. The message outbox claims per account through its due lanes
-//! instead (`repositories/messages.rs`; docs/operations.md, "Delivery engine").
+//! Claiming work from an outbox table with `FOR UPDATE SKIP LOCKED` and a lease, one
+//! account at a time through a table of due lanes: the webhook events' queue
+//! (`webhook_events`, `webhook_lanes`), and the lane lock the message outbox shares (its
+//! claim and reschedule are its own: a claim moves messages to `sending`;
+//! `repositories/messages.rs`; docs/operations.md, "Delivery engine").
 //!
 //! A queue table follows one convention:
 //!
@@ -12,7 +14,10 @@
 //! | `locked_until`    | `timestamptz` | the lease's end, `NULL` when not leased          |
 //! | `lease_token`     | `uuid`        | the lease's holder, `NULL` when not leased       |
 //!
-//! and carries a partial index on `(next_attempt_at) WHERE status IN (<pending>)`.
+//! and carries a partial index on `(account_id, next_attempt_at) WHERE status IN
+//! (<pending>)` and one on `(account_id) WHERE lease_token IS NOT NULL`. Its lanes table
+//! has one row per account, `(account_id, next_due_at)`, brought forward by a trigger
+//! whenever a row becomes pending (the migrations that create them say how).
 //!
 //! Why a lease and not a long transaction: the work (an HTTP call, an SMTP session) must
 //! not run inside a transaction, so the row lock of `FOR UPDATE` only lasts as long as the
@@ -20,11 +25,16 @@
 //! holder dies it simply runs out and the row is claimed again. The holder writes its
 //! outcome with `WHERE lease_token = <its token>`, so a worker whose lease ran out cannot
 //! overwrite the outcome of the worker that took over.
+//!
+//! Why lanes: a claim across every account's rows lets one account's backlog fill whole
+//! claims, and steps over the rows of every account the worker skips, one by one. A lane
+//! claim reads a small table, then each account's rows with `account_id` in the WHERE
+//! clause (one shard on Citus), at most what that account may take.
 
 use diesel::{
     pg::{Pg, PgConnection},
     sql_query,
-    sql_types::{Array, BigInt, Timestamptz, Uuid as SqlUuid},
+    sql_types::{Array, BigInt, Bool, Timestamptz, Uuid as SqlUuid},
     QueryResult, QueryableByName, RunQueryDsl,
 };
 use time::OffsetDateTime;
@@ -34,6 +44,8 @@ use uuid::Uuid;
 pub(crate) struct LeasedQueue {
     /// The table name.
     pub table: &'static str,
+    /// Its lanes table.
+    pub lanes: &'static str,
     /// The statuses of rows waiting for a worker (written into the SQL as literals, so
     /// they must be plain lowercase words; the partial index repeats them).
     pub pending: &'static [&'static str],
@@ -56,19 +68,49 @@ impl LeasedQueue {
     }
 }
 
-/// Leases up to `limit` rows of `queue` of any account but `skip_accounts` (whose
-/// deliveries are saturated in the claiming worker) that are pending, due at `now` and
-/// not leased (or whose lease ran out), earliest due first, to `token` until `until`, and returns them as
-/// they are after the update. Rows locked by a concurrent claim are skipped, not waited
-/// for, so concurrent workers split the queue instead of queueing behind each other.
+/// Locks up to `limit` rows of the lanes table `lanes` (accounts whose next row is due at
+/// `now`), earliest due first, leaving out `skip_accounts` and lanes another claim holds
+/// (skipped, never waited for). The locks last until the transaction ends.
+pub(crate) fn lock_due_lanes(
+    conn: &mut PgConnection,
+    lanes: &str,
+    now: OffsetDateTime,
+    limit: i64,
+    skip_accounts: &[Uuid],
+) -> QueryResult<Vec<Uuid>> {
+    // `lanes` is a constant of this crate, never input.
+    let rows: Vec<LaneRow> = sql_query(format!(
+        "SELECT account_id FROM {lanes} \
+         WHERE next_due_at <= $1 AND account_id <> ALL($2) \
+         ORDER BY next_due_at LIMIT $3 \
+         FOR UPDATE SKIP LOCKED"
+    ))
+    .bind::<Timestamptz, _>(now)
+    .bind::<Array<SqlUuid>, _>(skip_accounts.to_vec())
+    .bind::<BigInt, _>(limit)
+    .load(conn)?;
+    Ok(rows.into_iter().map(|row| row.account_id).collect())
+}
+
+#[derive(QueryableByName)]
+struct LaneRow {
+    #[diesel(sql_type = SqlUuid)]
+    account_id: Uuid,
+}
+
+/// Leases up to `limit` rows of `queue` of `account` that are pending, due at `now` and
+/// not leased (or whose lease ran out), earliest due first, to `token` until `until`, and
+/// returns them as they are after the update. Rows locked by a concurrent claim are
+/// skipped, not waited for, so concurrent workers split the queue instead of queueing
+/// behind each other.
 pub(crate) fn claim_due<R>(
     conn: &mut PgConnection,
     queue: &LeasedQueue,
+    account: Uuid,
     now: OffsetDateTime,
     token: Uuid,
     until: OffsetDateTime,
     limit: i64,
-    skip_accounts: &[Uuid],
 ) -> QueryResult<Vec<R>>
 where
     R: QueryableByName<Pg> + 'static,
@@ -77,22 +119,64 @@ where
     let pending = queue.pending_list();
     // One statement: the inner SELECT locks the due rows (skipping locked ones), the
     // UPDATE stamps the lease, and the row locks are released when it commits.
-    let query = sql_query(format!(
+    sql_query(format!(
         "UPDATE {table} AS queued SET locked_until = $1, lease_token = $2 \
          FROM (SELECT account_id, id FROM {table} \
-               WHERE status IN ({pending}) AND next_attempt_at <= $3 \
+               WHERE account_id = $5 AND status IN ({pending}) AND next_attempt_at <= $3 \
                  AND (locked_until IS NULL OR locked_until <= $3) \
-                 AND account_id <> ALL($5) \
                ORDER BY next_attempt_at \
                LIMIT $4 \
                FOR UPDATE SKIP LOCKED) AS due \
-         WHERE queued.account_id = due.account_id AND queued.id = due.id \
+         WHERE queued.account_id = $5 AND queued.account_id = due.account_id \
+           AND queued.id = due.id \
          RETURNING queued.*"
     ))
     .bind::<Timestamptz, _>(until)
     .bind::<SqlUuid, _>(token)
     .bind::<Timestamptz, _>(now)
     .bind::<BigInt, _>(limit)
-    .bind::<Array<SqlUuid>, _>(skip_accounts.to_vec());
-    query.load(conn)
+    .bind::<SqlUuid, _>(account)
+    .load(conn)
+}
+
+/// Sets each of `lanes` (accounts, each with whether its claim took all it was allowed)
+/// of `queue` due when the account next has something to claim: `now` when its claim was
+/// full; else the earlier of its first pending row not under a live lease and the end of
+/// its earliest lease, but not before `now`; no time when nothing is pending.
+pub(crate) fn reschedule_lanes(
+    conn: &mut PgConnection,
+    queue: &LeasedQueue,
+    lanes: &[(Uuid, bool)],
+    now: OffsetDateTime,
+) -> QueryResult<()> {
+    if lanes.is_empty() {
+        return Ok(());
+    }
+    let (table, lanes_table) = (queue.table, queue.lanes);
+    let pending = queue.pending_list();
+    let accounts: Vec<Uuid> = lanes.iter().map(|(id, _)| *id).collect();
+    let full: Vec<bool> = lanes.iter().map(|(_, full)| *full).collect();
+    // Two reads bounded by what the account has in flight: the first pending row in due
+    // order (leased rows are stepped over), and the earliest lease end (the leased-rows
+    // index). CASE evaluates only the branch it takes.
+    sql_query(format!(
+        "UPDATE {lanes_table} AS lane \
+         SET next_due_at = CASE WHEN next.due IS NULL THEN NULL \
+                                ELSE greatest(next.due, $3) END \
+         FROM (SELECT lanes.account_id, CASE WHEN lanes.took_all THEN $3 ELSE least( \
+                 (SELECT q.next_attempt_at FROM {table} q \
+                  WHERE q.account_id = lanes.account_id AND q.status IN ({pending}) \
+                    AND (q.locked_until IS NULL OR q.locked_until <= $3) \
+                  ORDER BY q.next_attempt_at LIMIT 1), \
+                 (SELECT min(q.locked_until) FROM {table} q \
+                  WHERE q.lease_token IS NOT NULL AND q.account_id = lanes.account_id \
+                    AND q.status IN ({pending}))) END AS due \
+               FROM unnest($1::uuid[], $2::bool[]) AS lanes(account_id, took_all)) AS next \
+         WHERE lane.account_id = next.account_id"
+    ))
+    .bind::<Array<SqlUuid>, _>(accounts)
+    .bind::<Array<Bool>, _>(full)
+    .bind::<Timestamptz, _>(now)
+    .execute(conn)
+    .map(drop)
 }

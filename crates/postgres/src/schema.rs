@@ -295,6 +295,15 @@ diesel::table! {
 }
 
 diesel::table! {
+    /// One row per account with waiting webhook events: when its next one is due
+    /// (migration 30).
+    webhook_lanes (account_id) {
+        account_id -> Uuid,
+        next_due_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
     message_stats_daily (account_id, day) {
         account_id -> Uuid,
         day -> Date,
@@ -444,6 +453,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     webhook_events,
     messages,
     delivery_lanes,
+    webhook_lanes,
     message_stats_daily,
     automation_firings,
     announcements,

@@ -3,9 +3,10 @@
 //! each claim's deliveries out without waiting for them.
 //!
 //! Fairness between accounts (each account has one endpoint): an attempt is recorded as
-//! soon as it ends, nothing waits for a whole claim, and an account with
-//! [`ACCOUNT_IN_FLIGHT`] attempts in flight in this process is skipped by its claims
-//! until some end. A hanging endpoint therefore holds only its own account's events (each
+//! soon as it ends, nothing waits for a whole claim, and no account has more than
+//! [`ACCOUNT_IN_FLIGHT`] attempts in flight in this process: a claim serves a few due
+//! accounts (lanes), each up to its room, and skips an account at the bound until some
+//! attempts end. A hanging endpoint therefore holds only its own account's events (each
 //! attempt bounded by the webhook timeout), never another account's.
 //!
 //! Accounts cost nothing to create, so one user's several accounts with hanging endpoints
@@ -29,8 +30,8 @@ use futures_util::future::join_all;
 use mailroom_app::{
     ports::Lease,
     webhook_events::{
-        claim_webhook_deliveries, record_webhook_attempts, send_webhook_delivery, AttemptReport,
-        ClaimedDelivery, DeliveryRound, DeliverySettings,
+        claim_webhook_deliveries, record_webhook_attempts, send_webhook_delivery, AccountRoom,
+        AttemptReport, ClaimedDelivery, DeliveryRound, DeliverySettings,
     },
     Services,
 };
@@ -42,7 +43,7 @@ use tokio::{
 
 use crate::{
     metrics::delivery_counters,
-    workers::{claim_room, run_steps, ClaimRoom, Next},
+    workers::{claim_room, run_steps, ClaimRoom, Next, RESERVE_CLAIM},
     Config,
 };
 
@@ -124,19 +125,14 @@ impl WebhookWorker {
 
     async fn claim(&self) -> Result<Option<(Lease, Vec<ClaimedDelivery>)>> {
         let _one_at_a_time = self.shared.claiming.lock().await;
-        let (room, skip) = {
+        let (room, account_room) = {
             let mut in_flight = lock(&self.shared.in_flight);
             let held = in_flight.by_account.values().sum::<usize>() + in_flight.reserved;
             let ClaimRoom { room, in_reserve } =
                 claim_room(held, MAX_IN_FLIGHT, BATCH_SIZE as usize);
-            let skip: Vec<AccountId> = in_flight
-                .by_account
-                .iter()
-                .filter(|(_, count)| **count >= ACCOUNT_IN_FLIGHT || (in_reserve && **count > 0))
-                .map(|(account, _)| *account)
-                .collect();
+            let account_room = account_room(&in_flight.by_account, in_reserve);
             in_flight.reserved += room;
-            (room, skip)
+            (room, account_room)
         };
         if room == 0 {
             return Ok(None);
@@ -145,7 +141,7 @@ impl WebhookWorker {
         let mut settings = shared.settings.clone();
         settings.batch_size = u32::try_from(room).unwrap_or(BATCH_SIZE);
         let claimed = tokio::task::spawn_blocking(move || {
-            claim_webhook_deliveries(&shared.services, &settings, &skip)
+            claim_webhook_deliveries(&shared.services, &settings, &account_room)
         })
         .await;
         let mut in_flight = lock(&self.shared.in_flight);
@@ -269,8 +265,77 @@ impl WebhookWorker {
     }
 }
 
+/// What each account may take in the next claim, from the attempts this process has in
+/// flight per account: an account at [`ACCOUNT_IN_FLIGHT`] is skipped, one below it may
+/// take the difference, one with nothing in flight the whole bound. In the reserve (the
+/// last quarter of [`MAX_IN_FLIGHT`]) only accounts with nothing in flight are served, and
+/// each takes at most [`RESERVE_CLAIM`], so one claim reaches several of them.
+fn account_room(by_account: &HashMap<AccountId, usize>, in_reserve: bool) -> AccountRoom {
+    let mut room = AccountRoom {
+        fresh: if in_reserve {
+            RESERVE_CLAIM
+        } else {
+            ACCOUNT_IN_FLIGHT
+        } as u32,
+        ..AccountRoom::default()
+    };
+    for (account, held) in by_account {
+        let left = ACCOUNT_IN_FLIGHT.saturating_sub(*held);
+        if left == 0 || (in_reserve && *held > 0) {
+            room.skip.push(*account);
+        } else if *held > 0 {
+            room.left.insert(*account, left as u32);
+        }
+    }
+    room
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use mailroom_domain::{AccountId, Uuid};
+
+    use super::{account_room, ACCOUNT_IN_FLIGHT, RESERVE_CLAIM};
+
+    fn account(n: u128) -> AccountId {
+        AccountId::from_uuid(Uuid::from_u128(n))
+    }
+
+    #[test]
+    fn an_account_takes_at_most_what_its_bound_leaves() {
+        let held = HashMap::from([
+            (account(1), ACCOUNT_IN_FLIGHT),
+            (account(2), 60),
+            (account(3), 0),
+        ]);
+        let room = account_room(&held, false);
+        assert_eq!(room.skip, vec![account(1)]);
+        assert_eq!(
+            room.left.get(&account(2)),
+            Some(&((ACCOUNT_IN_FLIGHT - 60) as u32))
+        );
+        assert_eq!(
+            room.left.get(&account(3)),
+            None,
+            "nothing in flight: the whole bound"
+        );
+        assert_eq!(room.fresh, ACCOUNT_IN_FLIGHT as u32);
+    }
+
+    #[test]
+    fn the_reserve_serves_only_accounts_with_nothing_in_flight_a_few_each() {
+        let held = HashMap::from([(account(1), 1), (account(2), ACCOUNT_IN_FLIGHT)]);
+        let mut room = account_room(&held, true);
+        room.skip.sort();
+        assert_eq!(room.skip, vec![account(1), account(2)]);
+        assert!(room.left.is_empty());
+        assert_eq!(room.fresh, RESERVE_CLAIM as u32);
+    }
 }

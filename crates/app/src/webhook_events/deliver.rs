@@ -96,17 +96,51 @@ pub struct DeliveryRound {
     pub lost: usize,
 }
 
-/// Claims the due events (up to the batch size) of any account but `skip_accounts` (whose
-/// endpoints already have as many deliveries in flight as the worker allows) under a
-/// fresh lease, with the configuration each will be delivered with, in one short
-/// transaction.
+/// The most webhook lanes (accounts) one claim serves; each gets an equal share of the
+/// claim's limit, and no more than its [`AccountRoom`].
+pub const LANES_PER_CLAIM: u32 = 16;
+
+/// How many events each account may take in one claim: the claiming worker's bound on
+/// one endpoint's attempts in flight, less what it already has in flight there.
+#[derive(Debug, Clone)]
+pub struct AccountRoom {
+    /// Accounts left out of the claim (no room).
+    pub skip: Vec<AccountId>,
+    /// How many more events each account with attempts in flight may take.
+    pub left: HashMap<AccountId, u32>,
+    /// How many events an account with nothing in flight may take.
+    pub fresh: u32,
+}
+
+impl Default for AccountRoom {
+    /// No bound per account: only the claim's limit and its share of it.
+    fn default() -> Self {
+        Self {
+            skip: Vec::new(),
+            left: HashMap::new(),
+            fresh: u32::MAX,
+        }
+    }
+}
+
+impl AccountRoom {
+    fn of(&self, account: AccountId) -> u32 {
+        self.left.get(&account).copied().unwrap_or(self.fresh)
+    }
+}
+
+/// Claims due events (up to the batch size) under a fresh lease, with the configuration
+/// each will be delivered with, in one short transaction: up to [`LANES_PER_CLAIM`] due
+/// lanes (accounts) but those `room` skips, then each account's events with its account in
+/// the WHERE clause, at most its share of the batch and its room (docs/operations.md,
+/// "Delivery engine", "Webhooks").
 ///
 /// # Errors
 /// [`AppError`] from the store.
 pub fn claim_webhook_deliveries(
     services: &Services,
     settings: &DeliverySettings,
-    skip_accounts: &[AccountId],
+    room: &AccountRoom,
 ) -> Result<ClaimedBatch, AppError> {
     let now = services.clock.now();
     let lease = Lease {
@@ -115,8 +149,26 @@ pub fn claim_webhook_deliveries(
     };
     let secrets = services.secrets.as_ref();
     let deliveries = in_transaction(services.db.as_ref(), |tx| {
-        let events =
-            tx.claim_due_webhook_events(now, &lease, settings.batch_size, skip_accounts)?;
+        let lanes = tx.lock_due_webhook_lanes(now, LANES_PER_CLAIM, &room.skip)?;
+        let mut events = Vec::new();
+        // Whether each lane's claim took all it was allowed (more may be waiting, so the
+        // lane stays due now); the others' next due time is looked up.
+        let mut served: Vec<(AccountId, bool)> = Vec::with_capacity(lanes.len());
+        if let Ok(count) = u32::try_from(lanes.len()) {
+            let share = settings.batch_size.checked_div(count).unwrap_or(0).max(1);
+            for account in lanes {
+                let allowed = share.min(room.of(account));
+                let claimed = if allowed == 0 {
+                    Vec::new()
+                } else {
+                    tx.claim_due_webhook_events(account, now, &lease, allowed)?
+                };
+                served.push((account, claimed.len() >= allowed as usize));
+                events.extend(claimed);
+            }
+        }
+        tx.reschedule_webhook_lanes(&served, now)?;
+        events.sort_by_key(|event| (event.next_attempt_at, event.id));
         let mut destinations: HashMap<AccountId, Destination> = HashMap::new();
         let mut deliveries = Vec::with_capacity(events.len());
         for event in events {

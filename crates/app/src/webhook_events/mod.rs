@@ -14,8 +14,8 @@ mod queue_webhook_event;
 mod retry_webhook_event;
 
 pub use deliver::{
-    claim_webhook_deliveries, record_webhook_attempts, send_webhook_delivery, AttemptReport,
-    ClaimedBatch, ClaimedDelivery, DeliveryRound, DeliverySettings,
+    claim_webhook_deliveries, record_webhook_attempts, send_webhook_delivery, AccountRoom,
+    AttemptReport, ClaimedBatch, ClaimedDelivery, DeliveryRound, DeliverySettings, LANES_PER_CLAIM,
 };
 pub use get_webhook_event::get_webhook_event;
 pub use list_webhook_events::{count_webhook_events, list_webhook_events};

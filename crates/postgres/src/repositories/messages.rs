@@ -25,6 +25,7 @@ use super::contacts::{set_contact_mark, ContactMark};
 use super::{corrupt, templates::page_bounds, timestamp, PgUnitOfWork};
 use crate::{
     error::store_error,
+    queue::lock_due_lanes,
     schema::{message_stats_daily, messages},
 };
 
@@ -160,12 +161,6 @@ struct ClaimedRow {
 struct IdRow {
     #[diesel(sql_type = SqlUuid)]
     id: Uuid,
-}
-
-#[derive(QueryableByName)]
-struct LaneRow {
-    #[diesel(sql_type = SqlUuid)]
-    account_id: Uuid,
 }
 
 /// The domain's claimable statuses as an SQL list of literals (closed-enum names, never
@@ -320,21 +315,15 @@ impl MessageRepository for PgUnitOfWork<'_> {
         skip_accounts: &[AccountId],
     ) -> Result<Vec<AccountId>, StoreError> {
         let skip: Vec<Uuid> = skip_accounts.iter().map(|id| id.as_uuid()).collect();
-        let rows: Vec<LaneRow> = sql_query(
-            "SELECT account_id FROM delivery_lanes \
-             WHERE next_due_at <= $1 AND account_id <> ALL($2) \
-             ORDER BY next_due_at LIMIT $3 \
-             FOR UPDATE SKIP LOCKED",
+        let lanes = lock_due_lanes(
+            self.conn,
+            "delivery_lanes",
+            now.as_datetime(),
+            i64::from(limit),
+            &skip,
         )
-        .bind::<Timestamptz, _>(now.as_datetime())
-        .bind::<Array<SqlUuid>, _>(skip)
-        .bind::<BigInt, _>(i64::from(limit))
-        .load(self.conn)
         .map_err(store_error)?;
-        Ok(rows
-            .into_iter()
-            .map(|row| AccountId::from_uuid(row.account_id))
-            .collect())
+        Ok(lanes.into_iter().map(AccountId::from_uuid).collect())
     }
 
     fn claim_due_messages(

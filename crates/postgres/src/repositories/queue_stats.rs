@@ -1,7 +1,7 @@
 //! The metrics snapshot. Each query is bounded so a scrape stays cheap on large tables:
 //!
 //! - Queue depth and lag read only pending rows, through the partial indexes over them
-//!   (`messages_account_due_idx`, `webhook_events_due_idx`).
+//!   (`messages_account_due_idx`, `webhook_events_account_due_idx`).
 //! - Messages by status: a table of at most [`EXACT_UP_TO`] rows is counted with one
 //!   `GROUP BY`. Past that (decided by a probe that stops at `EXACT_UP_TO + 1` rows),
 //!   the pending statuses are still exact (from the depth query, which reads only the

@@ -16,13 +16,14 @@ use uuid::Uuid;
 use super::{corrupt, templates::page_bounds, timestamp, PgUnitOfWork};
 use crate::{
     error::store_error,
-    queue::{claim_due, LeasedQueue},
+    queue::{claim_due, lock_due_lanes, reschedule_lanes, LeasedQueue},
     schema::webhook_events,
 };
 
 /// `webhook_events` as a queue: queued and retrying rows wait for the delivery worker.
 const WEBHOOK_QUEUE: LeasedQueue = LeasedQueue {
     table: "webhook_events",
+    lanes: "webhook_lanes",
     pending: &["queued", "retrying"],
 };
 
@@ -207,27 +208,56 @@ impl WebhookEventRepository for PgUnitOfWork<'_> {
             .map_err(store_error)
     }
 
+    fn lock_due_webhook_lanes(
+        &mut self,
+        now: Timestamp,
+        limit: u32,
+        skip_accounts: &[AccountId],
+    ) -> Result<Vec<AccountId>, StoreError> {
+        let skip: Vec<Uuid> = skip_accounts.iter().map(|id| id.as_uuid()).collect();
+        let lanes = lock_due_lanes(
+            self.conn,
+            WEBHOOK_QUEUE.lanes,
+            now.as_datetime(),
+            i64::from(limit),
+            &skip,
+        )
+        .map_err(store_error)?;
+        Ok(lanes.into_iter().map(AccountId::from_uuid).collect())
+    }
+
     fn claim_due_webhook_events(
         &mut self,
+        account: AccountId,
         now: Timestamp,
         lease: &Lease,
         limit: u32,
-        skip_accounts: &[AccountId],
     ) -> Result<Vec<WebhookEvent>, StoreError> {
-        let skip: Vec<Uuid> = skip_accounts.iter().map(|id| id.as_uuid()).collect();
         let mut rows: Vec<WebhookEventRow> = claim_due(
             self.conn,
             &WEBHOOK_QUEUE,
+            account.as_uuid(),
             now.as_datetime(),
             lease.token,
             lease.until.as_datetime(),
             i64::from(limit),
-            &skip,
         )
         .map_err(store_error)?;
         // RETURNING has no order; deliver the longest-waiting first.
         rows.sort_by_key(|row| (row.next_attempt_at, row.id));
         events(rows)
+    }
+
+    fn reschedule_webhook_lanes(
+        &mut self,
+        lanes: &[(AccountId, bool)],
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let lanes: Vec<(Uuid, bool)> = lanes
+            .iter()
+            .map(|(account, took_all)| (account.as_uuid(), *took_all))
+            .collect();
+        reschedule_lanes(self.conn, &WEBHOOK_QUEUE, &lanes, now.as_datetime()).map_err(store_error)
     }
 
     fn record_webhook_attempt(
