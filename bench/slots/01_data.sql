@@ -4,7 +4,7 @@
 -- renewal a random second of 2026, city one of 50), the same heap order as the API import
 -- (UUIDv7-like ids in generation order; contacts written per 1,000-row batch in email
 -- order, attribute rows in (contact, slug) order), then the bench's bulk events (3 per
--- contact, their event.* date attributes) and its flat reference table.
+-- contact, their event.* date attributes); 01b_flat.sql then builds its flat reference.
 -- Values come from random() with a fixed seed, not the bench's SplitMix64, so the
 -- matching set is the same size (about 50,000), not the same contacts.
 \set ON_ERROR_STOP on
@@ -86,29 +86,4 @@ INSERT INTO contact_event_totals (account_id, slug, count, last_seen)
 SELECT account_id, slug, count(*), max(occurred_at) FROM contact_events
 WHERE account_id = '01930000-0000-7000-8000-000000000001' GROUP BY account_id, slug;
 
--- The bench's flat reference (bench/src/audience.rs, build_flat_table).
-CREATE TABLE bench_flat (
-    id uuid PRIMARY KEY,
-    plan text, score double precision, vip boolean, renewal timestamptz, city text,
-    signed_up timestamptz, opened_email timestamptz, purchased timestamptz
-);
-INSERT INTO bench_flat
-SELECT contact_id,
-       max(string_value) FILTER (WHERE slug = 'plan'),
-       max(number_value) FILTER (WHERE slug = 'score'),
-       bool_or(bool_value) FILTER (WHERE slug = 'vip'),
-       max(date_value) FILTER (WHERE slug = 'renewal'),
-       max(string_value) FILTER (WHERE slug = 'city'),
-       max(date_value) FILTER (WHERE slug = 'event.signed_up'),
-       max(date_value) FILTER (WHERE slug = 'event.opened_email'),
-       max(date_value) FILTER (WHERE slug = 'event.purchased')
-FROM contact_attributes WHERE account_id = '01930000-0000-7000-8000-000000000001' GROUP BY contact_id;
-CREATE INDEX ON bench_flat (lower(plan));
-CREATE INDEX ON bench_flat (score);
-CREATE INDEX ON bench_flat (vip);
-CREATE INDEX ON bench_flat (renewal);
-CREATE INDEX ON bench_flat (lower(city));
-CREATE INDEX ON bench_flat (signed_up);
-CREATE INDEX ON bench_flat (opened_email);
-CREATE INDEX ON bench_flat (purchased);
 RESET session_replication_role;
