@@ -33,22 +33,37 @@ fn key(name: &str) -> String {
     name.trim_end_matches('.').to_ascii_lowercase()
 }
 
+/// A UDP socket on a free port of 127.0.0.1 and a TCP listener on the same port (for
+/// truncated answers). The UDP port the system picks may be taken for TCP by another test
+/// at that moment (seen under load as `AddrInUse`), so a few ports are tried.
+fn bind_udp_and_tcp() -> (UdpSocket, TcpListener) {
+    let mut last_error = None;
+    for _ in 0..20 {
+        let socket = UdpSocket::bind("127.0.0.1:0").expect("bind the test DNS server");
+        let address = socket.local_addr().expect("local address");
+        match TcpListener::bind(address) {
+            Ok(listener) => return (socket, listener),
+            Err(error) => last_error = Some(error),
+        }
+    }
+    panic!("bind the test DNS server (TCP): {last_error:?}");
+}
+
 impl TestDnsServer {
     /// Binds a UDP port on 127.0.0.1 and answers from an empty zone.
     ///
     /// # Panics
     /// When the socket cannot be bound.
     pub fn start() -> Self {
-        let socket = UdpSocket::bind("127.0.0.1:0").expect("bind the test DNS server");
+        let (socket, listener) = bind_udp_and_tcp();
         socket
             .set_read_timeout(Some(Duration::from_millis(50)))
             .expect("read timeout");
         let address = socket.local_addr().expect("local address");
         let zone: Arc<Mutex<Zone>> = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
-        // TCP on the same port, for truncated answers; accepted connections are served
-        // on threads of their own, which end with their connection.
-        let listener = TcpListener::bind(address).expect("bind the test DNS server (TCP)");
+        // Accepted TCP connections are served on threads of their own, which end with
+        // their connection.
         listener.set_nonblocking(true).expect("non-blocking accept");
         {
             let zone = Arc::clone(&zone);
