@@ -1,8 +1,11 @@
-//! The indexes of `messages` (migration 28, docs/operations.md "Delivery engine"): every
-//! state change of a message writes an entry into each index whose predicate its new row
-//! version matches, so the table keeps only indexes a query needs. This test lists them
-//! and checks, on a filled table, that each API list and filter and each worker query is
-//! planned on its index: dropping one a query needs, or adding one, fails here.
+//! The indexes of the two queue tables, `messages` (migration 28) and `webhook_events`
+//! (migration 30; docs/operations.md "Delivery engine"): every state change of a row
+//! writes an entry into each index whose predicate its new row version matches, so the
+//! tables keep only indexes a query needs. These tests list them and check, on a filled
+//! table, that each API list and filter and each worker query is planned on its index:
+//! dropping one a query needs, or adding one, fails here. The worker's claims must read
+//! one account's rows (the lanes): a claim that walked every account's due rows would
+//! step over the rows of each account it skips.
 
 use diesel::{
     connection::SimpleConnection, sql_query, sql_types::Text, QueryableByName, RunQueryDsl,
@@ -61,6 +64,20 @@ struct Name {
     name: String,
 }
 
+fn indexes_of(conn: &mut diesel::PgConnection, table: &str) -> Vec<String> {
+    let mut indexes: Vec<String> = sql_query(format!(
+        "SELECT indexname::text AS name FROM pg_indexes \
+         WHERE schemaname = current_schema() AND tablename = '{table}' ORDER BY 1"
+    ))
+    .load::<Name>(conn)
+    .expect("indexes")
+    .into_iter()
+    .map(|row| row.name)
+    .collect();
+    indexes.sort();
+    indexes
+}
+
 fn plan(conn: &mut diesel::PgConnection, query: &str) -> String {
     sql_query(format!("EXPLAIN (COSTS OFF) {query}"))
         .load::<Line>(conn)
@@ -75,18 +92,8 @@ fn plan(conn: &mut diesel::PgConnection, query: &str) -> String {
 fn messages_keeps_only_the_indexes_its_queries_use() {
     let database = TestDatabase::create();
     let mut conn = database.connection();
-    let mut indexes: Vec<String> = sql_query(
-        "SELECT indexname::text AS name FROM pg_indexes \
-         WHERE schemaname = current_schema() AND tablename = 'messages' ORDER BY 1",
-    )
-    .load::<Name>(&mut conn)
-    .expect("indexes")
-    .into_iter()
-    .map(|row| row.name)
-    .collect();
-    indexes.sort();
     assert_eq!(
-        indexes,
+        indexes_of(&mut conn, "messages"),
         [
             "messages_account_due_idx",
             "messages_account_id_announcement_id_contact_id_key",
@@ -163,13 +170,7 @@ fn messages_keeps_only_the_indexes_its_queries_use() {
             "messages_account_due_idx",
         ),
     ];
-    for (what, query, index) in cases {
-        let plan = plan(&mut conn, &query);
-        assert!(
-            plan.contains(index),
-            "{what} is not planned on {index}:\n{plan}"
-        );
-    }
+    assert_planned_on(&mut conn, &cases);
     // The announcement batch's conflict target infers the partial unique index.
     let plan = plan(
         &mut conn,
@@ -186,4 +187,89 @@ fn messages_keeps_only_the_indexes_its_queries_use() {
         plan.contains("messages_account_id_announcement_id_contact_id_key"),
         "{plan}"
     );
+}
+
+fn assert_planned_on(conn: &mut diesel::PgConnection, cases: &[(&str, String, &str)]) {
+    for (what, query, index) in cases {
+        let plan = plan(conn, query);
+        assert!(
+            plan.contains(index),
+            "{what} is not planned on {index}:\n{plan}"
+        );
+    }
+}
+
+/// 20,000 webhook events of one account, a twentieth pending (half of those leased), and
+/// the same for a second account.
+const WEBHOOK_FILL: &str = "
+INSERT INTO accounts (id, name, created_at)
+VALUES ('0190a000-0000-7000-8000-000000000001', 'a', now()),
+       ('0190a000-0000-7000-8000-000000000009', 'b', now());
+INSERT INTO webhook_events (account_id, id, event_type, status, payload, target, occurred_at,
+                            next_attempt_at, locked_until, lease_token, created_at, delivered_at)
+SELECT a.id, gen_random_uuid(), 'contact.deleted',
+       CASE WHEN g % 20 = 0 THEN 'retrying' ELSE 'delivered' END, '{}', '{}', now(),
+       CASE WHEN g % 20 = 0 THEN now() - g * interval '1 second' END,
+       CASE WHEN g % 40 = 0 THEN now() + interval '1 minute' END,
+       CASE WHEN g % 40 = 0 THEN gen_random_uuid() END,
+       now() - g * interval '1 second',
+       CASE WHEN g % 20 <> 0 THEN now() END
+FROM accounts a, generate_series(1, 20000) AS g;
+ANALYZE;
+SET enable_seqscan = off;
+";
+
+#[test]
+fn webhook_events_are_claimed_per_account_on_their_own_indexes() {
+    let database = TestDatabase::create();
+    let mut conn = database.connection();
+    assert_eq!(
+        indexes_of(&mut conn, "webhook_events"),
+        [
+            "webhook_events_account_due_idx",
+            "webhook_events_account_leased_idx",
+            "webhook_events_list_idx",
+            "webhook_events_pkey",
+            "webhook_events_status_idx",
+        ],
+        "a new index on `webhook_events` costs every claim and record an entry: name the \
+         query it serves here and in docs/operations.md"
+    );
+    conn.batch_execute(WEBHOOK_FILL).expect("fill");
+    let cases = [
+        (
+            "the claim",
+            format!("SELECT account_id, id FROM webhook_events WHERE account_id = {ACCOUNT} AND status IN ('queued', 'retrying') AND next_attempt_at <= now() AND (locked_until IS NULL OR locked_until <= now()) ORDER BY next_attempt_at LIMIT 64 FOR UPDATE SKIP LOCKED"),
+            "webhook_events_account_due_idx",
+        ),
+        (
+            "a lane's earliest lease",
+            format!("SELECT min(locked_until) FROM webhook_events WHERE lease_token IS NOT NULL AND account_id = {ACCOUNT} AND status IN ('queued', 'retrying')"),
+            "webhook_events_account_leased_idx",
+        ),
+        (
+            "the log",
+            format!("SELECT * FROM webhook_events WHERE account_id = {ACCOUNT} ORDER BY created_at, id LIMIT 50"),
+            "webhook_events_list_idx",
+        ),
+        (
+            "the log by status",
+            format!("SELECT * FROM webhook_events WHERE account_id = {ACCOUNT} AND status = 'retrying' ORDER BY created_at, id LIMIT 50"),
+            "webhook_events_status_idx",
+        ),
+        (
+            "the queue depth",
+            "SELECT count(*) FROM webhook_events WHERE status IN ('queued', 'retrying')".to_owned(),
+            "webhook_events_account_due_idx",
+        ),
+    ];
+    assert_planned_on(&mut conn, &cases);
+    // The lanes were brought forward by the insert: one per account, due at its
+    // earliest pending event.
+    let lanes: Vec<Name> = sql_query(
+        "SELECT account_id::text AS name FROM webhook_lanes WHERE next_due_at IS NOT NULL ORDER BY 1",
+    )
+    .load(&mut conn)
+    .expect("lanes");
+    assert_eq!(lanes.len(), 2, "one lane per account with pending events");
 }
