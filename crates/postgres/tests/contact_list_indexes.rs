@@ -339,7 +339,9 @@ fn a_rare_needle_in_the_statistics_is_read_through_the_trigram_index() {
     }
     // The planner's own plan read all 100,000 contacts through the sort index.
     assert!(scans > 0, "the trigram index was not read ({read} other reads)");
-    assert!(read < 1000, "{read} index entries or rows read outside the trigram index");
+    // The list checks the first 5,000 contacts in its order first (a common needle's page
+    // is there), then counts and reads through the trigram index.
+    assert!(read <= 5_100, "{read} index entries or rows read outside the trigram index");
 }
 
 /// [`plan`] without switching anything off: the plan the planner picks on its own.
