@@ -168,13 +168,15 @@ fn email_filter_plans_give_the_plain_statements_pages() {
                                 .expect("page");
                             assert_eq!(ids, plain, "{plan:?} {query:?} {page:?}");
                         }
-                        let listed: Vec<ContactId> = in_transaction(&pool, |tx| {
-                            Ok(tx.list_contacts(account, &query, page)?)
-                        })
-                        .expect("list")
-                        .into_iter()
-                        .map(|contact| contact.id)
-                        .collect();
+                        let listed: Vec<ContactId> =
+                            in_transaction(
+                                &pool,
+                                |tx| Ok(tx.list_contacts(account, &query, page)?),
+                            )
+                            .expect("list")
+                            .into_iter()
+                            .map(|contact| contact.id)
+                            .collect();
                         assert_eq!(listed, plain, "{query:?} {page:?}");
                         compared += usize::from(!plain.is_empty());
                     }
@@ -317,7 +319,14 @@ fn a_rare_needle_in_the_statistics_is_read_through_the_trigram_index() {
     };
     let (read_before, scans_before) = contact_reads(&mut conn);
     let listed = in_transaction(&pool, |tx| {
-        Ok(tx.list_contacts(account, &query, PageRequest { start: 0, limit: 50 })?)
+        Ok(tx.list_contacts(
+            account,
+            &query,
+            PageRequest {
+                start: 0,
+                limit: 50,
+            },
+        )?)
     })
     .expect("list");
     assert_eq!(
@@ -338,10 +347,16 @@ fn a_rare_needle_in_the_statistics_is_read_through_the_trigram_index() {
         }
     }
     // The planner's own plan read all 100,000 contacts through the sort index.
-    assert!(scans > 0, "the trigram index was not read ({read} other reads)");
+    assert!(
+        scans > 0,
+        "the trigram index was not read ({read} other reads)"
+    );
     // The list checks the first 5,000 contacts in its order first (a common needle's page
     // is there), then counts and reads through the trigram index.
-    assert!(read <= 5_100, "{read} index entries or rows read outside the trigram index");
+    assert!(
+        read <= 5_100,
+        "{read} index entries or rows read outside the trigram index"
+    );
 }
 
 /// [`plan`] without switching anything off: the plan the planner picks on its own.

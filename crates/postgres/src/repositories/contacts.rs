@@ -224,7 +224,11 @@ pub enum ContactSearchPlan {
 fn has_trigram(needle: &str) -> bool {
     let mut run = 0;
     for c in needle.chars() {
-        run = if c.is_ascii_alphanumeric() { run + 1 } else { 0 };
+        run = if c.is_ascii_alphanumeric() {
+            run + 1
+        } else {
+            0
+        };
         if run >= 3 {
             return true;
         }
