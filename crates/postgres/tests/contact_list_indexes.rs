@@ -141,7 +141,21 @@ fn email_filter_plans_give_the_plain_statements_pages() {
         ContactSort::Status,
     ];
     let needles = [
-        "c42", "C1", "example", "zq", "_x", "%y", "\\z", "c2999@", "@ex", "c", "xample.c",
+        "c42",
+        "C1",
+        "example",
+        "zq",
+        "_x",
+        "%y",
+        "\\z",
+        "c2999@",
+        "@ex",
+        "c",
+        "xample.c",
+        "C1500@Example.org",
+        "0_x@ex",
+        "x@ex",
+        "c2_x@mail.ex",
     ];
     let pages = [(0, 50), (17, 25), (2900, 100)];
     let mut compared = 0;
