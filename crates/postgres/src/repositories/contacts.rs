@@ -184,16 +184,16 @@ fn status_sql(status: Option<StatusFilter>) -> &'static str {
 /// `list_contacts` (the tests in `crates/postgres/tests/contact_list_indexes.rs` compare
 /// the two).
 fn order_sql(sort: ContactSort, ascending: bool) -> String {
-    let (key, direction) = match (sort, ascending) {
-        (ContactSort::CreateDate, _) => ("created_at", ""),
-        (ContactSort::Email, _) => ("email_lower", ""),
-        (ContactSort::MessageCount, _) => ("message_count", ""),
+    let (key, nulls) = match sort {
+        ContactSort::CreateDate => ("created_at", ""),
+        ContactSort::Email => ("email_lower", ""),
+        ContactSort::MessageCount => ("message_count", ""),
         // Contacts without a name come last in both directions.
-        (ContactSort::Name, _) => ("sort_name", " NULLS LAST"),
-        (ContactSort::Status, _) => (STATUS_RANK, ""),
+        ContactSort::Name => ("sort_name", " NULLS LAST"),
+        ContactSort::Status => (STATUS_RANK, ""),
     };
     let desc = if ascending { "" } else { " DESC" };
-    format!("{key}{desc}{direction}, id{desc}")
+    format!("{key}{desc}{nulls}, id{desc}")
 }
 
 /// Below this many matching contacts the email filter reads them all through the trigram
@@ -1041,12 +1041,44 @@ pub(super) fn set_contact_mark(
 
 #[cfg(test)]
 mod tests {
-    use super::contains_pattern;
+    use super::{contains_pattern, has_trigram, indexed_part, order_sql, STATUS_RANK};
+    use mailroom_domain::contact::ContactSort;
 
     #[test]
     fn contains_pattern_escapes_the_like_metacharacters() {
         assert_eq!(contains_pattern("c4242"), "%c4242%");
         assert_eq!(contains_pattern(""), "%%");
         assert_eq!(contains_pattern(r"a%b_c\d"), r"%a\%b\_c\\d%");
+    }
+
+    #[test]
+    fn a_trigram_is_three_ascii_letters_or_digits_in_a_row() {
+        for needle in ["c42", "c4242", "x@bench", "a.b.c42"] {
+            assert!(has_trigram(needle), "{needle}");
+        }
+        for needle in ["", "zq", "a.b.c", "c4@b", "é日本", "a_b%c"] {
+            assert!(!has_trigram(needle), "{needle}");
+        }
+    }
+
+    #[test]
+    fn the_index_looks_up_an_addresss_local_part_when_it_has_a_trigram() {
+        assert_eq!(indexed_part("c108983@bench.example"), "c108983@");
+        assert_eq!(indexed_part("c1@bench.example"), "c1@bench.example");
+        assert_eq!(indexed_part("@bench.example"), "@bench.example");
+        assert_eq!(indexed_part("bench.example"), "bench.example");
+    }
+
+    #[test]
+    fn the_raw_order_breaks_ties_by_id_in_the_same_direction() {
+        assert_eq!(order_sql(ContactSort::Email, true), "email_lower, id");
+        assert_eq!(
+            order_sql(ContactSort::Name, false),
+            "sort_name DESC NULLS LAST, id DESC"
+        );
+        assert_eq!(
+            order_sql(ContactSort::Status, false),
+            format!("{STATUS_RANK} DESC, id DESC")
+        );
     }
 }
