@@ -15,6 +15,9 @@ pub use database::{
     ensure_database_exists, run_migrations, url_with_database, PgDatabase, PoolSettings,
 };
 pub use error::store_error;
+pub use repositories::contacts::{
+    contact_search_plan, list_contact_ids_with, ContactSearchPlan, FEW_MATCHES,
+};
 pub use repositories::segments::{
     count_plan, count_segment_with, search_segment_with, SegmentPlan, SMALL_SET,
 };

@@ -4,7 +4,7 @@ use diesel::{
     dsl::sql,
     pg::Pg,
     prelude::*,
-    sql_types::{Bool, Integer, Text},
+    sql_types::{BigInt, Bool, Integer, Text},
     upsert::excluded,
 };
 use mailroom_app::{
@@ -32,7 +32,7 @@ use crate::{
     },
 };
 
-#[derive(Queryable, Selectable)]
+#[derive(Queryable, QueryableByName, Selectable)]
 #[diesel(table_name = contacts, check_for_backend(Pg))]
 struct ContactRow {
     id: Uuid,
@@ -114,21 +114,46 @@ fn attribute_row(
 
 /// The filters shared by the list and its count; `email` takes precedence over `search`.
 fn filtered(account: AccountId, query: &ContactQuery) -> contacts::BoxedQuery<'static, Pg> {
+    filtered_as(account, query, NeedleFilter::Like)
+}
+
+/// How the email-substring filter is written; both select the same contacts.
+#[derive(Clone, Copy)]
+enum NeedleFilter {
+    /// `LIKE '%…%'`, which the trigram index can serve and whose estimate follows the
+    /// column's statistics.
+    Like,
+    /// `strpos(…) > 0`, which no index serves and which the planner estimates at a third
+    /// of the rows: with a `LIMIT` it always walks the sort index, stopping at the page's
+    /// end (docs/console.md, "The email filter's plan").
+    Strpos,
+}
+
+fn filtered_as(
+    account: AccountId,
+    query: &ContactQuery,
+    needle: NeedleFilter,
+) -> contacts::BoxedQuery<'static, Pg> {
     let mut select = contacts::table
         .filter(contacts::account_id.eq(account.as_uuid()))
         .into_boxed();
     if let Some(email) = &query.email {
         select = select.filter(contacts::email_lower.eq(email.to_lowercase()));
     } else if let Some(search) = &query.search {
-        // LIKE rather than strpos so that the trigram index (migration 26) can serve it;
-        // the needle is escaped so that it still matches literally, as strpos did.
-        select = select.filter(
-            sql::<Bool>("email_lower LIKE ")
-                .bind::<Text, _>(contains_pattern(&search.to_lowercase()))
-                // E'' so the escape character reads the same whatever
-                // standard_conforming_strings says.
-                .sql(" ESCAPE E'\\\\'"),
-        );
+        select = match needle {
+            // LIKE rather than strpos so that the trigram index (migration 26) can serve
+            // it; the needle is escaped so that it still matches literally, as strpos does.
+            NeedleFilter::Like => select.filter(
+                sql::<Bool>("email_lower LIKE ")
+                    .bind::<Text, _>(contains_pattern(&search.to_lowercase()))
+                    .sql(LIKE_ESCAPE),
+            ),
+            NeedleFilter::Strpos => select.filter(
+                sql::<Bool>("strpos(email_lower, ")
+                    .bind::<Text, _>(search.to_lowercase())
+                    .sql(") > 0"),
+            ),
+        };
     }
     match query.status {
         Some(StatusFilter::Bounced) => {
@@ -140,6 +165,286 @@ fn filtered(account: AccountId, query: &ContactQuery) -> contacts::BoxedQuery<'s
         None => {}
     }
     select
+}
+
+/// The end of the `LIKE` condition: E'' so the escape character reads the same whatever
+/// standard_conforming_strings says.
+const LIKE_ESCAPE: &str = " ESCAPE E'\\\\'";
+
+/// The `AND …` of the status filter, as raw SQL for the statements written by hand.
+fn status_sql(status: Option<StatusFilter>) -> &'static str {
+    match status {
+        Some(StatusFilter::Bounced) => " AND hard_bounced_at IS NOT NULL",
+        Some(StatusFilter::Unsubscribed) => " AND unsubscribed_at IS NOT NULL",
+        None => "",
+    }
+}
+
+/// The list's `ORDER BY` as raw SQL, the same order as the boxed query's in
+/// `list_contacts` (the tests in `crates/postgres/tests/contact_list_indexes.rs` compare
+/// the two).
+fn order_sql(sort: ContactSort, ascending: bool) -> String {
+    let (key, nulls) = match sort {
+        ContactSort::CreateDate => ("created_at", ""),
+        ContactSort::Email => ("email_lower", ""),
+        ContactSort::MessageCount => ("message_count", ""),
+        // Contacts without a name come last in both directions.
+        ContactSort::Name => ("sort_name", " NULLS LAST"),
+        ContactSort::Status => (STATUS_RANK, ""),
+    };
+    let desc = if ascending { "" } else { " DESC" };
+    format!("{key}{desc}{nulls}, id{desc}")
+}
+
+/// Below this many matching contacts the email filter reads them all through the trigram
+/// index and sorts them; from this many on it walks the sort index, which then finds a
+/// page's worth early. Reading and sorting 11,000 matches took 11–15 ms on the bench's
+/// million contacts (docs/console.md, "The email filter's plan").
+pub const FEW_MATCHES: i64 = 20_000;
+
+/// How many contacts, in the list's order, the email filter checks first: when a page's
+/// worth of them match (a needle many contacts contain), that is the page, found in a few
+/// milliseconds without counting (docs/console.md, "The email filter's plan").
+const WALK_FIRST: i64 = 5_000;
+
+/// How the contact list runs an email-substring filter (docs/console.md, "The email
+/// filter's plan"). Both give the same page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContactSearchPlan {
+    /// Every match through the trigram index (`contacts_email_trgm_idx`), then sorted.
+    Trigram,
+    /// The sort index walked in order, each contact checked, until the page is full
+    /// (for a needle without a trigram: the planner's choice, as before).
+    Walk,
+}
+
+/// Whether pg_trgm surely extracts a trigram from the `LIKE` pattern of `needle`: three
+/// ASCII letters or digits in a row (pg_trgm's word characters; non-ASCII ones depend on
+/// the database's locale, so they do not count). Without one, a trigram lookup is a
+/// scan of the whole index.
+fn has_trigram(needle: &str) -> bool {
+    let mut run = 0;
+    for c in needle.chars() {
+        run = if c.is_ascii_alphanumeric() {
+            run + 1
+        } else {
+            0
+        };
+        if run >= 3 {
+            return true;
+        }
+    }
+    false
+}
+
+/// The part of `needle` to look up in the trigram index: up to its first `@` when that
+/// part has a trigram, else all of it. GIN reads every trigram's list of contacts, and a
+/// domain's trigrams are in most of them: a whole address (`c108983@bench.example`) took
+/// 200 ms to look up on a million contacts of one domain, its local part
+/// (`c108983@`) 0.6 ms. The whole needle is checked on the rows found.
+fn indexed_part(needle: &str) -> &str {
+    match needle.find('@') {
+        Some(at) if has_trigram(&needle[..at]) => &needle[..=at],
+        _ => needle,
+    }
+}
+
+/// The `WHERE` of the statements that read the matches through the trigram index, binding
+/// `$2` (the `LIKE` pattern of [`indexed_part`]) and `$3` (the whole needle).
+fn trigram_filter(status: Option<StatusFilter>) -> String {
+    format!(
+        "account_id = $1 AND email_lower LIKE $2{LIKE_ESCAPE} AND strpos(email_lower, $3) > 0{}",
+        status_sql(status)
+    )
+}
+
+/// What the capped count returns.
+#[derive(QueryableByName)]
+struct CountRow {
+    #[diesel(sql_type = BigInt)]
+    n: i64,
+}
+
+/// The page from the first [`WALK_FIRST`] contacts in the list's order, when they hold
+/// all of it (`None` when they hold fewer than `offset + limit` matches). Its rows are
+/// then exactly the full list's: the matches before them come first in the same order.
+/// The subquery's `LIMIT` makes the planner walk the sort index, stopping at the page.
+fn walk_first(
+    conn: &mut PgConnection,
+    account: AccountId,
+    query: &ContactQuery,
+    page: PageRequest,
+) -> Result<Option<Vec<ContactRow>>, StoreError> {
+    let Some(search) = query.search.as_ref().filter(|_| query.email.is_none()) else {
+        return Ok(None);
+    };
+    if !has_trigram(&search.to_lowercase()) {
+        // The plan is the walk anyway, which stops as early as this one would.
+        return Ok(None);
+    }
+    let (offset, limit) = page_bounds(page);
+    let order = order_sql(query.sort, query.ascending);
+    let rows: Vec<ContactRow> = diesel::sql_query(format!(
+        "SELECT id, email, created_at, hard_bounced_at, complaint_at, unsubscribed_at, \
+         message_count FROM (SELECT * FROM contacts WHERE account_id = $1{status} \
+         ORDER BY {order} LIMIT $2) w WHERE strpos(email_lower, $3) > 0 \
+         ORDER BY {order} OFFSET $4 LIMIT $5",
+        status = status_sql(query.status),
+    ))
+    .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
+    .bind::<BigInt, _>(WALK_FIRST)
+    .bind::<Text, _>(search.to_lowercase())
+    .bind::<BigInt, _>(offset)
+    .bind::<BigInt, _>(limit)
+    .load(conn)
+    .map_err(store_error)?;
+    Ok((i64::try_from(rows.len()).unwrap_or(i64::MAX) >= limit).then_some(rows))
+}
+
+/// Chooses how to run the list's email-substring filter: from a count of the matches
+/// through the trigram index, capped at [`FEW_MATCHES`], never from the planner's
+/// estimate, which follows the column's histogram: a rare needle that a sampled address
+/// happens to contain is estimated at 1 % of the contacts, and the planner then walked
+/// the whole sort index (116–671 ms on a million contacts; docs/console.md).
+///
+/// The count's matches are a `MATERIALIZED` CTE: PostgreSQL plans a CTE for all its rows
+/// (the trigram index for a rare needle, a sequential scan for a needle most contacts
+/// contain) and runs it only as far as the `LIMIT` outside reads, so a common needle stops
+/// after [`FEW_MATCHES`] rows. A plain `LIMIT` subquery would be planned for its first
+/// rows, where the walk looks cheap again.
+///
+/// # Errors
+/// [`StoreError`] when the statement fails.
+pub fn contact_search_plan(
+    conn: &mut PgConnection,
+    account: AccountId,
+    query: &ContactQuery,
+) -> Result<ContactSearchPlan, StoreError> {
+    let Some(search) = query.search.as_ref().filter(|_| query.email.is_none()) else {
+        return Ok(ContactSearchPlan::Walk);
+    };
+    let needle = search.to_lowercase();
+    if !has_trigram(&needle) {
+        // No trigram: counting would read every contact (docs/console.md, "Short
+        // needles").
+        return Ok(ContactSearchPlan::Walk);
+    }
+    let row: CountRow = diesel::sql_query(format!(
+        "WITH matches AS MATERIALIZED (SELECT 1 FROM contacts WHERE {filter}) \
+         SELECT count(*) AS n FROM (SELECT 1 FROM matches LIMIT $4) capped",
+        filter = trigram_filter(query.status),
+    ))
+    .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
+    .bind::<Text, _>(contains_pattern(indexed_part(&needle)))
+    .bind::<Text, _>(&needle)
+    .bind::<BigInt, _>(FEW_MATCHES)
+    .get_result(conn)
+    .map_err(store_error)?;
+    Ok(if row.n < FEW_MATCHES {
+        ContactSearchPlan::Trigram
+    } else {
+        ContactSearchPlan::Walk
+    })
+}
+
+/// One page of the contact list run with `plan` (any plan gives the same page).
+fn list_rows_with(
+    conn: &mut PgConnection,
+    account: AccountId,
+    query: &ContactQuery,
+    page: PageRequest,
+    plan: ContactSearchPlan,
+) -> Result<Vec<ContactRow>, StoreError> {
+    let (offset, limit) = page_bounds(page);
+    let search = query.search.as_ref().filter(|_| query.email.is_none());
+    if let (ContactSearchPlan::Trigram, Some(search)) = (plan, search) {
+        // OFFSET 0 keeps PostgreSQL from merging the subquery into the sorted query, so
+        // it is planned to read all its rows (the trigram index: few match) instead of
+        // walking the sort index with the filter.
+        let needle = search.to_lowercase();
+        return diesel::sql_query(format!(
+            "SELECT id, email, created_at, hard_bounced_at, complaint_at, unsubscribed_at, \
+             message_count FROM (SELECT * FROM contacts WHERE {filter} OFFSET 0) c \
+             ORDER BY {order} OFFSET $4 LIMIT $5",
+            filter = trigram_filter(query.status),
+            order = order_sql(query.sort, query.ascending),
+        ))
+        .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
+        .bind::<Text, _>(contains_pattern(indexed_part(&needle)))
+        .bind::<Text, _>(&needle)
+        .bind::<BigInt, _>(offset)
+        .bind::<BigInt, _>(limit)
+        .load(conn)
+        .map_err(store_error);
+    }
+    // A needle without a trigram keeps the planner's choice, as before: it scans the
+    // table in parallel for a rare one, twice as fast as walking (docs/console.md,
+    // "Short needles"). With a trigram the count chose the walk: pin it.
+    let counted = search.is_some_and(|search| has_trigram(&search.to_lowercase()));
+    let needle = if counted {
+        NeedleFilter::Strpos
+    } else {
+        NeedleFilter::Like
+    };
+    let select = filtered_as(account, query, needle);
+    let asc = query.ascending;
+    let select = match (query.sort, asc) {
+        (ContactSort::CreateDate, true) => {
+            select.order((contacts::created_at.asc(), contacts::id.asc()))
+        }
+        (ContactSort::CreateDate, false) => {
+            select.order((contacts::created_at.desc(), contacts::id.desc()))
+        }
+        (ContactSort::Email, true) => {
+            select.order((contacts::email_lower.asc(), contacts::id.asc()))
+        }
+        (ContactSort::Email, false) => {
+            select.order((contacts::email_lower.desc(), contacts::id.desc()))
+        }
+        (ContactSort::MessageCount, true) => {
+            select.order((contacts::message_count.asc(), contacts::id.asc()))
+        }
+        (ContactSort::MessageCount, false) => {
+            select.order((contacts::message_count.desc(), contacts::id.desc()))
+        }
+        // Contacts without a name come last in both directions.
+        (ContactSort::Name, true) => {
+            select.order((contacts::sort_name.asc().nulls_last(), contacts::id.asc()))
+        }
+        (ContactSort::Name, false) => {
+            select.order((contacts::sort_name.desc().nulls_last(), contacts::id.desc()))
+        }
+        (ContactSort::Status, true) => {
+            select.order((sql::<Integer>(STATUS_RANK).asc(), contacts::id.asc()))
+        }
+        (ContactSort::Status, false) => {
+            select.order((sql::<Integer>(STATUS_RANK).desc(), contacts::id.desc()))
+        }
+    };
+    select
+        .offset(offset)
+        .limit(limit)
+        .select(ContactRow::as_select())
+        .load(conn)
+        .map_err(store_error)
+}
+
+/// The ids of one page of the contact list run with `plan`, for the tests that compare
+/// the plans (`crates/postgres/tests/contact_list_indexes.rs`).
+///
+/// # Errors
+/// [`StoreError`] when the statement fails.
+pub fn list_contact_ids_with(
+    conn: &mut PgConnection,
+    account: AccountId,
+    query: &ContactQuery,
+    page: PageRequest,
+    plan: ContactSearchPlan,
+) -> Result<Vec<ContactId>, StoreError> {
+    Ok(list_rows_with(conn, account, query, page, plan)?
+        .into_iter()
+        .map(|row| ContactId::from_uuid(row.id))
+        .collect())
 }
 
 /// A LIKE pattern matching any text that contains `needle` literally: `\`, `%` and `_`
@@ -493,48 +798,15 @@ impl ContactRepository for PgUnitOfWork<'_> {
         query: &ContactQuery,
         page: PageRequest,
     ) -> Result<Vec<Contact>, StoreError> {
-        let (offset, limit) = page_bounds(page);
-        let select = filtered(account, query);
-        let asc = query.ascending;
-        let select = match (query.sort, asc) {
-            (ContactSort::CreateDate, true) => {
-                select.order((contacts::created_at.asc(), contacts::id.asc()))
-            }
-            (ContactSort::CreateDate, false) => {
-                select.order((contacts::created_at.desc(), contacts::id.desc()))
-            }
-            (ContactSort::Email, true) => {
-                select.order((contacts::email_lower.asc(), contacts::id.asc()))
-            }
-            (ContactSort::Email, false) => {
-                select.order((contacts::email_lower.desc(), contacts::id.desc()))
-            }
-            (ContactSort::MessageCount, true) => {
-                select.order((contacts::message_count.asc(), contacts::id.asc()))
-            }
-            (ContactSort::MessageCount, false) => {
-                select.order((contacts::message_count.desc(), contacts::id.desc()))
-            }
-            // Contacts without a name come last in both directions.
-            (ContactSort::Name, true) => {
-                select.order((contacts::sort_name.asc().nulls_last(), contacts::id.asc()))
-            }
-            (ContactSort::Name, false) => {
-                select.order((contacts::sort_name.desc().nulls_last(), contacts::id.desc()))
-            }
-            (ContactSort::Status, true) => {
-                select.order((sql::<Integer>(STATUS_RANK).asc(), contacts::id.asc()))
-            }
-            (ContactSort::Status, false) => {
-                select.order((sql::<Integer>(STATUS_RANK).desc(), contacts::id.desc()))
+        // A needle many contacts contain: the first contacts hold the page. Otherwise
+        // count the matches to choose (docs/console.md, "The email filter's plan").
+        let rows = match walk_first(self.conn, account, query, page)? {
+            Some(rows) => rows,
+            None => {
+                let plan = contact_search_plan(self.conn, account, query)?;
+                list_rows_with(self.conn, account, query, page, plan)?
             }
         };
-        let rows = select
-            .offset(offset)
-            .limit(limit)
-            .select(ContactRow::as_select())
-            .load(self.conn)
-            .map_err(store_error)?;
         self.with_topics(account, rows)
     }
 
@@ -704,7 +976,7 @@ impl ContactRepository for PgUnitOfWork<'_> {
                      last_seen = GREATEST(contact_event_totals.last_seen, excluded.last_seen) \
              ) SELECT count(*) AS count FROM folded",
         )
-        .bind::<diesel::sql_types::BigInt, _>(i64::from(limit))
+        .bind::<BigInt, _>(i64::from(limit))
         .get_result::<FoldedRow>(self.conn)
         .map(|row| u64::try_from(row.count).unwrap_or(0))
         .map_err(store_error)
@@ -715,7 +987,7 @@ impl ContactRepository for PgUnitOfWork<'_> {
 struct EventNameRow {
     #[diesel(sql_type = Text)]
     slug: String,
-    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    #[diesel(sql_type = BigInt)]
     count: i64,
     #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>)]
     last_seen: Option<OffsetDateTime>,
@@ -723,7 +995,7 @@ struct EventNameRow {
 
 #[derive(QueryableByName)]
 struct FoldedRow {
-    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    #[diesel(sql_type = BigInt)]
     count: i64,
 }
 
@@ -769,12 +1041,44 @@ pub(super) fn set_contact_mark(
 
 #[cfg(test)]
 mod tests {
-    use super::contains_pattern;
+    use super::{contains_pattern, has_trigram, indexed_part, order_sql, STATUS_RANK};
+    use mailroom_domain::contact::ContactSort;
 
     #[test]
     fn contains_pattern_escapes_the_like_metacharacters() {
         assert_eq!(contains_pattern("c4242"), "%c4242%");
         assert_eq!(contains_pattern(""), "%%");
         assert_eq!(contains_pattern(r"a%b_c\d"), r"%a\%b\_c\\d%");
+    }
+
+    #[test]
+    fn a_trigram_is_three_ascii_letters_or_digits_in_a_row() {
+        for needle in ["c42", "c4242", "x@bench", "a.b.c42"] {
+            assert!(has_trigram(needle), "{needle}");
+        }
+        for needle in ["", "zq", "a.b.c", "c4@b", "é日本", "a_b%c"] {
+            assert!(!has_trigram(needle), "{needle}");
+        }
+    }
+
+    #[test]
+    fn the_index_looks_up_an_addresss_local_part_when_it_has_a_trigram() {
+        assert_eq!(indexed_part("c108983@bench.example"), "c108983@");
+        assert_eq!(indexed_part("c1@bench.example"), "c1@bench.example");
+        assert_eq!(indexed_part("@bench.example"), "@bench.example");
+        assert_eq!(indexed_part("bench.example"), "bench.example");
+    }
+
+    #[test]
+    fn the_raw_order_breaks_ties_by_id_in_the_same_direction() {
+        assert_eq!(order_sql(ContactSort::Email, true), "email_lower, id");
+        assert_eq!(
+            order_sql(ContactSort::Name, false),
+            "sort_name DESC NULLS LAST, id DESC"
+        );
+        assert_eq!(
+            order_sql(ContactSort::Status, false),
+            format!("{STATUS_RANK} DESC, id DESC")
+        );
     }
 }

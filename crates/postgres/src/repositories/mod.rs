@@ -5,7 +5,7 @@ mod announcements;
 mod automations;
 mod console;
 mod contact_import;
-mod contacts;
+pub(crate) mod contacts;
 mod feedback;
 mod feedback_sources;
 mod mail_servers;
