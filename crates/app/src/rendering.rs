@@ -21,7 +21,7 @@
 //! Errors name the field by its wire name: `subject`, `content`, `textContent`,
 //! `fromName`, `rcptName`, `cc`, `bcc`, `replyTo`.
 
-use std::{fmt, io};
+use std::{fmt, io, sync::Arc};
 
 use mailroom_domain::template::Template;
 use minijinja::{AutoEscape, Environment, ErrorKind, UndefinedBehavior, Value};
@@ -256,14 +256,8 @@ pub fn render_message(
     data: &SendData,
     links: &MessageLinks,
 ) -> Result<RenderedMessage, RenderError> {
-    render_fields(
-        &TemplateFields::of(template),
-        account,
-        server,
-        recipient,
-        data,
-        links,
-    )
+    CompiledTemplate::compile(&TemplateFields::of(template))
+        .render(account, server, recipient, data, links)
 }
 
 /// The fields of a template that rendering reads, owned and serializable, so a render
@@ -295,6 +289,14 @@ pub struct TemplateFields {
 }
 
 impl TemplateFields {
+    /// A SHA-256 digest of every field (hex): the key under which a render child keeps the
+    /// compiled template. Fields that are equal render alike, so they may share one.
+    pub fn digest(&self) -> String {
+        use sha2::Digest as _;
+        let encoded = serde_json::to_vec(self).unwrap_or_default();
+        hex::encode(sha2::Sha256::digest(&encoded))
+    }
+
     /// The rendered fields of `template`.
     pub fn of(template: &Template) -> Self {
         Self {
@@ -319,8 +321,13 @@ impl TemplateFields {
 /// fuel does not bound).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RenderRequest {
-    /// The template's fields.
-    pub template: TemplateFields,
+    /// The template's fields, shared by the messages of one claim that use the template.
+    pub template: Arc<TemplateFields>,
+    /// [`TemplateFields::digest`] of `template`, when the caller computed it: a render
+    /// child that compiled these fields before renders from its compile, and the fields
+    /// need not travel to it again. `None` compiles from the fields.
+    #[serde(default)]
+    pub template_digest: Option<Arc<str>>,
     /// The account's tracking defaults.
     pub account: AccountDefaults,
     /// The chosen server's sender pair.
@@ -339,8 +346,7 @@ impl RenderRequest {
     /// # Errors
     /// As [`render_message`].
     pub fn render(&self) -> Result<RenderedMessage, RenderError> {
-        render_fields(
-            &self.template,
+        CompiledTemplate::compile(&self.template).render(
             &self.account,
             &self.server,
             &self.recipient,
@@ -350,28 +356,106 @@ impl RenderRequest {
     }
 }
 
+/// A template's fields compiled once, to render any number of messages: what the render
+/// children of the worker keep between messages (a template is lexed and parsed once per
+/// child, not once per message; docs/operations.md, "Delivery engine"). Rendering from
+/// it is [`render_message`]: the same fuel and output bounds per field and message, the
+/// same errors in the same field order (a field that does not parse fails when its turn
+/// comes, as if it were compiled then).
+pub struct CompiledTemplate {
+    env: Environment<'static>,
+    /// The fields whose source does not parse.
+    syntax_errors: Vec<TemplateSyntaxError>,
+    from_email: Option<String>,
+    click_tracking: Option<bool>,
+    open_tracking: Option<bool>,
+    source_bytes: usize,
+}
+
+impl fmt::Debug for CompiledTemplate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CompiledTemplate")
+            .field("source_bytes", &self.source_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CompiledTemplate {
+    /// Compiles every field of `template` (copying the sources).
+    pub fn compile(template: &TemplateFields) -> Self {
+        let mut compiled = Self {
+            env: environment(),
+            syntax_errors: Vec::new(),
+            from_email: template.from_email.clone(),
+            click_tracking: template.click_tracking,
+            open_tracking: template.open_tracking,
+            source_bytes: 0,
+        };
+        let fields = [
+            (SUBJECT, Some(&template.subject)),
+            (CONTENT, Some(&template.content)),
+            (TEXT_CONTENT, template.text_content.as_ref()),
+            (FROM_NAME, template.from_name.as_ref()),
+            (RCPT_NAME, template.rcpt_name.as_ref()),
+            (CC, template.cc.as_ref()),
+            (BCC, template.bcc.as_ref()),
+            (REPLY_TO, template.reply_to.as_ref()),
+        ];
+        for (field, source) in fields {
+            let Some(source) = source else { continue };
+            compiled.source_bytes += source.len();
+            if let Err(error) = compiled
+                .env
+                .add_template_owned(template_name(field), source.clone())
+            {
+                compiled.syntax_errors.push(syntax_error(field, &error));
+            }
+        }
+        compiled
+    }
+
+    /// The bytes of template source it was compiled from (what a cache of compiled
+    /// templates bounds).
+    pub fn source_bytes(&self) -> usize {
+        self.source_bytes
+    }
+
+    /// Renders one message as [`render_message`] does.
+    ///
+    /// # Errors
+    /// As [`render_message`].
+    pub fn render(
+        &self,
+        account: &AccountDefaults,
+        server: &ServerDefaults,
+        recipient: &Recipient,
+        data: &SendData,
+        links: &MessageLinks,
+    ) -> Result<RenderedMessage, RenderError> {
+        let renderer = Renderer {
+            compiled: self,
+            vars: Value::from_serialize(variables(recipient, data, links)),
+        };
+        render_fields(&renderer, server, recipient, account)
+    }
+}
+
 fn render_fields(
-    template: &TemplateFields,
-    account: &AccountDefaults,
+    renderer: &Renderer<'_>,
     server: &ServerDefaults,
     recipient: &Recipient,
-    data: &SendData,
-    links: &MessageLinks,
+    account: &AccountDefaults,
 ) -> Result<RenderedMessage, RenderError> {
-    let renderer = Renderer {
-        env: environment(),
-        vars: Value::from_serialize(variables(recipient, data, links)),
-    };
-
-    let subject = single_line(&renderer.render(SUBJECT, &template.subject)?);
-    let html = renderer.render(CONTENT, &template.content)?;
+    let template = renderer.compiled;
+    let subject = single_line(&renderer.render_required(SUBJECT)?);
+    let html = renderer.render_required(CONTENT)?;
     let text = renderer
-        .render_optional(TEXT_CONTENT, template.text_content.as_deref())?
+        .render_optional(TEXT_CONTENT)?
         .filter(|text| !text.trim().is_empty());
 
     let from = match &template.from_email {
         Some(email) => Mailbox {
-            name: renderer.render_header(FROM_NAME, template.from_name.as_deref())?,
+            name: renderer.render_header(FROM_NAME)?,
             email: email.clone(),
         },
         None => Mailbox {
@@ -380,7 +464,7 @@ fn render_fields(
         },
     };
     let to = Mailbox {
-        name: renderer.render_header(RCPT_NAME, template.rcpt_name.as_deref())?,
+        name: renderer.render_header(RCPT_NAME)?,
         email: recipient.email.clone(),
     };
 
@@ -390,9 +474,9 @@ fn render_fields(
         text,
         from,
         to,
-        cc: renderer.render_header(CC, template.cc.as_deref())?,
-        bcc: renderer.render_header(BCC, template.bcc.as_deref())?,
-        reply_to: renderer.render_header(REPLY_TO, template.reply_to.as_deref())?,
+        cc: renderer.render_header(CC)?,
+        bcc: renderer.render_header(BCC)?,
+        reply_to: renderer.render_header(REPLY_TO)?,
         click_tracking: template.click_tracking.unwrap_or(account.click_tracking),
         open_tracking: template.open_tracking.unwrap_or(account.open_tracking),
     })
@@ -456,26 +540,36 @@ fn variables(recipient: &Recipient, data: &SendData, links: &MessageLinks) -> Ma
     vars
 }
 
-/// One send's environment and variables.
-struct Renderer<'source> {
-    env: Environment<'source>,
+/// One send's compiled template and variables.
+struct Renderer<'a> {
+    compiled: &'a CompiledTemplate,
     vars: Value,
 }
 
-impl<'source> Renderer<'source> {
-    /// Compiles and renders one field, bounded by fuel and output size.
-    fn render(&self, field: &'static str, source: &'source str) -> Result<String, RenderError> {
-        let template = self
-            .env
-            .template_from_named_str(template_name(field), source)
-            .map_err(|error| RenderError::Syntax(syntax_error(field, &error)))?;
+impl Renderer<'_> {
+    /// Renders one field, bounded by fuel and output size; `None` when the template has
+    /// no such field.
+    fn render_optional(&self, field: &'static str) -> Result<Option<String>, RenderError> {
+        if let Some(error) = self
+            .compiled
+            .syntax_errors
+            .iter()
+            .find(|error| error.field == field)
+        {
+            return Err(RenderError::Syntax(error.clone()));
+        }
+        let Ok(template) = self.compiled.env.get_template(template_name(field)) else {
+            return Ok(None);
+        };
         let mut out = CappedBuffer::default();
         match template.render_captured_to(&self.vars, &mut out) {
-            Ok(_) => String::from_utf8(out.bytes).map_err(|_| RenderError::Failed {
-                field,
-                line: None,
-                message: "rendered output is not UTF-8".to_owned(),
-            }),
+            Ok(_) => String::from_utf8(out.bytes)
+                .map(Some)
+                .map_err(|_| RenderError::Failed {
+                    field,
+                    line: None,
+                    message: "rendered output is not UTF-8".to_owned(),
+                }),
             Err(_) if out.overflowed => Err(RenderError::TooLarge { field }),
             Err(error) if error.kind() == ErrorKind::OutOfFuel => {
                 Err(RenderError::OutOfFuel { field })
@@ -488,22 +582,15 @@ impl<'source> Renderer<'source> {
         }
     }
 
-    fn render_optional(
-        &self,
-        field: &'static str,
-        source: Option<&'source str>,
-    ) -> Result<Option<String>, RenderError> {
-        source.map(|source| self.render(field, source)).transpose()
+    /// Renders a field every template has (`subject`, `content`).
+    fn render_required(&self, field: &'static str) -> Result<String, RenderError> {
+        Ok(self.render_optional(field)?.unwrap_or_default())
     }
 
     /// Renders a header field: single-line, trimmed, `None` when unset or blank.
-    fn render_header(
-        &self,
-        field: &'static str,
-        source: Option<&'source str>,
-    ) -> Result<Option<String>, RenderError> {
+    fn render_header(&self, field: &'static str) -> Result<Option<String>, RenderError> {
         Ok(self
-            .render_optional(field, source)?
+            .render_optional(field)?
             .and_then(|value| non_empty(single_line(&value))))
     }
 }

@@ -13,8 +13,20 @@
 //! child's allocation fail and the child abort; the worker sees the pipe close, fails that
 //! one message with the reason, and starts a fresh child for the next render. The child
 //! runs with an empty environment: it needs no secret and gets none.
+//!
+//! Each child keeps the templates it compiled, keyed by the digest of their fields
+//! ([`TemplateFields::digest`], computed once per claim), bounded to
+//! [`CACHED_TEMPLATES`] templates and [`CACHED_TEMPLATE_BYTES`] of their sources (tenants
+//! write templates, so the cache must not grow with them; a template larger than the bound
+//! is compiled for each render, as every template was before). The worker sends a
+//! template's fields with its digest the first time it asks a child for it, and only the
+//! digest after that; a child that no longer holds it answers `Uncached` and gets the
+//! fields again. Before, every message carried its template's sources over the pipe and
+//! was lexed and parsed again (docs/operations.md, "Delivery engine").
 
+use std::rc::Rc;
 use std::{
+    collections::HashSet,
     io::{self, BufRead, BufReader, BufWriter, Write},
     path::PathBuf,
     process::{Child, ChildStdin, ChildStdout, Command, Stdio},
@@ -26,13 +38,25 @@ use std::{
 
 use mailroom_app::{
     messages::{render_in_process, RenderJob, RenderOutcome},
-    rendering::{RenderRequest, RenderedMessage},
+    rendering::{
+        AccountDefaults, CompiledTemplate, MessageLinks, Recipient, RenderRequest, RenderedMessage,
+        SendData, ServerDefaults, TemplateFields,
+    },
 };
 use serde::{Deserialize, Serialize};
 
 /// The address space one render child may map: the binary and its libraries take a few
 /// tens of MiB of it, the rest bounds what one render can allocate.
 pub const SANDBOX_ADDRESS_SPACE: u64 = 512 * 1024 * 1024;
+
+/// How many compiled templates one render child keeps.
+pub const CACHED_TEMPLATES: usize = 32;
+
+/// How many bytes of template source the compiled templates one render child keeps may
+/// come from. Compiled, a template takes a few times its source (more for sources made of
+/// many tiny expressions), so this keeps the cache well inside
+/// [`SANDBOX_ADDRESS_SPACE`].
+pub const CACHED_TEMPLATE_BYTES: usize = 4 * 1024 * 1024;
 
 /// The hidden subcommand that runs a render child.
 pub const SANDBOX_SUBCOMMAND: &str = "render-sandbox";
@@ -92,6 +116,10 @@ struct RenderChild {
     process: Child,
     input: BufWriter<ChildStdin>,
     output: BufReader<ChildStdout>,
+    /// The digests of the templates this child was sent, so most likely holds compiled
+    /// (it may have evicted some: it then answers `Uncached`). Forgotten past
+    /// [`CACHED_TEMPLATES`], which only costs sending those templates again.
+    sent: HashSet<Arc<str>>,
 }
 
 impl Drop for RenderChild {
@@ -106,6 +134,33 @@ impl Drop for RenderChild {
 enum SandboxReply {
     Rendered(Box<RenderedMessage>),
     Failed(String),
+    /// The request named a template by digest only and the child does not hold it.
+    Uncached,
+}
+
+/// One render request as the worker writes it: a [`RenderRequest`] whose template's
+/// fields are left out when the child was sent them before.
+#[derive(Serialize)]
+struct SandboxRequest<'a> {
+    digest: Option<&'a str>,
+    template: Option<&'a TemplateFields>,
+    account: &'a AccountDefaults,
+    server: &'a ServerDefaults,
+    recipient: &'a Recipient,
+    data: &'a SendData,
+    links: &'a MessageLinks,
+}
+
+/// [`SandboxRequest`] as the child reads it.
+#[derive(Deserialize)]
+struct ChildRequest {
+    digest: Option<String>,
+    template: Option<TemplateFields>,
+    account: AccountDefaults,
+    server: ServerDefaults,
+    recipient: Recipient,
+    data: SendData,
+    links: MessageLinks,
 }
 
 impl RenderSandbox {
@@ -135,8 +190,7 @@ impl RenderSandbox {
         }
         let running = child.as_mut()?;
         match exchange(running, request) {
-            Ok(SandboxReply::Rendered(message)) => Some(Ok(*message)),
-            Ok(SandboxReply::Failed(reason)) => Some(Err(reason)),
+            Ok(outcome) => Some(outcome),
             Err(error) => {
                 let mut gone = child.take()?;
                 let status = gone
@@ -179,12 +233,52 @@ impl RenderSandbox {
             process,
             input: BufWriter::new(input),
             output: BufReader::new(output),
+            sent: HashSet::new(),
         })
     }
 }
 
-fn exchange(child: &mut RenderChild, request: &RenderRequest) -> io::Result<SandboxReply> {
-    serde_json::to_writer(&mut child.input, request)?;
+fn exchange(child: &mut RenderChild, request: &RenderRequest) -> io::Result<RenderOutcome> {
+    let digest = request.template_digest.as_ref();
+    let known = digest.is_some_and(|digest| child.sent.contains(digest));
+    let mut reply = send_request(child, request, !known)?;
+    if known && matches!(reply, SandboxReply::Uncached) {
+        reply = send_request(child, request, true)?;
+    }
+    let outcome = match reply {
+        SandboxReply::Rendered(message) => Ok(*message),
+        SandboxReply::Failed(reason) => Err(reason),
+        SandboxReply::Uncached => {
+            return Err(io::Error::other(
+                "the render process asked again for a template it was sent",
+            ))
+        }
+    };
+    if let Some(digest) = digest {
+        if child.sent.len() >= CACHED_TEMPLATES && !known {
+            child.sent.clear();
+        }
+        child.sent.insert(Arc::clone(digest));
+    }
+    Ok(outcome)
+}
+
+fn send_request(
+    child: &mut RenderChild,
+    request: &RenderRequest,
+    with_template: bool,
+) -> io::Result<SandboxReply> {
+    let wire = SandboxRequest {
+        digest: request.template_digest.as_deref(),
+        template: (with_template || request.template_digest.is_none())
+            .then_some(&*request.template),
+        account: &request.account,
+        server: &request.server,
+        recipient: &request.recipient,
+        data: &request.data,
+        links: &request.links,
+    };
+    serde_json::to_writer(&mut child.input, &wire)?;
     child.input.write_all(b"\n")?;
     child.input.flush()?;
     let mut line = String::new();
@@ -206,13 +300,11 @@ pub fn serve_render_sandbox() -> io::Result<()> {
     check_address_space_bound()?;
     let stdin = io::stdin().lock();
     let mut stdout = BufWriter::new(io::stdout().lock());
+    let mut cache = TemplateCache::default();
     for line in stdin.lines() {
         let line = line?;
-        let reply = match serde_json::from_str::<RenderRequest>(&line) {
-            Ok(request) => match request.render() {
-                Ok(message) => SandboxReply::Rendered(Box::new(message)),
-                Err(error) => SandboxReply::Failed(error.to_string()),
-            },
+        let reply = match serde_json::from_str::<ChildRequest>(&line) {
+            Ok(request) => render_in_child(&mut cache, request),
             Err(error) => SandboxReply::Failed(format!("unreadable render request: {error}")),
         };
         serde_json::to_writer(&mut stdout, &reply)?;
@@ -220,6 +312,88 @@ pub fn serve_render_sandbox() -> io::Result<()> {
         stdout.flush()?;
     }
     Ok(())
+}
+
+fn render_in_child(cache: &mut TemplateCache, request: ChildRequest) -> SandboxReply {
+    let cached = request
+        .digest
+        .as_deref()
+        .and_then(|digest| cache.get(digest));
+    let compiled = match (cached, request.template) {
+        (Some(compiled), _) => compiled,
+        (None, Some(template)) => {
+            let compiled = Rc::new(CompiledTemplate::compile(&template));
+            if let Some(digest) = request.digest {
+                cache.insert(digest, Rc::clone(&compiled));
+            }
+            compiled
+        }
+        (None, None) => return SandboxReply::Uncached,
+    };
+    match compiled.render(
+        &request.account,
+        &request.server,
+        &request.recipient,
+        &request.data,
+        &request.links,
+    ) {
+        Ok(message) => SandboxReply::Rendered(Box::new(message)),
+        Err(error) => SandboxReply::Failed(error.to_string()),
+    }
+}
+
+/// A render child's compiled templates by digest, least recently used evicted first,
+/// bounded by [`CACHED_TEMPLATES`] and [`CACHED_TEMPLATE_BYTES`].
+#[derive(Default)]
+struct TemplateCache {
+    entries: Vec<CachedTemplate>,
+    bytes: usize,
+    clock: u64,
+}
+
+struct CachedTemplate {
+    digest: String,
+    compiled: Rc<CompiledTemplate>,
+    last_used: u64,
+}
+
+impl TemplateCache {
+    fn get(&mut self, digest: &str) -> Option<Rc<CompiledTemplate>> {
+        self.clock += 1;
+        let entry = self
+            .entries
+            .iter_mut()
+            .find(|entry| entry.digest == digest)?;
+        entry.last_used = self.clock;
+        Some(Rc::clone(&entry.compiled))
+    }
+
+    fn insert(&mut self, digest: String, compiled: Rc<CompiledTemplate>) {
+        let size = compiled.source_bytes();
+        if size > CACHED_TEMPLATE_BYTES {
+            return;
+        }
+        while self.entries.len() >= CACHED_TEMPLATES || self.bytes + size > CACHED_TEMPLATE_BYTES {
+            let Some(oldest) = self
+                .entries
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, entry)| entry.last_used)
+                .map(|(index, _)| index)
+            else {
+                break;
+            };
+            let evicted = self.entries.swap_remove(oldest);
+            self.bytes -= evicted.compiled.source_bytes();
+        }
+        self.clock += 1;
+        self.bytes += size;
+        self.entries.push(CachedTemplate {
+            digest,
+            compiled,
+            last_used: self.clock,
+        });
+    }
 }
 
 /// Refuses to render without a bound on the address space (Linux: `/proc/self/limits`).
@@ -236,5 +410,153 @@ fn check_address_space_bound() -> io::Result<()> {
         Err(io::Error::other(
             "the render sandbox must run under an address-space limit (ulimit -v)",
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(content: &str) -> TemplateFields {
+        TemplateFields {
+            subject: "Hi {{ email }}".into(),
+            content: content.into(),
+            text_content: None,
+            from_name: None,
+            from_email: Some("from@example.org".into()),
+            cc: None,
+            bcc: None,
+            rcpt_name: None,
+            reply_to: None,
+            click_tracking: None,
+            open_tracking: None,
+        }
+    }
+
+    fn request(digest: Option<&str>, template: Option<TemplateFields>) -> ChildRequest {
+        ChildRequest {
+            digest: digest.map(str::to_owned),
+            template,
+            account: AccountDefaults {
+                click_tracking: false,
+                open_tracking: false,
+            },
+            server: ServerDefaults {
+                default_from_email: "server@example.org".into(),
+                default_from_name: String::new(),
+            },
+            recipient: Recipient {
+                email: "to@example.org".into(),
+                attributes: serde_json::Map::new(),
+            },
+            data: SendData::new(),
+            links: MessageLinks::default(),
+        }
+    }
+
+    fn html(reply: SandboxReply) -> String {
+        match reply {
+            SandboxReply::Rendered(message) => message.html,
+            SandboxReply::Failed(reason) => panic!("failed: {reason}"),
+            SandboxReply::Uncached => panic!("uncached"),
+        }
+    }
+
+    #[test]
+    fn a_child_renders_a_template_it_was_sent_once_from_its_digest() {
+        let mut cache = TemplateCache::default();
+        let first = fields("<p>{{ email }}</p>");
+        let digest = first.digest();
+        assert!(matches!(
+            render_in_child(&mut cache, request(Some(&digest), None)),
+            SandboxReply::Uncached
+        ));
+        let sent = html(render_in_child(
+            &mut cache,
+            request(Some(&digest), Some(first)),
+        ));
+        assert_eq!(sent, "<p>to@example.org</p>");
+        let again = html(render_in_child(&mut cache, request(Some(&digest), None)));
+        assert_eq!(again, sent);
+        // An edited template has another digest: never the old compile.
+        let edited = fields("<p>edited {{ email }}</p>");
+        assert_ne!(edited.digest(), digest);
+        assert!(matches!(
+            render_in_child(&mut cache, request(Some(&edited.digest()), None)),
+            SandboxReply::Uncached
+        ));
+        let edited_digest = edited.digest();
+        assert_eq!(
+            html(render_in_child(
+                &mut cache,
+                request(Some(&edited_digest), Some(edited))
+            )),
+            "<p>edited to@example.org</p>"
+        );
+        // Without a digest (a preview) it renders and keeps nothing.
+        let before = cache.entries.len();
+        let preview = html(render_in_child(
+            &mut cache,
+            request(None, Some(fields("<p>preview</p>"))),
+        ));
+        assert_eq!(preview, "<p>preview</p>");
+        assert_eq!(cache.entries.len(), before);
+    }
+
+    #[test]
+    fn the_cache_is_bounded_in_templates_and_bytes_least_recently_used_first() {
+        let mut cache = TemplateCache::default();
+        let mut first = None;
+        let digests: Vec<String> = (0..=CACHED_TEMPLATES)
+            .map(|n| {
+                if n == CACHED_TEMPLATES {
+                    let digest: &String = first.as_ref().expect("first digest");
+                    html(render_in_child(&mut cache, request(Some(digest), None)));
+                }
+                let template = fields(&format!("<p>{n}</p>"));
+                let digest = template.digest();
+                html(render_in_child(
+                    &mut cache,
+                    request(Some(&digest), Some(template)),
+                ));
+                if n == 0 {
+                    first = Some(digest.clone());
+                }
+                digest
+            })
+            .collect();
+        // The first one used again before the last came in: the second one was then the
+        // least recently used.
+        assert_eq!(cache.entries.len(), CACHED_TEMPLATES);
+        assert!(cache.get(&digests[0]).is_some());
+        assert!(cache.get(&digests[1]).is_none(), "least recently used");
+        assert!(cache.get(&digests[CACHED_TEMPLATES]).is_some());
+
+        // A template larger than the byte bound is rendered and not kept; large ones
+        // evict others to stay within the bound.
+        let huge = fields(&"x".repeat(CACHED_TEMPLATE_BYTES + 1));
+        let huge_digest = huge.digest();
+        html(render_in_child(
+            &mut cache,
+            request(Some(&huge_digest), Some(huge)),
+        ));
+        assert!(cache.get(&huge_digest).is_none());
+        for n in 0..3 {
+            let large = fields(&format!("{n}{}", "y".repeat(CACHED_TEMPLATE_BYTES / 2)));
+            let digest = large.digest();
+            html(render_in_child(
+                &mut cache,
+                request(Some(&digest), Some(large)),
+            ));
+            assert!(cache.bytes <= CACHED_TEMPLATE_BYTES, "{}", cache.bytes);
+        }
+        assert_eq!(
+            cache.bytes,
+            cache
+                .entries
+                .iter()
+                .map(|entry| entry.compiled.source_bytes())
+                .sum::<usize>()
+        );
     }
 }

@@ -31,7 +31,7 @@ use super::{
 };
 use crate::{
     ports::{in_transaction, Lease, ListUnsubscribe, SavedServer, SmtpEndpoint, UnitOfWork},
-    rendering::{AccountDefaults, Recipient, RenderRequest, ServerDefaults, TemplateFields},
+    rendering::{AccountDefaults, Recipient, RenderRequest, ServerDefaults},
     tracking::delivery::mint_links,
     AppError, Services,
 };
@@ -259,7 +259,8 @@ fn check(
     // Tracking and unsubscribe links (crate::tracking::delivery).
     let links = mint_links(services, message);
     let request = RenderRequest {
-        template: TemplateFields::of(&template),
+        template: template.fields,
+        template_digest: Some(template.digest),
         account: AccountDefaults {
             click_tracking: account_record.click_tracking,
             open_tracking: account_record.open_tracking,

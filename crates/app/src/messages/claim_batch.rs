@@ -11,8 +11,8 @@ use std::{collections::HashMap, sync::Arc};
 
 use mailroom_domain::{
     announcement::Announcement, attribute::ResolvedAttributes, automation::Automation,
-    contact::Contact, message::Message, template::Template, AccountId, AnnouncementId,
-    AutomationId, ContactId, MailServerId, TemplateId,
+    contact::Contact, message::Message, AccountId, AnnouncementId, AutomationId, ContactId,
+    MailServerId, TemplateId,
 };
 
 use crate::{
@@ -22,15 +22,26 @@ use crate::{
         AccountRecord, DkimSigning, MailServerRecord, SavedServer, SmtpEndpoint, SmtpSecurity,
         UnitOfWork,
     },
+    rendering::TemplateFields,
     AppError, Services,
 };
+
+/// A template as the claim's messages use it: its fields shared (not copied per message)
+/// and their digest, computed once per claim, under which render children keep it
+/// compiled.
+#[derive(Clone)]
+pub(super) struct ClaimedTemplate {
+    pub(super) preferred_mail_server: Option<MailServerId>,
+    pub(super) fields: Arc<TemplateFields>,
+    pub(super) digest: Arc<str>,
+}
 
 /// The claim's shared reads.
 #[derive(Default)]
 pub(super) struct ClaimBatch {
     contacts: HashMap<(AccountId, ContactId), Contact>,
     attributes: HashMap<(AccountId, ContactId), ResolvedAttributes>,
-    templates: HashMap<(AccountId, TemplateId), Option<Template>>,
+    templates: HashMap<(AccountId, TemplateId), Option<ClaimedTemplate>>,
     servers: HashMap<(AccountId, Option<MailServerId>), Option<MailServerRecord>>,
     accounts: HashMap<AccountId, Option<AccountRecord>>,
     endpoints: HashMap<(AccountId, MailServerId), Result<SmtpEndpoint, String>>,
@@ -141,11 +152,18 @@ impl ClaimBatch {
         tx: &mut dyn UnitOfWork,
         account: AccountId,
         id: TemplateId,
-    ) -> Result<Option<Template>, AppError> {
+    ) -> Result<Option<ClaimedTemplate>, AppError> {
         if let Some(template) = self.templates.get(&(account, id)) {
             return Ok(template.clone());
         }
-        let template = tx.find_template(account, id)?;
+        let template = tx.find_template(account, id)?.map(|template| {
+            let fields = TemplateFields::of(&template);
+            ClaimedTemplate {
+                preferred_mail_server: template.preferred_mail_server,
+                digest: Arc::from(fields.digest()),
+                fields: Arc::new(fields),
+            }
+        });
         self.templates.insert((account, id), template.clone());
         Ok(template)
     }

@@ -116,7 +116,9 @@ fn render_request(
     }
     let example = |page: &str| Some(format!("{}/{page}/preview", services.links.public_url));
     Ok(RenderRequest {
-        template: TemplateFields::of(template),
+        template: std::sync::Arc::new(TemplateFields::of(template)),
+        // A preview may render a template being edited: no render child keeps it.
+        template_digest: None,
         account: AccountDefaults {
             click_tracking: record.click_tracking,
             open_tracking: record.open_tracking,
