@@ -43,7 +43,7 @@ use tokio::{
 
 use crate::{
     metrics::delivery_counters,
-    workers::{claim_room, run_steps, ClaimRoom, Next, RESERVE_CLAIM},
+    workers::{claim_room, run_steps, ClaimRoom, Next},
     Config,
 };
 
@@ -57,6 +57,8 @@ pub const MAX_IN_FLIGHT: usize = BATCH_SIZE as usize * 4;
 /// The most attempts in flight for one account's endpoint; beyond it, claims skip the
 /// account.
 pub const ACCOUNT_IN_FLIGHT: usize = 64;
+/// The most events an account with nothing in flight takes from the reserve in one claim.
+pub const RESERVE_PER_ACCOUNT: usize = 2;
 /// How long an idle loop waits before looking for due events again.
 pub const IDLE_POLL: Duration = Duration::from_millis(50);
 
@@ -269,11 +271,13 @@ impl WebhookWorker {
 /// flight per account: an account at [`ACCOUNT_IN_FLIGHT`] is skipped, one below it may
 /// take the difference, one with nothing in flight the whole bound. In the reserve (the
 /// last quarter of [`MAX_IN_FLIGHT`]) only accounts with nothing in flight are served, and
-/// each takes at most [`RESERVE_CLAIM`], so one claim reaches several of them.
+/// each takes at most [`RESERVE_PER_ACCOUNT`]: a hanging endpoint then holds that little of
+/// the reserve before it is skipped, so it takes many such accounts to fill it, while an
+/// answering endpoint is served again as soon as its attempts end.
 fn account_room(by_account: &HashMap<AccountId, usize>, in_reserve: bool) -> AccountRoom {
     let mut room = AccountRoom {
         fresh: if in_reserve {
-            RESERVE_CLAIM
+            RESERVE_PER_ACCOUNT
         } else {
             ACCOUNT_IN_FLIGHT
         } as u32,
@@ -302,7 +306,7 @@ mod tests {
 
     use mailroom_domain::{AccountId, Uuid};
 
-    use super::{account_room, ACCOUNT_IN_FLIGHT, RESERVE_CLAIM};
+    use super::{account_room, ACCOUNT_IN_FLIGHT, RESERVE_PER_ACCOUNT};
 
     fn account(n: u128) -> AccountId {
         AccountId::from_uuid(Uuid::from_u128(n))
@@ -336,6 +340,6 @@ mod tests {
         room.skip.sort();
         assert_eq!(room.skip, vec![account(1), account(2)]);
         assert!(room.left.is_empty());
-        assert_eq!(room.fresh, RESERVE_CLAIM as u32);
+        assert_eq!(room.fresh, RESERVE_PER_ACCOUNT as u32);
     }
 }
