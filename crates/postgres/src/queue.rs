@@ -37,8 +37,12 @@ use diesel::{
     sql_types::{Array, BigInt, Bool, Timestamptz, Uuid as SqlUuid},
     QueryResult, QueryableByName, RunQueryDsl,
 };
+use mailroom_app::StoreError;
+use mailroom_domain::{AccountId, Timestamp};
 use time::OffsetDateTime;
 use uuid::Uuid;
+
+use crate::error::store_error;
 
 /// A table that follows the queue convention of this module.
 pub(crate) struct LeasedQueue {
@@ -74,10 +78,11 @@ impl LeasedQueue {
 pub(crate) fn lock_due_lanes(
     conn: &mut PgConnection,
     lanes: &str,
-    now: OffsetDateTime,
-    limit: i64,
-    skip_accounts: &[Uuid],
-) -> QueryResult<Vec<Uuid>> {
+    now: Timestamp,
+    limit: u32,
+    skip_accounts: &[AccountId],
+) -> Result<Vec<AccountId>, StoreError> {
+    let skip: Vec<Uuid> = skip_accounts.iter().map(|id| id.as_uuid()).collect();
     // `lanes` is a constant of this crate, never input.
     let rows: Vec<LaneRow> = sql_query(format!(
         "SELECT account_id FROM {lanes} \
@@ -85,11 +90,15 @@ pub(crate) fn lock_due_lanes(
          ORDER BY next_due_at LIMIT $3 \
          FOR UPDATE SKIP LOCKED"
     ))
-    .bind::<Timestamptz, _>(now)
-    .bind::<Array<SqlUuid>, _>(skip_accounts.to_vec())
-    .bind::<BigInt, _>(limit)
-    .load(conn)?;
-    Ok(rows.into_iter().map(|row| row.account_id).collect())
+    .bind::<Timestamptz, _>(now.as_datetime())
+    .bind::<Array<SqlUuid>, _>(skip)
+    .bind::<BigInt, _>(i64::from(limit))
+    .load(conn)
+    .map_err(store_error)?;
+    Ok(rows
+        .into_iter()
+        .map(|row| AccountId::from_uuid(row.account_id))
+        .collect())
 }
 
 #[derive(QueryableByName)]
@@ -146,15 +155,15 @@ where
 pub(crate) fn reschedule_lanes(
     conn: &mut PgConnection,
     queue: &LeasedQueue,
-    lanes: &[(Uuid, bool)],
-    now: OffsetDateTime,
-) -> QueryResult<()> {
+    lanes: &[(AccountId, bool)],
+    now: Timestamp,
+) -> Result<(), StoreError> {
     if lanes.is_empty() {
         return Ok(());
     }
     let (table, lanes_table) = (queue.table, queue.lanes);
     let pending = queue.pending_list();
-    let accounts: Vec<Uuid> = lanes.iter().map(|(id, _)| *id).collect();
+    let accounts: Vec<Uuid> = lanes.iter().map(|(id, _)| id.as_uuid()).collect();
     let full: Vec<bool> = lanes.iter().map(|(_, full)| *full).collect();
     // Two reads bounded by what the account has in flight: the first pending row in due
     // order (leased rows are stepped over), and the earliest lease end (the leased-rows
@@ -176,7 +185,8 @@ pub(crate) fn reschedule_lanes(
     ))
     .bind::<Array<SqlUuid>, _>(accounts)
     .bind::<Array<Bool>, _>(full)
-    .bind::<Timestamptz, _>(now)
+    .bind::<Timestamptz, _>(now.as_datetime())
     .execute(conn)
     .map(drop)
+    .map_err(store_error)
 }

@@ -24,7 +24,7 @@ use mailroom_domain::{
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{corrupt, templates::page_bounds, timestamp, PgUnitOfWork};
+use super::{contains_pattern, corrupt, templates::page_bounds, timestamp, PgUnitOfWork};
 use crate::{
     error::store_error,
     schema::{
@@ -445,21 +445,6 @@ pub fn list_contact_ids_with(
         .into_iter()
         .map(|row| ContactId::from_uuid(row.id))
         .collect())
-}
-
-/// A LIKE pattern matching any text that contains `needle` literally: `\`, `%` and `_`
-/// are escaped with `\` (the query names it with `ESCAPE`).
-fn contains_pattern(needle: &str) -> String {
-    let mut pattern = String::with_capacity(needle.len() + 2);
-    pattern.push('%');
-    for c in needle.chars() {
-        if matches!(c, '\\' | '%' | '_') {
-            pattern.push('\\');
-        }
-        pattern.push(c);
-    }
-    pattern.push('%');
-    pattern
 }
 
 /// Status rank: active < unsubscribed < complained < bounced. Migration 15's

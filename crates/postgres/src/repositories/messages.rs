@@ -314,16 +314,7 @@ impl MessageRepository for PgUnitOfWork<'_> {
         limit: u32,
         skip_accounts: &[AccountId],
     ) -> Result<Vec<AccountId>, StoreError> {
-        let skip: Vec<Uuid> = skip_accounts.iter().map(|id| id.as_uuid()).collect();
-        let lanes = lock_due_lanes(
-            self.conn,
-            "delivery_lanes",
-            now.as_datetime(),
-            i64::from(limit),
-            &skip,
-        )
-        .map_err(store_error)?;
-        Ok(lanes.into_iter().map(AccountId::from_uuid).collect())
+        lock_due_lanes(self.conn, "delivery_lanes", now, limit, skip_accounts)
     }
 
     fn claim_due_messages(

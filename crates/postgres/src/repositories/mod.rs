@@ -40,6 +40,23 @@ impl<'c> PgUnitOfWork<'c> {
 
 impl UnitOfWork for PgUnitOfWork<'_> {}
 
+/// A LIKE pattern (default escape character `\`) matching any text that contains
+/// `needle` literally: `\`, `%` and `_` are escaped. `lower()` leaves those three alone,
+/// so the pattern may be lowered in SQL like the other string operands. The contact
+/// list's email filter and the segments' `contains` share it.
+pub(crate) fn contains_pattern(needle: &str) -> String {
+    let mut pattern = String::with_capacity(needle.len() + 2);
+    pattern.push('%');
+    for c in needle.chars() {
+        if matches!(c, '\\' | '%' | '_') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
+}
+
 fn timestamp(at: OffsetDateTime) -> Timestamp {
     Timestamp::from_datetime(at)
 }

@@ -214,16 +214,7 @@ impl WebhookEventRepository for PgUnitOfWork<'_> {
         limit: u32,
         skip_accounts: &[AccountId],
     ) -> Result<Vec<AccountId>, StoreError> {
-        let skip: Vec<Uuid> = skip_accounts.iter().map(|id| id.as_uuid()).collect();
-        let lanes = lock_due_lanes(
-            self.conn,
-            WEBHOOK_QUEUE.lanes,
-            now.as_datetime(),
-            i64::from(limit),
-            &skip,
-        )
-        .map_err(store_error)?;
-        Ok(lanes.into_iter().map(AccountId::from_uuid).collect())
+        lock_due_lanes(self.conn, WEBHOOK_QUEUE.lanes, now, limit, skip_accounts)
     }
 
     fn claim_due_webhook_events(
@@ -253,11 +244,7 @@ impl WebhookEventRepository for PgUnitOfWork<'_> {
         lanes: &[(AccountId, bool)],
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        let lanes: Vec<(Uuid, bool)> = lanes
-            .iter()
-            .map(|(account, took_all)| (account.as_uuid(), *took_all))
-            .collect();
-        reschedule_lanes(self.conn, &WEBHOOK_QUEUE, &lanes, now.as_datetime()).map_err(store_error)
+        reschedule_lanes(self.conn, &WEBHOOK_QUEUE, lanes, now)
     }
 
     fn record_webhook_attempt(

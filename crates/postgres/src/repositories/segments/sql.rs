@@ -29,6 +29,8 @@ use mailroom_domain::{
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
 
+use crate::repositories::contains_pattern;
+
 /// One bound value, typed for PostgreSQL.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Param {
@@ -193,22 +195,6 @@ fn condition_predicate(sql: &mut Sql, condition: &Condition, subqueries: Subquer
     }
     let filter = row_filter(sql, condition);
     format!("EXISTS ({row}{filter}{fence})")
-}
-
-/// A LIKE pattern (default escape character `\`) matching any text that contains `needle`
-/// literally: `\`, `%` and `_` are escaped. `lower()` leaves those three alone, so the
-/// pattern may be lowered in SQL like the other string operands.
-fn contains_pattern(needle: &str) -> String {
-    let mut pattern = String::with_capacity(needle.len() + 2);
-    pattern.push('%');
-    for c in needle.chars() {
-        if matches!(c, '\\' | '%' | '_') {
-            pattern.push('\\');
-        }
-        pattern.push(c);
-    }
-    pattern.push('%');
-    pattern
 }
 
 /// The rest of the `WHERE` clause over a `contact_attributes a` row of the condition's slug
