@@ -151,6 +151,7 @@ diesel::table! {
         attribute_type -> Text,
         source -> Text,
         created_at -> Timestamptz,
+        slot -> Nullable<Int2>,
     }
 }
 
@@ -163,6 +164,31 @@ diesel::table! {
         number_value -> Nullable<Float8>,
         bool_value -> Nullable<Bool>,
         date_value -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    /// One row per contact: the values of its account's slotted attributes
+    /// (migration 31, docs/operations.md "Typed slots"), kept by triggers.
+    contact_slots (account_id, contact_id) {
+        account_id -> Uuid,
+        contact_id -> Uuid,
+        string_1 -> Nullable<Text>,
+        string_2 -> Nullable<Text>,
+        string_3 -> Nullable<Text>,
+        string_4 -> Nullable<Text>,
+        number_1 -> Nullable<Float8>,
+        number_2 -> Nullable<Float8>,
+        number_3 -> Nullable<Float8>,
+        number_4 -> Nullable<Float8>,
+        boolean_1 -> Nullable<Bool>,
+        boolean_2 -> Nullable<Bool>,
+        boolean_3 -> Nullable<Bool>,
+        boolean_4 -> Nullable<Bool>,
+        date_1 -> Nullable<Timestamptz>,
+        date_2 -> Nullable<Timestamptz>,
+        date_3 -> Nullable<Timestamptz>,
+        date_4 -> Nullable<Timestamptz>,
     }
 }
 
@@ -446,6 +472,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     contacts,
     attribute_metas,
     contact_attributes,
+    contact_slots,
     contact_events,
     contact_event_totals,
     contact_event_increments,

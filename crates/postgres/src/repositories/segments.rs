@@ -6,6 +6,12 @@
 //! statement). The planner's estimates cannot choose here: a value's frequency within one
 //! slug is invisible to per-column statistics, so `slug = 'plan' AND lower(value) = 'pro'`
 //! is estimated at a hundredth of its size. See docs/design.md, "Audience at scale".
+//!
+//! A count whose every condition names a slotted attribute and has no small set reads the
+//! account's rows of `contact_slots` instead ([`SegmentPlan::Slots`], migration 31): one
+//! pass over one typed row per contact, at the pace of a flat table, where intersecting
+//! the conditions' sets of attribute rows hashed hundreds of thousands of ids per
+//! condition (docs/operations.md, "Typed slots").
 
 mod sql;
 
@@ -14,12 +20,19 @@ use mailroom_app::{
     ports::{AudienceBatch, QueuedAudience, SegmentRepository},
     StoreError,
 };
-use mailroom_domain::{condition::Segment, paging::PageRequest, AccountId, ContactId};
+use mailroom_domain::{
+    attribute::AttributeType,
+    condition::{Condition, Segment},
+    paging::PageRequest,
+    AccountId, ContactId,
+};
 use uuid::Uuid;
 
+pub use self::sql::SlotColumn;
 use self::sql::{
-    is_equality, is_id_ordered, is_row_condition, push_driven, push_intersection,
-    push_probed_segment_filter, push_segment_filter, set_sizes, Param, Sql,
+    is_equality, is_id_ordered, is_row_condition, is_system_attribute, push_driven,
+    push_intersection, push_probed_segment_filter, push_segment_filter, push_slots, set_sizes,
+    Param, Sql,
 };
 use super::{corrupt, templates::page_bounds, PgUnitOfWork};
 use crate::error::store_error;
@@ -143,6 +156,12 @@ pub enum SegmentPlan {
         /// Condition indexes, smallest set first.
         order: Vec<usize>,
     },
+    /// Every condition checked on the account's rows of `contact_slots` (one typed row per
+    /// contact), for counts when no set is small and every condition's slug has a slot.
+    Slots {
+        /// The slot of each condition's slug, in `segment.conditions` order.
+        slots: Vec<SlotColumn>,
+    },
 }
 
 /// What the plan is for: a count, or a page in id order.
@@ -152,7 +171,8 @@ enum Purpose {
     Search,
 }
 
-/// Chooses the plan from the conditions' set sizes (counted up to [`SMALL_SET`]).
+/// Chooses the plan from the conditions' set sizes (counted up to [`SMALL_SET`]) and, for
+/// a count, the conditions' slots.
 fn choose_plan(
     conn: &mut PgConnection,
     account: AccountId,
@@ -160,11 +180,16 @@ fn choose_plan(
     purpose: Purpose,
 ) -> Result<SegmentPlan, StoreError> {
     let conditions = &segment.conditions;
-    if conditions.is_empty()
-        || conditions.len() > MAX_INTERSECTED
-        || !conditions.iter().all(is_row_condition)
-    {
+    if conditions.is_empty() {
         return Ok(SegmentPlan::General);
+    }
+    // A count that cannot be driven by a small set reads the slots when it may.
+    let slots_or = |conn: &mut PgConnection, otherwise: SegmentPlan| match purpose {
+        Purpose::Count => Ok(slot_plan(conn, account, segment)?.unwrap_or(otherwise)),
+        Purpose::Search => Ok(otherwise),
+    };
+    if conditions.len() > MAX_INTERSECTED || !conditions.iter().all(is_row_condition) {
+        return slots_or(conn, SegmentPlan::General);
     }
     let cap = match purpose {
         Purpose::Count => SMALL_SET,
@@ -181,18 +206,78 @@ fn choose_plan(
     if row.sizes[smallest] < cap {
         return Ok(SegmentPlan::Driven { driver: smallest });
     }
-    Ok(match purpose {
-        Purpose::Count => SegmentPlan::Intersection { order },
+    match purpose {
+        Purpose::Count => slots_or(conn, SegmentPlan::Intersection { order }),
         // A page of large sets: walk a set whose index yields contact ids in order (an
         // equality), stopping at the page's end; without one, walk contacts in id order.
-        Purpose::Search => order
+        Purpose::Search => Ok(order
             .iter()
             .copied()
             .find(|&index| is_id_ordered(&conditions[index]))
             .map_or(SegmentPlan::General, |driver| SegmentPlan::Driven {
                 driver,
-            }),
-    })
+            })),
+    }
+}
+
+#[derive(QueryableByName)]
+struct SlotRow {
+    #[diesel(sql_type = sql_types::Text)]
+    slug: String,
+    #[diesel(sql_type = sql_types::Text)]
+    attribute_type: String,
+    #[diesel(sql_type = sql_types::Nullable<sql_types::SmallInt>)]
+    slot: Option<i16>,
+}
+
+/// [`SegmentPlan::Slots`] for `segment` when every condition names a custom or event
+/// attribute whose slug has a slot; `None` otherwise (a system attribute, a slug beyond
+/// the first four of its type, or one never written, which has no meta).
+///
+/// # Errors
+/// [`StoreError`] when the lookup fails or a stored slot is out of range.
+pub fn slot_plan(
+    conn: &mut PgConnection,
+    account: AccountId,
+    segment: &Segment,
+) -> Result<Option<SegmentPlan>, StoreError> {
+    if segment.conditions.is_empty()
+        || segment
+            .conditions
+            .iter()
+            .any(|condition| is_system_attribute(condition.slug()))
+    {
+        return Ok(None);
+    }
+    let slugs: Vec<&str> = segment.conditions.iter().map(Condition::slug).collect();
+    let rows: Vec<SlotRow> = diesel::sql_query(
+        "SELECT slug, attribute_type, slot FROM attribute_metas \
+         WHERE account_id = $1 AND slug = ANY($2)",
+    )
+    .bind::<sql_types::Uuid, _>(account.as_uuid())
+    .bind::<sql_types::Array<sql_types::Text>, _>(&slugs)
+    .load(conn)
+    .map_err(store_error)?;
+    let mut slots = Vec::with_capacity(slugs.len());
+    for slug in slugs {
+        let Some(row) = rows.iter().find(|row| row.slug == slug) else {
+            return Ok(None);
+        };
+        let Some(slot) = row.slot else {
+            return Ok(None);
+        };
+        let attribute_type = AttributeType::parse(&row.attribute_type)
+            .ok_or_else(|| corrupt("attribute_metas.attribute_type", &row.attribute_type))?;
+        let slot = u8::try_from(slot)
+            .ok()
+            .filter(|slot| (1..=4).contains(slot))
+            .ok_or_else(|| corrupt("attribute_metas.slot", slot))?;
+        slots.push(SlotColumn {
+            attribute_type,
+            slot,
+        });
+    }
+    Ok(Some(SegmentPlan::Slots { slots }))
 }
 
 /// Planner settings that make PostgreSQL run `plan` as built, for the rest of the current
@@ -204,8 +289,9 @@ fn choose_plan(
 /// page) instead of four.
 fn plan_settings(plan: &SegmentPlan, purpose: Purpose) -> Option<(&'static str, &'static str)> {
     match (plan, purpose) {
-        // Any segment's count: the planner's choice.
-        (SegmentPlan::General, Purpose::Count) => None,
+        // Any segment's count, and one pass over the slots: the planner's choice (its
+        // statistics of the slot columns are per attribute, so its estimates hold).
+        (SegmentPlan::General | SegmentPlan::Slots { .. }, Purpose::Count) => None,
         // A page: probed subqueries (a first page took 7 s when the planner hashed whole
         // sets, under 1 ms probed), no statement.
         (_, Purpose::Search) => None,
@@ -278,6 +364,11 @@ pub fn search_segment_with(
             push_intersection(&mut sql, account, segment, order);
             "s0.contact_id"
         }
+        SegmentPlan::Slots { slots } => {
+            sql.push("SELECT s.contact_id AS id ");
+            push_slots(&mut sql, account, segment, slots);
+            "s.contact_id"
+        }
     };
     if let Some(after) = after {
         let after = sql.bind(Param::Uuid(after.as_uuid()));
@@ -317,6 +408,7 @@ pub fn count_segment_with(
         SegmentPlan::Intersection { order } => {
             push_intersection(&mut sql, account, segment, order);
         }
+        SegmentPlan::Slots { slots } => push_slots(&mut sql, account, segment, slots),
     }
     let row: CountRow = under_plan(conn, plan, Purpose::Count, |conn| {
         sql.into_query().get_result(conn).map_err(store_error)

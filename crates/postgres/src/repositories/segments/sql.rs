@@ -147,6 +147,11 @@ fn system_column(slug: &str) -> Option<(AttributeType, &'static str)> {
     }
 }
 
+/// Whether `slug` names a system attribute, a column of `contacts`.
+pub(super) fn is_system_attribute(slug: &str) -> bool {
+    system_column(slug).is_some()
+}
+
 /// The type a condition's operator applies to; `None` for `exists`/`not_exists`.
 fn family(condition: &Condition) -> Option<AttributeType> {
     match condition {
@@ -350,6 +355,72 @@ pub(super) fn push_intersection(
     }
     sql.push(" WHERE TRUE");
     push_contact_filters(sql, &account, segment, "s0.contact_id", Subqueries::Planned);
+}
+
+/// A slug's typed slot: the column of `contact_slots` that holds its values (migration 31,
+/// docs/operations.md "Typed slots"). The type is the slug's stored type, not the
+/// condition's family; the number is 1 to 4.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlotColumn {
+    /// The slug's stored type.
+    pub attribute_type: AttributeType,
+    /// Which of the four columns of that type.
+    pub slot: u8,
+}
+
+impl SlotColumn {
+    /// The column, qualified by the alias `s` of `contact_slots`. Built from the type's
+    /// fixed name and a number checked to be 1 to 4, never from tenant input.
+    fn column(self) -> String {
+        format!("s.{}_{}", self.attribute_type.as_str(), self.slot)
+    }
+}
+
+/// One condition as a predicate on the current `contact_slots s` row, with `slot` the
+/// column of the condition's slug. The column is `NULL` exactly when the contact has no
+/// value, so `exists` is `IS NOT NULL` and every comparison with a missing value is not
+/// true, as in the domain; an operator of another family than the slug's type matches
+/// nothing, as in `row_filter`.
+fn slot_predicate(sql: &mut Sql, condition: &Condition, slot: SlotColumn) -> String {
+    let column = slot.column();
+    match condition {
+        Condition::Exists { .. } => format!("{column} IS NOT NULL"),
+        Condition::NotExists { .. } => format!("{column} IS NULL"),
+        _ if family(condition) != Some(slot.attribute_type) => "FALSE".to_owned(),
+        _ => {
+            // The `IS NOT NULL` matches the partial index's predicate; strings compare
+            // lowered, as the slot's expression index does.
+            let value = if slot.attribute_type == AttributeType::String {
+                format!("lower({column})")
+            } else {
+                column.clone()
+            };
+            let predicate = typed_predicate(sql, condition, &value);
+            format!("({column} IS NOT NULL AND {predicate})")
+        }
+    }
+}
+
+/// The `FROM … WHERE …` of the contacts matching a segment whose every condition's slug
+/// has a slot (`slots[i]` for `segment.conditions[i]`): one pass over the account's rows of
+/// `contact_slots`, the predicates checked on each row (or a bitmap of the most selective
+/// slot index, as the planner chooses). The contact id is `s.contact_id`.
+pub(super) fn push_slots(
+    sql: &mut Sql,
+    account: AccountId,
+    segment: &Segment,
+    slots: &[SlotColumn],
+) {
+    let account = sql.bind(Param::Uuid(account.as_uuid()));
+    sql.push(&format!(
+        "FROM contact_slots s WHERE s.account_id = {account}"
+    ));
+    for (condition, slot) in segment.conditions.iter().zip(slots) {
+        let predicate = slot_predicate(sql, condition, *slot);
+        sql.push(" AND ");
+        sql.push(&predicate);
+    }
+    push_contact_filters(sql, &account, segment, "s.contact_id", Subqueries::Planned);
 }
 
 /// The comparison of a boolean, number, date or string condition on `column`, which holds

@@ -1,0 +1,296 @@
+//! The typed slots (migration 31, docs/operations.md "Typed slots") against a real
+//! database: after writes of every kind the repository makes (a contact's attributes, an
+//! event, an import that creates and updates, a delete), every contact's `contact_slots`
+//! row equals the pivot of its attribute rows; and metas created at the same time by
+//! several connections take distinct slots.
+
+use std::{sync::Barrier, thread};
+
+use diesel::{connection::SimpleConnection, pg::PgConnection, sql_query, sql_types, RunQueryDsl};
+use mailroom_app::ports::{in_transaction, ContactEvent, ImportedContact};
+use mailroom_domain::{
+    attribute::{AttributeSource, AttributeType, AttributeValue},
+    email::EmailAddress,
+    slug::EventSlug,
+    AccountId, ContactEventId, ContactId, Timestamp, Uuid,
+};
+use mailroom_postgres::{PgDatabase, PoolSettings};
+use mailroom_test_support::TestDatabase;
+
+const ACCOUNT: &str = "0190a000-0000-7000-8000-000000000001";
+const TYPES: [&str; 4] = ["string", "number", "boolean", "date"];
+
+fn account() -> AccountId {
+    AccountId::from_uuid(Uuid::parse_str(ACCOUNT).expect("account id"))
+}
+
+fn database(db: &TestDatabase) -> PgDatabase {
+    let settings = PoolSettings {
+        max_size: 8,
+        ..PoolSettings::default()
+    };
+    PgDatabase::connect(db.url(), &settings).expect("pool")
+}
+
+fn create_account(conn: &mut PgConnection) {
+    conn.batch_execute(&format!(
+        "INSERT INTO accounts (id, name, created_at) VALUES ('{ACCOUNT}', 'slots', now())"
+    ))
+    .expect("account");
+}
+
+#[derive(diesel::QueryableByName)]
+struct Count {
+    #[diesel(sql_type = sql_types::BigInt)]
+    count: i64,
+}
+
+fn count(conn: &mut PgConnection, sql: &str) -> i64 {
+    sql_query(sql).get_result::<Count>(conn).expect(sql).count
+}
+
+/// How many contacts' slot rows differ from the pivot of their attribute rows through
+/// their metas' slots (a missing or extra row counts too).
+fn differing(conn: &mut PgConnection) -> i64 {
+    let columns: Vec<String> = TYPES
+        .iter()
+        .flat_map(|kind| {
+            let value = if *kind == "boolean" {
+                "bool_value".to_owned()
+            } else {
+                format!("{kind}_value")
+            };
+            let aggregate = if *kind == "boolean" { "bool_or" } else { "max" };
+            (1..=4).map(move |slot| {
+                format!(
+                    "{aggregate}(a.{value}) FILTER (WHERE m.attribute_type = '{kind}' \
+                     AND m.slot = {slot})"
+                )
+            })
+        })
+        .collect();
+    count(
+        conn,
+        &format!(
+            "WITH pivot AS (\
+               SELECT c.account_id, c.id, {} \
+               FROM contacts c \
+               LEFT JOIN contact_attributes a ON a.account_id = c.account_id AND a.contact_id = c.id \
+               LEFT JOIN attribute_metas m ON m.account_id = a.account_id AND m.slug = a.slug \
+                                          AND m.slot IS NOT NULL \
+               GROUP BY c.account_id, c.id) \
+             SELECT count(*) AS count FROM (\
+               (SELECT * FROM pivot EXCEPT SELECT * FROM contact_slots) \
+               UNION ALL \
+               (SELECT * FROM contact_slots EXCEPT SELECT * FROM pivot)) d",
+            columns.join(", ")
+        ),
+    )
+}
+
+fn at(text: &str) -> Timestamp {
+    Timestamp::parse(text).expect("timestamp")
+}
+
+fn email(index: usize) -> EmailAddress {
+    EmailAddress::parse(&format!("c{index}@example.org")).expect("email")
+}
+
+fn contact_id(index: usize) -> ContactId {
+    ContactId::from_uuid(Uuid::from_u128(
+        0x0190_a000_0000_7000_8000_0000_0000_1000 + index as u128,
+    ))
+}
+
+#[test]
+fn slots_equal_the_attribute_rows_after_writes_of_every_kind() {
+    let db = TestDatabase::create();
+    let mut conn = db.connection();
+    create_account(&mut conn);
+    let database = database(&db);
+    let account = account();
+    let now = at("2026-03-01T12:00:00Z");
+    // Five numbers: the fifth has no slot and must stay out of every row.
+    let metas: Vec<(String, AttributeType, AttributeSource)> = [
+        ("plan", AttributeType::String),
+        ("n1", AttributeType::Number),
+        ("n2", AttributeType::Number),
+        ("n3", AttributeType::Number),
+        ("n4", AttributeType::Number),
+        ("n5", AttributeType::Number),
+        ("vip", AttributeType::Boolean),
+    ]
+    .into_iter()
+    .map(|(slug, kind)| (slug.to_owned(), kind, AttributeSource::Custom))
+    .collect();
+    in_transaction(&database, |tx| {
+        tx.ensure_attribute_metas(account, &metas, now)?;
+        // Contacts one by one, with attributes written, then overwritten.
+        for index in 0..20 {
+            let (id, _) = tx.upsert_contact_id(account, contact_id(index), &email(index), now)?;
+            let number = f64::from(u32::try_from(index).expect("small"));
+            tx.set_attributes(
+                account,
+                id,
+                &[
+                    (
+                        "plan".into(),
+                        AttributeValue::String(format!("Plan {}", index % 3)),
+                    ),
+                    ("n1".into(), AttributeValue::Number(number)),
+                    ("n5".into(), AttributeValue::Number(-number)),
+                ],
+            )?;
+            if index % 2 == 0 {
+                tx.set_attributes(
+                    account,
+                    id,
+                    &[
+                        ("n1".into(), AttributeValue::Number(number + 0.5)),
+                        ("n4".into(), AttributeValue::Number(4.0)),
+                        ("vip".into(), AttributeValue::Boolean(index % 4 == 0)),
+                    ],
+                )?;
+            }
+        }
+        Ok(())
+    })
+    .expect("contacts");
+    // Events: each moves its `event.<slug>` date forward (insert, then update).
+    in_transaction(&database, |tx| {
+        for (round, when) in ["2026-03-02T00:00:00Z", "2026-03-03T00:00:00Z"]
+            .iter()
+            .enumerate()
+        {
+            let slug = EventSlug::normalize("signed_up").expect("slug");
+            tx.ensure_attribute_metas(
+                account,
+                &[(
+                    "event.signed_up".into(),
+                    AttributeType::Date,
+                    AttributeSource::Event,
+                )],
+                now,
+            )?;
+            for index in (round..20).step_by(3) {
+                tx.record_event(
+                    account,
+                    &ContactEvent {
+                        id: ContactEventId::from_uuid(Uuid::now_v7()),
+                        contact_id: contact_id(index),
+                        slug: slug.clone(),
+                        occurred_at: at(when),
+                    },
+                )?;
+            }
+        }
+        Ok(())
+    })
+    .expect("events");
+    // An import that updates ten known contacts and creates ten new ones.
+    let imported: Vec<ImportedContact> = (10..30)
+        .map(|index| ImportedContact {
+            email: email(index),
+            new_id: contact_id(index),
+            values: vec![
+                ("n2".into(), AttributeValue::Number(2.0)),
+                ("plan".into(), AttributeValue::String("Imported".into())),
+            ],
+        })
+        .collect();
+    in_transaction(&database, |tx| {
+        tx.import_contacts(account, &imported, now)?;
+        tx.delete_contact(account, contact_id(3))?;
+        Ok(())
+    })
+    .expect("import");
+
+    assert_eq!(
+        differing(&mut conn),
+        0,
+        "slot rows differ from the attribute rows"
+    );
+    // The rows are not trivially equal: every contact has a row, the slots are filled,
+    // and the fifth number is in none of them.
+    assert_eq!(
+        count(&mut conn, "SELECT count(*) AS count FROM contact_slots"),
+        29
+    );
+    assert_eq!(
+        count(
+            &mut conn,
+            "SELECT count(*) AS count FROM contact_slots WHERE lower(string_1) = 'imported'"
+        ),
+        20
+    );
+    assert_eq!(
+        count(
+            &mut conn,
+            "SELECT count(*) AS count FROM contact_slots WHERE date_1 IS NOT NULL"
+        ),
+        13,
+        "fourteen contacts had an event, one was deleted"
+    );
+    assert_eq!(
+        count(
+            &mut conn,
+            "SELECT count(*) AS count FROM contact_slots \
+             WHERE number_1 = 8.5 AND number_4 = 4 AND boolean_1 AND number_2 IS NULL"
+        ),
+        1
+    );
+    assert_eq!(
+        count(
+            &mut conn,
+            "SELECT count(*) AS count FROM attribute_metas \
+             WHERE slug = 'n5' AND slot IS NULL"
+        ),
+        1
+    );
+}
+
+#[test]
+fn metas_created_at_once_take_distinct_slots() {
+    let db = TestDatabase::create();
+    create_account(&mut db.connection());
+    let database = database(&db);
+    let account = account();
+    let now = at("2026-03-01T12:00:00Z");
+    let writers = 6;
+    let barrier = Barrier::new(writers);
+    thread::scope(|scope| {
+        for writer in 0..writers {
+            let (database, barrier) = (&database, &barrier);
+            scope.spawn(move || {
+                barrier.wait();
+                // Each writer creates two new number slugs; some share a slug with
+                // another writer, whose insert then does nothing.
+                let metas = [writer, (writer + 1) % writers].map(|n| {
+                    (
+                        format!("n{n}"),
+                        AttributeType::Number,
+                        AttributeSource::Custom,
+                    )
+                });
+                in_transaction(database, |tx| {
+                    tx.ensure_attribute_metas(account, &metas, now)?;
+                    Ok(())
+                })
+                .expect("metas");
+            });
+        }
+    });
+    let mut conn = db.connection();
+    assert_eq!(
+        count(&mut conn, "SELECT count(*) AS count FROM attribute_metas"),
+        i64::try_from(writers).expect("small")
+    );
+    assert_eq!(
+        count(
+            &mut conn,
+            "SELECT count(DISTINCT slot) AS count FROM attribute_metas WHERE slot IS NOT NULL"
+        ),
+        4,
+        "the six metas fill the four number slots, each once"
+    );
+}

@@ -1,0 +1,12 @@
+DROP TRIGGER contact_slots_copy_updated ON contact_attributes;
+DROP TRIGGER contact_slots_copy_inserted ON contact_attributes;
+DROP FUNCTION contact_slots_copy();
+DROP TRIGGER contact_slots_add ON contacts;
+DROP FUNCTION contact_slots_add();
+DROP TRIGGER attribute_metas_fill_slot ON attribute_metas;
+DROP FUNCTION attribute_metas_fill_slot();
+DROP TRIGGER attribute_metas_take_slot ON attribute_metas;
+DROP FUNCTION attribute_metas_take_slot();
+DROP TABLE contact_slots;
+DROP INDEX attribute_metas_slot_key;
+ALTER TABLE attribute_metas DROP COLUMN slot;
