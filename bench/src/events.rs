@@ -142,7 +142,8 @@ pub struct ScriptVariables {
 ///
 /// - authentication: none; the token is in the process's token cache (its `lastUsedAt`
 ///   is written once a minute, which is noise at this rate);
-/// - the membership check, in its own transaction;
+/// - the membership check: none; the membership is in the process's membership cache
+///   (`crates/app/src/auth.rs`, 5 s);
 /// - the event's transaction: the contact's upsert (one statement: the insert, and the
 ///   existing contact read in it when the email is taken), the event attribute's meta
 ///   (read; inserted only when missing, which happens once per slug), the event row, its
@@ -174,9 +175,6 @@ fn script(audience: Audience) -> String {
     format!(
         "{draw}
 \\set k random(1, 3)
-BEGIN;
-SELECT role FROM memberships WHERE account_id = :account AND user_id = :user LIMIT 1;
-COMMIT;
 BEGIN;
 {upsert}
 SELECT slug, attribute_type FROM attribute_metas WHERE account_id = :account AND slug = ANY(ARRAY['event.' || {slug}]);

@@ -327,3 +327,35 @@ async fn concurrent_removals_leave_the_owner_and_one_answer_each() {
     assert_eq!(listed[0]["role"], "owner");
     assert_eq!(listed.len(), 2);
 }
+
+/// A membership removed outside this process's API (another replica, `mailroom member
+/// remove`, SQL) ends within the membership cache's 5 seconds (docs/operations.md, "Token
+/// and membership caches"): the cached proof serves until then, and not after.
+#[tokio::test]
+async fn a_membership_removed_elsewhere_ends_within_the_cache_ttl() {
+    use diesel::{connection::SimpleConnection, Connection};
+    let app = spawn_app().await;
+    let ada = app.user_token("ada@example.com").await;
+    let account = app.create_account(&ada, "Acme").await;
+    let bob_id = id_of(
+        &expect_json(
+            add(&app, &ada, &account, "bob@example.com", "member").await,
+            200,
+        )
+        .await,
+    );
+    let bob = app.user_token("bob@example.com").await;
+    let templates = format!("/v2/accounts/{account}/templates");
+    expect_json(app.get(&templates, &bob).await, 200).await;
+
+    let mut conn = diesel::PgConnection::establish(app.database.url()).expect("connection");
+    conn.batch_execute(&format!(
+        "DELETE FROM memberships WHERE account_id = '{account}' AND user_id = '{bob_id}'"
+    ))
+    .expect("remove behind the API's back");
+
+    app.clock.advance(time::Duration::seconds(4));
+    expect_json(app.get(&templates, &bob).await, 200).await;
+    app.clock.advance(time::Duration::seconds(1));
+    expect_problem(app.get(&templates, &bob).await, 401).await;
+}

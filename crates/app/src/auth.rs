@@ -5,8 +5,39 @@
 //! case for a caller whose membership it forgot to check.
 
 use mailroom_domain::{account::Role, token::TokenScope, AccountId, TokenId, UserId};
+use time::Duration;
 
-use crate::{ports::in_transaction, AppError, Services};
+use crate::{ports::in_transaction, ttl_cache::TtlCache, AppError, Services};
+
+/// How long a looked-up membership (and its role) is trusted without reading it again.
+pub const MEMBERSHIP_CACHE_TTL: Duration = Duration::seconds(5);
+/// The default bound on cached memberships.
+pub const MEMBERSHIP_CACHE_CAPACITY: usize = 10_000;
+
+/// Recently proven memberships, (account, user) → role, shared by every request of a
+/// process, so an account-scoped request needs no transaction of its own to prove one.
+/// Only memberships that exist are cached; removing a member or changing a role through
+/// this process's use cases evicts at once, elsewhere within [`MEMBERSHIP_CACHE_TTL`]
+/// (docs/operations.md, "Token and membership caches").
+#[derive(Debug)]
+pub struct MembershipCache(TtlCache<(AccountId, UserId), Role>);
+
+impl Default for MembershipCache {
+    fn default() -> Self {
+        Self(TtlCache::new(
+            MEMBERSHIP_CACHE_TTL,
+            MEMBERSHIP_CACHE_CAPACITY,
+        ))
+    }
+}
+
+impl std::ops::Deref for MembershipCache {
+    type Target = TtlCache<(AccountId, UserId), Role>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
 
 /// An authenticated caller: a user acting through one of their tokens, or through a
 /// console session (`crate::console`), which carries the scope and pins of the token it
@@ -118,8 +149,10 @@ impl Member {
 /// account outside the token's pins look the same to the caller: 401, so account ids
 /// cannot be probed; only then does a scope that does not allow the route get 403.
 ///
-/// Membership is checked at every request, before the request's own transaction, so a
-/// removed member's tokens stop working at their next request.
+/// Membership is checked at every request, before the request's own transaction, from
+/// the [`MembershipCache`] when this process proved it in the last few seconds: a member
+/// removed through this process is refused at their next request, one removed elsewhere
+/// (another replica, the CLI) within [`MEMBERSHIP_CACHE_TTL`].
 ///
 /// # Errors
 /// [`AppError::Unauthorized`] when the token may not reach the account or its user is
@@ -133,10 +166,19 @@ pub fn verify_membership(
     if !actor.may_reach(account) {
         return Err(AppError::Unauthorized);
     }
-    let role = in_transaction(services.db.as_ref(), |tx| {
-        tx.member_role(account, actor.user_id)?
-            .ok_or(AppError::Unauthorized)
-    })?;
+    let key = (account, actor.user_id);
+    let now = services.clock.now();
+    let role = match services.membership_cache.get(&key, now) {
+        Some(role) => role,
+        None => {
+            let role = in_transaction(services.db.as_ref(), |tx| {
+                tx.member_role(account, actor.user_id)?
+                    .ok_or(AppError::Unauthorized)
+            })?;
+            services.membership_cache.put(key, role, now);
+            role
+        }
+    };
     check_scope(actor.scope, call)?;
     Ok(Member {
         account,

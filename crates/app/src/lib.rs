@@ -26,6 +26,7 @@ pub mod templates;
 pub mod tokens;
 pub mod topics;
 pub mod tracking;
+pub mod ttl_cache;
 pub mod unsubscribe;
 pub mod users;
 pub mod webhook_events;

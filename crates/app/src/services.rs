@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::auth::MembershipCache;
 use crate::feedback_sources::SnsSettings;
 use crate::ports::{
     Clock, Database, DkimKeyGenerator, DomainDns, Ids, MailServerProbe, Mailer, Secrets,
@@ -43,6 +44,8 @@ pub struct Services {
     pub inbound_host: Option<String>,
     /// Recently authenticated tokens, shared by every request of this process.
     pub token_cache: Arc<TokenCache>,
+    /// Recently proven memberships, shared by every request of this process.
+    pub membership_cache: Arc<MembershipCache>,
     /// How SNS certificates and subscription confirmations are fetched (SES feedback
     /// sources).
     pub sns: SnsSettings,

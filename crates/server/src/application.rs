@@ -4,6 +4,7 @@ use std::{net::TcpListener, sync::Arc, time::Duration};
 
 use anyhow::{Context, Result};
 use mailroom_app::{
+    auth::MembershipCache,
     feedback_sources::{CertificateCache, SnsSettings},
     ports::Clock,
     tokens::TokenCache,
@@ -119,6 +120,7 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
         domain_dns,
         inbound_host: config.inbound_host.clone(),
         token_cache: Arc::new(TokenCache::default()),
+        membership_cache: Arc::new(MembershipCache::default()),
         // Previews get children of their own, apart from the workers' (crate::render_sandbox).
         renderer: Arc::new(crate::render_sandbox::Renderer::for_program(
             config.render_program.clone(),

@@ -32,4 +32,9 @@ pub fn change_member_role(
         tx.set_member_role(account, target, role)?;
         member_of(tx, account, target)
     })
+    .inspect(|_| {
+        // After the commit: a request between an eviction and the commit would cache
+        // the old role again.
+        services.membership_cache.evict(&(account, target));
+    })
 }

@@ -55,4 +55,9 @@ fn remove(
         tx.delete_membership(account, target)?;
         Ok(removed)
     })
+    .inspect(|_| {
+        // After the commit: a request between an eviction and the commit would cache
+        // the old membership again.
+        services.membership_cache.evict(&(account, target));
+    })
 }

@@ -43,6 +43,6 @@ pub fn revoke_token(
         tx.revoke_token(actor.user_id, token, now)?
             .ok_or(AppError::NotFound)
     })?;
-    services.token_cache.evict(revoked.id);
+    services.token_cache.evict_token(revoked.id);
     Ok(revoked)
 }
