@@ -264,7 +264,9 @@ async fn measure(
     sql.run(|conn| {
         // Separate calls: several statements in one batch form one transaction, which
         // VACUUM refuses.
-        conn.batch_execute("VACUUM (ANALYZE) contacts, contact_attributes, contact_events, attribute_metas, bench_flat")?;
+        conn.batch_execute(
+            "VACUUM (ANALYZE) contacts, contact_attributes, contact_slots, contact_events, attribute_metas, bench_flat",
+        )?;
         conn.batch_execute("ANALYZE")?;
         Ok(())
     })

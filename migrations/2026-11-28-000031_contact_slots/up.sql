@@ -17,7 +17,7 @@
 --   changes its type.
 --
 -- Writers of the audience wait while this migration runs: the copy below reads every
--- attribute row once (about N s per million contacts with five attributes, see
+-- attribute row once (32 s for a million contacts with eight attributes each, see
 -- docs/operations.md).
 LOCK TABLE attribute_metas, contacts, contact_attributes IN SHARE ROW EXCLUSIVE MODE;
 
