@@ -279,8 +279,9 @@ fn lookup(needle: &str) -> Option<Lookup<'_>> {
 }
 
 /// The addresses that a [`Lookup::Pair`] cannot find through trigrams: any character
-/// outside printable ASCII (an internationalised domain, `bücher.example`, whose `ü` is a
-/// word character in a UTF-8 locale, so `zqü` gives a trigram of its own). Migration 32's
+/// outside printable ASCII (an internationalised domain, `bücher.example`: pg_trgm asks
+/// the C library whether `ü` is a letter, which in `C.UTF-8` it is, so `zqü` gives a
+/// trigram of its own; in `C` it would end the word). Migration 32's
 /// `contacts_email_outside_ascii_idx` is a partial index with this very predicate, which
 /// PostgreSQL uses only when the statement repeats it character for character: change
 /// both together.
@@ -326,8 +327,8 @@ struct CountRow {
 ///
 /// An account of fewer contacts is answered here whatever the needle: the trigram index
 /// holds every account's addresses, so looking a needle up costs as many entries as the
-/// whole table has matches (for a common pair such as `ma`, most of them; docs/console.md,
-/// "Short needles"), while these few contacts are already read.
+/// whole table has matches (for a pair common in other accounts, a large share of the
+/// table; docs/console.md, "Short needles"), while these few contacts are already read.
 fn walk_first(
     conn: &mut PgConnection,
     account: AccountId,
@@ -575,10 +576,11 @@ fn list_rows_with(
             .map_err(store_error);
     }
     // A needle without a trigram keeps the planner's choice, as before: it scans the table
-    // in parallel for a rare one, twice as fast as walking; a pair (two letters or digits)
-    // gets here only when the count found it common, and then the planner's choice
-    // between the walk and that scan was measured faster than pinning the walk
-    // (docs/console.md, "Short needles"). With a trigram the count chose the walk: pin it.
+    // in parallel for a rare one, twice as fast as walking. A pair (two letters or digits)
+    // gets here when the count or the statistics found it common; its `LIKE` gives the
+    // trigram index nothing to look up, so the planner can only walk or scan, and it
+    // walked `r2` as fast as the pinned walk (docs/console.md, "Short needles"). With a
+    // trigram the count chose the walk: pin it.
     let counted = search.is_some_and(|search| has_trigram(&search.to_lowercase()));
     let needle = if counted {
         NeedleFilter::Strpos
