@@ -16,7 +16,8 @@ pub use database::{
 };
 pub use error::store_error;
 pub use repositories::contacts::{
-    contact_search_plan, list_contact_ids_with, ContactSearchPlan, FEW_MATCHES,
+    contact_search_plan, explain_contact_search, list_contact_ids_with, ContactSearchPlan,
+    FEW_MATCHES,
 };
 pub use repositories::segments::{
     count_plan, count_segment_with, search_segment_with, slot_plan, SegmentPlan, SlotColumn,

@@ -4,6 +4,7 @@ use diesel::{
     dsl::sql,
     pg::Pg,
     prelude::*,
+    query_builder::{BoxedSqlQuery, SqlQuery},
     sql_types::{BigInt, Bool, Integer, Text},
     upsert::excluded,
 };
@@ -249,13 +250,66 @@ fn indexed_part(needle: &str) -> &str {
     }
 }
 
+/// How the trigram index (`contacts_email_trgm_idx`, migration 26) can find every contact
+/// whose address contains a needle (lower case); `None` when it cannot (then the list
+/// keeps the planner's choice: docs/console.md, "Short needles").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lookup<'a> {
+    /// `email_lower LIKE '%part%'` for the needle's [`indexed_part`], which has a trigram.
+    Like(&'a str),
+    /// Two ASCII letters or digits, `zq`: pg_trgm pads and splits words at every
+    /// character that is not a letter or digit, so an address of printable ASCII contains
+    /// `zq` exactly when it has a trigram `zq` + a letter or digit, or `zq ` (the end of a
+    /// word). `email_lower ~ 'zq[ -~]'` looks up the one and `LIKE '%zq'` the other (a
+    /// `$` in the expression would look up nothing); the addresses with any other
+    /// character come from migration 32's partial index (docs/console.md, "Short
+    /// needles").
+    Pair(&'a str),
+}
+
+/// The lookup for `needle` (already lower case), if the trigram index can serve it.
+fn lookup(needle: &str) -> Option<Lookup<'_>> {
+    if has_trigram(needle) {
+        Some(Lookup::Like(indexed_part(needle)))
+    } else if needle.len() == 2 && needle.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        Some(Lookup::Pair(needle))
+    } else {
+        None
+    }
+}
+
+/// The addresses that a [`Lookup::Pair`] cannot find through trigrams: any character
+/// outside printable ASCII (an internationalised domain, `bücher.example`: pg_trgm asks
+/// the C library whether `ü` is a letter, which in `C.UTF-8` it is, so `zqü` gives a
+/// trigram of its own; in `C` it would end the word). Migration 32's
+/// `contacts_email_outside_ascii_idx` is a partial index with this very predicate, which
+/// PostgreSQL uses only when the statement repeats it character for character: change
+/// both together.
+const OUTSIDE_ASCII: &str = "email_lower ~ '[^ -~]'";
+
 /// The `WHERE` of the statements that read the matches through the trigram index, binding
-/// `$2` (the `LIKE` pattern of [`indexed_part`]) and `$3` (the whole needle).
-fn trigram_filter(status: Option<StatusFilter>) -> String {
+/// `$2` ([`lookup_pattern`]) and `$3` (the whole needle, checked on every row found).
+fn trigram_filter(lookup: Lookup<'_>, status: Option<StatusFilter>) -> String {
+    let found = match lookup {
+        Lookup::Like(_) => format!("email_lower LIKE $2{LIKE_ESCAPE}"),
+        // The needle is two letters or digits: nothing in it for LIKE to escape.
+        Lookup::Pair(_) => {
+            format!("(email_lower ~ $2 OR email_lower LIKE ('%' || $3) OR {OUTSIDE_ASCII})")
+        }
+    };
     format!(
-        "account_id = $1 AND email_lower LIKE $2{LIKE_ESCAPE} AND strpos(email_lower, $3) > 0{}",
+        "account_id = $1 AND {found} AND strpos(email_lower, $3) > 0{}",
         status_sql(status)
     )
+}
+
+/// What [`trigram_filter`] binds to `$2`: the `LIKE` pattern, or the regular expression
+/// of a [`Lookup::Pair`] (letters or digits: nothing in it to escape).
+fn lookup_pattern(lookup: Lookup<'_>) -> String {
+    match lookup {
+        Lookup::Like(part) => contains_pattern(part),
+        Lookup::Pair(pair) => format!("{pair}[ -~]"),
+    }
 }
 
 /// What the capped count returns.
@@ -266,9 +320,15 @@ struct CountRow {
 }
 
 /// The page from the first [`WALK_FIRST`] contacts in the list's order, when they hold
-/// all of it (`None` when they hold fewer than `offset + limit` matches). Its rows are
-/// then exactly the full list's: the matches before them come first in the same order.
-/// The subquery's `LIMIT` makes the planner walk the sort index, stopping at the page.
+/// all of it or are all the account's contacts (`None` when there are more and they hold
+/// fewer than `offset + limit` matches). Its rows are then exactly the full list's: the
+/// matches before them come first in the same order. The subquery's `LIMIT` makes the
+/// planner walk the sort index, stopping at the page.
+///
+/// An account of fewer contacts is answered here whatever the needle: the trigram index
+/// holds every account's addresses, so looking a needle up costs as many entries as the
+/// whole table has matches (for a pair common in other accounts, a large share of the
+/// table; docs/console.md, "Short needles"), while these few contacts are already read.
 fn walk_first(
     conn: &mut PgConnection,
     account: AccountId,
@@ -278,7 +338,7 @@ fn walk_first(
     let Some(search) = query.search.as_ref().filter(|_| query.email.is_none()) else {
         return Ok(None);
     };
-    if !has_trigram(&search.to_lowercase()) {
+    if lookup(&search.to_lowercase()).is_none() {
         // The plan is the walk anyway, which stops as early as this one would.
         return Ok(None);
     }
@@ -298,7 +358,157 @@ fn walk_first(
     .bind::<BigInt, _>(limit)
     .load(conn)
     .map_err(store_error)?;
-    Ok((i64::try_from(rows.len()).unwrap_or(i64::MAX) >= limit).then_some(rows))
+    if i64::try_from(rows.len()).unwrap_or(i64::MAX) >= limit {
+        return Ok(Some(rows));
+    }
+    // Not a full page: were those all the account's contacts? (An index-only scan of at
+    // most WALK_FIRST entries.)
+    let walked: CountRow = diesel::sql_query(format!(
+        "SELECT count(*) AS n FROM (SELECT 1 FROM contacts WHERE account_id = $1{status} \
+         LIMIT $2) w",
+        status = status_sql(query.status),
+    ))
+    .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
+    .bind::<BigInt, _>(WALK_FIRST)
+    .get_result(conn)
+    .map_err(store_error)?;
+    Ok((walked.n < WALK_FIRST).then_some(rows))
+}
+
+/// The capped count of [`contact_search_plan`], after `prefix` (`EXPLAIN ` in the tests).
+fn count_statement(
+    prefix: &str,
+    account: AccountId,
+    lookup: Lookup<'_>,
+    needle: &str,
+    status: Option<StatusFilter>,
+) -> BoxedSqlQuery<'static, Pg, SqlQuery> {
+    diesel::sql_query(format!(
+        "{prefix}WITH matches AS MATERIALIZED (SELECT 1 FROM contacts WHERE {filter}) \
+         SELECT count(*) AS n FROM (SELECT 1 FROM matches LIMIT $4) capped",
+        filter = trigram_filter(lookup, status),
+    ))
+    .into_boxed()
+    .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
+    .bind::<Text, _>(lookup_pattern(lookup))
+    .bind::<Text, _>(needle.to_owned())
+    .bind::<BigInt, _>(FEW_MATCHES)
+}
+
+/// The page read through the trigram index ([`ContactSearchPlan::Trigram`]), after
+/// `prefix` (`EXPLAIN ` in the tests). OFFSET 0 keeps PostgreSQL from merging the subquery
+/// into the sorted query, so it is planned to read all its rows (the trigram index: few
+/// match) instead of walking the sort index with the filter.
+fn trigram_read_statement(
+    prefix: &str,
+    account: AccountId,
+    lookup: Lookup<'_>,
+    needle: &str,
+    query: &ContactQuery,
+    page: PageRequest,
+) -> BoxedSqlQuery<'static, Pg, SqlQuery> {
+    let (offset, limit) = page_bounds(page);
+    diesel::sql_query(format!(
+        "{prefix}SELECT id, email, created_at, hard_bounced_at, complaint_at, \
+         unsubscribed_at, message_count FROM (SELECT * FROM contacts WHERE {filter} OFFSET 0) c \
+         ORDER BY {order} OFFSET $4 LIMIT $5",
+        filter = trigram_filter(lookup, query.status),
+        order = order_sql(query.sort, query.ascending),
+    ))
+    .into_boxed()
+    .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
+    .bind::<Text, _>(lookup_pattern(lookup))
+    .bind::<Text, _>(needle.to_owned())
+    .bind::<BigInt, _>(offset)
+    .bind::<BigInt, _>(limit)
+}
+
+/// What `EXPLAIN` returns, one row a line.
+#[derive(QueryableByName)]
+struct PlanLine {
+    #[diesel(sql_type = Text, column_name = "QUERY PLAN")]
+    line: String,
+}
+
+/// The plans PostgreSQL makes for the two statements that look up the email filter's
+/// needle in the trigram index, the capped count and the read of [`ContactSearchPlan::
+/// Trigram`], for the tests that check which indexes serve them
+/// (`crates/postgres/tests/contact_list_indexes.rs`); `None` when the needle has no
+/// lookup (the list then keeps the planner's choice).
+///
+/// # Errors
+/// [`StoreError`] when a statement fails.
+pub fn explain_contact_search(
+    conn: &mut PgConnection,
+    account: AccountId,
+    query: &ContactQuery,
+    page: PageRequest,
+) -> Result<Option<[String; 2]>, StoreError> {
+    let Some(search) = query.search.as_ref().filter(|_| query.email.is_none()) else {
+        return Ok(None);
+    };
+    let needle = search.to_lowercase();
+    let Some(lookup) = lookup(&needle) else {
+        return Ok(None);
+    };
+    let lines = |statement: BoxedSqlQuery<'static, Pg, SqlQuery>,
+                 conn: &mut PgConnection|
+     -> Result<String, StoreError> {
+        Ok(statement
+            .load::<PlanLine>(conn)
+            .map_err(store_error)?
+            .into_iter()
+            .map(|line| line.line)
+            .collect::<Vec<_>>()
+            .join("\n"))
+    };
+    Ok(Some([
+        lines(
+            count_statement("EXPLAIN ", account, lookup, &needle, query.status),
+            conn,
+        )?,
+        lines(
+            trigram_read_statement("EXPLAIN ", account, lookup, &needle, query, page),
+            conn,
+        )?,
+    ]))
+}
+
+/// From this share of all contacts' addresses on (of every account, as `ANALYZE` sampled
+/// them), a [`Lookup::Pair`] is not looked up: the trigram index holds every account's
+/// addresses, so the lookup reads as many entries as the whole table has matches, before
+/// the count's cap can stop it. At 1M contacts `r2` (11 %, by email, where the first
+/// 5,000 hold none) took 64–68 ms p50 to count that way and the page 109–117 ms in all,
+/// against 42–47 ms for the planner's own choice (docs/console.md, "Short needles").
+/// 2.5 % is three of the hundred-odd sampled addresses a histogram holds: a pair that
+/// 0.1 % of the addresses contain is sampled that often about once in 6,000 `ANALYZE`s,
+/// and then only gets the planner's choice, as before this lookup existed.
+const COMMON_PAIR_SHARE: f64 = 0.025;
+
+#[derive(QueryableByName)]
+struct ShareRow {
+    #[diesel(sql_type = diesel::sql_types::Double)]
+    share: f64,
+}
+
+/// The share of `contacts.email_lower` values containing `needle` by the column's
+/// statistics (its most common values with their frequencies, and its histogram for the
+/// rest); 0 when the table was never analysed.
+fn share_in_statistics(conn: &mut PgConnection, needle: &str) -> Result<f64, StoreError> {
+    let row: Option<ShareRow> = diesel::sql_query(
+        "SELECT (coalesce((SELECT sum(f) FROM unnest(most_common_vals::text::text[], \
+                 most_common_freqs) m(v, f) WHERE strpos(v, $1) > 0), 0) \
+               + (1 - coalesce((SELECT sum(f) FROM unnest(most_common_freqs) f), 0)) \
+                 * coalesce((SELECT avg((strpos(b, $1) > 0)::int) \
+                             FROM unnest(histogram_bounds::text::text[]) b), 0))::float8 AS share \
+         FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'contacts' \
+         AND attname = 'email_lower'",
+    )
+    .bind::<Text, _>(needle)
+    .get_result(conn)
+    .optional()
+    .map_err(store_error)?;
+    Ok(row.map_or(0.0, |row| row.share))
 }
 
 /// Chooses how to run the list's email-substring filter: from a count of the matches
@@ -324,22 +534,21 @@ pub fn contact_search_plan(
         return Ok(ContactSearchPlan::Walk);
     };
     let needle = search.to_lowercase();
-    if !has_trigram(&needle) {
-        // No trigram: counting would read every contact (docs/console.md, "Short
+    let Some(lookup) = lookup(&needle) else {
+        // Nothing to look up: counting would read every contact (docs/console.md, "Short
         // needles").
         return Ok(ContactSearchPlan::Walk);
+    };
+    if let Lookup::Pair(pair) = lookup {
+        if share_in_statistics(conn, pair)? >= COMMON_PAIR_SHARE {
+            // Too common to look up: keep the planner's choice (docs/console.md, "Short
+            // needles").
+            return Ok(ContactSearchPlan::Walk);
+        }
     }
-    let row: CountRow = diesel::sql_query(format!(
-        "WITH matches AS MATERIALIZED (SELECT 1 FROM contacts WHERE {filter}) \
-         SELECT count(*) AS n FROM (SELECT 1 FROM matches LIMIT $4) capped",
-        filter = trigram_filter(query.status),
-    ))
-    .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
-    .bind::<Text, _>(contains_pattern(indexed_part(&needle)))
-    .bind::<Text, _>(&needle)
-    .bind::<BigInt, _>(FEW_MATCHES)
-    .get_result(conn)
-    .map_err(store_error)?;
+    let row: CountRow = count_statement("", account, lookup, &needle, query.status)
+        .get_result(conn)
+        .map_err(store_error)?;
     Ok(if row.n < FEW_MATCHES {
         ContactSearchPlan::Trigram
     } else {
@@ -358,28 +567,20 @@ fn list_rows_with(
     let (offset, limit) = page_bounds(page);
     let search = query.search.as_ref().filter(|_| query.email.is_none());
     if let (ContactSearchPlan::Trigram, Some(search)) = (plan, search) {
-        // OFFSET 0 keeps PostgreSQL from merging the subquery into the sorted query, so
-        // it is planned to read all its rows (the trigram index: few match) instead of
-        // walking the sort index with the filter.
         let needle = search.to_lowercase();
-        return diesel::sql_query(format!(
-            "SELECT id, email, created_at, hard_bounced_at, complaint_at, unsubscribed_at, \
-             message_count FROM (SELECT * FROM contacts WHERE {filter} OFFSET 0) c \
-             ORDER BY {order} OFFSET $4 LIMIT $5",
-            filter = trigram_filter(query.status),
-            order = order_sql(query.sort, query.ascending),
-        ))
-        .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
-        .bind::<Text, _>(contains_pattern(indexed_part(&needle)))
-        .bind::<Text, _>(&needle)
-        .bind::<BigInt, _>(offset)
-        .bind::<BigInt, _>(limit)
-        .load(conn)
-        .map_err(store_error);
+        // A needle the index cannot serve is looked up whole with LIKE, which reads the
+        // whole index but gives the same rows (the tests force this plan on any needle).
+        let lookup = lookup(&needle).unwrap_or(Lookup::Like(&needle));
+        return trigram_read_statement("", account, lookup, &needle, query, page)
+            .load(conn)
+            .map_err(store_error);
     }
-    // A needle without a trigram keeps the planner's choice, as before: it scans the
-    // table in parallel for a rare one, twice as fast as walking (docs/console.md,
-    // "Short needles"). With a trigram the count chose the walk: pin it.
+    // A needle without a trigram keeps the planner's choice, as before: it scans the table
+    // in parallel for a rare one, twice as fast as walking. A pair (two letters or digits)
+    // gets here when the count or the statistics found it common; its `LIKE` gives the
+    // trigram index nothing to look up, so the planner can only walk or scan, and it
+    // walked `r2` as fast as the pinned walk (docs/console.md, "Short needles"). With a
+    // trigram the count chose the walk: pin it.
     let counted = search.is_some_and(|search| has_trigram(&search.to_lowercase()));
     let needle = if counted {
         NeedleFilter::Strpos
@@ -1026,7 +1227,10 @@ pub(super) fn set_contact_mark(
 
 #[cfg(test)]
 mod tests {
-    use super::{contains_pattern, has_trigram, indexed_part, order_sql, STATUS_RANK};
+    use super::{
+        contains_pattern, has_trigram, indexed_part, lookup, lookup_pattern, order_sql, Lookup,
+        STATUS_RANK,
+    };
     use mailroom_domain::contact::ContactSort;
 
     #[test]
@@ -1052,6 +1256,22 @@ mod tests {
         assert_eq!(indexed_part("c1@bench.example"), "c1@bench.example");
         assert_eq!(indexed_part("@bench.example"), "@bench.example");
         assert_eq!(indexed_part("bench.example"), "bench.example");
+    }
+
+    #[test]
+    fn two_ascii_letters_or_digits_are_looked_up_as_a_pair() {
+        assert_eq!(lookup("zq"), Some(Lookup::Pair("zq")));
+        assert_eq!(lookup("q9"), Some(Lookup::Pair("q9")));
+        assert_eq!(lookup_pattern(Lookup::Pair("q9")), "q9[ -~]");
+        // One character, punctuation, LIKE's metacharacters, non-ASCII: nothing to look up.
+        for needle in ["", "z", "q@", ".c", "_x", "z%", "zü", "ü"] {
+            assert_eq!(lookup(needle), None, "{needle}");
+        }
+        assert_eq!(lookup("c42"), Some(Lookup::Like("c42")));
+        assert_eq!(
+            lookup("c108983@bench.example"),
+            Some(Lookup::Like("c108983@"))
+        );
     }
 
     #[test]

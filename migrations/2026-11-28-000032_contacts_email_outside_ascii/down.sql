@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS contacts_email_outside_ascii_idx;
