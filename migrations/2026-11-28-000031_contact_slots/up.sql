@@ -2,8 +2,8 @@
 -- that read one table at the pace of a flat table (docs/operations.md, "Typed slots").
 --
 -- `contact_attributes` stays the truth and serves every read of values. The first four
--- slugs of each type in an account (custom or `event.*`, in the order their metas were
--- created) get a slot: a column of `contact_slots` that holds the same value for every
+-- custom attributes of each type in an account (in the order their metas were created)
+-- get a slot: a column of `contact_slots` that holds the same value for every
 -- contact, NULL exactly when the contact has no value for that slug. Triggers keep the two
 -- in step whatever writes the attributes (the API, the import, an event, SQL by hand):
 --
@@ -16,19 +16,24 @@
 --   alone, and slots are never reassigned: the API neither deletes an attribute nor
 --   changes its type.
 --
+-- `event.*` dates get no slot: an event moves its date forward on every event, the
+-- hottest write of the audience, and a slot would turn each into a new slot row version
+-- with an entry in every filled slot index (docs/operations.md, "Typed slots").
+--
 -- Writers of the audience wait while this migration runs: the copy below reads every
 -- attribute row once (32 s for a million contacts with eight attributes each, see
 -- docs/operations.md).
 LOCK TABLE attribute_metas, contacts, contact_attributes IN SHARE ROW EXCLUSIVE MODE;
 
-ALTER TABLE attribute_metas ADD COLUMN slot smallint CHECK (slot BETWEEN 1 AND 4);
+ALTER TABLE attribute_metas ADD COLUMN slot smallint CHECK (slot BETWEEN 1 AND 4),
+    ADD CONSTRAINT attribute_metas_slot_custom CHECK (slot IS NULL OR source = 'custom');
 CREATE UNIQUE INDEX attribute_metas_slot_key
     ON attribute_metas (account_id, attribute_type, slot) WHERE slot IS NOT NULL;
 
 UPDATE attribute_metas m SET slot = ranked.n
 FROM (SELECT account_id, slug,
              row_number() OVER (PARTITION BY account_id, attribute_type ORDER BY created_at, slug) AS n
-      FROM attribute_metas) ranked
+      FROM attribute_metas WHERE source = 'custom') ranked
 WHERE ranked.account_id = m.account_id AND ranked.slug = m.slug AND ranked.n <= 4;
 
 CREATE TABLE contact_slots (
@@ -105,12 +110,13 @@ CREATE STATISTICS contact_slots_string_2_lower ON (lower(string_2)) FROM contact
 CREATE STATISTICS contact_slots_string_3_lower ON (lower(string_3)) FROM contact_slots;
 CREATE STATISTICS contact_slots_string_4_lower ON (lower(string_4)) FROM contact_slots;
 
--- A new meta takes the lowest free slot of its type. The advisory lock orders the metas
--- created at once for one account; a meta that exists already (the insert will do
--- nothing) takes no lock, so the steady state of `ensure_attribute_metas` costs a probe.
+-- A new custom attribute's meta takes the lowest free slot of its type. The advisory
+-- lock orders the metas created at once for one account; a meta that exists already (the
+-- insert will do nothing) takes no lock, so the steady state of `ensure_attribute_metas`
+-- costs a probe.
 CREATE FUNCTION attribute_metas_take_slot() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF NEW.slot IS NOT NULL OR EXISTS (
+    IF NEW.slot IS NOT NULL OR NEW.source <> 'custom' OR EXISTS (
         SELECT 1 FROM attribute_metas WHERE account_id = NEW.account_id AND slug = NEW.slug
     ) THEN
         RETURN NEW;

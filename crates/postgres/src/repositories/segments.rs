@@ -230,9 +230,9 @@ struct SlotRow {
     slot: Option<i16>,
 }
 
-/// [`SegmentPlan::Slots`] for `segment` when every condition names a custom or event
-/// attribute whose slug has a slot; `None` otherwise (a system attribute, a slug beyond
-/// the first four of its type, or one never written, which has no meta).
+/// [`SegmentPlan::Slots`] for `segment` when every condition names a custom attribute
+/// whose slug has a slot; `None` otherwise (a system attribute, an `event.*` date, a slug
+/// beyond the first four of its type, or one never written, which has no meta).
 ///
 /// # Errors
 /// [`StoreError`] when the lookup fails or a stored slot is out of range.
