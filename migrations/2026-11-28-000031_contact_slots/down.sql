@@ -1,8 +1,6 @@
 DROP TRIGGER contact_slots_copy_updated ON contact_attributes;
 DROP TRIGGER contact_slots_copy_inserted ON contact_attributes;
 DROP FUNCTION contact_slots_copy();
-DROP TRIGGER contact_slots_add ON contacts;
-DROP FUNCTION contact_slots_add();
 DROP TRIGGER attribute_metas_fill_slot ON attribute_metas;
 DROP FUNCTION attribute_metas_fill_slot();
 DROP TRIGGER attribute_metas_take_slot ON attribute_metas;

@@ -4,14 +4,16 @@
 -- `contact_attributes` stays the truth and serves every read of values. The first four
 -- custom attributes of each type in an account (in the order their metas were created)
 -- get a slot: a column of `contact_slots` that holds the same value for every
--- contact, NULL exactly when the contact has no value for that slug. Triggers keep the two
--- in step whatever writes the attributes (the API, the import, an event, SQL by hand):
+-- contact, NULL exactly when the contact has no value for that slug. A contact has a row
+-- once it has a value in any slot (a contact without one has no row, so a count of
+-- `not_exists` does not read this table). Triggers keep the two in step whatever writes
+-- the attributes (the API, the import, an event, SQL by hand):
 --
 -- - a new meta takes the lowest free slot of its type (`attribute_metas_take_slot`) and
 --   copies any rows its slug already has (`attribute_metas_fill_slot`);
--- - a new contact gets its (empty) slot row (`contact_slots_add`);
--- - every insert or update of attribute rows copies the slotted values
---   (`contact_slots_copy`, one statement per statement, from the transition table);
+-- - every insert or update of attribute rows copies the slotted values into their
+--   contacts' rows, inserting a row where there is none (`contact_slots_copy`, one
+--   statement per statement, from the transition table);
 -- - a deleted contact's row goes with it (foreign key). Attribute rows are never deleted
 --   alone, and slots are never reassigned: the API neither deletes an attribute nor
 --   changes its type.
@@ -59,10 +61,9 @@ CREATE TABLE contact_slots (
     FOREIGN KEY (account_id, contact_id) REFERENCES contacts (account_id, id) ON DELETE CASCADE
 );
 
--- Every contact's row, with the values of its slotted attributes (a contact without any
--- has a row of NULLs, so `not_exists` and counts read this table alone).
+-- The row of every contact with a value in a slot.
 INSERT INTO contact_slots (account_id, contact_id, string_1, string_2, string_3, string_4, number_1, number_2, number_3, number_4, boolean_1, boolean_2, boolean_3, boolean_4, date_1, date_2, date_3, date_4)
-SELECT c.account_id, c.id,
+SELECT a.account_id, a.contact_id,
        max(a.string_value) FILTER (WHERE m.attribute_type = 'string' AND m.slot = 1),
        max(a.string_value) FILTER (WHERE m.attribute_type = 'string' AND m.slot = 2),
        max(a.string_value) FILTER (WHERE m.attribute_type = 'string' AND m.slot = 3),
@@ -79,10 +80,9 @@ SELECT c.account_id, c.id,
        max(a.date_value) FILTER (WHERE m.attribute_type = 'date' AND m.slot = 2),
        max(a.date_value) FILTER (WHERE m.attribute_type = 'date' AND m.slot = 3),
        max(a.date_value) FILTER (WHERE m.attribute_type = 'date' AND m.slot = 4)
-FROM contacts c
-LEFT JOIN contact_attributes a ON a.account_id = c.account_id AND a.contact_id = c.id
-LEFT JOIN attribute_metas m ON m.account_id = a.account_id AND m.slug = a.slug AND m.slot IS NOT NULL
-GROUP BY c.account_id, c.id;
+FROM contact_attributes a
+JOIN attribute_metas m ON m.account_id = a.account_id AND m.slug = a.slug AND m.slot IS NOT NULL
+GROUP BY a.account_id, a.contact_id;
 
 -- One partial index per slot: a contact without the attribute has no entry. Strings
 -- compare lowered, as in `contact_attributes_string_idx`.
@@ -140,9 +140,10 @@ CREATE TRIGGER attribute_metas_take_slot
 CREATE FUNCTION attribute_metas_fill_slot() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     EXECUTE format(
-        'UPDATE contact_slots s SET %I = a.%I FROM contact_attributes a '
-        'WHERE a.account_id = $1 AND a.slug = $2 '
-        'AND s.account_id = a.account_id AND s.contact_id = a.contact_id',
+        'INSERT INTO contact_slots AS s (account_id, contact_id, %1$I) '
+        'SELECT a.account_id, a.contact_id, a.%2$I FROM contact_attributes a '
+        'WHERE a.account_id = $1 AND a.slug = $2 AND a.%2$I IS NOT NULL '
+        'ON CONFLICT (account_id, contact_id) DO UPDATE SET %1$I = excluded.%1$I',
         NEW.attribute_type || '_' || NEW.slot,
         CASE NEW.attribute_type WHEN 'boolean' THEN 'bool_value' ELSE NEW.attribute_type || '_value' END
     ) USING NEW.account_id, NEW.slug;
@@ -152,81 +153,52 @@ CREATE TRIGGER attribute_metas_fill_slot
     AFTER INSERT ON attribute_metas
     FOR EACH ROW WHEN (NEW.slot IS NOT NULL) EXECUTE FUNCTION attribute_metas_fill_slot();
 
--- A new contact's row. ON CONFLICT: a contact id is never reused, but the row may exist
--- when a statement wrote the contact's attributes first.
-CREATE FUNCTION contact_slots_add() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO contact_slots (account_id, contact_id)
-    SELECT account_id, id FROM new_contacts
-    ON CONFLICT DO NOTHING;
-    RETURN NULL;
-END $$;
-CREATE TRIGGER contact_slots_add
-    AFTER INSERT ON contacts REFERENCING NEW TABLE AS new_contacts
-    FOR EACH STATEMENT EXECUTE FUNCTION contact_slots_add();
-
 -- The slotted values a statement wrote, copied into their contacts' rows: one pivot per
--- contact (a statement writes a (contact, slug) at most once), each column set only when
--- the statement wrote its slug.
+-- contact (a statement writes a (contact, slug) at most once), inserted as the contact's
+-- row or merged into it. A slot the statement did not write is NULL in the pivot and keeps
+-- its value: a written value is never NULL (one typed column of a row is set, and a slug's
+-- type is fixed by its meta).
 CREATE FUNCTION contact_slots_copy() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    UPDATE contact_slots s SET
-        string_1 = CASE WHEN w.has_string_1 THEN w.string_1 ELSE s.string_1 END,
-        string_2 = CASE WHEN w.has_string_2 THEN w.string_2 ELSE s.string_2 END,
-        string_3 = CASE WHEN w.has_string_3 THEN w.string_3 ELSE s.string_3 END,
-        string_4 = CASE WHEN w.has_string_4 THEN w.string_4 ELSE s.string_4 END,
-        number_1 = CASE WHEN w.has_number_1 THEN w.number_1 ELSE s.number_1 END,
-        number_2 = CASE WHEN w.has_number_2 THEN w.number_2 ELSE s.number_2 END,
-        number_3 = CASE WHEN w.has_number_3 THEN w.number_3 ELSE s.number_3 END,
-        number_4 = CASE WHEN w.has_number_4 THEN w.number_4 ELSE s.number_4 END,
-        boolean_1 = CASE WHEN w.has_boolean_1 THEN w.boolean_1 ELSE s.boolean_1 END,
-        boolean_2 = CASE WHEN w.has_boolean_2 THEN w.boolean_2 ELSE s.boolean_2 END,
-        boolean_3 = CASE WHEN w.has_boolean_3 THEN w.boolean_3 ELSE s.boolean_3 END,
-        boolean_4 = CASE WHEN w.has_boolean_4 THEN w.boolean_4 ELSE s.boolean_4 END,
-        date_1 = CASE WHEN w.has_date_1 THEN w.date_1 ELSE s.date_1 END,
-        date_2 = CASE WHEN w.has_date_2 THEN w.date_2 ELSE s.date_2 END,
-        date_3 = CASE WHEN w.has_date_3 THEN w.date_3 ELSE s.date_3 END,
-        date_4 = CASE WHEN w.has_date_4 THEN w.date_4 ELSE s.date_4 END
-    FROM (
-        SELECT a.account_id, a.contact_id,
-               bool_or(m.attribute_type = 'string' AND m.slot = 1) AS has_string_1,
-               max(a.string_value) FILTER (WHERE m.attribute_type = 'string' AND m.slot = 1) AS string_1,
-               bool_or(m.attribute_type = 'string' AND m.slot = 2) AS has_string_2,
-               max(a.string_value) FILTER (WHERE m.attribute_type = 'string' AND m.slot = 2) AS string_2,
-               bool_or(m.attribute_type = 'string' AND m.slot = 3) AS has_string_3,
-               max(a.string_value) FILTER (WHERE m.attribute_type = 'string' AND m.slot = 3) AS string_3,
-               bool_or(m.attribute_type = 'string' AND m.slot = 4) AS has_string_4,
-               max(a.string_value) FILTER (WHERE m.attribute_type = 'string' AND m.slot = 4) AS string_4,
-               bool_or(m.attribute_type = 'number' AND m.slot = 1) AS has_number_1,
-               max(a.number_value) FILTER (WHERE m.attribute_type = 'number' AND m.slot = 1) AS number_1,
-               bool_or(m.attribute_type = 'number' AND m.slot = 2) AS has_number_2,
-               max(a.number_value) FILTER (WHERE m.attribute_type = 'number' AND m.slot = 2) AS number_2,
-               bool_or(m.attribute_type = 'number' AND m.slot = 3) AS has_number_3,
-               max(a.number_value) FILTER (WHERE m.attribute_type = 'number' AND m.slot = 3) AS number_3,
-               bool_or(m.attribute_type = 'number' AND m.slot = 4) AS has_number_4,
-               max(a.number_value) FILTER (WHERE m.attribute_type = 'number' AND m.slot = 4) AS number_4,
-               bool_or(m.attribute_type = 'boolean' AND m.slot = 1) AS has_boolean_1,
-               bool_or(a.bool_value) FILTER (WHERE m.attribute_type = 'boolean' AND m.slot = 1) AS boolean_1,
-               bool_or(m.attribute_type = 'boolean' AND m.slot = 2) AS has_boolean_2,
-               bool_or(a.bool_value) FILTER (WHERE m.attribute_type = 'boolean' AND m.slot = 2) AS boolean_2,
-               bool_or(m.attribute_type = 'boolean' AND m.slot = 3) AS has_boolean_3,
-               bool_or(a.bool_value) FILTER (WHERE m.attribute_type = 'boolean' AND m.slot = 3) AS boolean_3,
-               bool_or(m.attribute_type = 'boolean' AND m.slot = 4) AS has_boolean_4,
-               bool_or(a.bool_value) FILTER (WHERE m.attribute_type = 'boolean' AND m.slot = 4) AS boolean_4,
-               bool_or(m.attribute_type = 'date' AND m.slot = 1) AS has_date_1,
-               max(a.date_value) FILTER (WHERE m.attribute_type = 'date' AND m.slot = 1) AS date_1,
-               bool_or(m.attribute_type = 'date' AND m.slot = 2) AS has_date_2,
-               max(a.date_value) FILTER (WHERE m.attribute_type = 'date' AND m.slot = 2) AS date_2,
-               bool_or(m.attribute_type = 'date' AND m.slot = 3) AS has_date_3,
-               max(a.date_value) FILTER (WHERE m.attribute_type = 'date' AND m.slot = 3) AS date_3,
-               bool_or(m.attribute_type = 'date' AND m.slot = 4) AS has_date_4,
-               max(a.date_value) FILTER (WHERE m.attribute_type = 'date' AND m.slot = 4) AS date_4
-        FROM written_attributes a
-        JOIN attribute_metas m ON m.account_id = a.account_id AND m.slug = a.slug
-        WHERE m.slot IS NOT NULL
-        GROUP BY a.account_id, a.contact_id
-    ) w
-    WHERE s.account_id = w.account_id AND s.contact_id = w.contact_id;
+    INSERT INTO contact_slots AS s (account_id, contact_id, string_1, string_2, string_3, string_4, number_1, number_2, number_3, number_4, boolean_1, boolean_2, boolean_3, boolean_4, date_1, date_2, date_3, date_4)
+    SELECT a.account_id, a.contact_id,
+           max(a.string_value) FILTER (WHERE m.attribute_type = 'string' AND m.slot = 1),
+           max(a.string_value) FILTER (WHERE m.attribute_type = 'string' AND m.slot = 2),
+           max(a.string_value) FILTER (WHERE m.attribute_type = 'string' AND m.slot = 3),
+           max(a.string_value) FILTER (WHERE m.attribute_type = 'string' AND m.slot = 4),
+           max(a.number_value) FILTER (WHERE m.attribute_type = 'number' AND m.slot = 1),
+           max(a.number_value) FILTER (WHERE m.attribute_type = 'number' AND m.slot = 2),
+           max(a.number_value) FILTER (WHERE m.attribute_type = 'number' AND m.slot = 3),
+           max(a.number_value) FILTER (WHERE m.attribute_type = 'number' AND m.slot = 4),
+           bool_or(a.bool_value) FILTER (WHERE m.attribute_type = 'boolean' AND m.slot = 1),
+           bool_or(a.bool_value) FILTER (WHERE m.attribute_type = 'boolean' AND m.slot = 2),
+           bool_or(a.bool_value) FILTER (WHERE m.attribute_type = 'boolean' AND m.slot = 3),
+           bool_or(a.bool_value) FILTER (WHERE m.attribute_type = 'boolean' AND m.slot = 4),
+           max(a.date_value) FILTER (WHERE m.attribute_type = 'date' AND m.slot = 1),
+           max(a.date_value) FILTER (WHERE m.attribute_type = 'date' AND m.slot = 2),
+           max(a.date_value) FILTER (WHERE m.attribute_type = 'date' AND m.slot = 3),
+           max(a.date_value) FILTER (WHERE m.attribute_type = 'date' AND m.slot = 4)
+    FROM written_attributes a
+    JOIN attribute_metas m ON m.account_id = a.account_id AND m.slug = a.slug
+    WHERE m.slot IS NOT NULL
+    GROUP BY a.account_id, a.contact_id
+    ON CONFLICT (account_id, contact_id) DO UPDATE SET
+        string_1 = coalesce(excluded.string_1, s.string_1),
+        string_2 = coalesce(excluded.string_2, s.string_2),
+        string_3 = coalesce(excluded.string_3, s.string_3),
+        string_4 = coalesce(excluded.string_4, s.string_4),
+        number_1 = coalesce(excluded.number_1, s.number_1),
+        number_2 = coalesce(excluded.number_2, s.number_2),
+        number_3 = coalesce(excluded.number_3, s.number_3),
+        number_4 = coalesce(excluded.number_4, s.number_4),
+        boolean_1 = coalesce(excluded.boolean_1, s.boolean_1),
+        boolean_2 = coalesce(excluded.boolean_2, s.boolean_2),
+        boolean_3 = coalesce(excluded.boolean_3, s.boolean_3),
+        boolean_4 = coalesce(excluded.boolean_4, s.boolean_4),
+        date_1 = coalesce(excluded.date_1, s.date_1),
+        date_2 = coalesce(excluded.date_2, s.date_2),
+        date_3 = coalesce(excluded.date_3, s.date_3),
+        date_4 = coalesce(excluded.date_4, s.date_4);
     RETURN NULL;
 END $$;
 CREATE TRIGGER contact_slots_copy_inserted

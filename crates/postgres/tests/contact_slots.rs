@@ -50,7 +50,8 @@ fn count(conn: &mut PgConnection, sql: &str) -> i64 {
 }
 
 /// How many contacts' slot rows differ from the pivot of their attribute rows through
-/// their metas' slots (a missing or extra row counts too).
+/// their metas' slots (a missing or extra row counts too: a contact has a row exactly
+/// when it has a slotted value).
 fn differing(conn: &mut PgConnection) -> i64 {
     let columns: Vec<String> = TYPES
         .iter()
@@ -73,12 +74,11 @@ fn differing(conn: &mut PgConnection) -> i64 {
         conn,
         &format!(
             "WITH pivot AS (\
-               SELECT c.account_id, c.id, {} \
-               FROM contacts c \
-               LEFT JOIN contact_attributes a ON a.account_id = c.account_id AND a.contact_id = c.id \
-               LEFT JOIN attribute_metas m ON m.account_id = a.account_id AND m.slug = a.slug \
-                                          AND m.slot IS NOT NULL \
-               GROUP BY c.account_id, c.id) \
+               SELECT a.account_id, a.contact_id, {} \
+               FROM contact_attributes a \
+               JOIN attribute_metas m ON m.account_id = a.account_id AND m.slug = a.slug \
+                                     AND m.slot IS NOT NULL \
+               GROUP BY a.account_id, a.contact_id) \
              SELECT count(*) AS count FROM (\
                (SELECT * FROM pivot EXCEPT SELECT * FROM contact_slots) \
                UNION ALL \
@@ -153,6 +153,13 @@ fn slots_equal_the_attribute_rows_after_writes_of_every_kind() {
                 )?;
             }
         }
+        // A contact whose only value has no slot gets no slot row.
+        let (unslotted, _) = tx.upsert_contact_id(account, contact_id(99), &email(99), now)?;
+        tx.set_attributes(
+            account,
+            unslotted,
+            &[("n5".into(), AttributeValue::Number(5.0))],
+        )?;
         Ok(())
     })
     .expect("contacts");
@@ -210,8 +217,12 @@ fn slots_equal_the_attribute_rows_after_writes_of_every_kind() {
         0,
         "slot rows differ from the attribute rows"
     );
-    // The rows are not trivially equal: every contact has a row, the slots are filled,
-    // and the fifth number is in none of them.
+    // The rows are not trivially equal: every contact but the one with only `n5` has
+    // slotted values (so a row), the slots are filled, and the fifth number is in none.
+    assert_eq!(
+        count(&mut conn, "SELECT count(*) AS count FROM contacts"),
+        30
+    );
     assert_eq!(
         count(&mut conn, "SELECT count(*) AS count FROM contact_slots"),
         29

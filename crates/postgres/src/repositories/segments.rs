@@ -231,8 +231,10 @@ struct SlotRow {
 }
 
 /// [`SegmentPlan::Slots`] for `segment` when every condition names a custom attribute
-/// whose slug has a slot; `None` otherwise (a system attribute, an `event.*` date, a slug
-/// beyond the first four of its type, or one never written, which has no meta).
+/// whose slug has a slot and asks for a value (any operator but `not_exists`: a contact
+/// without slotted values has no slot row); `None` otherwise (`not_exists`, a system
+/// attribute, an `event.*` date, a slug beyond the first four of its type, or one never
+/// written, which has no meta).
 ///
 /// # Errors
 /// [`StoreError`] when the lookup fails or a stored slot is out of range.
@@ -242,10 +244,10 @@ pub fn slot_plan(
     segment: &Segment,
 ) -> Result<Option<SegmentPlan>, StoreError> {
     if segment.conditions.is_empty()
-        || segment
-            .conditions
-            .iter()
-            .any(|condition| is_system_attribute(condition.slug()))
+        || segment.conditions.iter().any(|condition| {
+            is_system_attribute(condition.slug())
+                || matches!(condition, Condition::NotExists { .. })
+        })
     {
         return Ok(None);
     }

@@ -380,12 +380,13 @@ impl SlotColumn {
 /// column of the condition's slug. The column is `NULL` exactly when the contact has no
 /// value, so `exists` is `IS NOT NULL` and every comparison with a missing value is not
 /// true, as in the domain; an operator of another family than the slug's type matches
-/// nothing, as in `row_filter`.
+/// nothing, as in `row_filter`. `not_exists` never comes here (`slot_plan` leaves it out:
+/// a contact without slotted values has no row to test); it would match nothing.
 fn slot_predicate(sql: &mut Sql, condition: &Condition, slot: SlotColumn) -> String {
     let column = slot.column();
     match condition {
         Condition::Exists { .. } => format!("{column} IS NOT NULL"),
-        Condition::NotExists { .. } => format!("{column} IS NULL"),
+        Condition::NotExists { .. } => "FALSE".to_owned(),
         _ if family(condition) != Some(slot.attribute_type) => "FALSE".to_owned(),
         _ => {
             // The `IS NOT NULL` matches the partial index's predicate; strings compare
@@ -402,8 +403,8 @@ fn slot_predicate(sql: &mut Sql, condition: &Condition, slot: SlotColumn) -> Str
 }
 
 /// The `FROM … WHERE …` of the contacts matching a segment whose every condition's slug
-/// has a slot (`slots[i]` for `segment.conditions[i]`): one pass over the account's rows of
-/// `contact_slots`, the predicates checked on each row (or a bitmap of the most selective
+/// has a slot (`slots[i]` for `segment.conditions[i]`) and asks for a value: one pass over
+/// the account's rows of `contact_slots`, the predicates checked on each row (or a bitmap of the most selective
 /// slot index, as the planner chooses). The contact id is `s.contact_id`.
 pub(super) fn push_slots(
     sql: &mut Sql,
