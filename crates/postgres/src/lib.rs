@@ -19,6 +19,6 @@ pub use repositories::contacts::{
     contact_search_plan, list_contact_ids_with, ContactSearchPlan, FEW_MATCHES,
 };
 pub use repositories::segments::{
-    count_plan, count_segment_with, search_segment_with, slot_plan, SegmentPlan, SlotColumn,
-    SMALL_SET,
+    count_plan, count_segment_with, explain_audience_batch, search_segment_with, slot_plan,
+    SegmentPlan, SlotColumn, SMALL_SET,
 };
