@@ -1,10 +1,10 @@
 //! The announcement expansion's batch statement (`queue_audience_batch`) on a filled
 //! account: every batch, the first and the last alike, walks the contacts in id order from
 //! where the previous one stopped and probes each contact's conditions through the primary
-//! key of `contact_attributes`; none reads a condition's whole set into a hash table. The
-//! planner, left to choose, hashed the whole set (500,000 ids at 1,000,000 contacts) in
-//! every batch past the first third of the audience: per-batch cost grew with the audience
-//! (docs/operations.md, "Announcement expansion").
+//! key of `contact_attributes`; none reads a condition's whole set into a hash table or
+//! sorts. The planner, left to choose, read the whole set (500,000 ids at 1,000,000
+//! contacts) in later batches, hashed or walked from its start: per-batch cost grew with
+//! the batch's position (docs/operations.md, "Announcement expansion").
 
 use diesel::connection::SimpleConnection;
 use mailroom_app::ports::AudienceBatch;

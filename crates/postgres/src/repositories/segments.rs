@@ -89,11 +89,12 @@ struct PlanLine {
 /// The statement of one batch. The contacts are walked in id order from `after` through
 /// the primary key, each condition probed per contact ([`push_probed_segment_filter`]):
 /// a batch reads the contacts it passes, wherever it is in the audience. Left to the
-/// planner, the conditions' `EXISTS` became a hash join with the condition's whole set
-/// once the contacts left after `after` looked few: at 1,000,000 contacts every batch past
-/// the first third hashed all 500,000 matching ids and sorted the rest of the account to
-/// keep 5,000 (0.5–0.9 s a batch for the audience where the walk takes about 0.05 s;
-/// docs/operations.md, "Announcement expansion").
+/// planner (which estimates a condition's set at a hundredth of its size), later batches
+/// read the condition's whole set, since `contacts.id > after` does not bound it: a hash
+/// of all 500,000 matching ids at 1,000,000 contacts joined with the rest of the account
+/// and sorted to keep 5,000, or a nested loop over the set from its start (0.5–0.9 s a
+/// batch for the audience where the walk takes about 0.05 s; docs/operations.md,
+/// "Announcement expansion").
 fn audience_batch(batch: &AudienceBatch<'_>) -> Sql {
     let mut sql = Sql::default();
     sql.push(
