@@ -109,7 +109,7 @@ pub(super) fn push_segment_filter(sql: &mut Sql, account: AccountId, segment: &S
 }
 
 /// [`push_segment_filter`] with its subqueries probed per contact ([`Subqueries::Probed`]),
-/// for a page walked in contact order.
+/// for a page or an announcement's expansion batch walked in contact order.
 pub(super) fn push_probed_segment_filter(sql: &mut Sql, account: AccountId, segment: &Segment) {
     push_filter(sql, account, segment, Subqueries::Probed);
 }
