@@ -281,7 +281,7 @@ enum Lookup<'a> {
 /// expression: change both together.
 const EMAIL_CHARS: &str = "string_to_array(email_lower, NULL)";
 
-/// The lookup for `needle` (already lower case), if the trigram index can serve it.
+/// The lookup for `needle` (already lower case), if an index can serve it.
 fn lookup(needle: &str) -> Option<Lookup<'_>> {
     if has_trigram(needle) {
         Some(Lookup::Like(indexed_part(needle)))
@@ -497,9 +497,10 @@ pub fn explain_contact_search(
 /// From this share of all contacts' addresses on (of every account, as `ANALYZE` sampled
 /// them), a [`Lookup::Pair`] or [`Lookup::Char`] is not looked up: the trigram and
 /// character indexes hold every account's addresses, so the lookup reads as many entries
-/// as the whole table has matches, before the count's cap can stop it. At 1M contacts `r2` (11 %, by email, where the first
-/// 5,000 hold none) took 64–68 ms p50 to count that way and the page 109–117 ms in all,
-/// against 42–47 ms for the planner's own choice (docs/console.md, "Short needles").
+/// as the whole table has matches, before the count's cap can stop it. At 1M contacts
+/// `r2` (11 %, by email, where the first 5,000 hold none) took 64–68 ms p50 to count that
+/// way and the page 109–117 ms in all, against 42–47 ms for the planner's own choice
+/// (docs/console.md, "Short needles").
 /// 2.5 % is three of the hundred-odd sampled addresses a histogram holds: a pair that
 /// 0.1 % of the addresses contain is sampled that often about once in 6,000 `ANALYZE`s,
 /// and then only gets the planner's choice, as before this lookup existed.
