@@ -296,7 +296,7 @@ struct ReadRow {
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     read: i64,
     #[diesel(sql_type = diesel::sql_types::BigInt)]
-    trigram_scans: i64,
+    index_scans: i64,
 }
 
 /// Index entries and rows of `contacts` read by scans other than the trigram index's, and
@@ -314,12 +314,12 @@ fn reads_outside(conn: &mut diesel::PgConnection, index: &str) -> (i64, i64) {
               + (SELECT coalesce(seq_tup_read, 0) FROM pg_stat_user_tables \
                  WHERE relname = 'contacts')::bigint AS read, \
                 (SELECT idx_scan FROM pg_stat_user_indexes \
-                 WHERE indexrelname = $1) AS trigram_scans",
+                 WHERE indexrelname = $1) AS index_scans",
     )
     .bind::<Text, _>(index)
     .get_result::<ReadRow>(conn)
     .expect("statistics");
-    (row.read, row.trigram_scans)
+    (row.read, row.index_scans)
 }
 
 /// A rare needle that the column's histogram happens to contain (an address taken from
