@@ -5,8 +5,9 @@
 //!
 //! The email filter's plans (a capped count through the trigram index picks one) give
 //! the plain statement's pages, a rare needle is read through the trigram index even
-//! when the column's statistics make it look common, and so is a rare two-character one
-//! (docs/console.md, "Short needles").
+//! when the column's statistics make it look common, and so is a rare two-character one;
+//! a rare one-character needle is read through the character index (docs/console.md,
+//! "Short needles").
 
 use diesel::{
     connection::SimpleConnection, sql_query, sql_types::Text, QueryableByName, RunQueryDsl,
@@ -109,10 +110,11 @@ fn status_sort_and_bounced_filter_read_their_indexes() {
 /// list through the repository give, for every sort, direction, status filter and page,
 /// the contacts of the plain statement (`strpos`, sorted, no index in mind): the same
 /// contacts in the same order. Needles include LIKE's metacharacters, upper case, short
-/// ones (one character; two letters or digits, looked up as a pair, rare and common, at a
-/// word's end, before punctuation, next to non-ASCII characters, digits; two with
-/// punctuation or non-ASCII, not looked up), one that no contact contains and one that
-/// every contact contains.
+/// ones (one character, looked up in the character index: rare and common letters and
+/// digits, non-ASCII, punctuation, LIKE's metacharacters; two letters or digits, looked up
+/// as a pair, rare and common, at a word's end, before punctuation, next to non-ASCII
+/// characters, digits; two with punctuation or non-ASCII, not looked up), one that no
+/// contact contains and one that every contact contains.
 #[test]
 fn email_filter_plans_give_the_plain_statements_pages() {
     let database = TestDatabase::create();
@@ -186,6 +188,18 @@ fn email_filter_plans_give_the_plain_statements_pages() {
         "90",
         "7@",
         "ü",
+        "Ü",
+        "É",
+        "z",
+        "Z",
+        "q",
+        "9",
+        "%",
+        "_",
+        "\\",
+        ".",
+        "@",
+        "j",
     ];
     let pages = [(0, 50), (17, 25), (2900, 100)];
     let mut compared = 0;
@@ -282,23 +296,30 @@ struct ReadRow {
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     read: i64,
     #[diesel(sql_type = diesel::sql_types::BigInt)]
-    trigram_scans: i64,
+    index_scans: i64,
 }
 
 /// Index entries and rows of `contacts` read by scans other than the trigram index's, and
 /// the trigram index's scans, as the statistics collector has them.
 fn contact_reads(conn: &mut diesel::PgConnection) -> (i64, i64) {
+    reads_outside(conn, "contacts_email_trgm_idx")
+}
+
+/// Index entries and rows of `contacts` read by scans other than `index`'s, and `index`'s
+/// scans, as the statistics collector has them.
+fn reads_outside(conn: &mut diesel::PgConnection, index: &str) -> (i64, i64) {
     let row = sql_query(
         "SELECT (SELECT coalesce(sum(idx_tup_read), 0) FROM pg_stat_user_indexes \
-                 WHERE relname = 'contacts' AND indexrelname <> 'contacts_email_trgm_idx')::bigint \
+                 WHERE relname = 'contacts' AND indexrelname <> $1)::bigint \
               + (SELECT coalesce(seq_tup_read, 0) FROM pg_stat_user_tables \
                  WHERE relname = 'contacts')::bigint AS read, \
                 (SELECT idx_scan FROM pg_stat_user_indexes \
-                 WHERE indexrelname = 'contacts_email_trgm_idx') AS trigram_scans",
+                 WHERE indexrelname = $1) AS index_scans",
     )
+    .bind::<Text, _>(index)
     .get_result::<ReadRow>(conn)
     .expect("statistics");
-    (row.read, row.trigram_scans)
+    (row.read, row.index_scans)
 }
 
 /// A rare needle that the column's histogram happens to contain (an address taken from
@@ -589,8 +610,178 @@ fn a_rare_two_character_needle_is_read_through_the_trigram_index() {
 /// compare) are in: a backend sends its statistics when it goes idle, at once if it last
 /// sent them more than a second before, so the reads that follow are the list's alone.
 fn reads_settled(conn: &mut diesel::PgConnection) -> (i64, i64) {
+    reads_settled_outside(conn, "contacts_email_trgm_idx")
+}
+
+/// [`reads_settled`] for [`reads_outside`] `index`.
+fn reads_settled_outside(conn: &mut diesel::PgConnection, index: &str) -> (i64, i64) {
     std::thread::sleep(std::time::Duration::from_millis(1100));
     conn.batch_execute("SELECT 1").expect("idle");
     std::thread::sleep(std::time::Duration::from_millis(100));
-    contact_reads(conn)
+    reads_outside(conn, index)
+}
+
+/// The reads of [`reads_outside`] `index` since `before`, once they show up (at most 10 s).
+fn reads_since(conn: &mut diesel::PgConnection, index: &str, before: (i64, i64)) -> (i64, i64) {
+    let (mut read, mut scans) = (0, 0);
+    for _ in 0..100 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let (read_now, scans_now) = reads_outside(conn, index);
+        (read, scans) = (read_now - before.0, scans_now - before.1);
+        if read > 0 || scans > 0 {
+            break;
+        }
+    }
+    (read, scans)
+}
+
+const CHARS_INDEX: &str = "contacts_email_chars_idx";
+
+/// A rare one-character needle (`z`, `ü`) is looked up in migration 33's character index
+/// (docs/console.md, "Short needles"): the plain statement reads the account's contacts
+/// for it; the list's count and read are planned on that index alone, find every match
+/// (in the local part or the domain, any case, a non-ASCII letter) and none of another
+/// account, and the list reads at most the first 5,000 contacts besides. A character
+/// common in the column's statistics is not looked up, even where the first 5,000
+/// contacts in the list's order hold none of it and fewer than 20,000 contacts do.
+#[test]
+fn a_rare_one_character_needle_is_read_through_the_character_index() {
+    let database = TestDatabase::create();
+    let mut conn = database.connection();
+    // One connection, opened now (statistics arrive when it idles; see above).
+    let pool = PgDatabase::connect(
+        database.url(),
+        &PoolSettings {
+            max_size: 1,
+            ..PoolSettings::default()
+        },
+    )
+    .expect("pool");
+    pool.check_health().expect("connected");
+    // `k` in 18,000 of the first 90,000 contacts by creation, none of the last 10,000.
+    conn.batch_execute(&format!(
+        "INSERT INTO accounts (id, name, created_at)
+           VALUES ('{ACCOUNT}', 'a', now()), ('{OTHER_ACCOUNT}', 'b', now());
+         DROP INDEX contacts_email_trgm_idx;
+         DROP INDEX {CHARS_INDEX};
+         INSERT INTO contacts (account_id, id, email, created_at)
+           SELECT '{ACCOUNT}', gen_random_uuid(),
+                  'c' || g || CASE WHEN g % 5 = 0 AND g <= 90000 THEN 'k' ELSE '' END
+                    || '@example.org',
+                  timestamptz '2026-11-01' + g * interval '1 second'
+           FROM generate_series(1, 100000) g;
+         INSERT INTO contacts (account_id, id, email, created_at)
+           SELECT '{ACCOUNT}', gen_random_uuid(), email, now()
+           FROM unnest(ARRAY['z@example.org', 'a.Z@example.org', 'b@z.example',
+                             'x@zü.example', 'Üy@example.org', 'c@bücher.example']) email;
+         INSERT INTO contacts (account_id, id, email, created_at)
+           SELECT '{OTHER_ACCOUNT}', gen_random_uuid(), email, now()
+           FROM unnest(ARRAY['z@example.org', 'y@ü.example']) email;
+         CREATE INDEX contacts_email_trgm_idx ON contacts USING gin (email_lower gin_trgm_ops);
+         CREATE INDEX {CHARS_INDEX} ON contacts USING gin (string_to_array(email_lower, NULL));
+         ANALYZE contacts;"
+    ))
+    .expect("contacts");
+    let account = AccountId::from_uuid(ACCOUNT.parse().expect("uuid"));
+    let page = PageRequest {
+        start: 0,
+        limit: 50,
+    };
+    for (needle, found) in [
+        (
+            "Z",
+            &[
+                "a.Z@example.org",
+                "b@z.example",
+                "x@zü.example",
+                "z@example.org",
+            ][..],
+        ),
+        (
+            "ü",
+            &["c@bücher.example", "x@zü.example", "Üy@example.org"][..],
+        ),
+    ] {
+        let walked = plan_as_is(
+            &mut conn,
+            &format!(
+                "SELECT id FROM contacts WHERE account_id = '{ACCOUNT}' \
+                 AND email_lower LIKE '%{}%' ORDER BY sort_name NULLS LAST, id LIMIT 50",
+                needle.to_lowercase()
+            ),
+        );
+        assert!(
+            !walked.contains(CHARS_INDEX),
+            "the premise: the plain statement reads the account's contacts\n{walked}"
+        );
+        let query = ContactQuery {
+            search: Some(needle.to_owned()),
+            ..ContactQuery::default()
+        };
+        let plans = explain_contact_search(&mut conn, account, &query, page)
+            .expect("explain")
+            .expect("one character is looked up");
+        for plan in plans {
+            assert!(
+                plan.contains(&format!("Bitmap Index Scan on {CHARS_INDEX}")),
+                "{needle}: {plan}"
+            );
+            assert!(
+                !plan.contains("Seq Scan")
+                    && !plan.contains("Index Scan using")
+                    && !plan.contains("Index Only Scan")
+                    && !plan.contains("contacts_email_trgm_idx"),
+                "{needle}: {plan}"
+            );
+        }
+
+        let expected = plain_page(&mut conn, &query, page);
+        let before = reads_settled_outside(&mut conn, CHARS_INDEX);
+        let listed =
+            in_transaction(&pool, |tx| Ok(tx.list_contacts(account, &query, page)?)).expect("list");
+        let mut emails: Vec<&str> = listed
+            .iter()
+            .map(|contact| contact.email.as_str())
+            .collect();
+        emails.sort_unstable();
+        assert_eq!(emails, found, "{needle}");
+        assert_eq!(
+            listed.iter().map(|contact| contact.id).collect::<Vec<_>>(),
+            expected,
+            "{needle}"
+        );
+        let (read, scans) = reads_since(&mut conn, CHARS_INDEX, before);
+        assert!(
+            scans > 0,
+            "{needle}: the character index was not read ({read} other reads)"
+        );
+        // The first 5,000 contacts in the list's order and at most 5,000 index entries to
+        // learn that they are not all the account's.
+        assert!(
+            read <= 10_100,
+            "{needle}: {read} index entries or rows read outside the character index"
+        );
+    }
+
+    // `k` (18 %, newest first: the first 5,000 hold none) is not looked up, though its
+    // 18,000 contacts are fewer than the count's cap: the statistics say it is common,
+    // and the list keeps the planner's choice.
+    let query = ContactQuery {
+        sort: ContactSort::CreateDate,
+        ascending: false,
+        search: Some("K".to_owned()),
+        ..ContactQuery::default()
+    };
+    let expected = plain_page(&mut conn, &query, page);
+    assert_eq!(expected.len(), 50);
+    let before = reads_settled_outside(&mut conn, CHARS_INDEX);
+    let listed =
+        in_transaction(&pool, |tx| Ok(tx.list_contacts(account, &query, page)?)).expect("list");
+    assert_eq!(
+        listed.iter().map(|contact| contact.id).collect::<Vec<_>>(),
+        expected
+    );
+    let (read, scans) = reads_since(&mut conn, CHARS_INDEX, before);
+    assert!(read > 5_000, "the walk was not read ({read})");
+    assert_eq!(scans, 0, "k was looked up in the character index");
 }

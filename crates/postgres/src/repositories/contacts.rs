@@ -212,7 +212,9 @@ const WALK_FIRST: i64 = 5_000;
 /// filter's plan"). Both give the same page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ContactSearchPlan {
-    /// Every match through the trigram index (`contacts_email_trgm_idx`), then sorted.
+    /// Every match through the needle's [`Lookup`] (the trigram index,
+    /// `contacts_email_trgm_idx`; for one character the character index,
+    /// `contacts_email_chars_idx`), then sorted.
     Trigram,
     /// The sort index walked in order, each contact checked, until the page is full
     /// (for a needle without a trigram: the planner's choice, as before).
@@ -250,9 +252,10 @@ fn indexed_part(needle: &str) -> &str {
     }
 }
 
-/// How the trigram index (`contacts_email_trgm_idx`, migration 26) can find every contact
-/// whose address contains a needle (lower case); `None` when it cannot (then the list
-/// keeps the planner's choice: docs/console.md, "Short needles").
+/// How the trigram index (`contacts_email_trgm_idx`, migration 26) or the character index
+/// (`contacts_email_chars_idx`, migration 33) can find every contact whose address
+/// contains a needle (lower case); `None` when neither can (then the list keeps the
+/// planner's choice: docs/console.md, "Short needles").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Lookup<'a> {
     /// `email_lower LIKE '%part%'` for the needle's [`indexed_part`], which has a trigram.
@@ -265,14 +268,27 @@ enum Lookup<'a> {
     /// character come from migration 32's partial index (docs/console.md, "Short
     /// needles").
     Pair(&'a str),
+    /// One character, any (`z`, `ü`, `%`): migration 33's GIN index holds the characters
+    /// of every address ([`EMAIL_CHARS`]), so `EMAIL_CHARS @> ARRAY['z']` finds exactly
+    /// the addresses that contain it, whatever the character and the locale
+    /// (docs/console.md, "Short needles").
+    Char(&'a str),
 }
 
-/// The lookup for `needle` (already lower case), if the trigram index can serve it.
+/// The characters of `email_lower`, one array element each (duplicates too: GIN keeps
+/// each key once per row), as migration 33's `contacts_email_chars_idx` indexes them.
+/// PostgreSQL uses an expression index only for a statement that repeats its
+/// expression: change both together.
+const EMAIL_CHARS: &str = "string_to_array(email_lower, NULL)";
+
+/// The lookup for `needle` (already lower case), if an index can serve it.
 fn lookup(needle: &str) -> Option<Lookup<'_>> {
     if has_trigram(needle) {
         Some(Lookup::Like(indexed_part(needle)))
     } else if needle.len() == 2 && needle.bytes().all(|b| b.is_ascii_alphanumeric()) {
         Some(Lookup::Pair(needle))
+    } else if needle.chars().count() == 1 {
+        Some(Lookup::Char(needle))
     } else {
         None
     }
@@ -296,6 +312,8 @@ fn trigram_filter(lookup: Lookup<'_>, status: Option<StatusFilter>) -> String {
         Lookup::Pair(_) => {
             format!("(email_lower ~ $2 OR email_lower LIKE ('%' || $3) OR {OUTSIDE_ASCII})")
         }
+        // No pattern: the character is an array element, compared as it is.
+        Lookup::Char(_) => format!("{EMAIL_CHARS} @> ARRAY[$2]"),
     };
     format!(
         "account_id = $1 AND {found} AND strpos(email_lower, $3) > 0{}",
@@ -303,12 +321,14 @@ fn trigram_filter(lookup: Lookup<'_>, status: Option<StatusFilter>) -> String {
     )
 }
 
-/// What [`trigram_filter`] binds to `$2`: the `LIKE` pattern, or the regular expression
-/// of a [`Lookup::Pair`] (letters or digits: nothing in it to escape).
+/// What [`trigram_filter`] binds to `$2`: the `LIKE` pattern, the regular expression of a
+/// [`Lookup::Pair`] (letters or digits: nothing in it to escape), or the character of a
+/// [`Lookup::Char`] as it is.
 fn lookup_pattern(lookup: Lookup<'_>) -> String {
     match lookup {
         Lookup::Like(part) => contains_pattern(part),
         Lookup::Pair(pair) => format!("{pair}[ -~]"),
+        Lookup::Char(char) => char.to_owned(),
     }
 }
 
@@ -475,11 +495,12 @@ pub fn explain_contact_search(
 }
 
 /// From this share of all contacts' addresses on (of every account, as `ANALYZE` sampled
-/// them), a [`Lookup::Pair`] is not looked up: the trigram index holds every account's
-/// addresses, so the lookup reads as many entries as the whole table has matches, before
-/// the count's cap can stop it. At 1M contacts `r2` (11 %, by email, where the first
-/// 5,000 hold none) took 64–68 ms p50 to count that way and the page 109–117 ms in all,
-/// against 42–47 ms for the planner's own choice (docs/console.md, "Short needles").
+/// them), a [`Lookup::Pair`] or [`Lookup::Char`] is not looked up: the trigram and
+/// character indexes hold every account's addresses, so the lookup reads as many entries
+/// as the whole table has matches, before the count's cap can stop it. At 1M contacts
+/// `r2` (11 %, by email, where the first 5,000 hold none) took 64–68 ms p50 to count that
+/// way and the page 109–117 ms in all, against 42–47 ms for the planner's own choice
+/// (docs/console.md, "Short needles").
 /// 2.5 % is three of the hundred-odd sampled addresses a histogram holds: a pair that
 /// 0.1 % of the addresses contain is sampled that often about once in 6,000 `ANALYZE`s,
 /// and then only gets the planner's choice, as before this lookup existed.
@@ -539,8 +560,8 @@ pub fn contact_search_plan(
         // needles").
         return Ok(ContactSearchPlan::Walk);
     };
-    if let Lookup::Pair(pair) = lookup {
-        if share_in_statistics(conn, pair)? >= COMMON_PAIR_SHARE {
+    if let Lookup::Pair(short) | Lookup::Char(short) = lookup {
+        if share_in_statistics(conn, short)? >= COMMON_PAIR_SHARE {
             // Too common to look up: keep the planner's choice (docs/console.md, "Short
             // needles").
             return Ok(ContactSearchPlan::Walk);
@@ -579,8 +600,9 @@ fn list_rows_with(
     // in parallel for a rare one, twice as fast as walking. A pair (two letters or digits)
     // gets here when the count or the statistics found it common; its `LIKE` gives the
     // trigram index nothing to look up, so the planner can only walk or scan, and it
-    // walked `r2` as fast as the pinned walk (docs/console.md, "Short needles"). With a
-    // trigram the count chose the walk: pin it.
+    // walked `r2` as fast as the pinned walk (docs/console.md, "Short needles"). One
+    // character gets here the same way: its `LIKE` is not the character index's
+    // expression. With a trigram the count chose the walk: pin it.
     let counted = search.is_some_and(|search| has_trigram(&search.to_lowercase()));
     let needle = if counted {
         NeedleFilter::Strpos
@@ -1263,9 +1285,14 @@ mod tests {
         assert_eq!(lookup("zq"), Some(Lookup::Pair("zq")));
         assert_eq!(lookup("q9"), Some(Lookup::Pair("q9")));
         assert_eq!(lookup_pattern(Lookup::Pair("q9")), "q9[ -~]");
-        // One character, punctuation, LIKE's metacharacters, non-ASCII: nothing to look up.
-        for needle in ["", "z", "q@", ".c", "_x", "z%", "zü", "ü"] {
+        // Two with punctuation, LIKE's metacharacters, non-ASCII: nothing to look up.
+        for needle in ["", "q@", ".c", "_x", "z%", "zü", "i\u{307}"] {
             assert_eq!(lookup(needle), None, "{needle}");
+        }
+        // One character, any: looked up in the character index, as it is.
+        for needle in ["z", "7", "ü", "日", "%", "_", "\\", "@", "."] {
+            assert_eq!(lookup(needle), Some(Lookup::Char(needle)), "{needle}");
+            assert_eq!(lookup_pattern(Lookup::Char(needle)), needle);
         }
         assert_eq!(lookup("c42"), Some(Lookup::Like("c42")));
         assert_eq!(

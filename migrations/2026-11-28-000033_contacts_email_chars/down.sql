@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS contacts_email_chars_idx;
