@@ -25,7 +25,7 @@ use mailroom_domain::{
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{contains_pattern, corrupt, templates::page_bounds, timestamp, PgUnitOfWork};
+use super::{contains_pattern, corrupt, templates::page_bounds, timestamp, PgUnitOfWork, PlanLine};
 use crate::{
     error::store_error,
     schema::{
@@ -441,13 +441,6 @@ fn trigram_read_statement(
     .bind::<Text, _>(needle.to_owned())
     .bind::<BigInt, _>(offset)
     .bind::<BigInt, _>(limit)
-}
-
-/// What `EXPLAIN` returns, one row a line.
-#[derive(QueryableByName)]
-struct PlanLine {
-    #[diesel(sql_type = Text, column_name = "QUERY PLAN")]
-    line: String,
 }
 
 /// The plans PostgreSQL makes for the two statements that look up the email filter's

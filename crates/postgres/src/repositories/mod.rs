@@ -64,3 +64,10 @@ fn timestamp(at: OffsetDateTime) -> Timestamp {
 fn corrupt(what: &str, error: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(format!("{what}: {error}"))
 }
+
+/// What `EXPLAIN` returns, one row a line (for the functions that show tests a plan).
+#[derive(diesel::QueryableByName)]
+struct PlanLine {
+    #[diesel(sql_type = diesel::sql_types::Text, column_name = "QUERY PLAN")]
+    line: String,
+}

@@ -34,7 +34,7 @@ use self::sql::{
     push_intersection, push_probed_segment_filter, push_segment_filter, push_slots, set_sizes,
     Param, Sql,
 };
-use super::{corrupt, templates::page_bounds, PgUnitOfWork};
+use super::{corrupt, templates::page_bounds, PgUnitOfWork, PlanLine};
 use crate::error::store_error;
 
 #[derive(QueryableByName)]
@@ -78,12 +78,6 @@ pub fn explain_audience_batch(
     sql.text.insert_str(0, "EXPLAIN ");
     let rows: Vec<PlanLine> = sql.into_query().load(conn).map_err(store_error)?;
     Ok(rows.into_iter().map(|row| row.line).collect())
-}
-
-#[derive(QueryableByName)]
-struct PlanLine {
-    #[diesel(sql_type = sql_types::Text, column_name = "QUERY PLAN")]
-    line: String,
 }
 
 /// The statement of one batch. The contacts are walked in id order from `after` through
