@@ -401,16 +401,11 @@ fn a_rare_needle_in_the_statistics_is_read_through_the_trigram_index() {
             .collect::<Vec<_>>(),
         [needle.as_str()]
     );
-    // Wait until the list's reads show up, at most 10 s.
-    let (mut read, mut scans) = (0, 0);
-    for _ in 0..100 {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        let (read_now, scans_now) = contact_reads(&mut conn);
-        (read, scans) = (read_now - read_before, scans_now - scans_before);
-        if read > 0 || scans > 0 {
-            break;
-        }
-    }
+    let (read, scans) = reads_since(
+        &mut conn,
+        "contacts_email_trgm_idx",
+        (read_before, scans_before),
+    );
     // The planner's own plan read all 100,000 contacts through the sort index.
     assert!(
         scans > 0,
@@ -541,15 +536,11 @@ fn a_rare_two_character_needle_is_read_through_the_trigram_index() {
         listed.iter().map(|contact| contact.id).collect::<Vec<_>>(),
         expected
     );
-    let (mut read, mut scans) = (0, 0);
-    for _ in 0..100 {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        let (read_now, scans_now) = contact_reads(&mut conn);
-        (read, scans) = (read_now - read_before, scans_now - scans_before);
-        if read > 0 || scans > 0 {
-            break;
-        }
-    }
+    let (read, scans) = reads_since(
+        &mut conn,
+        "contacts_email_trgm_idx",
+        (read_before, scans_before),
+    );
     assert!(
         scans > 0,
         "the trigram index was not read ({read} other reads)"
@@ -593,15 +584,11 @@ fn a_rare_two_character_needle_is_read_through_the_trigram_index() {
         expected
     );
     assert_eq!(listed.len(), 50);
-    let (mut read, mut scans) = (0, 0);
-    for _ in 0..100 {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        let (read_now, scans_now) = contact_reads(&mut conn);
-        (read, scans) = (read_now - read_before, scans_now - scans_before);
-        if read > 0 || scans > 0 {
-            break;
-        }
-    }
+    let (read, scans) = reads_since(
+        &mut conn,
+        "contacts_email_trgm_idx",
+        (read_before, scans_before),
+    );
     assert!(read > 5_000, "the walk was not read ({read})");
     assert_eq!(scans, 0, "c1 was looked up in the trigram index");
 }
