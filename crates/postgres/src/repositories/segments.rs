@@ -31,8 +31,8 @@ use uuid::Uuid;
 pub use self::sql::SlotColumn;
 use self::sql::{
     is_equality, is_id_ordered, is_row_condition, is_system_attribute, push_driven,
-    push_intersection, push_probed_segment_filter, push_segment_filter, push_slots, set_sizes,
-    Param, Sql,
+    push_intersection, push_probed_segment_filter, push_segment_filter, push_slots,
+    push_slots_count, set_sizes, Param, Sql,
 };
 use super::{corrupt, templates::page_bounds, PgUnitOfWork, PlanLine};
 use crate::error::store_error;
@@ -431,17 +431,20 @@ pub fn count_segment_with(
     plan: &SegmentPlan,
 ) -> Result<u64, StoreError> {
     let mut sql = Sql::default();
-    sql.push("SELECT count(*) AS count ");
     match plan {
         SegmentPlan::General => {
-            sql.push("FROM contacts WHERE ");
+            sql.push("SELECT count(*) AS count FROM contacts WHERE ");
             push_segment_filter(&mut sql, account, segment);
         }
-        SegmentPlan::Driven { driver } => push_driven(&mut sql, account, segment, *driver),
+        SegmentPlan::Driven { driver } => {
+            sql.push("SELECT count(*) AS count ");
+            push_driven(&mut sql, account, segment, *driver);
+        }
         SegmentPlan::Intersection { order } => {
+            sql.push("SELECT count(*) AS count ");
             push_intersection(&mut sql, account, segment, order);
         }
-        SegmentPlan::Slots { slots } => push_slots(&mut sql, account, segment, slots),
+        SegmentPlan::Slots { slots } => push_slots_count(&mut sql, account, segment, slots),
     }
     let row: CountRow = under_plan(conn, plan, Purpose::Count, |conn| {
         sql.into_query().get_result(conn).map_err(store_error)

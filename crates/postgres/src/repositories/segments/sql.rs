@@ -424,6 +424,59 @@ pub(super) fn push_slots(
     push_contact_filters(sql, &account, segment, "s.contact_id", Subqueries::Planned);
 }
 
+/// The whole count statement of a [`SegmentPlan::Slots`](super::SegmentPlan) count: the
+/// slot rows that match, less those of contacts the segment leaves out (unsubscribed, or
+/// unsubscribed from its topic). Subtracting the small left-out set, read from its own
+/// indexes and probed into `contact_slots` by primary key, keeps the matching rows a bare
+/// count, which one condition's index can answer alone (an index-only scan): an anti-join
+/// needs each row's contact id, and PostgreSQL then read the whole slot table instead
+/// (86–94 ms against 44–52 ms for 500,000 of 1,000,000 contacts).
+pub(super) fn push_slots_count(
+    sql: &mut Sql,
+    account: AccountId,
+    segment: &Segment,
+    slots: &[SlotColumn],
+) {
+    let account = sql.bind(Param::Uuid(account.as_uuid()));
+    let predicates = |sql: &mut Sql| {
+        segment
+            .conditions
+            .iter()
+            .zip(slots)
+            .map(|(condition, slot)| slot_predicate(sql, condition, *slot))
+            .collect::<Vec<_>>()
+            .join(" AND ")
+    };
+    let matching = predicates(sql);
+    sql.push(&format!(
+        "SELECT (SELECT count(*) FROM contact_slots s WHERE s.account_id = {account} \
+         AND {matching})"
+    ));
+    let mut left_out = Vec::new();
+    if !segment.include_unsubscribed {
+        left_out.push(format!(
+            "SELECT id FROM contacts WHERE account_id = {account} AND unsubscribed_at IS NOT NULL"
+        ));
+    }
+    if let Some(topic) = segment.topic {
+        let topic = sql.bind(Param::Uuid(topic.as_uuid()));
+        left_out.push(format!(
+            "SELECT contact_id AS id FROM topic_unsubscriptions \
+             WHERE account_id = {account} AND topic_id = {topic}"
+        ));
+    }
+    if !left_out.is_empty() {
+        // UNION: a contact both unsubscribed and out of the topic is subtracted once.
+        let matching = predicates(sql);
+        sql.push(&format!(
+            " - (SELECT count(*) FROM ({}) x JOIN contact_slots s \
+             ON s.account_id = {account} AND s.contact_id = x.id WHERE {matching})",
+            left_out.join(" UNION ")
+        ));
+    }
+    sql.push(" AS count");
+}
+
 /// The comparison of a boolean, number, date or string condition on `column`, which holds
 /// a value of the condition's family (for strings: already lowered).
 fn typed_predicate(sql: &mut Sql, condition: &Condition, column: &str) -> String {
