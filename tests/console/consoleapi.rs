@@ -163,14 +163,15 @@ async fn a_mail_server_is_checked_live_and_an_announcement_is_watched_until_comp
         "Healthy"
     );
 
-    // An announcement to three contacts, watched until completed.
-    for n in 0..3 {
+    // An announcement to the three `pro` contacts of four, watched until completed.
+    for n in 0..4 {
+        let plan = if n < 3 { "pro" } else { "free" };
         api_ok(
             &app,
             &token,
             Method::POST,
             &format!("/v2/accounts/{account}/contacts"),
-            json!({"email": format!("reader{n}@example.org")}),
+            json!({"email": format!("reader{n}@example.org"), "attributes": {"plan": plan}}),
         )
         .await;
     }
@@ -193,6 +194,18 @@ async fn a_mail_server_is_checked_live_and_an_announcement_is_watched_until_comp
         .await
         .expect("the template");
     option.click().await.expect("choose");
+    browser.fill("#c0-slug", "plan").await;
+    browser
+        .client
+        .find(fantoccini::Locator::Css(
+            "#c0-operator option[value='s_equal']",
+        ))
+        .await
+        .expect("the operator")
+        .click()
+        .await
+        .expect("choose");
+    browser.fill("#c0-value", "PRO").await;
     browser.click("form[action$='/announcements'] button").await;
     assert!(browser
         .path()

@@ -56,15 +56,16 @@ fn differing(conn: &mut PgConnection) -> i64 {
     let columns: Vec<String> = TYPES
         .iter()
         .flat_map(|kind| {
-            let value = if *kind == "boolean" {
-                "bool_value".to_owned()
-            } else {
-                format!("{kind}_value")
+            // String slots hold the value lowered.
+            let value = match *kind {
+                "boolean" => "a.bool_value".to_owned(),
+                "string" => "lower(a.string_value)".to_owned(),
+                _ => format!("a.{kind}_value"),
             };
             let aggregate = if *kind == "boolean" { "bool_or" } else { "max" };
             (1..=4).map(move |slot| {
                 format!(
-                    "{aggregate}(a.{value}) FILTER (WHERE m.attribute_type = '{kind}' \
+                    "{aggregate}({value}) FILTER (WHERE m.attribute_type = '{kind}' \
                      AND m.slot = {slot})"
                 )
             })

@@ -16,13 +16,16 @@ use mailroom_app::{
 };
 use mailroom_domain::{
     announcement::{Announcement, AnnouncementCounters, AnnouncementInput, AnnouncementStatus},
+    condition::{ConditionInput, OPERATORS},
     paging::PageRequest,
     AccountId, AnnouncementId, FieldError,
 };
 use serde::{Deserialize, Serialize};
 
 use super::{
-    blocking, error_page,
+    blocking,
+    contact_pages::condition_value,
+    error_page,
     page_kit::{account_id, record_ids},
     pages::{day_and_minute, require_session, see_other, signed_in_form, CsrfForm},
     render, Layout,
@@ -129,6 +132,38 @@ pub(super) struct AnnouncementForm {
     /// A checkbox: present (any value) when ticked.
     #[serde(default)]
     include_unsubscribed: Option<String>,
+    /// The audience conditions, as the segment builder names them: [`CONDITION_ROWS`]
+    /// rows of attribute, operator and value; a row without an attribute is left out.
+    #[serde(default)]
+    c0_slug: String,
+    #[serde(default)]
+    c0_operator: String,
+    #[serde(default)]
+    c0_value: String,
+    #[serde(default)]
+    c1_slug: String,
+    #[serde(default)]
+    c1_operator: String,
+    #[serde(default)]
+    c1_value: String,
+    #[serde(default)]
+    c2_slug: String,
+    #[serde(default)]
+    c2_operator: String,
+    #[serde(default)]
+    c2_value: String,
+}
+
+/// How many audience condition rows the form offers (the API takes more: docs/console.md).
+const CONDITION_ROWS: usize = 3;
+
+/// One audience condition row as the form shows it.
+#[derive(Debug, Serialize)]
+struct ConditionRow<'a> {
+    index: usize,
+    slug: &'a str,
+    operator: &'a str,
+    value: &'a str,
 }
 
 impl CsrfForm for AnnouncementForm {
@@ -145,8 +180,31 @@ impl AnnouncementForm {
             template_id: chosen(&self.template_id),
             topic_id: chosen(&self.topic_id),
             include_unsubscribed: Some(self.include_unsubscribed.is_some()),
-            attributes: Vec::new(),
+            attributes: self
+                .rows()
+                .iter()
+                .filter(|row| !row.slug.trim().is_empty())
+                .map(|row| ConditionInput {
+                    slug: row.slug.trim().to_owned(),
+                    operator: row.operator.trim().to_owned(),
+                    value: condition_value(row.operator.trim(), row.value.trim()),
+                })
+                .collect(),
         }
+    }
+
+    fn rows(&self) -> [ConditionRow<'_>; CONDITION_ROWS] {
+        [
+            (0, &self.c0_slug, &self.c0_operator, &self.c0_value),
+            (1, &self.c1_slug, &self.c1_operator, &self.c1_value),
+            (2, &self.c2_slug, &self.c2_operator, &self.c2_value),
+        ]
+        .map(|(index, slug, operator, value)| ConditionRow {
+            index,
+            slug,
+            operator,
+            value,
+        })
     }
 }
 
@@ -190,6 +248,8 @@ fn form_page(
             current_account => account.to_string(),
             form => form,
             include_unsubscribed => form.include_unsubscribed.is_some(),
+            rows => form.rows(),
+            operators => OPERATORS,
             templates => templates,
             topics => topics,
             errors => errors,

@@ -510,7 +510,7 @@ impl SegmentForm {
     }
 }
 
-fn condition_value(operator: &str, value: &str) -> Option<serde_json::Value> {
+pub(super) fn condition_value(operator: &str, value: &str) -> Option<serde_json::Value> {
     let numeric = matches!(
         operator,
         "n_equal"

@@ -389,14 +389,9 @@ fn slot_predicate(sql: &mut Sql, condition: &Condition, slot: SlotColumn) -> Str
         Condition::NotExists { .. } => "FALSE".to_owned(),
         _ if family(condition) != Some(slot.attribute_type) => "FALSE".to_owned(),
         _ => {
-            // The `IS NOT NULL` matches the partial index's predicate; strings compare
-            // lowered, as the slot's expression index does.
-            let value = if slot.attribute_type == AttributeType::String {
-                format!("lower({column})")
-            } else {
-                column.clone()
-            };
-            let predicate = typed_predicate(sql, condition, &value);
+            // The `IS NOT NULL` matches the partial index's predicate. A string slot holds
+            // the value lowered already (migration 31), as `typed_predicate` expects.
+            let predicate = typed_predicate(sql, condition, &column);
             format!("({column} IS NOT NULL AND {predicate})")
         }
     }
