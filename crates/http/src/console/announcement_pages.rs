@@ -16,7 +16,7 @@ use mailroom_app::{
 };
 use mailroom_domain::{
     announcement::{Announcement, AnnouncementCounters, AnnouncementInput, AnnouncementStatus},
-    condition::{ConditionInput, OPERATORS},
+    condition::OPERATORS,
     paging::PageRequest,
     AccountId, AnnouncementId, FieldError,
 };
@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     blocking,
-    contact_pages::condition_value,
+    contact_pages::ConditionRow,
     error_page,
     page_kit::{account_id, record_ids},
     pages::{day_and_minute, require_session, see_other, signed_in_form, CsrfForm},
@@ -157,15 +157,6 @@ pub(super) struct AnnouncementForm {
 /// How many audience condition rows the form offers (the API takes more: docs/console.md).
 const CONDITION_ROWS: usize = 3;
 
-/// One audience condition row as the form shows it.
-#[derive(Debug, Serialize)]
-struct ConditionRow<'a> {
-    index: usize,
-    slug: &'a str,
-    operator: &'a str,
-    value: &'a str,
-}
-
 impl CsrfForm for AnnouncementForm {
     fn csrf(&self) -> &str {
         &self.csrf
@@ -180,31 +171,17 @@ impl AnnouncementForm {
             template_id: chosen(&self.template_id),
             topic_id: chosen(&self.topic_id),
             include_unsubscribed: Some(self.include_unsubscribed.is_some()),
-            attributes: self
-                .rows()
-                .iter()
-                .filter(|row| !row.slug.trim().is_empty())
-                .map(|row| ConditionInput {
-                    slug: row.slug.trim().to_owned(),
-                    operator: row.operator.trim().to_owned(),
-                    value: condition_value(row.operator.trim(), row.value.trim()),
-                })
-                .collect(),
+            attributes: self.rows().iter().filter_map(ConditionRow::input).collect(),
         }
     }
 
-    fn rows(&self) -> [ConditionRow<'_>; CONDITION_ROWS] {
+    fn rows(&self) -> [ConditionRow; CONDITION_ROWS] {
         [
             (0, &self.c0_slug, &self.c0_operator, &self.c0_value),
             (1, &self.c1_slug, &self.c1_operator, &self.c1_value),
             (2, &self.c2_slug, &self.c2_operator, &self.c2_value),
         ]
-        .map(|(index, slug, operator, value)| ConditionRow {
-            index,
-            slug,
-            operator,
-            value,
-        })
+        .map(|(index, slug, operator, value)| ConditionRow::new(index, slug, operator, value))
     }
 }
 

@@ -428,13 +428,37 @@ pub(super) async fn delete(
     }
 }
 
-/// One row of the segment builder, as the form holds it.
+/// One audience condition of a console form (the segment builder, an announcement), as
+/// the form holds it (`templates/condition.html` shows it), trimmed.
 #[derive(Debug, Default, Clone, Serialize)]
-struct ConditionRow {
+pub(super) struct ConditionRow {
     index: usize,
     slug: String,
     operator: String,
     value: String,
+}
+
+impl ConditionRow {
+    /// Row `index` of the form's `c{index}_slug`, `_operator` and `_value` fields.
+    pub(super) fn new(index: usize, slug: &str, operator: &str, value: &str) -> Self {
+        Self {
+            index,
+            slug: slug.trim().to_owned(),
+            operator: operator.trim().to_owned(),
+            value: value.trim().to_owned(),
+        }
+    }
+
+    /// The condition the API would receive; `None` for a row without an attribute (left
+    /// out). A value is a JSON number for the number operators when it reads as one,
+    /// otherwise text (the use case says what does not fit).
+    pub(super) fn input(&self) -> Option<ConditionInput> {
+        (!self.slug.is_empty()).then(|| ConditionInput {
+            slug: self.slug.clone(),
+            operator: self.operator.clone(),
+            value: condition_value(&self.operator, &self.value),
+        })
+    }
 }
 
 /// The segment builder's form: numbered rows (`c0_slug`, `c0_operator`, `c0_value`, …),
@@ -455,19 +479,8 @@ impl SegmentForm {
             .clamp(1, MAX_ROWS.min(MAX_CONDITIONS));
         let rows = (0..wanted)
             .map(|index| {
-                let field = |name: &str| {
-                    pairs
-                        .get(&format!("c{index}_{name}"))
-                        .unwrap_or("")
-                        .trim()
-                        .to_owned()
-                };
-                ConditionRow {
-                    index,
-                    slug: field("slug"),
-                    operator: field("operator"),
-                    value: field("value"),
-                }
+                let field = |name: &str| pairs.get(&format!("c{index}_{name}")).unwrap_or("");
+                ConditionRow::new(index, field("slug"), field("operator"), field("value"))
             })
             .collect();
         Self {
@@ -477,9 +490,7 @@ impl SegmentForm {
         }
     }
 
-    /// The search request the API would receive: rows without a slug are left out; a
-    /// value is a JSON number for the number operators when it reads as one, otherwise
-    /// text (the use case says what does not fit).
+    /// The search request the API would receive ([`ConditionRow::input`] per row).
     fn request(&self) -> Result<SearchRequest, Vec<FieldError>> {
         let topic = if self.topic.is_empty() {
             None
@@ -491,16 +502,7 @@ impl SegmentForm {
                 }]
             })?)
         };
-        let attributes = self
-            .rows
-            .iter()
-            .filter(|row| !row.slug.is_empty())
-            .map(|row| ConditionInput {
-                slug: row.slug.clone(),
-                operator: row.operator.clone(),
-                value: condition_value(&row.operator, &row.value),
-            })
-            .collect();
+        let attributes = self.rows.iter().filter_map(ConditionRow::input).collect();
         Ok(SearchRequest {
             attributes,
             include_unsubscribed: self.include_unsubscribed,
@@ -510,7 +512,7 @@ impl SegmentForm {
     }
 }
 
-pub(super) fn condition_value(operator: &str, value: &str) -> Option<serde_json::Value> {
+fn condition_value(operator: &str, value: &str) -> Option<serde_json::Value> {
     let numeric = matches!(
         operator,
         "n_equal"
