@@ -7,6 +7,7 @@
 mod database;
 mod error;
 mod pool_health;
+mod prepared_sql;
 mod queue;
 mod repositories;
 pub mod schema;

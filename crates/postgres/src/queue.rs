@@ -42,7 +42,7 @@ use mailroom_domain::{AccountId, Timestamp};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::error::store_error;
+use crate::{error::store_error, prepared_sql::prepared_sql};
 
 /// A table that follows the queue convention of this module.
 pub(crate) struct LeasedQueue {
@@ -84,7 +84,7 @@ pub(crate) fn lock_due_lanes(
 ) -> Result<Vec<AccountId>, StoreError> {
     let skip: Vec<Uuid> = skip_accounts.iter().map(|id| id.as_uuid()).collect();
     // `lanes` is a constant of this crate, never input.
-    let rows: Vec<LaneRow> = sql_query(format!(
+    let rows: Vec<LaneRow> = prepared_sql(format!(
         "SELECT account_id FROM {lanes} \
          WHERE next_due_at <= $1 AND account_id <> ALL($2) \
          ORDER BY next_due_at LIMIT $3 \
@@ -127,7 +127,9 @@ where
     let table = queue.table;
     let pending = queue.pending_list();
     // One statement: the inner SELECT locks the due rows (skipping locked ones), the
-    // UPDATE stamps the lease, and the row locks are released when it commits.
+    // UPDATE stamps the lease, and the row locks are released when it commits. It stays
+    // unprepared (`sql_query`): it returns `*` for whichever row type the queue has, and a
+    // prepared `*` breaks when a migration adds a column (see `crate::prepared_sql`).
     sql_query(format!(
         "UPDATE {table} AS queued SET locked_until = $1, lease_token = $2 \
          FROM (SELECT account_id, id FROM {table} \
@@ -168,7 +170,7 @@ pub(crate) fn reschedule_lanes(
     // Two reads bounded by what the account has in flight: the first pending row in due
     // order (leased rows are stepped over), and the earliest lease end (the leased-rows
     // index). CASE evaluates only the branch it takes.
-    sql_query(format!(
+    prepared_sql(format!(
         "UPDATE {lanes_table} AS lane \
          SET next_due_at = CASE WHEN next.due IS NULL THEN NULL \
                                 ELSE greatest(next.due, $3) END \

@@ -1,4 +1,4 @@
-use diesel::{pg::Pg, prelude::*, sql_query, sql_types::Timestamptz};
+use diesel::{pg::Pg, prelude::*, sql_types::Timestamptz};
 use mailroom_app::{
     ports::{AnnouncementRepository, AudienceBatch, QueuedAudience},
     StoreError,
@@ -16,7 +16,7 @@ use uuid::Uuid;
 use super::{
     corrupt, segments::queue_audience_batch, templates::page_bounds, timestamp, PgUnitOfWork,
 };
-use crate::{error::store_error, schema::announcements};
+use crate::{error::store_error, prepared_sql::prepared_sql, schema::announcements};
 
 /// The summed slots of one announcement's counters.
 #[derive(QueryableByName)]
@@ -171,7 +171,7 @@ impl AnnouncementRepository for PgUnitOfWork<'_> {
         id: AnnouncementId,
     ) -> Result<AnnouncementCounters, StoreError> {
         // One row per backend that wrote to it (migration 25), whatever the audience size.
-        let sums: CounterSums = sql_query(
+        let sums: CounterSums = prepared_sql(
             "SELECT coalesce(sum(queued), 0)::bigint AS queued, \
                     coalesce(sum(sending), 0)::bigint AS sending, \
                     coalesce(sum(sent), 0)::bigint AS sent, \
@@ -292,7 +292,7 @@ impl AnnouncementRepository for PgUnitOfWork<'_> {
     fn complete_finished_announcements(&mut self, now: Timestamp) -> Result<u64, StoreError> {
         // The NOT EXISTS is served by the partial index messages_announcement_pending_idx,
         // which holds only the pending rows: cheap however many messages are final.
-        let completed = sql_query(
+        let completed = prepared_sql(
             "UPDATE announcements a SET status = 'completed', process_date = $1, updated_at = $1 \
              WHERE a.status = 'running' AND a.expanded_at IS NOT NULL \
              AND NOT EXISTS (SELECT 1 FROM messages m \

@@ -10,7 +10,6 @@ use std::collections::{HashMap, HashSet};
 use diesel::{
     pg::Pg,
     prelude::*,
-    sql_query,
     sql_types::{Array, BigInt, Bool, Float8, Nullable, Text, Timestamptz, Uuid as SqlUuid},
 };
 use mailroom_app::{
@@ -23,6 +22,7 @@ use uuid::Uuid;
 
 use super::PgUnitOfWork;
 use crate::error::store_error;
+use crate::prepared_sql::prepared_sql;
 
 /// The custom attribute whose lower-cased string value is kept in `contacts.sort_name`.
 const NAME_SLUG: &str = "name";
@@ -104,7 +104,7 @@ impl PgUnitOfWork<'_> {
         } else {
             ""
         };
-        sql_query(format!(
+        prepared_sql(format!(
             "INSERT INTO contact_attributes \
              (account_id, contact_id, slug, string_value, number_value, bool_value, date_value) \
              SELECT $1, t.contact_id, t.slug, t.string_value, t.number_value, t.bool_value, t.date_value \
@@ -152,7 +152,7 @@ impl ContactImportRepository for PgUnitOfWork<'_> {
             .iter()
             .map(|&i| sort_name(&contacts[i]).flatten())
             .collect();
-        let inserted: Vec<InsertedId> = sql_query(
+        let inserted: Vec<InsertedId> = prepared_sql(
             "INSERT INTO contacts (account_id, id, email, created_at, sort_name) \
              SELECT $1, t.id, t.email, $2, t.sort_name \
              FROM unnest($3::uuid[], $4::text[], $5::text[]) AS t(id, email, sort_name) \
@@ -176,7 +176,7 @@ impl ContactImportRepository for PgUnitOfWork<'_> {
             .collect();
         if !existing.is_empty() {
             let lookup: Vec<&str> = existing.iter().map(|&k| emails[k]).collect();
-            let found: Vec<ExistingContact> = sql_query(
+            let found: Vec<ExistingContact> = prepared_sql(
                 "SELECT t.position, c.id \
                  FROM unnest($2::text[]) WITH ORDINALITY AS t(email, position) \
                  JOIN contacts c ON c.account_id = $1 AND c.email_lower = lower(t.email)",
@@ -250,7 +250,7 @@ impl ContactImportRepository for PgUnitOfWork<'_> {
             .filter_map(|(k, &i)| Some((ids[k], sort_name(&contacts[i])?)))
             .unzip();
         if !renamed.is_empty() {
-            sql_query(
+            prepared_sql(
                 "UPDATE contacts SET sort_name = t.sort_name \
                  FROM unnest($2::uuid[], $3::text[]) AS t(id, sort_name) \
                  WHERE contacts.account_id = $1 AND contacts.id = t.id",

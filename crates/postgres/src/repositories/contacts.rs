@@ -28,6 +28,7 @@ use uuid::Uuid;
 use super::{contains_pattern, corrupt, templates::page_bounds, timestamp, PgUnitOfWork, PlanLine};
 use crate::{
     error::store_error,
+    prepared_sql::prepared_sql,
     schema::{
         attribute_metas, contact_attributes, contact_events, contacts, topic_unsubscriptions,
     },
@@ -864,7 +865,7 @@ impl ContactRepository for PgUnitOfWork<'_> {
     ) -> Result<(ContactId, bool), StoreError> {
         // One statement in the usual cases: the insert, and when it found the email taken,
         // the existing contact read in the same statement.
-        let found: Option<UpsertedRow> = diesel::sql_query(
+        let found: Option<UpsertedRow> = prepared_sql(
             "WITH inserted AS (\
                INSERT INTO contacts (account_id, id, email, created_at) \
                VALUES ($1, $2, $3, $4) \
@@ -941,7 +942,7 @@ impl ContactRepository for PgUnitOfWork<'_> {
         // One statement, one round trip: the event row, its name's count (insert-only, so
         // no row every event of the name would wait on) and `event.<slug>` moved forward.
         // Data-modifying WITH parts always run to completion.
-        diesel::sql_query(
+        prepared_sql(
             "WITH event AS (\
                INSERT INTO contact_events (account_id, id, contact_id, slug, occurred_at) \
                VALUES ($1, $2, $3, $4, $5)\
@@ -1079,7 +1080,7 @@ impl ContactRepository for PgUnitOfWork<'_> {
 
     fn delete_contact(&mut self, account: AccountId, id: ContactId) -> Result<bool, StoreError> {
         // The contact's events leave the names' counts with it (they go by cascade).
-        diesel::sql_query(
+        prepared_sql(
             "INSERT INTO contact_event_increments (account_id, slug, count, last_seen) \
              SELECT account_id, slug, -count(*), NULL FROM contact_events \
              WHERE account_id = $1 AND contact_id = $2 GROUP BY account_id, slug",
@@ -1097,7 +1098,7 @@ impl ContactRepository for PgUnitOfWork<'_> {
     fn event_names(&mut self, account: AccountId) -> Result<Vec<EventName>, StoreError> {
         // The folded totals plus the increments not folded yet: a few rows per name,
         // whatever the number of events (docs/design.md, "Audience at scale").
-        diesel::sql_query(
+        prepared_sql(
             "SELECT slug, sum(count)::bigint AS count, max(last_seen) AS last_seen FROM ( \
                  SELECT slug, count, last_seen FROM contact_event_totals WHERE account_id = $1 \
                  UNION ALL \
@@ -1160,7 +1161,7 @@ impl ContactRepository for PgUnitOfWork<'_> {
     fn fold_event_name_increments(&mut self, limit: u32) -> Result<u64, StoreError> {
         // One statement: the batch leaves the increments and lands in the totals together.
         // SKIP LOCKED lets two workers fold at once without waiting on each other.
-        diesel::sql_query(
+        prepared_sql(
             "WITH batch AS ( \
                  SELECT account_id, id FROM contact_event_increments LIMIT $1 \
                  FOR UPDATE SKIP LOCKED \
@@ -1229,7 +1230,7 @@ pub(super) fn set_contact_mark(
     now: Timestamp,
 ) -> Result<bool, StoreError> {
     let column = mark.column();
-    diesel::sql_query(format!(
+    prepared_sql(format!(
         "UPDATE contacts SET {column} = $3 WHERE account_id = $1 AND id = $2 AND {column} IS NULL"
     ))
     .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())

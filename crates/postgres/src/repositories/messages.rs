@@ -1,7 +1,6 @@
 use diesel::{
     pg::Pg,
     prelude::*,
-    sql_query,
     sql_types::{
         Array, BigInt, Bool, Date as SqlDate, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid,
     },
@@ -25,6 +24,7 @@ use super::contacts::{set_contact_mark, ContactMark};
 use super::{corrupt, templates::page_bounds, timestamp, PgUnitOfWork};
 use crate::{
     error::store_error,
+    prepared_sql::prepared_sql,
     queue::lock_due_lanes,
     schema::{message_stats_daily, messages},
 };
@@ -147,6 +147,10 @@ fn filtered(account: AccountId, filter: &MessageFilter) -> messages::BoxedQuery<
 fn to_messages(rows: Vec<MessageRow>) -> Result<Vec<Message>, StoreError> {
     rows.into_iter().map(Message::try_from).collect()
 }
+
+/// The claim's result columns, named (a prepared statement may not return `*`: see
+/// `crate::prepared_sql`); the fields of [`MessageRow`].
+const CLAIMED_COLUMNS: &str = "claimed.account_id, claimed.id, claimed.contact_id, claimed.email, claimed.template_id, claimed.kind, claimed.status, claimed.skip_reason, claimed.data, claimed.attempts, claimed.next_attempt_at, claimed.locked_until, claimed.lease_token, claimed.last_reply, claimed.message_id_header, claimed.idempotency_key, claimed.request_hash, claimed.created_at, claimed.updated_at, claimed.sent_at, claimed.automation_id, claimed.announcement_id, claimed.claims_without_outcome, claimed.test";
 
 /// A claimed row with the status it was claimed from.
 #[derive(QueryableByName)]
@@ -331,7 +335,7 @@ impl MessageRepository for PgUnitOfWork<'_> {
         // `messages_account_due_idx`; each row comes back with the status it was claimed
         // from, for the domain's `Message::claim`.
         let claimable = claimable_statuses();
-        let mut rows: Vec<ClaimedRow> = sql_query(format!(
+        let mut rows: Vec<ClaimedRow> = prepared_sql(format!(
             "UPDATE messages AS claimed \
              SET locked_until = $1, lease_token = $2, status = '{sending}', \
                  claims_without_outcome = claimed.claims_without_outcome + 1 \
@@ -344,7 +348,7 @@ impl MessageRepository for PgUnitOfWork<'_> {
                    FOR UPDATE SKIP LOCKED) AS due \
              WHERE claimed.account_id = $5 AND claimed.account_id = due.account_id \
                AND claimed.id = due.id \
-             RETURNING claimed.*, due.claimed_from",
+             RETURNING {CLAIMED_COLUMNS}, due.claimed_from",
             sending = MessageStatus::Sending.as_str(),
         ))
         .bind::<Timestamptz, _>(lease.until.as_datetime())
@@ -389,7 +393,7 @@ impl MessageRepository for PgUnitOfWork<'_> {
         // first in the index and are stepped over), and the earliest lease end of the
         // in-flight ones. CASE evaluates only the branch it takes.
         let claimable = claimable_statuses();
-        sql_query(format!(
+        prepared_sql(format!(
             "UPDATE delivery_lanes AS lane \
              SET next_due_at = CASE WHEN next.due IS NULL THEN NULL \
                                     ELSE greatest(next.due, $3) END \
@@ -426,7 +430,7 @@ impl MessageRepository for PgUnitOfWork<'_> {
         // those are being recorded right now (their outcome ends the lease anyway), and
         // waiting for them, in whatever order the plan visits rows, deadlocked with the
         // record's transactions.
-        sql_query(
+        prepared_sql(
             "UPDATE messages AS held SET locked_until = $1 \
              FROM (SELECT account_id, id FROM messages \
                    WHERE account_id = $5 AND lease_token = $2 AND id = ANY($3) \
@@ -491,7 +495,7 @@ impl MessageRepository for PgUnitOfWork<'_> {
         // One UPDATE joined to the batch as arrays (one parameter per column, however
         // large the batch). The rows are this worker's under its lease: no other writer
         // waits for them, so their lock order does not matter.
-        let written: Vec<IdRow> = sql_query(
+        let written: Vec<IdRow> = prepared_sql(
             "UPDATE messages AS m \
              SET status = v.status, skip_reason = v.skip_reason, attempts = v.attempts, \
                  next_attempt_at = v.next_attempt_at, last_reply = v.last_reply, \
@@ -543,7 +547,7 @@ impl MessageRepository for PgUnitOfWork<'_> {
         }
         // The CTE locks in key order (the sort runs below the lock); the UPDATE then
         // finds every row already locked by this transaction.
-        sql_query(
+        prepared_sql(
             "WITH batch AS ( \
                  SELECT account_id, contact_id, sum(n)::bigint AS n \
                  FROM unnest($1::uuid[], $2::uuid[], $3::int8[]) AS t(account_id, contact_id, n) \
@@ -598,7 +602,7 @@ impl MessageRepository for PgUnitOfWork<'_> {
     ) -> Result<(), StoreError> {
         // The column name comes from a closed enum, never from input.
         let column = counter.column();
-        sql_query(format!(
+        prepared_sql(format!(
             "INSERT INTO message_stats_daily (account_id, day, {column}) VALUES ($1, $2, $3) \
              ON CONFLICT (account_id, day) \
              DO UPDATE SET {column} = message_stats_daily.{column} + EXCLUDED.{column}"

@@ -35,7 +35,7 @@ use self::sql::{
     push_slots_count, set_sizes, Param, Sql,
 };
 use super::{corrupt, templates::page_bounds, PgUnitOfWork, PlanLine};
-use crate::error::store_error;
+use crate::{error::store_error, prepared_sql::prepared_sql};
 
 #[derive(QueryableByName)]
 struct IdRow {
@@ -283,7 +283,7 @@ pub fn slot_plan(
         return Ok(None);
     }
     let slugs: Vec<&str> = segment.conditions.iter().map(Condition::slug).collect();
-    let rows: Vec<SlotRow> = diesel::sql_query(
+    let rows: Vec<SlotRow> = prepared_sql(
         "SELECT slug, attribute_type, slot FROM attribute_metas \
          WHERE account_id = $1 AND slug = ANY($2)",
     )

@@ -2,7 +2,6 @@
 
 use diesel::{
     prelude::*,
-    sql_query,
     sql_types::{Integer, Text, Timestamptz, Uuid as SqlUuid},
     upsert::excluded,
 };
@@ -17,6 +16,7 @@ use super::contacts::{set_contact_mark, ContactMark};
 use super::{timestamp, PgUnitOfWork};
 use crate::{
     error::store_error,
+    prepared_sql::prepared_sql,
     schema::{message_tracking, topic_unsubscriptions},
 };
 
@@ -37,7 +37,7 @@ impl PgUnitOfWork<'_> {
         message: MessageId,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
-        sql_query(format!(
+        prepared_sql(format!(
             "INSERT INTO message_tracking (account_id, message_id, {column}) \
              SELECT account_id, id, $3 FROM messages WHERE account_id = $1 AND id = $2 \
              ON CONFLICT (account_id, message_id) DO UPDATE SET {column} = EXCLUDED.{column} \
@@ -80,7 +80,7 @@ impl TrackingRepository for PgUnitOfWork<'_> {
         position: u16,
     ) -> Result<Option<String>, StoreError> {
         // Postgres arrays are 1-based; a position past the end reads NULL.
-        let rows: Vec<Link> = sql_query(
+        let rows: Vec<Link> = prepared_sql(
             "SELECT links[$3 + 1] AS link FROM message_tracking \
              WHERE account_id = $1 AND message_id = $2",
         )
