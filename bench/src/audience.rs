@@ -57,6 +57,18 @@ const RENEWAL_FROM: &str = "2026-07-02T00:00:00Z";
 struct Sql(Arc<Mutex<PgConnection>>);
 
 impl Sql {
+    /// Writes out every dirty page (`CHECKPOINT`, which needs a superuser or
+    /// `pg_checkpoint`), so a timed run does not pay for the writes of the one before it.
+    async fn checkpoint(&self) -> Result<()> {
+        self.run(|conn| {
+            sql_query("CHECKPOINT")
+                .execute(conn)
+                .context("CHECKPOINT before a timed run")?;
+            Ok(())
+        })
+        .await
+    }
+
     async fn run<R: Send + 'static>(
         &self,
         work: impl FnOnce(&mut PgConnection) -> Result<R> + Send + 'static,
@@ -429,7 +441,12 @@ async fn measure(
     );
     let mut all_met = true;
     for audience in [Audience::Known, Audience::New] {
+        // Each side starts with the dirty pages of what ran before it written out: the API
+        // ran first, inside the checkpoints of the import's and the setup's WAL, and its
+        // commits waited on the disk that pgbench then had to itself.
+        sql.checkpoint().await?;
         let api = events::api_run(&target, audience, seconds).await?;
+        sql.checkpoint().await?;
         let script = events::write_script(audience)?;
         let pgbench_url = url.to_owned();
         let contacts = options.contacts;
