@@ -139,17 +139,18 @@ fn rows(from: u64, to: u64) -> String {
     chunk
 }
 
-/// The CSV body for `contacts` contacts, generated chunk by chunk as the upload asks.
+/// The CSV body for contacts `first..end`, generated chunk by chunk as the upload asks.
 pub fn csv_body(
-    contacts: u64,
+    first: u64,
+    end: u64,
 ) -> impl Stream<Item = Result<String, std::io::Error>> + Send + Sync + 'static {
-    let chunks = contacts.div_ceil(CHUNK_ROWS);
+    let chunks = (end - first).div_ceil(CHUNK_ROWS);
     stream::iter(0..=chunks).map(move |chunk| {
         Ok(if chunk == 0 {
             HEADER.to_owned()
         } else {
-            let from = (chunk - 1) * CHUNK_ROWS;
-            rows(from, (from + CHUNK_ROWS).min(contacts))
+            let from = first + (chunk - 1) * CHUNK_ROWS;
+            rows(from, (from + CHUNK_ROWS).min(end))
         })
     })
 }

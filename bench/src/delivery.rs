@@ -40,6 +40,7 @@ use mailroom_test_support::TestDatabase;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use crate::cpu::process_cpu;
 use crate::stats::{ms, ratio, thousands, verdict, Latencies};
 
 const USAGE: &str = "\
@@ -276,28 +277,6 @@ impl WorkerCpu {
     }
 }
 
-struct ProcessCpu {
-    /// utime + stime.
-    own: Duration,
-    /// cutime + cstime: children that ended and were waited for.
-    waited_children: Duration,
-}
-
-fn process_cpu(pid: u32) -> Option<ProcessCpu> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name (which may hold spaces) start at `state`.
-    let rest = stat.rsplit_once(')').map(|(_, rest)| rest)?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks =
-        |index: usize| -> u64 { fields.get(index).and_then(|f| f.parse().ok()).unwrap_or(0) };
-    // utime, stime, cutime, cstime are fields 14 to 17 of stat, 12 to 15 after `)`.
-    let seconds = |ticks: u64| Duration::from_secs_f64(ticks as f64 / clock_ticks());
-    Some(ProcessCpu {
-        own: seconds(ticks(11) + ticks(12)),
-        waited_children: seconds(ticks(13) + ticks(14)),
-    })
-}
-
 /// Every process below `pid` (children of each of its threads, recursively).
 fn descendants(pid: u32) -> Vec<u32> {
     let mut found = Vec::new();
@@ -323,19 +302,6 @@ impl Drop for Worker {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn clock_ticks() -> f64 {
-    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
-    *TICKS.get_or_init(|| {
-        Command::new("getconf")
-            .arg("CLK_TCK")
-            .output()
-            .ok()
-            .and_then(|output| String::from_utf8(output.stdout).ok())
-            .and_then(|text| text.trim().parse().ok())
-            .unwrap_or(100.0)
-    })
 }
 
 async fn run(options: &Options) -> Result<()> {

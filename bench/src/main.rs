@@ -9,6 +9,7 @@
 
 mod announcement;
 mod audience;
+mod cpu;
 mod data;
 mod delivery;
 mod events;
@@ -107,6 +108,9 @@ pub fn run_on_runtime(
 ) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        // The in-process server runs on actix's own threads; this name tells the load
+        // generator's CPU from the server's (`cpu::CpuSplit`).
+        .thread_name(cpu::LOAD_THREAD_NAME)
         .enable_all()
         .build()
     {
