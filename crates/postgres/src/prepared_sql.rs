@@ -4,17 +4,17 @@
 //! may be built at run time, so caching it could grow the cache without bound): every
 //! execution is parsed, analysed and planned again. On the hot paths (an event's upsert
 //! and write, the delivery claim and record, the import's batches) that was most of
-//! PostgreSQL's time: `pgbench` running the event's statements reached 1,480–1,510
-//! transactions/s unprepared against 2,580–2,660 prepared on the same database (see
+//! PostgreSQL's time: `pgbench` running the event's statements reached 1,476–1,508
+//! transactions/s unprepared against 2,582–2,661 prepared on the same database (see
 //! docs/operations.md, "Prepared hand-written statements").
 //!
 //! [`prepared_sql`] takes text from a closed set (a literal, or one formatted from
 //! constants and closed enums, never from data), so the cache stays as small as the code.
 //! Its placeholders are written `$1…$n` as in `sql_query`; a placeholder may appear more
 //! than once, and `$` followed by a digit means a placeholder wherever it stands (the
-//! closed set has none inside quotes). Statements that are cached must name their result columns (no `*`): a
-//! prepared statement whose `*` would expand differently after a migration fails with
-//! "cached plan must not change result type".
+//! closed set has none inside quotes). Statements that are cached must name their result
+//! columns (no `*`): a prepared statement whose `*` would expand differently after a
+//! migration fails with "cached plan must not change result type".
 
 use std::borrow::Cow;
 

@@ -22,8 +22,12 @@ pub const EDITOR: &str = include_str!("templates/editor.js");
 
 /// Every template, by name.
 /// (The sign-in form is a public page the operator may override: `crate::pages`.)
-const TEMPLATES: [(&str, &str); 14] = [
+const TEMPLATES: [(&str, &str); 15] = [
     ("base.html", include_str!("templates/base.html")),
+    (
+        "condition_rows.html",
+        include_str!("templates/condition_rows.html"),
+    ),
     ("login_link.html", include_str!("templates/login_link.html")),
     ("message.html", include_str!("templates/message.html")),
     ("accounts.html", include_str!("templates/accounts.html")),
@@ -75,8 +79,26 @@ pub(super) fn environment() -> &'static Environment<'static> {
                 tracing::error!(%error, name, "console template does not compile");
             }
         }
+        env.add_function("condition_rows", condition_rows);
         env
     })
+}
+
+/// Renders `condition_rows.html`, the condition rows two pages share. A function rather
+/// than `{% include %}`: the console's minijinja is built without multi-template support,
+/// which tenant templates would then reach too.
+fn condition_rows(
+    state: &minijinja::State,
+    rows: minijinja::Value,
+    operators: minijinja::Value,
+    slug_list: Option<String>,
+) -> Result<minijinja::Value, minijinja::Error> {
+    let html = state
+        .env()
+        .get_template("condition_rows.html")?
+        .render(minijinja::context! { rows, operators, slug_list })?;
+    // Escaped by its own rendering.
+    Ok(minijinja::Value::from_safe_string(html))
 }
 
 /// A rendered page; unlike a response it can be made on the blocking pool.
