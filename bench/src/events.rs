@@ -126,8 +126,10 @@ pub async fn api_run(
 /// What pgbench reported.
 pub struct PgbenchRun {
     pub tps: f64,
-    pub latency_average_ms: f64,
     pub failed: u64,
+    /// Every transaction's latency, from pgbench's per-transaction log (`--log`), so its
+    /// tail can stand beside the API's.
+    pub latencies: Latencies,
 }
 
 /// The identities the script's statements use.
@@ -145,10 +147,11 @@ pub struct ScriptVariables {
 /// - the membership check: none; the membership is in the process's membership cache
 ///   (`crates/app/src/auth.rs`, 5 s);
 /// - the event's transaction: the contact's upsert (one statement: the insert, and the
-///   existing contact read in it when the email is taken), the event attribute's meta
-///   (read; inserted only when missing, which happens once per slug), the event row, its
-///   name's count increment and the `event.<slug>` date attribute (one statement), the
-///   enabled automations for the slug.
+///   existing contact read in it when the email is taken); the event attribute's meta
+///   (inserted only when missing, which happens once per slug), the event row, its name's
+///   count increment, the `event.<slug>` date attribute and whether an enabled automation
+///   listens to the slug (one statement; the bench's account has none, so the automations
+///   themselves are never read).
 ///
 /// The request pool's transactions start with `BEGIN; SET LOCAL statement_timeout` in one
 /// message; pgbench cannot send two commands in one prepared message, so its sessions get
@@ -177,9 +180,7 @@ fn script(audience: Audience) -> String {
 \\set k random(1, 3)
 BEGIN;
 {upsert}
-SELECT slug, attribute_type FROM attribute_metas WHERE account_id = :account AND slug = ANY(ARRAY['event.' || {slug}]);
-WITH event AS (INSERT INTO contact_events (account_id, id, contact_id, slug, occurred_at) VALUES (:account, {time_ordered_id}, :contact, {slug}, now())), increment AS (INSERT INTO contact_event_increments (account_id, slug, count, last_seen) VALUES (:account, {slug}, 1, now())) INSERT INTO contact_attributes (account_id, contact_id, slug, date_value) VALUES (:account, :contact, 'event.' || {slug}, now()) ON CONFLICT (account_id, contact_id, slug) DO UPDATE SET date_value = GREATEST(contact_attributes.date_value, excluded.date_value);
-SELECT id, name, template_id, trigger_event_slug, trigger_condition, timing_condition, timing_value, is_enabled, created_at FROM automations WHERE account_id = :account AND trigger_event_slug = {slug} AND is_enabled = true ORDER BY created_at, id;
+WITH meta AS (INSERT INTO attribute_metas (account_id, slug, attribute_type, source, created_at) SELECT :account, 'event.' || {slug}, 'date', 'event', now() WHERE NOT EXISTS (SELECT 1 FROM attribute_metas WHERE account_id = :account AND slug = 'event.' || {slug}) ON CONFLICT (account_id, slug) DO NOTHING), event AS (INSERT INTO contact_events (account_id, id, contact_id, slug, occurred_at) VALUES (:account, {time_ordered_id}, :contact, {slug}, now())), increment AS (INSERT INTO contact_event_increments (account_id, slug, count, last_seen) VALUES (:account, {slug}, 1, now())), latest AS (INSERT INTO contact_attributes (account_id, contact_id, slug, date_value) VALUES (:account, :contact, 'event.' || {slug}, now()) ON CONFLICT (account_id, contact_id, slug) DO UPDATE SET date_value = GREATEST(contact_attributes.date_value, excluded.date_value)) SELECT EXISTS (SELECT 1 FROM automations WHERE account_id = :account AND trigger_event_slug = {slug} AND is_enabled) AS triggers;
 COMMIT;
 "
     )
@@ -210,10 +211,24 @@ pub fn pgbench_run(
     contacts: u64,
     duration: Duration,
 ) -> Result<PgbenchRun> {
+    // pgbench writes its per-transaction log as `<prefix>.<pid>[.<thread>]` in its working
+    // directory; a directory of our own keeps the files together and apart from others.
+    let log_dir = std::env::temp_dir().join(format!(
+        "mailroom-bench-pgbench-{}-{}",
+        std::process::id(),
+        script
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    ));
+    std::fs::create_dir_all(&log_dir)
+        .with_context(|| format!("creating {}", log_dir.display()))?;
     let output = Command::new(pgbench)
+        .current_dir(&log_dir)
         // The request pool's statement timeout (see `script`).
         .env("PGOPTIONS", "-c statement_timeout=15000")
-        .args(["--no-vacuum", "--protocol=prepared", "--jobs=2"])
+        .args(["--no-vacuum", "--protocol=prepared", "--jobs=2", "--log"])
+        .arg("--log-prefix=transactions")
         .arg(format!("--client={CLIENTS}"))
         .arg(format!("--time={}", duration.as_secs().max(1)))
         .arg(format!("--file={}", script.display()))
@@ -239,10 +254,32 @@ pub fn pgbench_run(
             .and_then(|rest| rest.split_whitespace().next())
             .and_then(|number| number.parse::<f64>().ok())
     };
+    let latencies = transaction_latencies(&log_dir);
+    let _ = std::fs::remove_dir_all(&log_dir);
     Ok(PgbenchRun {
         tps: number_after("tps = ")
             .with_context(|| format!("no tps in pgbench's output:\n{stdout}"))?,
-        latency_average_ms: number_after("latency average = ").unwrap_or(0.0),
         failed: number_after("number of failed transactions: ").map_or(0, |n| n as u64),
+        latencies: latencies?,
     })
+}
+
+/// The latencies of pgbench's per-transaction log files in `dir`: each line is
+/// `client transaction latency_us script epoch epoch_us` (failed transactions write
+/// `failed` or `serialization`… in the latency field and are left out).
+fn transaction_latencies(dir: &Path) -> Result<Latencies> {
+    let mut samples = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let path = entry?.path();
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        samples.extend(text.lines().filter_map(|line| {
+            let micros: u64 = line.split_whitespace().nth(2)?.parse().ok()?;
+            Some(Duration::from_micros(micros))
+        }));
+    }
+    if samples.is_empty() {
+        bail!("pgbench's per-transaction log in {} is empty", dir.display());
+    }
+    Ok(Latencies::new(samples))
 }

@@ -1,5 +1,4 @@
 use mailroom_domain::{
-    attribute::{AttributeSource, AttributeType, EVENT_ATTRIBUTE_PREFIX},
     slug::EventSlug,
     ContactEventId, ContactId, ValidationErrors,
 };
@@ -56,21 +55,19 @@ pub fn record_event(
     in_transaction(services.db.as_ref(), |tx| {
         let (contact_id, _created) = tx.upsert_contact_id(account, new_contact, &email, now)?;
         write_custom_attributes(tx, account, contact_id, &attributes, now)?;
-        let event_attribute = format!("{EVENT_ATTRIBUTE_PREFIX}{}", slug.as_str());
-        tx.ensure_attribute_metas(
-            account,
-            &[(event_attribute, AttributeType::Date, AttributeSource::Event)],
-            now,
-        )?;
+        // `record_event` creates the `event.<slug>` meta with the event (same statement).
         let event = ContactEvent {
             id: event_id,
             contact_id,
             slug,
             occurred_at: now,
         };
-        tx.record_event(account, &event)?;
+        let triggers = tx.record_event(account, &event)?;
         // In the event's transaction: an event and the messages it triggers are durable
         // together, or neither is.
+        if !triggers {
+            return Ok(event);
+        }
         queue_triggered_messages(
             tx,
             services,

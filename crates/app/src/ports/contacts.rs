@@ -116,12 +116,16 @@ pub trait ContactRepository {
         values: &[(String, AttributeValue)],
     ) -> Result<(), StoreError>;
 
-    /// Stores an event and moves the contact's `event.<slug>` attribute to its time when
-    /// later than the stored one.
+    /// Stores an event, creates the `event.<slug>` attribute's meta (type date, source
+    /// event) when the account has none, and moves the contact's `event.<slug>` attribute
+    /// to the event's time when later than the stored one. Returns whether the account has
+    /// an enabled automation triggered by the event's slug, so the caller reads the
+    /// automations only when one listens (one statement for an event nobody listens to).
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
-    fn record_event(&mut self, account: AccountId, event: &ContactEvent) -> Result<(), StoreError>;
+    fn record_event(&mut self, account: AccountId, event: &ContactEvent)
+        -> Result<bool, StoreError>;
 
     /// The contact, if it is the account's.
     ///

@@ -333,6 +333,13 @@ fn lookup_pattern(lookup: Lookup<'_>) -> String {
     }
 }
 
+/// Whether an event's slug triggers an enabled automation (`record_event`).
+#[derive(QueryableByName)]
+struct TriggersRow {
+    #[diesel(sql_type = Bool)]
+    triggers: bool,
+}
+
 /// What the capped count returns.
 #[derive(QueryableByName)]
 struct CountRow {
@@ -938,31 +945,55 @@ impl ContactRepository for PgUnitOfWork<'_> {
         Ok(())
     }
 
-    fn record_event(&mut self, account: AccountId, event: &ContactEvent) -> Result<(), StoreError> {
-        // One statement, one round trip: the event row, its name's count (insert-only, so
-        // no row every event of the name would wait on) and `event.<slug>` moved forward.
-        // Data-modifying WITH parts always run to completion.
+    fn record_event(
+        &mut self,
+        account: AccountId,
+        event: &ContactEvent,
+    ) -> Result<bool, StoreError> {
+        // One statement, one round trip: the `event.<slug>` meta when it is missing (an
+        // existing meta costs one index probe: no row reaches the insert, so its slot
+        // trigger does not run; ON CONFLICT covers a concurrent first event of the slug),
+        // the event row, its name's count (insert-only, so no row every event of the name
+        // would wait on), `event.<slug>` moved forward, and whether an enabled automation
+        // listens (the partial index automations_trigger_idx; most events have none, and
+        // the use case reads the automations only when one does). Data-modifying WITH
+        // parts always run to completion. Nothing references the meta, so their order
+        // does not matter.
         prepared_sql(
-            "WITH event AS (\
+            "WITH meta AS (\
+               INSERT INTO attribute_metas (account_id, slug, attribute_type, source, created_at) \
+               SELECT $1, 'event.' || $4, $6, $7, $5 \
+               WHERE NOT EXISTS (SELECT 1 FROM attribute_metas \
+                                 WHERE account_id = $1 AND slug = 'event.' || $4) \
+               ON CONFLICT (account_id, slug) DO NOTHING\
+             ), \
+             event AS (\
                INSERT INTO contact_events (account_id, id, contact_id, slug, occurred_at) \
                VALUES ($1, $2, $3, $4, $5)\
              ), \
              increment AS (\
                INSERT INTO contact_event_increments (account_id, slug, count, last_seen) \
                VALUES ($1, $4, 1, $5)\
+             ), \
+             latest AS (\
+               INSERT INTO contact_attributes (account_id, contact_id, slug, date_value) \
+               VALUES ($1, $3, 'event.' || $4, $5) \
+               ON CONFLICT (account_id, contact_id, slug) \
+               DO UPDATE SET date_value = GREATEST(contact_attributes.date_value, excluded.date_value)\
              ) \
-             INSERT INTO contact_attributes (account_id, contact_id, slug, date_value) \
-             VALUES ($1, $3, 'event.' || $4, $5) \
-             ON CONFLICT (account_id, contact_id, slug) \
-             DO UPDATE SET date_value = GREATEST(contact_attributes.date_value, excluded.date_value)",
+             SELECT EXISTS (SELECT 1 FROM automations \
+                            WHERE account_id = $1 AND trigger_event_slug = $4 AND is_enabled) \
+                    AS triggers",
         )
         .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
         .bind::<diesel::sql_types::Uuid, _>(event.id.as_uuid())
         .bind::<diesel::sql_types::Uuid, _>(event.contact_id.as_uuid())
         .bind::<Text, _>(event.slug.as_str())
         .bind::<diesel::sql_types::Timestamptz, _>(event.occurred_at.as_datetime())
-        .execute(self.conn)
-        .map(drop)
+        .bind::<Text, _>(AttributeType::Date.as_str())
+        .bind::<Text, _>(AttributeSource::Event.as_str())
+        .get_result::<TriggersRow>(self.conn)
+        .map(|row| row.triggers)
         .map_err(store_error)
     }
 

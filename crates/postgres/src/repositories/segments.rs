@@ -11,7 +11,10 @@
 //! account's rows of `contact_slots` instead ([`SegmentPlan::Slots`], migration 31): one
 //! pass over one typed row per contact, at the pace of a flat table, where intersecting
 //! the conditions' sets of attribute rows hashed hundreds of thousands of ids per
-//! condition (docs/operations.md, "Typed slots").
+//! condition (docs/operations.md, "Typed slots"). A page whose every condition names a
+//! slotted attribute reads them too, without sizing: a slot column has per-column
+//! statistics of its own, so the planner's choice (walk the slot rows in contact order,
+//! or read the most selective slot index) rests on true estimates.
 
 mod sql;
 
@@ -188,7 +191,8 @@ pub enum SegmentPlan {
         order: Vec<usize>,
     },
     /// Every condition checked on the account's rows of `contact_slots` (one typed row per
-    /// contact), for counts when no set is small and every condition's slug has a slot.
+    /// contact) when every condition's slug has a slot: for pages always, for counts when
+    /// no set is small.
     Slots {
         /// The slot of each condition's slug, in `segment.conditions` order.
         slots: Vec<SlotColumn>,
@@ -219,6 +223,15 @@ fn choose_plan(
         Purpose::Count => Ok(slot_plan(conn, account, segment)?.unwrap_or(otherwise)),
         Purpose::Search => Ok(otherwise),
     };
+    // A page whose every condition has a slot walks the slot rows like a flat table (a
+    // prepared lookup of the metas instead of sizing every condition's set: the first
+    // page of a 3-condition search at 1M contacts took 1.9 ms p95 sized and driven, see
+    // docs/operations.md, "First page from the slots").
+    if purpose == Purpose::Search {
+        if let Some(plan) = slot_plan(conn, account, segment)? {
+            return Ok(plan);
+        }
+    }
     if conditions.len() > MAX_INTERSECTED || !conditions.iter().all(is_row_condition) {
         return slots_or(conn, SegmentPlan::General);
     }

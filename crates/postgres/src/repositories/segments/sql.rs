@@ -398,9 +398,12 @@ fn slot_predicate(sql: &mut Sql, condition: &Condition, slot: SlotColumn) -> Str
 }
 
 /// The `FROM … WHERE …` of the contacts matching a segment whose every condition's slug
-/// has a slot (`slots[i]` for `segment.conditions[i]`) and asks for a value: one pass over
-/// the account's rows of `contact_slots`, the predicates checked on each row (or a bitmap of the most selective
-/// slot index, as the planner chooses). The contact id is `s.contact_id`.
+/// has a slot (`slots[i]` for `segment.conditions[i]`) and asks for a value: the account's
+/// rows of `contact_slots` walked in contact order with the predicates checked on each
+/// (a page stops at its end, as on a flat table), or the most selective slot index read
+/// and sorted, as the planner chooses from its per-column statistics. The unsubscribed
+/// and topic filters are probed per row ([`Subqueries::Probed`]). The contact id is
+/// `s.contact_id`.
 pub(super) fn push_slots(
     sql: &mut Sql,
     account: AccountId,
@@ -416,7 +419,7 @@ pub(super) fn push_slots(
         sql.push(" AND ");
         sql.push(&predicate);
     }
-    push_contact_filters(sql, &account, segment, "s.contact_id", Subqueries::Planned);
+    push_contact_filters(sql, &account, segment, "s.contact_id", Subqueries::Probed);
 }
 
 /// The whole count statement of a [`SegmentPlan::Slots`](super::SegmentPlan) count: the
