@@ -140,18 +140,18 @@ pub struct ScriptVariables {
 }
 
 /// The statements of one `POST …/events` in steady state, as the code runs them now
-/// (`crates/app/src/contacts/record_event.rs` and the repositories it calls):
+/// (`crates/app/src/contacts/record_event.rs` and `ContactRepository::record_event` in
+/// `crates/postgres/src/repositories/contacts.rs`):
 ///
 /// - authentication: none; the token is in the process's token cache (its `lastUsedAt`
 ///   is written once a minute, which is noise at this rate);
 /// - the membership check: none; the membership is in the process's membership cache
 ///   (`crates/app/src/auth.rs`, 5 s);
-/// - the event's transaction: the contact's upsert (one statement: the insert, and the
-///   existing contact read in it when the email is taken); the event attribute's meta
-///   (inserted only when missing, which happens once per slug), the event row, its name's
-///   count increment, the `event.<slug>` date attribute and whether an enabled automation
-///   listens to the slug (one statement; the bench's account has none, so the automations
-///   themselves are never read).
+/// - the event's transaction: one statement (the contact found by email or inserted, the
+///   event attribute's meta inserted only when missing, the event row, its name's count
+///   increment, the `event.<slug>` date attribute and whether an enabled automation
+///   listens to the slug; the bench's account has none, so the automations themselves
+///   are never read).
 ///
 /// The request pool's transactions start with `BEGIN; SET LOCAL statement_timeout` in one
 /// message; pgbench cannot send two commands in one prepared message, so its sessions get
@@ -172,15 +172,14 @@ fn script(audience: Audience) -> String {
         ),
     };
     let slug = "(ARRAY['signed_up', 'opened_email', 'purchased'])[:k]";
-    let upsert = format!(
-        "WITH inserted AS (INSERT INTO contacts (account_id, id, email, created_at) VALUES (:account, {time_ordered_id}, {email}, now()) ON CONFLICT (account_id, email_lower) DO NOTHING RETURNING id) SELECT id AS contact, TRUE AS created FROM inserted UNION ALL SELECT id, FALSE FROM contacts WHERE account_id = :account AND email_lower = lower({email}) AND NOT EXISTS (SELECT 1 FROM inserted) LIMIT 1 \\gset"
+    let event = format!(
+        "WITH inserted AS (INSERT INTO contacts (account_id, id, email, created_at) VALUES (:account, {time_ordered_id}, {email}, now()) ON CONFLICT (account_id, email_lower) DO NOTHING RETURNING id), contact AS (SELECT id FROM inserted UNION ALL SELECT id FROM contacts WHERE account_id = :account AND email_lower = lower({email}) AND NOT EXISTS (SELECT 1 FROM inserted) LIMIT 1), meta AS (INSERT INTO attribute_metas (account_id, slug, attribute_type, source, created_at) SELECT :account, 'event.' || {slug}, 'date', 'event', now() FROM contact WHERE NOT EXISTS (SELECT 1 FROM attribute_metas WHERE account_id = :account AND slug = 'event.' || {slug}) ON CONFLICT (account_id, slug) DO NOTHING), event AS (INSERT INTO contact_events (account_id, id, contact_id, slug, occurred_at) SELECT :account, {time_ordered_id}, id, {slug}, now() FROM contact), increment AS (INSERT INTO contact_event_increments (account_id, slug, count, last_seen) SELECT :account, {slug}, 1, now() FROM contact), latest AS (INSERT INTO contact_attributes (account_id, contact_id, slug, date_value) SELECT :account, id, 'event.' || {slug}, now() FROM contact ON CONFLICT (account_id, contact_id, slug) DO UPDATE SET date_value = GREATEST(contact_attributes.date_value, excluded.date_value)) SELECT contact.id, EXISTS (SELECT 1 FROM automations WHERE account_id = :account AND trigger_event_slug = {slug} AND is_enabled) AS triggers FROM contact;"
     );
     format!(
         "{draw}
 \\set k random(1, 3)
 BEGIN;
-{upsert}
-WITH meta AS (INSERT INTO attribute_metas (account_id, slug, attribute_type, source, created_at) SELECT :account, 'event.' || {slug}, 'date', 'event', now() WHERE NOT EXISTS (SELECT 1 FROM attribute_metas WHERE account_id = :account AND slug = 'event.' || {slug}) ON CONFLICT (account_id, slug) DO NOTHING), event AS (INSERT INTO contact_events (account_id, id, contact_id, slug, occurred_at) VALUES (:account, {time_ordered_id}, :contact, {slug}, now())), increment AS (INSERT INTO contact_event_increments (account_id, slug, count, last_seen) VALUES (:account, {slug}, 1, now())), latest AS (INSERT INTO contact_attributes (account_id, contact_id, slug, date_value) VALUES (:account, :contact, 'event.' || {slug}, now()) ON CONFLICT (account_id, contact_id, slug) DO UPDATE SET date_value = GREATEST(contact_attributes.date_value, excluded.date_value)) SELECT EXISTS (SELECT 1 FROM automations WHERE account_id = :account AND trigger_event_slug = {slug} AND is_enabled) AS triggers;
+{event}
 COMMIT;
 "
     )

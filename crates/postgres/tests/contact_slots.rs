@@ -7,7 +7,7 @@
 use std::{sync::Barrier, thread};
 
 use diesel::{connection::SimpleConnection, pg::PgConnection, sql_query, sql_types, RunQueryDsl};
-use mailroom_app::ports::{in_transaction, ContactEvent, ImportedContact};
+use mailroom_app::ports::{in_transaction, EventOfEmail, ImportedContact};
 use mailroom_domain::{
     attribute::{AttributeSource, AttributeType, AttributeValue},
     email::EmailAddress,
@@ -171,25 +171,18 @@ fn slots_equal_the_attribute_rows_after_writes_of_every_kind() {
             .enumerate()
         {
             let slug = EventSlug::normalize("signed_up").expect("slug");
-            tx.ensure_attribute_metas(
-                account,
-                &[(
-                    "event.signed_up".into(),
-                    AttributeType::Date,
-                    AttributeSource::Event,
-                )],
-                now,
-            )?;
             for index in (round..20).step_by(3) {
-                tx.record_event(
+                let recorded = tx.record_event(
                     account,
-                    &ContactEvent {
+                    &EventOfEmail {
                         id: ContactEventId::from_uuid(Uuid::now_v7()),
-                        contact_id: contact_id(index),
-                        slug: slug.clone(),
+                        email: &email(index),
+                        new_contact: contact_id(100 + index),
+                        slug: &slug,
                         occurred_at: at(when),
                     },
                 )?;
+                assert_eq!(recorded.contact_id, contact_id(index), "found by email");
             }
         }
         Ok(())

@@ -7,7 +7,7 @@ use super::{parse_email_and_attributes, write_custom_attributes};
 use crate::{
     auth::Member,
     automations::queue_triggered_messages,
-    ports::{in_transaction, ContactEvent},
+    ports::{in_transaction, ContactEvent, EventOfEmail},
     AppError, Services,
 };
 
@@ -53,21 +53,29 @@ pub fn record_event(
     let new_contact = ContactId::from_uuid(services.ids.next_uuid());
     let event_id = ContactEventId::from_uuid(services.ids.next_uuid());
     in_transaction(services.db.as_ref(), |tx| {
-        let (contact_id, _created) = tx.upsert_contact_id(account, new_contact, &email, now)?;
+        let recorded = tx.record_event(
+            account,
+            &EventOfEmail {
+                id: event_id,
+                email: &email,
+                new_contact,
+                slug: &slug,
+                occurred_at: now,
+            },
+        )?;
+        let contact_id = recorded.contact_id;
         write_custom_attributes(tx, account, contact_id, &attributes, now)?;
-        // `record_event` creates the `event.<slug>` meta with the event (same statement).
         let event = ContactEvent {
             id: event_id,
             contact_id,
             slug,
             occurred_at: now,
         };
-        let triggers = tx.record_event(account, &event)?;
-        // In the event's transaction: an event and the messages it triggers are durable
-        // together, or neither is.
-        if !triggers {
+        if !recorded.triggers {
             return Ok(event);
         }
+        // In the event's transaction: an event and the messages it triggers are durable
+        // together, or neither is.
         queue_triggered_messages(
             tx,
             services,

@@ -26,6 +26,31 @@ pub struct ContactEvent {
     pub occurred_at: Timestamp,
 }
 
+/// An event to record for the contact with an email, created when the account has none
+/// ([`ContactRepository::record_event`]).
+#[derive(Debug, Clone, Copy)]
+pub struct EventOfEmail<'a> {
+    /// The event's id.
+    pub id: ContactEventId,
+    /// The contact's email.
+    pub email: &'a EmailAddress,
+    /// The id the contact takes when it is created.
+    pub new_contact: ContactId,
+    /// Normalised slug.
+    pub slug: &'a EventSlug,
+    /// When it happened (when it was recorded).
+    pub occurred_at: Timestamp,
+}
+
+/// What [`ContactRepository::record_event`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordedEvent {
+    /// The contact the event was recorded for (found by email, or created).
+    pub contact_id: ContactId,
+    /// Whether the account has an enabled automation triggered by the event's slug.
+    pub triggers: bool,
+}
+
 /// One event name of an account with how often and how recently it was recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventName {
@@ -116,16 +141,23 @@ pub trait ContactRepository {
         values: &[(String, AttributeValue)],
     ) -> Result<(), StoreError>;
 
-    /// Stores an event, creates the `event.<slug>` attribute's meta (type date, source
-    /// event) when the account has none, and moves the contact's `event.<slug>` attribute
-    /// to the event's time when later than the stored one. Returns whether the account has
-    /// an enabled automation triggered by the event's slug, so the caller reads the
-    /// automations only when one listens (one statement for an event nobody listens to).
+    /// Records an event for the contact with the event's email (created, with id
+    /// `new_contact` and no attributes, when the account has none, as
+    /// [`ContactRepository::upsert_contact_id`] would), creates the `event.<slug>`
+    /// attribute's meta (type date, source event) when the account has none, and moves the
+    /// contact's `event.<slug>` attribute to the event's time when later than the stored
+    /// one. Answers the contact and whether the account has an enabled automation
+    /// triggered by the slug, so the caller reads the automations only when one listens:
+    /// an event is one statement in the usual case (docs/operations.md, "Events at the
+    /// database's pace").
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
-    fn record_event(&mut self, account: AccountId, event: &ContactEvent)
-        -> Result<bool, StoreError>;
+    fn record_event(
+        &mut self,
+        account: AccountId,
+        event: &EventOfEmail<'_>,
+    ) -> Result<RecordedEvent, StoreError>;
 
     /// The contact, if it is the account's.
     ///

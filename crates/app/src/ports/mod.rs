@@ -33,7 +33,7 @@ pub use announcements::{AnnouncementRepository, AudienceBatch, QueuedAudience};
 pub use automations::AutomationRepository;
 pub use console::{ConsoleRepository, ConsoleSessionRecord};
 pub use contact_import::{ContactImportRepository, ImportedContact};
-pub use contacts::{ContactEvent, ContactRepository, EventName};
+pub use contacts::{ContactEvent, ContactRepository, EventName, EventOfEmail, RecordedEvent};
 pub use database::{in_transaction, Database, UnitOfWork};
 pub use feedback::FeedbackRepository;
 pub use feedback_sources::{FeedbackSourceRecord, FeedbackSourceRepository, SnsAnswer, SnsClient};

@@ -9,7 +9,7 @@ use diesel::{
     upsert::excluded,
 };
 use mailroom_app::{
-    ports::{ContactEvent, ContactRepository, EventName},
+    ports::{ContactEvent, ContactRepository, EventName, EventOfEmail, RecordedEvent},
     StoreError,
 };
 use mailroom_domain::{
@@ -333,9 +333,11 @@ fn lookup_pattern(lookup: Lookup<'_>) -> String {
     }
 }
 
-/// Whether an event's slug triggers an enabled automation (`record_event`).
+/// What `record_event`'s statement returns.
 #[derive(QueryableByName)]
-struct TriggersRow {
+struct RecordedEventRow {
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    id: Uuid,
     #[diesel(sql_type = Bool)]
     triggers: bool,
 }
@@ -948,53 +950,23 @@ impl ContactRepository for PgUnitOfWork<'_> {
     fn record_event(
         &mut self,
         account: AccountId,
-        event: &ContactEvent,
-    ) -> Result<bool, StoreError> {
-        // One statement, one round trip: the `event.<slug>` meta when it is missing (an
-        // existing meta costs one index probe: no row reaches the insert, so its slot
-        // trigger does not run; ON CONFLICT covers a concurrent first event of the slug),
-        // the event row, its name's count (insert-only, so no row every event of the name
-        // would wait on), `event.<slug>` moved forward, and whether an enabled automation
-        // listens (the partial index automations_trigger_idx; most events have none, and
-        // the use case reads the automations only when one does). Data-modifying WITH
-        // parts always run to completion. Nothing references the meta, so their order
-        // does not matter.
-        prepared_sql(
-            "WITH meta AS (\
-               INSERT INTO attribute_metas (account_id, slug, attribute_type, source, created_at) \
-               SELECT $1, 'event.' || $4, $6, $7, $5 \
-               WHERE NOT EXISTS (SELECT 1 FROM attribute_metas \
-                                 WHERE account_id = $1 AND slug = 'event.' || $4) \
-               ON CONFLICT (account_id, slug) DO NOTHING\
-             ), \
-             event AS (\
-               INSERT INTO contact_events (account_id, id, contact_id, slug, occurred_at) \
-               VALUES ($1, $2, $3, $4, $5)\
-             ), \
-             increment AS (\
-               INSERT INTO contact_event_increments (account_id, slug, count, last_seen) \
-               VALUES ($1, $4, 1, $5)\
-             ), \
-             latest AS (\
-               INSERT INTO contact_attributes (account_id, contact_id, slug, date_value) \
-               VALUES ($1, $3, 'event.' || $4, $5) \
-               ON CONFLICT (account_id, contact_id, slug) \
-               DO UPDATE SET date_value = GREATEST(contact_attributes.date_value, excluded.date_value)\
-             ) \
-             SELECT EXISTS (SELECT 1 FROM automations \
-                            WHERE account_id = $1 AND trigger_event_slug = $4 AND is_enabled) \
-                    AS triggers",
-        )
-        .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
-        .bind::<diesel::sql_types::Uuid, _>(event.id.as_uuid())
-        .bind::<diesel::sql_types::Uuid, _>(event.contact_id.as_uuid())
-        .bind::<Text, _>(event.slug.as_str())
-        .bind::<diesel::sql_types::Timestamptz, _>(event.occurred_at.as_datetime())
-        .bind::<Text, _>(AttributeType::Date.as_str())
-        .bind::<Text, _>(AttributeSource::Event.as_str())
-        .get_result::<TriggersRow>(self.conn)
-        .map(|row| row.triggers)
-        .map_err(store_error)
+        event: &EventOfEmail<'_>,
+    ) -> Result<RecordedEvent, StoreError> {
+        // No contact and nothing written: a concurrent insert of the same email committed
+        // after the statement's snapshot (ON CONFLICT DO NOTHING waited for it). The
+        // statement again, with a new snapshot, finds it; a third miss means the contact
+        // is being created and deleted under it, which a client retry settles.
+        for _ in 0..3 {
+            if let Some(row) = self.record_event_once(account, event)? {
+                return Ok(RecordedEvent {
+                    contact_id: ContactId::from_uuid(row.id),
+                    triggers: row.triggers,
+                });
+            }
+        }
+        Err(StoreError::Unavailable(
+            "the event's contact was created and deleted concurrently three times".into(),
+        ))
     }
 
     fn find_contact(
@@ -1270,6 +1242,78 @@ pub(super) fn set_contact_mark(
     .execute(conn)
     .map(|n| n > 0)
     .map_err(store_error)
+}
+
+impl PgUnitOfWork<'_> {
+    /// `record_event`'s statement once; `None` when it found no contact (see there).
+    fn record_event_once(
+        &mut self,
+        account: AccountId,
+        event: &EventOfEmail<'_>,
+    ) -> Result<Option<RecordedEventRow>, StoreError> {
+        // One statement, one round trip: the contact found by email or inserted (as in
+        // `upsert_contact_id`); the `event.<slug>` meta when it is missing (an existing
+        // meta costs one index probe: no row reaches the insert, so its slot trigger does
+        // not run; ON CONFLICT covers a concurrent first event of the slug); the event
+        // row; its name's count (insert-only, so no row every event of the name would wait
+        // on); `event.<slug>` moved forward; and whether an enabled automation listens (the
+        // partial index automations_trigger_idx; most events have none, and the use case
+        // reads the automations only when one does). Data-modifying WITH parts always run
+        // to completion; `contact` is read twice, so it is computed once. Every write
+        // takes its row from `contact`: when it is empty, nothing is written.
+        prepared_sql(
+            "WITH inserted AS (\
+               INSERT INTO contacts (account_id, id, email, created_at) \
+               VALUES ($1, $2, $3, $4) \
+               ON CONFLICT (account_id, email_lower) DO NOTHING RETURNING id\
+             ), \
+             contact AS (\
+               SELECT id FROM inserted \
+               UNION ALL \
+               SELECT id FROM contacts \
+               WHERE account_id = $1 AND email_lower = $5 AND NOT EXISTS (SELECT 1 FROM inserted) \
+               LIMIT 1\
+             ), \
+             meta AS (\
+               INSERT INTO attribute_metas (account_id, slug, attribute_type, source, created_at) \
+               SELECT $1, 'event.' || $7, $8, $9, $4 FROM contact \
+               WHERE NOT EXISTS (SELECT 1 FROM attribute_metas \
+                                 WHERE account_id = $1 AND slug = 'event.' || $7) \
+               ON CONFLICT (account_id, slug) DO NOTHING\
+             ), \
+             event AS (\
+               INSERT INTO contact_events (account_id, id, contact_id, slug, occurred_at) \
+               SELECT $1, $6, id, $7, $4 FROM contact\
+             ), \
+             increment AS (\
+               INSERT INTO contact_event_increments (account_id, slug, count, last_seen) \
+               SELECT $1, $7, 1, $4 FROM contact\
+             ), \
+             latest AS (\
+               INSERT INTO contact_attributes (account_id, contact_id, slug, date_value) \
+               SELECT $1, id, 'event.' || $7, $4 FROM contact \
+               ON CONFLICT (account_id, contact_id, slug) \
+               DO UPDATE SET date_value = GREATEST(contact_attributes.date_value, excluded.date_value)\
+             ) \
+             SELECT contact.id, \
+                    EXISTS (SELECT 1 FROM automations \
+                            WHERE account_id = $1 AND trigger_event_slug = $7 AND is_enabled) \
+                    AS triggers \
+             FROM contact",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
+        .bind::<diesel::sql_types::Uuid, _>(event.new_contact.as_uuid())
+        .bind::<Text, _>(event.email.as_str())
+        .bind::<diesel::sql_types::Timestamptz, _>(event.occurred_at.as_datetime())
+        .bind::<Text, _>(event.email.normalized())
+        .bind::<diesel::sql_types::Uuid, _>(event.id.as_uuid())
+        .bind::<Text, _>(event.slug.as_str())
+        .bind::<Text, _>(AttributeType::Date.as_str())
+        .bind::<Text, _>(AttributeSource::Event.as_str())
+        .get_result(self.conn)
+        .optional()
+        .map_err(store_error)
+    }
 }
 
 #[cfg(test)]
