@@ -182,7 +182,9 @@ async fn measure(
 ) -> Result<()> {
     let mut config = Config::new(url, [7u8; 32]);
     config.listen = ([127, 0, 0, 1], 0).into();
-    config.db_pool_size = options.pool;
+    if let Some(pool) = options.pool {
+        config.db_pool_size = pool;
+    }
     config.http_workers = 2;
     config.run_workers = false;
     // The benchmarks measure the service, not the rate limit.
@@ -253,8 +255,15 @@ async fn measure(
     report.line(
         "server",
         format!(
-            "in-process, release build, 2 HTTP workers, pool {}, background workers off",
-            options.pool
+            "in-process, release build, 2 HTTP workers, pool {}{}, background workers off",
+            options
+                .pool
+                .unwrap_or(Config::new("", [0; 32]).db_pool_size),
+            if options.pool.is_some() {
+                " (--pool)"
+            } else {
+                " (the server's default)"
+            }
         ),
     );
     report.line(

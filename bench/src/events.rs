@@ -220,8 +220,7 @@ pub fn pgbench_run(
             .map(|stem| stem.to_string_lossy().into_owned())
             .unwrap_or_default()
     ));
-    std::fs::create_dir_all(&log_dir)
-        .with_context(|| format!("creating {}", log_dir.display()))?;
+    std::fs::create_dir_all(&log_dir).with_context(|| format!("creating {}", log_dir.display()))?;
     let output = Command::new(pgbench)
         .current_dir(&log_dir)
         // The request pool's statement timeout (see `script`).
@@ -278,7 +277,10 @@ fn transaction_latencies(dir: &Path) -> Result<Latencies> {
         }));
     }
     if samples.is_empty() {
-        bail!("pgbench's per-transaction log in {} is empty", dir.display());
+        bail!(
+            "pgbench's per-transaction log in {} is empty",
+            dir.display()
+        );
     }
     Ok(Latencies::new(samples))
 }

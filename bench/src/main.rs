@@ -24,7 +24,8 @@ Usage: mailroom-bench audience [--contacts N] [--seconds S] [--pool P] [--reuse]
   audience      import N contacts (default 1000000) through POST …/contacts/import,
                 then time search, search count and POST …/events (S seconds per
                 event run, default 30) beside a flat table and pgbench; the server
-                holds at most P database connections (default 32). With
+                holds at most P database connections (default: the server's own
+                default, 16; the 32 clients queue for them as in production). With
                 --reuse the generated database is kept (named by N and the
                 migrations) and a later --reuse run with the same N skips the
                 import and setup; drop it with DROP DATABASE when done.
@@ -39,8 +40,8 @@ pub struct Options {
     pub contacts: u64,
     /// Duration of each event-recording run, in seconds.
     pub seconds: u64,
-    /// The server's database pool size.
-    pub pool: u32,
+    /// The server's database pool size; `None` keeps the server's default.
+    pub pool: Option<u32>,
     /// Keep the generated database, and use a kept one when it matches.
     pub reuse: bool,
 }
@@ -53,7 +54,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
     let mut options = Options {
         contacts: 1_000_000,
         seconds: 30,
-        pool: 32,
+        pool: None,
         reuse: false,
     };
     let mut rest = rest.iter();
@@ -69,7 +70,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         match flag.as_str() {
             "--contacts" if number >= 1_000 => options.contacts = number,
             "--seconds" if number >= 1 => options.seconds = number,
-            "--pool" if (1..=90).contains(&number) => options.pool = number as u32,
+            "--pool" if (1..=90).contains(&number) => options.pool = Some(number as u32),
             "--contacts" => return Err("--contacts must be at least 1000".into()),
             "--seconds" => return Err("--seconds must be at least 1".into()),
             "--pool" => return Err("--pool must be between 1 and 90".into()),

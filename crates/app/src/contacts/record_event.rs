@@ -1,7 +1,4 @@
-use mailroom_domain::{
-    slug::EventSlug,
-    ContactEventId, ContactId, ValidationErrors,
-};
+use mailroom_domain::{slug::EventSlug, ContactEventId, ContactId, ValidationErrors};
 
 use super::{parse_email_and_attributes, write_custom_attributes};
 use crate::{
