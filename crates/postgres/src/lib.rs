@@ -21,6 +21,6 @@ pub use repositories::contacts::{
     FEW_MATCHES,
 };
 pub use repositories::segments::{
-    count_plan, count_segment_with, explain_audience_batch, search_segment_with, slot_plan,
-    SegmentPlan, SlotColumn, SMALL_SET,
+    count_plan, count_segment_with, explain_audience_batch, search_plan, search_segment_with,
+    slot_plan, SegmentPlan, SlotColumn, SMALL_SET,
 };

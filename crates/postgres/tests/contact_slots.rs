@@ -10,11 +10,13 @@ use diesel::{connection::SimpleConnection, pg::PgConnection, sql_query, sql_type
 use mailroom_app::ports::{in_transaction, EventOfEmail, ImportedContact};
 use mailroom_domain::{
     attribute::{AttributeSource, AttributeType, AttributeValue},
+    condition::{Condition, NumberOperator, Segment, StringOperator},
     email::EmailAddress,
+    paging::PageRequest,
     slug::EventSlug,
     AccountId, ContactEventId, ContactId, Timestamp, Uuid,
 };
-use mailroom_postgres::{PgDatabase, PoolSettings};
+use mailroom_postgres::{search_plan, search_segment_with, PgDatabase, PoolSettings, SegmentPlan};
 use mailroom_test_support::TestDatabase;
 
 const ACCOUNT: &str = "0190a000-0000-7000-8000-000000000001";
@@ -260,6 +262,59 @@ fn slots_equal_the_attribute_rows_after_writes_of_every_kind() {
         ),
         2
     );
+
+    // A page whose conditions all name slotted attributes reads the slot rows; one on the
+    // unslotted fifth number does not. Both answer as the general walk does.
+    let segment = |conditions| Segment {
+        conditions,
+        include_unsubscribed: true,
+        topic: None,
+    };
+    let slotted = segment(vec![
+        Condition::String {
+            slug: "plan".into(),
+            operator: StringOperator::Equal,
+            value: "IMPORTED".into(),
+        },
+        Condition::Number {
+            slug: "n2".into(),
+            operator: NumberOperator::Equal,
+            value: 2.0,
+        },
+    ]);
+    let unslotted = segment(vec![Condition::Number {
+        slug: "n5".into(),
+        operator: NumberOperator::LessThan,
+        value: -10.0,
+    }]);
+    let page = PageRequest {
+        start: 0,
+        limit: 100,
+    };
+    for (segment, reads_slots, expected) in [
+        (&slotted, true, (10..30).map(contact_id).collect::<Vec<_>>()),
+        (&unslotted, false, (11..20).map(contact_id).collect()),
+    ] {
+        let plan = search_plan(&mut conn, account, segment).expect("plan");
+        assert_eq!(
+            matches!(plan, SegmentPlan::Slots { .. }),
+            reads_slots,
+            "{plan:?} for {segment:?}"
+        );
+        let found =
+            search_segment_with(&mut conn, account, segment, page, None, &plan).expect("page");
+        let walked = search_segment_with(
+            &mut conn,
+            account,
+            segment,
+            page,
+            None,
+            &SegmentPlan::General,
+        )
+        .expect("general page");
+        assert_eq!(found, expected, "{plan:?}");
+        assert_eq!(walked, expected, "general walk");
+    }
 }
 
 #[test]

@@ -478,6 +478,19 @@ pub fn count_plan(
     choose_plan(conn, account, segment, Purpose::Count)
 }
 
+/// The plan [`SegmentRepository::search_segment`] would take for a page of `segment`, for
+/// tests and the benchmark.
+///
+/// # Errors
+/// [`StoreError`] when the slot lookup or the sizing statement fails.
+pub fn search_plan(
+    conn: &mut PgConnection,
+    account: AccountId,
+    segment: &Segment,
+) -> Result<SegmentPlan, StoreError> {
+    choose_plan(conn, account, segment, Purpose::Search)
+}
+
 impl SegmentRepository for PgUnitOfWork<'_> {
     fn search_segment(
         &mut self,
