@@ -256,9 +256,7 @@ async fn measure(
         "server",
         format!(
             "in-process, release build, 2 HTTP workers, pool {}{}, background workers off",
-            options
-                .pool
-                .unwrap_or(Config::new("", [0; 32]).db_pool_size),
+            config.db_pool_size,
             if options.pool.is_some() {
                 " (--pool)"
             } else {

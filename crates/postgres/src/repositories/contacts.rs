@@ -679,6 +679,30 @@ pub fn list_contact_ids_with(
 const STATUS_RANK: &str = "CASE WHEN hard_bounced_at IS NOT NULL THEN 3 \
      WHEN complaint_at IS NOT NULL THEN 2 WHEN unsubscribed_at IS NOT NULL THEN 1 ELSE 0 END";
 
+/// The `WITH` parts that find the contact with an email or insert it, shared by
+/// `upsert_contact_id` and `record_event` (a macro so both statements stay `&'static str`
+/// literals for `prepared_sql`). Parameters: `$1` account, `$2` the new contact's id, `$3`
+/// the email, `$4` the time, `$5` the normalised email. `contact` holds one row (`id`,
+/// `created`), or none when a concurrent insert of the same email committed after the
+/// statement's snapshot (ON CONFLICT DO NOTHING waited for it, and the read cannot see
+/// it): a new statement finds it.
+macro_rules! contact_by_email {
+    () => {
+        "inserted AS (\
+           INSERT INTO contacts (account_id, id, email, created_at) \
+           VALUES ($1, $2, $3, $4) \
+           ON CONFLICT (account_id, email_lower) DO NOTHING RETURNING id\
+         ), \
+         contact AS (\
+           SELECT id, TRUE AS created FROM inserted \
+           UNION ALL \
+           SELECT id, FALSE AS created FROM contacts \
+           WHERE account_id = $1 AND email_lower = $5 AND NOT EXISTS (SELECT 1 FROM inserted) \
+           LIMIT 1\
+         )"
+    };
+}
+
 /// What `upsert_contact_id`'s statement returns.
 #[derive(QueryableByName)]
 struct UpsertedRow {
@@ -874,18 +898,11 @@ impl ContactRepository for PgUnitOfWork<'_> {
     ) -> Result<(ContactId, bool), StoreError> {
         // One statement in the usual cases: the insert, and when it found the email taken,
         // the existing contact read in the same statement.
-        let found: Option<UpsertedRow> = prepared_sql(
-            "WITH inserted AS (\
-               INSERT INTO contacts (account_id, id, email, created_at) \
-               VALUES ($1, $2, $3, $4) \
-               ON CONFLICT (account_id, email_lower) DO NOTHING RETURNING id\
-             ) \
-             SELECT id, TRUE AS created FROM inserted \
-             UNION ALL \
-             SELECT id, FALSE AS created FROM contacts \
-             WHERE account_id = $1 AND email_lower = $5 AND NOT EXISTS (SELECT 1 FROM inserted) \
-             LIMIT 1",
-        )
+        let found: Option<UpsertedRow> = prepared_sql(concat!(
+            "WITH ",
+            contact_by_email!(),
+            " SELECT id, created FROM contact"
+        ))
         .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
         .bind::<diesel::sql_types::Uuid, _>(new_id.as_uuid())
         .bind::<Text, _>(email.as_str())
@@ -1261,19 +1278,10 @@ impl PgUnitOfWork<'_> {
         // reads the automations only when one does). Data-modifying WITH parts always run
         // to completion; `contact` is read twice, so it is computed once. Every write
         // takes its row from `contact`: when it is empty, nothing is written.
-        prepared_sql(
-            "WITH inserted AS (\
-               INSERT INTO contacts (account_id, id, email, created_at) \
-               VALUES ($1, $2, $3, $4) \
-               ON CONFLICT (account_id, email_lower) DO NOTHING RETURNING id\
-             ), \
-             contact AS (\
-               SELECT id FROM inserted \
-               UNION ALL \
-               SELECT id FROM contacts \
-               WHERE account_id = $1 AND email_lower = $5 AND NOT EXISTS (SELECT 1 FROM inserted) \
-               LIMIT 1\
-             ), \
+        prepared_sql(concat!(
+            "WITH ",
+            contact_by_email!(),
+            ", \
              meta AS (\
                INSERT INTO attribute_metas (account_id, slug, attribute_type, source, created_at) \
                SELECT $1, 'event.' || $7, $8, $9, $4 FROM contact \
@@ -1300,7 +1308,7 @@ impl PgUnitOfWork<'_> {
                             WHERE account_id = $1 AND trigger_event_slug = $7 AND is_enabled) \
                     AS triggers \
              FROM contact",
-        )
+        ))
         .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
         .bind::<diesel::sql_types::Uuid, _>(event.new_contact.as_uuid())
         .bind::<Text, _>(event.email.as_str())

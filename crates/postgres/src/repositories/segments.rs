@@ -226,7 +226,7 @@ fn choose_plan(
     // A page whose every condition has a slot walks the slot rows like a flat table (a
     // prepared lookup of the metas instead of sizing every condition's set: the first
     // page of a 3-condition search at 1M contacts took 1.9 ms p95 sized and driven, see
-    // docs/operations.md, "First page from the slots").
+    // docs/operations.md, "One statement per event, pages from the slots").
     if purpose == Purpose::Search {
         if let Some(plan) = slot_plan(conn, account, segment)? {
             return Ok(plan);
