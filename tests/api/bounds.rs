@@ -164,3 +164,44 @@ async fn a_search_past_a_300_ms_statement_timeout_is_a_503_with_retry_after() {
     .await;
     assert_eq!(page["items"].as_array().map(Vec::len), Some(1));
 }
+
+/// An event nothing listens to is one statement outside a transaction (docs/operations.md,
+/// "An event without a listener in one round trip"): the sessions' statement timeout
+/// bounds it as `SET LOCAL` bounds a transaction. An event that waits on a row another
+/// session holds is a 503 after about 300 ms, and succeeds once the row is free.
+#[tokio::test]
+async fn an_event_waiting_past_a_300_ms_statement_timeout_is_a_503_and_then_succeeds() {
+    let setup = Setup::new_with(|config| {
+        config.statement_timeout = Some(std::time::Duration::from_millis(300));
+    })
+    .await;
+    setup.event("grace@example.org", "signed_up").await;
+    let mut holder = setup.app.database.connection();
+    diesel::connection::SimpleConnection::batch_execute(
+        &mut holder,
+        "BEGIN; SELECT 1 FROM contact_attributes WHERE slug = 'event.signed_up' FOR UPDATE",
+    )
+    .expect("lock grace's event.signed_up");
+    let event = json!({"email": "grace@example.org", "slug": "signed_up"});
+    let started = std::time::Instant::now();
+    let (status, problem) = status_and_body(&setup, "/events", &event).await;
+    let took = started.elapsed();
+    assert_eq!(status, 503, "after {took:?}: {problem}");
+    assert!(
+        problem["detail"]
+            .as_str()
+            .is_some_and(|detail| detail.contains("longer than the database allows")),
+        "{problem}"
+    );
+    assert!(
+        took.as_secs() < 5,
+        "cancelled after about 300 ms, took {took:?}"
+    );
+    diesel::connection::SimpleConnection::batch_execute(&mut holder, "COMMIT").expect("release");
+    setup.event("grace@example.org", "signed_up").await;
+    let names = setup.get("/events/names").await;
+    assert_eq!(
+        names["items"][0]["count"], 2,
+        "the refused event wrote nothing: {names}"
+    );
+}

@@ -3,7 +3,7 @@ use std::time::Duration;
 use diesel::{
     connection::{AnsiTransactionManager, SimpleConnection, TransactionManager},
     pg::PgConnection,
-    r2d2::{ConnectionManager, Pool},
+    r2d2::{ConnectionManager, CustomizeConnection, Error as R2d2Error, Pool},
     Connection,
 };
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
@@ -32,6 +32,11 @@ pub struct PoolSettings {
     pub max_size: u32,
     /// How long a request waits for a connection before the store counts as unavailable.
     pub connection_timeout: Duration,
+    /// `statement_timeout` of every connection's session: it bounds the statements run
+    /// outside a transaction ([`Database::run_single_statement`]) and the transactions of
+    /// a [`PgDatabase::with_statement_timeout`] of the same value. Transactions of another
+    /// value set their own (`SET LOCAL`). `None` keeps the server's setting.
+    pub statement_timeout: Option<Duration>,
 }
 
 impl Default for PoolSettings {
@@ -39,6 +44,7 @@ impl Default for PoolSettings {
         Self {
             max_size: 16,
             connection_timeout: Duration::from_secs(5),
+            statement_timeout: None,
         }
     }
 }
@@ -50,8 +56,10 @@ pub struct PgDatabase {
     /// Whether connecting currently fails, so checkouts answer at once during an outage.
     health: Arc<ConnectHealth>,
     connection_timeout: Duration,
-    /// `statement_timeout` set in each transaction; `None` keeps the server's setting.
+    /// `statement_timeout` of each transaction; `None` keeps the server's setting.
     statement_timeout: Option<Duration>,
+    /// `statement_timeout` of every connection's session (`PoolSettings`).
+    session_statement_timeout: Option<Duration>,
 }
 
 impl PgDatabase {
@@ -63,6 +71,7 @@ impl PgDatabase {
     pub fn connect(url: &str, settings: &PoolSettings) -> Result<Self, StoreError> {
         let manager = ConnectionManager::<PgConnection>::new(url);
         let health = Arc::new(ConnectHealth::default());
+        let session_statement_timeout = settings.statement_timeout.filter(|t| !t.is_zero());
         let pool = Pool::builder()
             .max_size(settings.max_size)
             .min_idle(Some(1))
@@ -71,18 +80,25 @@ impl PgDatabase {
             // return suffices; a `SELECT 1` on every checkout would double round trips.
             .test_on_check_out(false)
             .error_handler(Box::new(ReportFailures(health.clone())))
-            .connection_customizer(Box::new(ReportSuccess(health.clone())))
+            .connection_customizer(Box::new(OpenSession {
+                report: ReportSuccess(health.clone()),
+                statement_timeout: session_statement_timeout,
+            }))
             .build_unchecked(manager);
         Ok(Self {
             pool,
             health,
             connection_timeout: settings.connection_timeout,
+            // The workers' database: the server's setting (`with_statement_timeout` for
+            // requests).
             statement_timeout: None,
+            session_statement_timeout,
         })
     }
 
-    /// The same pool, with every transaction's statements limited to `timeout`
-    /// (`SET LOCAL statement_timeout`, so the connection returns to the pool unchanged).
+    /// The same pool, with every transaction's statements limited to `timeout` (`SET
+    /// LOCAL statement_timeout`, so the connection returns to the pool unchanged, unless
+    /// the pool's sessions already have that timeout: `PoolSettings::statement_timeout`).
     /// A statement that runs longer is cancelled and the transaction fails with
     /// [`StoreError::TimedOut`]. `None` keeps the server's setting.
     #[must_use]
@@ -110,12 +126,14 @@ impl Database for PgDatabase {
         let conn: &mut PgConnection = &mut conn;
         // BEGIN and the `SET LOCAL` travel in one message, so the transaction's first
         // round trip also sets its timeout (docs/operations.md, "Audience at scale").
-        let begin = match self.statement_timeout {
-            Some(timeout) => format!(
+        // `TO DEFAULT` is the value the session started with: the server's setting.
+        let begin = match (self.statement_timeout, self.session_statement_timeout) {
+            (ours, session) if ours == session => "BEGIN".to_owned(),
+            (Some(timeout), _) => format!(
                 "BEGIN; SET LOCAL statement_timeout = {}",
                 timeout.as_millis().max(1)
             ),
-            None => "BEGIN".to_owned(),
+            (None, _) => "BEGIN; SET LOCAL statement_timeout TO DEFAULT".to_owned(),
         };
         if let Err(error) = AnsiTransactionManager::begin_transaction_sql(conn, &begin) {
             // Diesel counts the transaction as open only when the whole batch succeeded;
@@ -139,6 +157,21 @@ impl Database for PgDatabase {
         }
     }
 
+    fn run_single_statement(
+        &self,
+        work: &mut dyn FnMut(&mut dyn UnitOfWork) -> Result<(), AppError>,
+    ) -> Result<(), AppError> {
+        // The session's timeout is the only bound a statement outside a transaction has;
+        // when this database's differs, the statement takes a transaction of its own.
+        if self.statement_timeout != self.session_statement_timeout {
+            return self.run_in_transaction(work);
+        }
+        let mut conn = checkout(&self.pool, &self.health, self.connection_timeout)
+            .map_err(AppError::Unavailable)?;
+        let mut unit = PgUnitOfWork::new(&mut conn);
+        work(&mut unit)
+    }
+
     fn check_health(&self) -> Result<(), StoreError> {
         let mut conn = checkout(&self.pool, &self.health, self.connection_timeout)
             .map_err(StoreError::Unavailable)?;
@@ -147,6 +180,29 @@ impl Database for PgDatabase {
                 StoreError::Other(message) => StoreError::Unavailable(message),
                 other => other,
             })
+    }
+}
+
+/// Opens each connection's session: reports the connection to [`ConnectHealth`] and sets
+/// the session's statement timeout.
+#[derive(Debug)]
+struct OpenSession {
+    report: ReportSuccess,
+    statement_timeout: Option<Duration>,
+}
+
+impl CustomizeConnection<PgConnection, R2d2Error> for OpenSession {
+    fn on_acquire(&self, connection: &mut PgConnection) -> Result<(), R2d2Error> {
+        self.report.on_acquire(connection)?;
+        if let Some(timeout) = self.statement_timeout {
+            connection
+                .batch_execute(&format!(
+                    "SET statement_timeout = {}",
+                    timeout.as_millis().max(1)
+                ))
+                .map_err(R2d2Error::QueryError)?;
+        }
+        Ok(())
     }
 }
 

@@ -34,6 +34,7 @@ fn a_refused_server_answers_unavailable_well_before_the_connection_timeout() {
         &PoolSettings {
             max_size: 4,
             connection_timeout: TIMEOUT,
+            ..PoolSettings::default()
         },
     )
     .expect("the pool builds without connecting");
@@ -67,6 +68,7 @@ fn a_busy_healthy_pool_waits_for_a_connection() {
         &PoolSettings {
             max_size: 1,
             connection_timeout: TIMEOUT,
+            ..PoolSettings::default()
         },
     )
     .expect("pool");

@@ -52,6 +52,10 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
         &PoolSettings {
             max_size: config.db_pool_size,
             connection_timeout: Duration::from_secs(5),
+            // The requests' timeout, so a request's single statement (an event) needs no
+            // transaction to be bounded; the workers' transactions reset it to the
+            // server's setting (`PgDatabase::with_statement_timeout`).
+            statement_timeout: config.statement_timeout,
         },
     )?;
     // One resolver for every outbound connection (mail servers and webhooks): one bound

@@ -159,6 +159,20 @@ pub trait ContactRepository {
         event: &EventOfEmail<'_>,
     ) -> Result<RecordedEvent, StoreError>;
 
+    /// As [`ContactRepository::record_event`], but writes nothing, and answers `None`,
+    /// when the account has an enabled automation triggered by the slug. The write is one
+    /// statement, so a caller outside a transaction ([`crate::ports::in_single_statement`])
+    /// records an event that nothing listens to in one round trip; an event an automation
+    /// listens to must be recorded in a transaction with the messages it queues.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn record_event_unless_listened(
+        &mut self,
+        account: AccountId,
+        event: &EventOfEmail<'_>,
+    ) -> Result<Option<ContactId>, StoreError>;
+
     /// The contact, if it is the account's.
     ///
     /// # Errors

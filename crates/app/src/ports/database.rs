@@ -50,6 +50,20 @@ pub trait Database: Send + Sync {
         work: &mut dyn FnMut(&mut dyn UnitOfWork) -> Result<(), AppError>,
     ) -> Result<(), AppError>;
 
+    /// Runs `work` outside an explicit transaction: each statement it runs commits on its
+    /// own, under the same bounds (statement timeout) as a transaction of this database.
+    /// Only for work of one write statement, which is atomic by itself; it saves the
+    /// round trips of `BEGIN` and `COMMIT`. The default runs `work` in a transaction.
+    ///
+    /// # Errors
+    /// As [`Database::run_in_transaction`].
+    fn run_single_statement(
+        &self,
+        work: &mut dyn FnMut(&mut dyn UnitOfWork) -> Result<(), AppError>,
+    ) -> Result<(), AppError> {
+        self.run_in_transaction(work)
+    }
+
     /// Checks that the store answers, for readiness probes.
     ///
     /// # Errors
@@ -66,9 +80,31 @@ pub fn in_transaction<R>(
     db: &dyn Database,
     work: impl FnOnce(&mut dyn UnitOfWork) -> Result<R, AppError>,
 ) -> Result<R, AppError> {
+    run_typed(work, |work| db.run_in_transaction(work))
+}
+
+/// Runs `work`, one write statement, outside an explicit transaction and returns its
+/// value: the typed face of [`Database::run_single_statement`].
+///
+/// # Errors
+/// As [`Database::run_in_transaction`].
+pub fn in_single_statement<R>(
+    db: &dyn Database,
+    work: impl FnOnce(&mut dyn UnitOfWork) -> Result<R, AppError>,
+) -> Result<R, AppError> {
+    run_typed(work, |work| db.run_single_statement(work))
+}
+
+/// Adapts a typed `FnOnce` to the object-safe `FnMut` the port's runners take.
+fn run_typed<R>(
+    work: impl FnOnce(&mut dyn UnitOfWork) -> Result<R, AppError>,
+    run: impl FnOnce(
+        &mut dyn FnMut(&mut dyn UnitOfWork) -> Result<(), AppError>,
+    ) -> Result<(), AppError>,
+) -> Result<R, AppError> {
     let mut work = Some(work);
     let mut output = None;
-    db.run_in_transaction(&mut |tx| {
+    run(&mut |tx| {
         let work = work
             .take()
             .ok_or_else(|| AppError::Internal("transaction body ran twice".into()))?;

@@ -34,7 +34,7 @@ pub use automations::AutomationRepository;
 pub use console::{ConsoleRepository, ConsoleSessionRecord};
 pub use contact_import::{ContactImportRepository, ImportedContact};
 pub use contacts::{ContactEvent, ContactRepository, EventName, EventOfEmail, RecordedEvent};
-pub use database::{in_transaction, Database, UnitOfWork};
+pub use database::{in_single_statement, in_transaction, Database, UnitOfWork};
 pub use feedback::FeedbackRepository;
 pub use feedback_sources::{FeedbackSourceRecord, FeedbackSourceRepository, SnsAnswer, SnsClient};
 pub use mail_server_records::{MailServerRecord, MailServerRepository};

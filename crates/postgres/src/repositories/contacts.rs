@@ -333,11 +333,23 @@ fn lookup_pattern(lookup: Lookup<'_>) -> String {
     }
 }
 
+/// What `record_event_retried` did.
+enum EventWrite {
+    /// The event is written, for this contact; `triggers`: an enabled automation listens.
+    Written {
+        contact_id: ContactId,
+        triggers: bool,
+    },
+    /// Nothing is written: asked to write unless an automation listens, and one does.
+    Listened,
+}
+
 /// What `record_event`'s statement returns.
 #[derive(QueryableByName)]
 struct RecordedEventRow {
-    #[diesel(sql_type = diesel::sql_types::Uuid)]
-    id: Uuid,
+    /// `NULL` when nothing was written (see `record_event_once`).
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Uuid>)]
+    id: Option<Uuid>,
     #[diesel(sql_type = Bool)]
     triggers: bool,
 }
@@ -685,21 +697,30 @@ const STATUS_RANK: &str = "CASE WHEN hard_bounced_at IS NOT NULL THEN 3 \
 /// the email, `$4` the time, `$5` the normalised email. `contact` holds one row (`id`,
 /// `created`), or none when a concurrent insert of the same email committed after the
 /// statement's snapshot (ON CONFLICT DO NOTHING waited for it, and the read cannot see
-/// it): a new statement finds it.
+/// it): a new statement finds it. `when: "<condition>"` makes both parts conditional
+/// (`contact` is then empty and nothing is inserted when the condition is false).
 macro_rules! contact_by_email {
     () => {
-        "inserted AS (\
-           INSERT INTO contacts (account_id, id, email, created_at) \
-           VALUES ($1, $2, $3, $4) \
-           ON CONFLICT (account_id, email_lower) DO NOTHING RETURNING id\
-         ), \
-         contact AS (\
-           SELECT id, TRUE AS created FROM inserted \
-           UNION ALL \
-           SELECT id, FALSE AS created FROM contacts \
-           WHERE account_id = $1 AND email_lower = $5 AND NOT EXISTS (SELECT 1 FROM inserted) \
-           LIMIT 1\
-         )"
+        contact_by_email!(when: "TRUE")
+    };
+    (when: $condition:literal) => {
+        concat!(
+            "inserted AS (\
+               INSERT INTO contacts (account_id, id, email, created_at) \
+               SELECT $1, $2, $3, $4 WHERE ",
+            $condition,
+            " ON CONFLICT (account_id, email_lower) DO NOTHING RETURNING id\
+             ), \
+             contact AS (\
+               SELECT id, TRUE AS created FROM inserted \
+               UNION ALL \
+               SELECT id, FALSE AS created FROM contacts \
+               WHERE account_id = $1 AND email_lower = $5 AND ",
+            $condition,
+            " AND NOT EXISTS (SELECT 1 FROM inserted) \
+               LIMIT 1\
+             )"
+        )
     };
 }
 
@@ -973,17 +994,29 @@ impl ContactRepository for PgUnitOfWork<'_> {
         // after the statement's snapshot (ON CONFLICT DO NOTHING waited for it). The
         // statement again, with a new snapshot, finds it; a third miss means the contact
         // is being created and deleted under it, which a client retry settles.
-        for _ in 0..3 {
-            if let Some(row) = self.record_event_once(account, event)? {
-                return Ok(RecordedEvent {
-                    contact_id: ContactId::from_uuid(row.id),
-                    triggers: row.triggers,
-                });
-            }
+        match self.record_event_retried(account, event, false)? {
+            EventWrite::Written {
+                contact_id,
+                triggers,
+            } => Ok(RecordedEvent {
+                contact_id,
+                triggers,
+            }),
+            EventWrite::Listened => Err(StoreError::Other(
+                "an event was left unwritten though every write was asked for".into(),
+            )),
         }
-        Err(StoreError::Unavailable(
-            "the event's contact was created and deleted concurrently three times".into(),
-        ))
+    }
+
+    fn record_event_unless_listened(
+        &mut self,
+        account: AccountId,
+        event: &EventOfEmail<'_>,
+    ) -> Result<Option<ContactId>, StoreError> {
+        Ok(match self.record_event_retried(account, event, true)? {
+            EventWrite::Written { contact_id, .. } => Some(contact_id),
+            EventWrite::Listened => None,
+        })
     }
 
     fn find_contact(
@@ -1263,24 +1296,61 @@ pub(super) fn set_contact_mark(
 
 impl PgUnitOfWork<'_> {
     /// `record_event`'s statement once; `None` when it found no contact (see there).
+    /// `record_event_once` until it finds or makes the contact (at most three times).
+    fn record_event_retried(
+        &mut self,
+        account: AccountId,
+        event: &EventOfEmail<'_>,
+        unless_listened: bool,
+    ) -> Result<EventWrite, StoreError> {
+        // No contact and nothing written: a concurrent insert of the same email committed
+        // after the statement's snapshot (ON CONFLICT DO NOTHING waited for it). The
+        // statement again, with a new snapshot, finds it; a third miss means the contact
+        // is being created and deleted under it, which a client retry settles.
+        for _ in 0..3 {
+            let row = self.record_event_once(account, event, unless_listened)?;
+            match row.id {
+                Some(id) => {
+                    return Ok(EventWrite::Written {
+                        contact_id: ContactId::from_uuid(id),
+                        triggers: row.triggers,
+                    })
+                }
+                None if unless_listened && row.triggers => return Ok(EventWrite::Listened),
+                None => {}
+            }
+        }
+        Err(StoreError::Unavailable(
+            "the event's contact was created and deleted concurrently three times".into(),
+        ))
+    }
+
     fn record_event_once(
         &mut self,
         account: AccountId,
         event: &EventOfEmail<'_>,
-    ) -> Result<Option<RecordedEventRow>, StoreError> {
-        // One statement, one round trip: the contact found by email or inserted (as in
-        // `upsert_contact_id`); the `event.<slug>` meta when it is missing (an existing
-        // meta costs one index probe: no row reaches the insert, so its slot trigger does
-        // not run; ON CONFLICT covers a concurrent first event of the slug); the event
-        // row; its name's count (insert-only, so no row every event of the name would wait
-        // on); `event.<slug>` moved forward; and whether an enabled automation listens (the
+        unless_listened: bool,
+    ) -> Result<RecordedEventRow, StoreError> {
+        // One statement, one round trip: whether an enabled automation listens (the
         // partial index automations_trigger_idx; most events have none, and the use case
-        // reads the automations only when one does). Data-modifying WITH parts always run
-        // to completion; `contact` is read twice, so it is computed once. Every write
-        // takes its row from `contact`: when it is empty, nothing is written.
+        // reads the automations only when one does); the contact found by email or
+        // inserted (as in `upsert_contact_id`); the `event.<slug>` meta when it is missing
+        // (an existing meta costs one index probe: no row reaches the insert, so its slot
+        // trigger does not run; ON CONFLICT covers a concurrent first event of the slug);
+        // the event row; its name's count (insert-only, so no row every event of the name
+        // would wait on); and `event.<slug>` moved forward. With `$10` (unless listened)
+        // and a listening automation, `contact` is empty and nothing is written: that
+        // event must be written in a transaction with the messages it queues.
+        // Data-modifying WITH parts always run to completion; `contact` is read by each,
+        // so it is computed once. Every write takes its row from `contact`. The one row
+        // answered has a NULL id when nothing was written.
         prepared_sql(concat!(
-            "WITH ",
-            contact_by_email!(),
+            "WITH listening AS (\
+               SELECT EXISTS (SELECT 1 FROM automations \
+                              WHERE account_id = $1 AND trigger_event_slug = $7 AND is_enabled) \
+                      AS yes\
+             ), ",
+            contact_by_email!(when: "NOT ($10 AND (SELECT yes FROM listening))"),
             ", \
              meta AS (\
                INSERT INTO attribute_metas (account_id, slug, attribute_type, source, created_at) \
@@ -1303,11 +1373,8 @@ impl PgUnitOfWork<'_> {
                ON CONFLICT (account_id, contact_id, slug) \
                DO UPDATE SET date_value = GREATEST(contact_attributes.date_value, excluded.date_value)\
              ) \
-             SELECT contact.id, \
-                    EXISTS (SELECT 1 FROM automations \
-                            WHERE account_id = $1 AND trigger_event_slug = $7 AND is_enabled) \
-                    AS triggers \
-             FROM contact",
+             SELECT contact.id, listening.yes AS triggers \
+             FROM listening LEFT JOIN contact ON TRUE",
         ))
         .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
         .bind::<diesel::sql_types::Uuid, _>(event.new_contact.as_uuid())
@@ -1318,8 +1385,8 @@ impl PgUnitOfWork<'_> {
         .bind::<Text, _>(event.slug.as_str())
         .bind::<Text, _>(AttributeType::Date.as_str())
         .bind::<Text, _>(AttributeSource::Event.as_str())
+        .bind::<Bool, _>(unless_listened)
         .get_result(self.conn)
-        .optional()
         .map_err(store_error)
     }
 }
