@@ -12,7 +12,7 @@ use std::{
 
 use diesel::{connection::SimpleConnection, pg::PgConnection, sql_query, sql_types, RunQueryDsl};
 use mailroom_app::{
-    ports::{in_single_statement, in_transaction, EventOfEmail},
+    ports::{in_single_statement, in_transaction, EventOfEmail, RecordedEvent},
     AppError,
 };
 use mailroom_domain::{
@@ -90,6 +90,18 @@ fn email(text: &str) -> EmailAddress {
     EmailAddress::parse(text).expect("email")
 }
 
+/// A new event of `email` with `slug`, now.
+fn event_of<'a>(email: &'a EmailAddress, slug: &'a EventSlug) -> EventOfEmail<'a> {
+    EventOfEmail {
+        id: ContactEventId::from_uuid(Uuid::now_v7()),
+        email,
+        new_contact: ContactId::from_uuid(Uuid::now_v7()),
+        slug,
+        occurred_at: now(),
+    }
+}
+
+/// The event as a request without attributes first records it: one statement.
 fn unless_listened(
     database: &PgDatabase,
     email: &EmailAddress,
@@ -97,16 +109,19 @@ fn unless_listened(
 ) -> Result<Option<ContactId>, AppError> {
     let slug = EventSlug::normalize(slug).expect("slug");
     in_single_statement(database, |db| {
-        Ok(db.record_event_unless_listened(
-            account(),
-            &EventOfEmail {
-                id: ContactEventId::from_uuid(Uuid::now_v7()),
-                email,
-                new_contact: ContactId::from_uuid(Uuid::now_v7()),
-                slug: &slug,
-                occurred_at: now(),
-            },
-        )?)
+        Ok(db.record_event_unless_listened(account(), &event_of(email, &slug))?)
+    })
+}
+
+/// The event recorded in a transaction of `database`.
+fn in_a_transaction(
+    database: &PgDatabase,
+    email: &EmailAddress,
+    slug: &str,
+) -> Result<RecordedEvent, AppError> {
+    let slug = EventSlug::normalize(slug).expect("slug");
+    in_transaction(database, |tx| {
+        Ok(tx.record_event(account(), &event_of(email, &slug))?)
     })
 }
 
@@ -136,20 +151,7 @@ fn an_event_nothing_listens_to_is_written_whole_and_one_listened_to_not_at_all()
     );
     assert_eq!(written(&mut conn, "purchased"), [1, 0, 0, 0, 0]);
     // The transactional event writes it and says an automation listens.
-    let slug = EventSlug::normalize("purchased").expect("slug");
-    let recorded = in_transaction(&requests, |tx| {
-        Ok(tx.record_event(
-            account(),
-            &EventOfEmail {
-                id: ContactEventId::from_uuid(Uuid::now_v7()),
-                email: &alan,
-                new_contact: ContactId::from_uuid(Uuid::now_v7()),
-                slug: &slug,
-                occurred_at: now(),
-            },
-        )?)
-    })
-    .expect("recorded");
+    let recorded = in_a_transaction(&requests, &alan, "purchased").expect("recorded");
     assert!(recorded.triggers);
     assert_eq!(written(&mut conn, "purchased"), [2, 1, 1, 1, 1]);
 }
@@ -187,21 +189,8 @@ fn a_single_statement_is_bounded_by_the_sessions_timeout_and_a_workers_transacti
 
     // A worker's transaction on the same pool (whose sessions carry the timeout) keeps
     // the server's setting: it waits for the lock past the timeout and then writes.
-    let waiting = thread::spawn(move || {
-        let slug = EventSlug::normalize("signed_up").expect("slug");
-        in_transaction(&workers, |tx| {
-            Ok(tx.record_event(
-                account(),
-                &EventOfEmail {
-                    id: ContactEventId::from_uuid(Uuid::now_v7()),
-                    email: &email("grace@example.org"),
-                    new_contact: ContactId::from_uuid(Uuid::now_v7()),
-                    slug: &slug,
-                    occurred_at: now(),
-                },
-            )?)
-        })
-    });
+    let waiting =
+        thread::spawn(move || in_a_transaction(&workers, &email("grace@example.org"), "signed_up"));
     thread::sleep(TIMEOUT * 3);
     holder.batch_execute("COMMIT").expect("release");
     waiting
