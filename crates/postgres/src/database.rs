@@ -1,4 +1,4 @@
-use std::time::Duration;
+use std::{borrow::Cow, time::Duration};
 
 use diesel::{
     connection::{AnsiTransactionManager, SimpleConnection, TransactionManager},
@@ -60,6 +60,23 @@ pub struct PgDatabase {
     statement_timeout: Option<Duration>,
     /// `statement_timeout` of every connection's session (`PoolSettings`).
     session_statement_timeout: Option<Duration>,
+    /// What opens a transaction here (`begin_sql`), made once rather than per transaction.
+    begin: Cow<'static, str>,
+}
+
+/// What opens a transaction whose statements are limited to `ours` on a session limited to
+/// `session`. BEGIN and a `SET LOCAL` travel in one message, so the transaction's first
+/// round trip also sets its timeout (docs/operations.md, "Audience at scale"); `TO
+/// DEFAULT` is the value the session started with, that is the server's setting.
+fn begin_sql(ours: Option<Duration>, session: Option<Duration>) -> Cow<'static, str> {
+    match ours {
+        _ if ours == session => Cow::Borrowed("BEGIN"),
+        Some(timeout) => Cow::Owned(format!(
+            "BEGIN; SET LOCAL statement_timeout = {}",
+            timeout.as_millis().max(1)
+        )),
+        None => Cow::Borrowed("BEGIN; SET LOCAL statement_timeout TO DEFAULT"),
+    }
 }
 
 impl PgDatabase {
@@ -93,6 +110,7 @@ impl PgDatabase {
             // requests).
             statement_timeout: None,
             session_statement_timeout,
+            begin: begin_sql(None, session_statement_timeout),
         })
     }
 
@@ -103,8 +121,10 @@ impl PgDatabase {
     /// [`StoreError::TimedOut`]. `None` keeps the server's setting.
     #[must_use]
     pub fn with_statement_timeout(&self, timeout: Option<Duration>) -> Self {
+        let statement_timeout = timeout.filter(|timeout| !timeout.is_zero());
         Self {
-            statement_timeout: timeout.filter(|timeout| !timeout.is_zero()),
+            statement_timeout,
+            begin: begin_sql(statement_timeout, self.session_statement_timeout),
             ..self.clone()
         }
     }
@@ -124,18 +144,7 @@ impl Database for PgDatabase {
         let mut conn = checkout(&self.pool, &self.health, self.connection_timeout)
             .map_err(AppError::Unavailable)?;
         let conn: &mut PgConnection = &mut conn;
-        // BEGIN and the `SET LOCAL` travel in one message, so the transaction's first
-        // round trip also sets its timeout (docs/operations.md, "Audience at scale").
-        // `TO DEFAULT` is the value the session started with: the server's setting.
-        let begin = match (self.statement_timeout, self.session_statement_timeout) {
-            (ours, session) if ours == session => "BEGIN".to_owned(),
-            (Some(timeout), _) => format!(
-                "BEGIN; SET LOCAL statement_timeout = {}",
-                timeout.as_millis().max(1)
-            ),
-            (None, _) => "BEGIN; SET LOCAL statement_timeout TO DEFAULT".to_owned(),
-        };
-        if let Err(error) = AnsiTransactionManager::begin_transaction_sql(conn, &begin) {
+        if let Err(error) = AnsiTransactionManager::begin_transaction_sql(conn, &self.begin) {
             // Diesel counts the transaction as open only when the whole batch succeeded;
             // close whatever the server opened so the connection goes back clean.
             let _ = conn.batch_execute("ROLLBACK");

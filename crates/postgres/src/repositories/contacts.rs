@@ -333,17 +333,6 @@ fn lookup_pattern(lookup: Lookup<'_>) -> String {
     }
 }
 
-/// What `record_event_retried` did.
-enum EventWrite {
-    /// The event is written, for this contact; `triggers`: an enabled automation listens.
-    Written {
-        contact_id: ContactId,
-        triggers: bool,
-    },
-    /// Nothing is written: asked to write unless an automation listens, and one does.
-    Listened,
-}
-
 /// What `record_event`'s statement returns.
 #[derive(QueryableByName)]
 struct RecordedEventRow {
@@ -990,22 +979,12 @@ impl ContactRepository for PgUnitOfWork<'_> {
         account: AccountId,
         event: &EventOfEmail<'_>,
     ) -> Result<RecordedEvent, StoreError> {
-        // No contact and nothing written: a concurrent insert of the same email committed
-        // after the statement's snapshot (ON CONFLICT DO NOTHING waited for it). The
-        // statement again, with a new snapshot, finds it; a third miss means the contact
-        // is being created and deleted under it, which a client retry settles.
-        match self.record_event_retried(account, event, false)? {
-            EventWrite::Written {
-                contact_id,
-                triggers,
-            } => Ok(RecordedEvent {
-                contact_id,
-                triggers,
-            }),
-            EventWrite::Listened => Err(StoreError::Other(
-                "an event was left unwritten though every write was asked for".into(),
-            )),
-        }
+        self.record_event_retried(account, event, false)?
+            .ok_or_else(|| {
+                StoreError::Other(
+                    "an event was left unwritten though no listener was asked about".into(),
+                )
+            })
     }
 
     fn record_event_unless_listened(
@@ -1013,10 +992,9 @@ impl ContactRepository for PgUnitOfWork<'_> {
         account: AccountId,
         event: &EventOfEmail<'_>,
     ) -> Result<Option<ContactId>, StoreError> {
-        Ok(match self.record_event_retried(account, event, true)? {
-            EventWrite::Written { contact_id, .. } => Some(contact_id),
-            EventWrite::Listened => None,
-        })
+        Ok(self
+            .record_event_retried(account, event, true)?
+            .map(|recorded| recorded.contact_id))
     }
 
     fn find_contact(
@@ -1295,14 +1273,14 @@ pub(super) fn set_contact_mark(
 }
 
 impl PgUnitOfWork<'_> {
-    /// `record_event`'s statement once; `None` when it found no contact (see there).
     /// `record_event_once` until it finds or makes the contact (at most three times).
+    /// `None`: nothing is written, because `unless_listened` and an automation listens.
     fn record_event_retried(
         &mut self,
         account: AccountId,
         event: &EventOfEmail<'_>,
         unless_listened: bool,
-    ) -> Result<EventWrite, StoreError> {
+    ) -> Result<Option<RecordedEvent>, StoreError> {
         // No contact and nothing written: a concurrent insert of the same email committed
         // after the statement's snapshot (ON CONFLICT DO NOTHING waited for it). The
         // statement again, with a new snapshot, finds it; a third miss means the contact
@@ -1311,12 +1289,12 @@ impl PgUnitOfWork<'_> {
             let row = self.record_event_once(account, event, unless_listened)?;
             match row.id {
                 Some(id) => {
-                    return Ok(EventWrite::Written {
+                    return Ok(Some(RecordedEvent {
                         contact_id: ContactId::from_uuid(id),
                         triggers: row.triggers,
-                    })
+                    }))
                 }
-                None if unless_listened && row.triggers => return Ok(EventWrite::Listened),
+                None if unless_listened && row.triggers => return Ok(None),
                 None => {}
             }
         }
