@@ -1,0 +1,118 @@
+//! Counting delivered messages to their contacts is a heap-only (HOT) update: no index of
+//! `contacts` holds `message_count` and the table keeps room on its pages for the new
+//! versions (migration 34, docs/operations.md "Contact counts without an index"). A
+//! non-HOT update wrote a new entry into each of the table's indexes, the email filter's
+//! two GIN indexes among them, for every delivered message.
+
+use std::{
+    thread,
+    time::{Duration, Instant},
+};
+
+use diesel::{connection::SimpleConnection, sql_query, sql_types, QueryableByName, RunQueryDsl};
+use mailroom_app::ports::in_transaction;
+use mailroom_domain::{AccountId, ContactId, Uuid};
+use mailroom_postgres::{PgDatabase, PoolSettings};
+use mailroom_test_support::TestDatabase;
+
+const ACCOUNT: &str = "0190a000-0000-7000-8000-00000000c0c0";
+const CONTACTS: i64 = 2000;
+
+#[derive(QueryableByName)]
+struct Updates {
+    #[diesel(sql_type = sql_types::BigInt)]
+    updated: i64,
+    #[diesel(sql_type = sql_types::BigInt)]
+    heap_only: i64,
+}
+
+#[derive(QueryableByName)]
+struct IdRow {
+    #[diesel(sql_type = sql_types::Uuid)]
+    id: Uuid,
+}
+
+#[derive(QueryableByName)]
+struct CountRow {
+    #[diesel(sql_type = sql_types::Integer)]
+    message_count: i32,
+}
+
+/// `contacts`' row updates and how many of them were HOT, as the statistics collector has
+/// them.
+fn updates(conn: &mut diesel::PgConnection) -> Updates {
+    sql_query(
+        "SELECT n_tup_upd AS updated, n_tup_hot_upd AS heap_only FROM pg_stat_user_tables \
+         WHERE relname = 'contacts'",
+    )
+    .get_result(conn)
+    .expect("statistics")
+}
+
+#[test]
+fn counting_messages_to_contacts_writes_no_index_entry() {
+    let database = TestDatabase::create();
+    let mut conn = database.connection();
+    conn.batch_execute(&format!(
+        "INSERT INTO accounts (id, name, created_at) VALUES ('{ACCOUNT}', 'counts', now());
+         INSERT INTO contacts (account_id, id, email, created_at)
+           SELECT '{ACCOUNT}', gen_random_uuid(), 'c' || g || '@example.org', now()
+           FROM generate_series(1, {CONTACTS}) g;"
+    ))
+    .expect("contacts");
+    let account = AccountId::from_uuid(ACCOUNT.parse().expect("uuid"));
+    // One contact of each heap page: a new version needs room on its own page to be
+    // heap-only, and a page has room for a few (the table's fillfactor) until it is pruned
+    // of the dead ones, which happens as it is read once they are no longer visible.
+    let contacts: Vec<(AccountId, ContactId, u32)> = sql_query(
+        "SELECT DISTINCT ON ((ctid::text::point)[0]) id FROM contacts \
+         ORDER BY (ctid::text::point)[0], id",
+    )
+    .load::<IdRow>(&mut conn)
+    .expect("ids")
+    .into_iter()
+    .map(|row| (account, ContactId::from_uuid(row.id), 1))
+    .collect();
+    let before = updates(&mut conn);
+
+    // Three record batches, as the worker writes them: every contact counted three times.
+    // Each on a connection of its own, opened for it: a backend sends its statistics as
+    // soon as it goes idle only if it has not sent any in the last second (else 10 s
+    // later).
+    for _ in 0..3 {
+        let pool = PgDatabase::connect(
+            database.url(),
+            &PoolSettings {
+                max_size: 1,
+                ..PoolSettings::default()
+            },
+        )
+        .expect("pool");
+        in_transaction(&pool, |tx| Ok(tx.count_messages_to_contacts(&contacts)?)).expect("count");
+    }
+
+    assert!(contacts.len() > 10, "{} pages", contacts.len());
+    let counted = 3 * i64::try_from(contacts.len()).expect("pages");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let after = loop {
+        let now = updates(&mut conn);
+        if now.updated - before.updated >= counted || Instant::now() > deadline {
+            break now;
+        }
+        thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(after.updated - before.updated, counted, "updates counted");
+    assert_eq!(
+        after.heap_only - before.heap_only,
+        counted,
+        "every count is a heap-only update"
+    );
+    let counts: Vec<i32> = sql_query("SELECT message_count FROM contacts WHERE message_count > 0")
+        .load::<CountRow>(&mut conn)
+        .expect("counts")
+        .into_iter()
+        .map(|row| row.message_count)
+        .collect();
+    assert_eq!(counts.len(), contacts.len());
+    assert!(counts.iter().all(|&count| count == 3), "{counts:?}");
+}
