@@ -1,5 +1,6 @@
 use std::{borrow::Cow, time::Duration};
 
+use diesel::migration::MigrationSource;
 use diesel::{
     connection::{AnsiTransactionManager, SimpleConnection, TransactionManager},
     pg::PgConnection,
@@ -233,6 +234,16 @@ pub fn run_migrations(url: &str) -> Result<Vec<String>, StoreError> {
     conn.batch_execute(&format!("SELECT pg_advisory_unlock({MIGRATION_LOCK_KEY})"))
         .map_err(store_error)?;
     applied
+}
+
+/// The names of the migrations this build carries (embedded when the crate compiled), in
+/// order. A test database template is named after them as well as after the files: a
+/// binary built before a migration was added must not fill a template named for the files
+/// that include it.
+pub fn embedded_migration_names() -> Vec<String> {
+    MigrationSource::<diesel::pg::Pg>::migrations(&MIGRATIONS)
+        .map(|migrations| migrations.iter().map(|m| m.name().to_string()).collect())
+        .unwrap_or_default()
 }
 
 /// Creates the database named in `url` when the server says it does not exist, by

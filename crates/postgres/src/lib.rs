@@ -13,7 +13,8 @@ mod repositories;
 pub mod schema;
 
 pub use database::{
-    ensure_database_exists, run_migrations, url_with_database, PgDatabase, PoolSettings,
+    embedded_migration_names, ensure_database_exists, run_migrations, url_with_database,
+    PgDatabase, PoolSettings,
 };
 pub use error::store_error;
 pub use repositories::contacts::{

@@ -1,7 +1,7 @@
 use std::{fs, path::Path, thread, time::Duration};
 
 use diesel::{connection::SimpleConnection, pg::PgConnection, Connection};
-use mailroom_postgres::{run_migrations, url_with_database};
+use mailroom_postgres::{embedded_migration_names, run_migrations, url_with_database};
 use sha2::{Digest, Sha256};
 
 /// Prefix of every per-test database; `cargo xtask test` drops leftovers by it.
@@ -152,7 +152,9 @@ fn connect(url: &str) -> PgConnection {
 }
 
 /// The template's name carries a hash of the migrations, so a changed migration gets a
-/// new template instead of a stale one.
+/// new template instead of a stale one: of the files, and of the names of the migrations
+/// the binary embeds, so a test binary built before a migration was added (and which
+/// would not apply it) never fills the template named for the files that include it.
 fn ensure_template(admin_url: &str) -> String {
     let name = format!("{TEMPLATE_PREFIX}{}", migrations_fingerprint());
     let mut admin = connect(admin_url);
@@ -207,6 +209,10 @@ fn migrations_fingerprint() -> String {
     collect_files(&root, &mut files);
     files.sort();
     let mut hasher = Sha256::new();
+    for name in embedded_migration_names() {
+        hasher.update(name.as_bytes());
+        hasher.update(b"\n");
+    }
     for file in files {
         hasher.update(
             file.strip_prefix(&root)
