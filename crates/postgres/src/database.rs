@@ -65,6 +65,12 @@ pub struct PgDatabase {
     begin: Cow<'static, str>,
 }
 
+/// `timeout` as the milliseconds `statement_timeout` takes; at least 1, since 0 would turn
+/// the limit off (the timeouts here are never zero: zero means "none" and is `None`).
+fn timeout_millis(timeout: Duration) -> u128 {
+    timeout.as_millis().max(1)
+}
+
 /// What opens a transaction whose statements are limited to `ours` on a session limited to
 /// `session`. BEGIN and a `SET LOCAL` travel in one message, so the transaction's first
 /// round trip also sets its timeout (docs/operations.md, "Audience at scale"); `TO
@@ -74,7 +80,7 @@ fn begin_sql(ours: Option<Duration>, session: Option<Duration>) -> Cow<'static, 
         _ if ours == session => Cow::Borrowed("BEGIN"),
         Some(timeout) => Cow::Owned(format!(
             "BEGIN; SET LOCAL statement_timeout = {}",
-            timeout.as_millis().max(1)
+            timeout_millis(timeout)
         )),
         None => Cow::Borrowed("BEGIN; SET LOCAL statement_timeout TO DEFAULT"),
     }
@@ -208,7 +214,7 @@ impl CustomizeConnection<PgConnection, R2d2Error> for OpenSession {
             connection
                 .batch_execute(&format!(
                     "SET statement_timeout = {}",
-                    timeout.as_millis().max(1)
+                    timeout_millis(timeout)
                 ))
                 .map_err(R2d2Error::QueryError)?;
         }
