@@ -20,6 +20,11 @@ pub fn process_cpu(pid: u32) -> Option<ProcessCpu> {
     stat_cpu(&format!("/proc/{pid}/stat")).map(|(_, cpu)| cpu)
 }
 
+/// The CPU time (user + system) of the calling thread.
+pub fn this_thread_cpu() -> Option<Duration> {
+    stat_cpu("/proc/thread-self/stat").map(|(_, cpu)| cpu.own)
+}
+
 /// The command name and CPU time in the `stat` file at `path`.
 fn stat_cpu(path: &str) -> Option<(String, ProcessCpu)> {
     let stat = std::fs::read_to_string(path).ok()?;

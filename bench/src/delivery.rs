@@ -18,6 +18,12 @@
 //! queued, and the latency from a transactional `POST` to the SMTP server's `DATA` on an
 //! idle worker (p50, p99). Targets: ≥ 0.4 × raw at 8 connections, ≥ 0.8 × at 1, ≤ 75 µs
 //! CPU and ≤ 100 µs PostgreSQL per message, ≤ 2 MB per 10,000 queued, p50 ≤ 100 ms.
+//!
+//! Before the engine runs, the mailer alone ([`crate::mailer_alone`]) sends prepared
+//! messages straight to `smtp-sink`, with and without `PIPELINING` offered, in
+//! interleaved rounds: what the SMTP client itself costs per message, measured apart from
+//! the database's noise. `--no-pipelining` runs the engine itself against a sink without
+//! `PIPELINING` (`smtp-sink -p`).
 
 use std::{
     net::TcpListener,
@@ -44,13 +50,17 @@ use crate::cpu::process_cpu;
 use crate::stats::{ms, ratio, thousands, verdict, Latencies};
 
 const USAGE: &str = "\
-Usage: mailroom-bench delivery [--messages N] [--single M] [--latency K]
+Usage: mailroom-bench delivery [--messages N] [--single M] [--latency K] [--no-pipelining]
 
   delivery      queue N messages of about 5 KB (default 100000) to distinct contacts and
                 drain them with `mailroom worker` through smtp-sink on loopback, beside
                 smtp-source → smtp-sink; then M messages (default min(N, 20000)) over a
                 single connection; then K transactional sends (default 100) to an idle
                 worker, timed from the POST to the SMTP server's DATA.
+  --no-pipelining
+                Mailroom's smtp-sink does not offer PIPELINING (RFC 2920), so the worker
+                sends one command at a time, as to a server without it; the reference's
+                smtp-sink is unchanged.
 ";
 
 /// The secret key the in-process API and the worker process share.
@@ -64,6 +74,8 @@ struct Options {
     messages: u64,
     single: Option<u64>,
     latency_samples: usize,
+    /// Whether Mailroom's smtp-sink offers PIPELINING.
+    pipelining: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -71,9 +83,14 @@ fn parse(args: &[String]) -> Result<Options, String> {
         messages: 100_000,
         single: None,
         latency_samples: 100,
+        pipelining: true,
     };
     let mut rest = args.iter();
     while let Some(flag) = rest.next() {
+        if flag == "--no-pipelining" {
+            options.pipelining = false;
+            continue;
+        }
         let value = rest.next().ok_or_else(|| format!("{flag} needs a value"))?;
         let number: u64 = value
             .parse()
@@ -166,11 +183,15 @@ struct Sink {
 }
 
 impl Sink {
-    fn start(tools: &Tools) -> Result<Self> {
+    /// `pipelining: false` leaves PIPELINING out of its EHLO reply (`-p`).
+    fn start(tools: &Tools, pipelining: bool) -> Result<Self> {
         let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let mut command = tools.postfix(&tools.sink);
+        if !pipelining {
+            command.arg("-p");
+        }
         // -u: the user to run as when started by root (the postfix user may not exist).
-        let child = tools
-            .postfix(&tools.sink)
+        let child = command
             .args(["-u", "nobody", &format!("127.0.0.1:{port}"), "1024"])
             .stdout(Stdio::null())
             .spawn()
@@ -431,7 +452,7 @@ impl PgClock {
 }
 
 async fn measure(options: &Options, tools: &Tools, url: &str) -> Result<()> {
-    let sink = Sink::start(tools)?;
+    let sink = Sink::start(tools, true)?;
     println!(
         "== Reference: smtp-source → smtp-sink, {} messages of {} bytes ({} cores, load {})",
         thousands(options.messages),
@@ -444,14 +465,34 @@ async fn measure(options: &Options, tools: &Tools, url: &str) -> Result<()> {
     let single_count = options.single.unwrap_or(options.messages.min(20_000));
     let reference_single = smtp_source(tools, sink.port, single_count, 1)?;
     println!("  1 connection           {reference_single:>10.0} messages/s");
+    let stepwise_sink = Sink::start(tools, false)?;
+    crate::mailer_alone::compare(
+        (sink.port, sink.child.id()),
+        (stepwise_sink.port, stepwise_sink.child.id()),
+        single_count,
+        CONNECTIONS,
+        BODY_BYTES,
+    )?;
 
     let api = Api::start(url).await?;
-    let bench = api.account("Delivery bench", sink.port).await?;
+    let mailroom_port = if options.pipelining {
+        sink.port
+    } else {
+        stepwise_sink.port
+    };
+    let bench = api.account("Delivery bench", mailroom_port).await?;
     let mut sql = PgConnection::establish(url).context("connecting for setup")?;
     let clock = PgClock::detect(&mut sql);
     println!("  PostgreSQL time from   {}", clock.describe());
 
-    println!("\n== Mailroom: `mailroom worker` ({CONNECTIONS} connections per server) → smtp-sink");
+    println!(
+        "\n== Mailroom: `mailroom worker` ({CONNECTIONS} connections per server) → smtp-sink{}",
+        if options.pipelining {
+            ""
+        } else {
+            " without PIPELINING"
+        }
+    );
     let worker = Worker::start(tools, url, CONNECTIONS)?;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let idle = worker.rss_mb()?;

@@ -13,6 +13,7 @@ mod cpu;
 mod data;
 mod delivery;
 mod events;
+mod mailer_alone;
 mod stats;
 mod webhooks;
 

@@ -4,8 +4,9 @@
 //! the line has ended, so a server that streams bytes without a newline grows Mailroom's
 //! memory without bound. [`BoundedReplies`] sits between lettre and the connection and
 //! fails the read as soon as a line passes [`MAX_LINE_BYTES`] or a reply passes
-//! [`MAX_REPLY_BYTES`]. SMTP without pipelining (lettre does not pipeline) answers each
-//! command once, so "a reply" is everything read between two writes, plus the greeting.
+//! [`MAX_REPLY_BYTES`]. "A reply" is everything read between two writes, plus the
+//! greeting: one command's answer, or a pipelined envelope's (`MAIL FROM`, the `RCPT
+//! TO`s, `DATA`: a few hundred bytes, far under the bound).
 //!
 //! After the client writes `STARTTLS`, the bytes on this layer are TLS records, whose
 //! "lines" mean nothing: lines are no longer counted there, but the per-reply bound still

@@ -7,6 +7,16 @@
 //! transaction on a pooled connection (see [`crate::pool`]): `MAIL FROM`, `RCPT TO`,
 //! `DATA`. A transaction refused before `DATA` is reset (`RSET`) and the connection kept.
 //!
+//! # Pipelining
+//! When the server offers `PIPELINING` (RFC 2920), the envelope (`MAIL FROM`, every
+//! `RCPT TO`, `DATA`) goes in one write and its replies are read in order, so a message
+//! costs two round trips instead of three plus one per recipient (docs/operations.md,
+//! "SMTP pipelining"). lettre keeps only the EHLO keywords it acts on, and `PIPELINING`
+//! is not one of them, so a new connection asks EHLO once more before AUTH and reads the
+//! keyword itself. Every reply is still read and blamed on its own command; a refusal
+//! before the content leaves no command unanswered, and when `DATA` is accepted although
+//! the contact was refused, the connection is closed rather than the content sent.
+//!
 //! # Blame
 //! Every reply is reported with the step it answered ([`SmtpStage`]): the session
 //! (greeting, EHLO, STARTTLS), AUTH, `MAIL FROM`, the contact's own `RCPT TO`, a copy's
@@ -34,8 +44,9 @@ use lettre::message::{
 };
 use lettre::transport::smtp::authentication::{Credentials, Mechanism};
 use lettre::transport::smtp::client::{AsyncSmtpConnection, TlsParameters};
-use lettre::transport::smtp::commands::{Data, Mail, Rcpt, Rset};
+use lettre::transport::smtp::commands::{Data, Ehlo, Mail, Rcpt, Rset};
 use lettre::transport::smtp::extension::{ClientId, Extension, MailBodyParameter, MailParameter};
+use lettre::transport::smtp::response::Response;
 use lettre::transport::smtp::Error as SmtpError;
 use lettre::{Address, Message};
 
@@ -98,8 +109,9 @@ impl std::fmt::Debug for SmtpMailer {
 enum Stage {
     /// Before the `DATA` command: the server cannot have taken the message.
     Envelope,
-    /// `DATA` was sent, the content not yet: never resent at once from here on (the
-    /// duplicate window), but a refused `DATA` leaves the transaction open.
+    /// `DATA`'s reply is awaited (every earlier reply was read), the content not yet
+    /// sent: never resent at once from here on (the duplicate window), but a refused
+    /// `DATA` leaves the transaction open.
     Data,
     /// The content was sent: its reply, if any, ends the transaction.
     Content,
@@ -162,10 +174,10 @@ impl SmtpMailer {
             let was_reused = reused.is_some();
             let mut pooled = match reused.take() {
                 Some(pooled) => pooled,
-                None => Pooled::new(self.open(&server, &mail.endpoint).await?),
+                None => self.open(&server, &mail.endpoint).await?,
             };
             match self
-                .transact(&mut pooled.connection, &envelope, &contact, &bytes)
+                .transact(&mut pooled, &envelope, &contact, &bytes)
                 .await
             {
                 Ok(accepted) => {
@@ -213,14 +225,14 @@ impl SmtpMailer {
         &self,
         server: &ServerPool,
         endpoint: &SmtpEndpoint,
-    ) -> Result<AsyncSmtpConnection, AttemptFault> {
+    ) -> Result<Pooled, AttemptFault> {
         if let Some(refusal) = server.recent_refusal() {
             return Err(refusal);
         }
         match self.connect(endpoint).await {
-            Ok(connection) => {
+            Ok(session) => {
                 server.forget_refusal();
-                Ok(connection)
+                Ok(session)
             }
             Err(fault) => {
                 if fault.classify() == ReplyClass::ServerFault {
@@ -232,8 +244,8 @@ impl SmtpMailer {
     }
 
     /// A new connection: resolved through the egress guard, dialled, secured,
-    /// greeted and authenticated.
-    async fn connect(&self, endpoint: &SmtpEndpoint) -> Result<AsyncSmtpConnection, AttemptFault> {
+    /// greeted, asked whether it pipelines, and authenticated.
+    async fn connect(&self, endpoint: &SmtpEndpoint) -> Result<Pooled, AttemptFault> {
         let settings = self.settings;
         let address = resolve_pinned_async(
             &self.resolver,
@@ -301,6 +313,7 @@ impl SmtpMailer {
         .map_err(|_| timed_out(self.settings.timeout))??;
 
         let authenticated = timeout(self.settings.timeout, async {
+            let pipelining = offers_pipelining(&mut connection, client_id).await?;
             let info = connection.server_info();
             if MECHANISMS.iter().any(|&m| info.supports_auth_mechanism(m)) {
                 let credentials =
@@ -310,12 +323,12 @@ impl SmtpMailer {
                     .await
                     .map_err(|error| fault(&error, SmtpStage::Authentication))?;
             }
-            Ok::<_, AttemptFault>(())
+            Ok::<_, AttemptFault>(pipelining)
         })
         .await
         .map_err(|_| timed_out(self.settings.timeout));
         match authenticated {
-            Ok(Ok(())) => Ok(connection),
+            Ok(Ok(pipelining)) => Ok(Pooled::new(connection, pipelining)),
             Ok(Err(error)) | Err(error) => {
                 connection.abort().await;
                 Err(error)
@@ -326,7 +339,7 @@ impl SmtpMailer {
     /// One mail transaction, bounded by the timeout, reporting where it stopped.
     async fn transact(
         &self,
-        connection: &mut AsyncSmtpConnection,
+        session: &mut Pooled,
         envelope: &Envelope,
         contact: &Address,
         bytes: &[u8],
@@ -335,18 +348,32 @@ impl SmtpMailer {
             stage: Stage::Envelope,
             blame: SmtpStage::MailFrom,
             refused_copies: Vec::new(),
+            connection_lost: false,
         };
-        let outcome = timeout(
-            self.settings.timeout,
-            transaction(connection, envelope, contact, bytes, &mut progress),
-        )
+        let outcome = timeout(self.settings.timeout, async {
+            let connection = &mut session.connection;
+            let mail = Mail::new(
+                envelope.from().cloned(),
+                mail_parameters(connection, envelope, bytes),
+            );
+            if session.pipelining {
+                pipelined_envelope(connection, mail, envelope, contact, &mut progress).await?;
+            } else {
+                stepwise_envelope(connection, mail, envelope, contact, &mut progress).await?;
+            }
+            progress.stage = Stage::Content;
+            let response = connection.message(bytes).await?;
+            let code: u16 = response.code().to_string().parse().unwrap_or(250);
+            let text = response.message().collect::<Vec<_>>().join(" ");
+            Ok::<_, SmtpError>(SmtpReply::new(code, &text))
+        })
         .await;
         match outcome {
             Ok(Ok(reply)) => Ok(MailAccepted {
                 reply,
                 refused_copies: progress.refused_copies,
             }),
-            Ok(Err(error)) => Err(refusal(&error, progress.stage, progress.blame)),
+            Ok(Err(error)) => Err(refusal(&error, &progress)),
             Err(_) => Err(Refusal {
                 fault: timed_out(self.settings.timeout),
                 stage: progress.stage,
@@ -357,31 +384,60 @@ impl SmtpMailer {
 }
 
 /// How far a transaction got: where it stands for resending, the step a refusal
-/// answers, and the copies refused so far.
+/// answers, the copies refused so far, and whether the connection must be closed even
+/// though the refusal was a reply.
 struct Progress {
     stage: Stage,
     blame: SmtpStage,
     refused_copies: Vec<(String, SmtpReply)>,
+    connection_lost: bool,
 }
 
-/// `MAIL FROM`, `RCPT TO` each, `DATA`, the content. `progress.stage` moves to
-/// [`Stage::Data`] just before `DATA` is written and to [`Stage::Content`] once it is
-/// answered 354; `progress.blame` names the command whose reply is awaited.
-///
-/// A refused Cc or Bcc recipient (any reply but 421, which closes the session) does not
-/// stop the transaction: it is noted and the message goes to the others
-/// (docs/api-decisions.md, "Who a refusal blames").
-async fn transaction(
-    connection: &mut AsyncSmtpConnection,
+impl Progress {
+    /// Blames the reply to `recipient`'s `RCPT TO` from here on.
+    fn await_recipient(&mut self, recipient: &Address, contact: &Address) {
+        let is_contact =
+            AsRef::<str>::as_ref(recipient).eq_ignore_ascii_case(AsRef::<str>::as_ref(contact));
+        self.blame = if is_contact {
+            SmtpStage::ContactRecipient
+        } else {
+            SmtpStage::CopyRecipient(recipient.to_string())
+        };
+    }
+
+    /// Takes a `RCPT TO` reply: `Ok(true)` accepted, `Ok(false)` a copy refused (noted;
+    /// the message goes to the others), `Err` a refusal that ends the transaction.
+    fn recipient_reply(&mut self, reply: Result<Response, SmtpError>) -> Result<bool, SmtpError> {
+        match reply {
+            Ok(_) => Ok(true),
+            Err(error) => match (&self.blame, reply_of(&error)) {
+                (SmtpStage::CopyRecipient(address), Some(reply)) if reply.code != 421 => {
+                    self.refused_copies.push((address.clone(), reply));
+                    Ok(false)
+                }
+                _ => Err(error),
+            },
+        }
+    }
+
+    /// Ready for `DATA`'s reply, `accepted` recipients taken.
+    fn await_data(&mut self, accepted: usize) {
+        self.blame = SmtpStage::Data {
+            contact_only: accepted == 1,
+        };
+        self.stage = Stage::Data;
+    }
+}
+
+/// RFC 6531 and RFC 6152: announce what the server said it takes; a server that does not
+/// take it refuses, which is its answer to give.
+fn mail_parameters(
+    connection: &AsyncSmtpConnection,
     envelope: &Envelope,
-    contact: &Address,
     bytes: &[u8],
-    progress: &mut Progress,
-) -> Result<SmtpReply, SmtpError> {
+) -> Vec<MailParameter> {
     let info = connection.server_info();
     let mut parameters = Vec::new();
-    // RFC 6531 and RFC 6152: announce what the server said it takes; a server that does
-    // not take it refuses, which is its answer to give.
     let ascii = |address: &Address| AsRef::<str>::as_ref(address).is_ascii();
     let non_ascii_address = envelope.from().is_some_and(|from| !ascii(from))
         || envelope.to().iter().any(|to| !ascii(to));
@@ -391,56 +447,153 @@ async fn transaction(
     if !bytes.is_ascii() && info.supports_feature(Extension::EightBitMime) {
         parameters.push(MailParameter::Body(MailBodyParameter::EightBitMime));
     }
-    progress.blame = SmtpStage::MailFrom;
-    connection
-        .command(Mail::new(envelope.from().cloned(), parameters))
-        .await?;
-    let is_contact = |address: &Address| {
-        AsRef::<str>::as_ref(address).eq_ignore_ascii_case(AsRef::<str>::as_ref(contact))
-    };
-    let mut accepted = 0usize;
-    for recipient in envelope.to() {
-        progress.blame = if is_contact(recipient) {
-            SmtpStage::ContactRecipient
-        } else {
-            SmtpStage::CopyRecipient(recipient.to_string())
-        };
-        match connection
-            .command(Rcpt::new(recipient.clone(), Vec::new()))
-            .await
-        {
-            Ok(_) => accepted += 1,
-            Err(error) => match (&progress.blame, reply_of(&error)) {
-                (SmtpStage::CopyRecipient(address), Some(reply)) if reply.code != 421 => {
-                    progress.refused_copies.push((address.clone(), reply));
-                }
-                _ => return Err(error),
-            },
-        }
-    }
-    progress.blame = SmtpStage::Data {
-        contact_only: accepted == 1,
-    };
-    progress.stage = Stage::Data;
-    connection.command(Data).await?;
-    progress.stage = Stage::Content;
-    let response = connection.message(bytes).await?;
-    let code: u16 = response.code().to_string().parse().unwrap_or(250);
-    let text = response.message().collect::<Vec<_>>().join(" ");
-    Ok(SmtpReply::new(code, &text))
+    parameters
 }
 
-/// Sorts a failed transaction: a reply other than 421 leaves the connection usable; 421
-/// (the server is closing) and any I/O error do not.
-fn refusal(error: &SmtpError, stage: Stage, blame: SmtpStage) -> Refusal {
-    let fault = fault(error, blame);
-    let alive = match &fault {
-        AttemptFault::Reply(_, reply) => reply.code != 421,
-        _ => false,
+/// The envelope one command at a time: `MAIL FROM`, `RCPT TO` each, `DATA`, each
+/// answered before the next is written. `progress.stage` moves to [`Stage::Data`] just
+/// before `DATA` is written; `progress.blame` names the command whose reply is awaited.
+///
+/// A refused Cc or Bcc recipient (any reply but 421, which closes the session) does not
+/// stop the transaction: it is noted and the message goes to the others
+/// (docs/api-decisions.md, "Who a refusal blames").
+async fn stepwise_envelope(
+    connection: &mut AsyncSmtpConnection,
+    mail: Mail,
+    envelope: &Envelope,
+    contact: &Address,
+    progress: &mut Progress,
+) -> Result<(), SmtpError> {
+    progress.blame = SmtpStage::MailFrom;
+    connection.command(mail).await?;
+    let mut accepted = 0usize;
+    for recipient in envelope.to() {
+        progress.await_recipient(recipient, contact);
+        let reply = connection
+            .command(Rcpt::new(recipient.clone(), Vec::new()))
+            .await;
+        if progress.recipient_reply(reply)? {
+            accepted += 1;
+        }
+    }
+    progress.await_data(accepted);
+    connection.command(Data).await?;
+    Ok(())
+}
+
+/// `MAIL FROM`, every `RCPT TO` and `DATA` in one write (RFC 2920 §3.1: a client may
+/// pipeline them when the server offers `PIPELINING`).
+struct PipelinedEnvelope<'a> {
+    mail: Mail,
+    recipients: &'a [Address],
+}
+
+impl std::fmt::Display for PipelinedEnvelope<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.mail)?;
+        for recipient in self.recipients {
+            write!(f, "{}", Rcpt::new(recipient.clone(), Vec::new()))?;
+        }
+        write!(f, "{Data}")
+    }
+}
+
+/// The envelope pipelined: one write, then every reply read in order and judged as the
+/// stepwise envelope judges it. The first refusal that ends the transaction is kept
+/// while the remaining replies are read (they answer commands the server already has:
+/// leaving them unread would make them the answers to the next commands); a lost
+/// connection or a 421 ends it at once. `progress.stage` moves to [`Stage::Data`] when
+/// `DATA`'s reply is awaited, as in the stepwise envelope.
+async fn pipelined_envelope(
+    connection: &mut AsyncSmtpConnection,
+    mail: Mail,
+    envelope: &Envelope,
+    contact: &Address,
+    progress: &mut Progress,
+) -> Result<(), SmtpError> {
+    // Whether a reply error still lets the remaining replies be read.
+    let answered = |error: &SmtpError| reply_of(error).is_some_and(|reply| reply.code != 421);
+    let mut refused: Option<(SmtpStage, SmtpError)> = None;
+    progress.blame = SmtpStage::MailFrom;
+    let commands = PipelinedEnvelope {
+        mail,
+        recipients: envelope.to(),
     };
+    match connection.command(commands).await {
+        Ok(_) => {}
+        Err(error) if answered(&error) => refused = Some((SmtpStage::MailFrom, error)),
+        Err(error) => return Err(error),
+    }
+    let mut accepted = 0usize;
+    for recipient in envelope.to() {
+        progress.await_recipient(recipient, contact);
+        let reply = connection.read_response().await;
+        if refused.is_some() {
+            // After a refused sender every RCPT TO is refused too (503); only a lost
+            // connection matters now.
+            match reply {
+                Err(error) if !answered(&error) => return Err(error),
+                _ => continue,
+            }
+        }
+        match progress.recipient_reply(reply) {
+            Ok(true) => accepted += 1,
+            Ok(false) => {}
+            Err(error) if answered(&error) => {
+                refused = Some((progress.blame.clone(), error));
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    progress.await_data(accepted);
+    let data = connection.read_response().await;
+    let Some((blame, error)) = refused else {
+        return data.map(drop);
+    };
+    match data {
+        // DATA refused (no valid recipient, bad sequence): the transaction stays open
+        // for RSET, as after a stepwise refusal.
+        Err(data_error) if answered(&data_error) => {}
+        // The server waits for content that must not go (the contact or the sender was
+        // refused, a copy accepted), or the connection was lost: close it, which makes
+        // the server drop the transaction.
+        _ => progress.connection_lost = true,
+    }
+    progress.blame = blame;
+    Err(error)
+}
+
+/// Asks EHLO again and reads whether the server offers `PIPELINING` (lettre's own EHLO
+/// keeps only the keywords lettre acts on). A refused second EHLO means one command at
+/// a time; a lost connection fails the connection.
+async fn offers_pipelining(
+    connection: &mut AsyncSmtpConnection,
+    client_id: &ClientId,
+) -> Result<bool, AttemptFault> {
+    match connection.command(Ehlo::new(client_id.clone())).await {
+        Ok(response) => Ok(response.message().any(|line| {
+            line.split_whitespace()
+                .next()
+                .is_some_and(|keyword| keyword.eq_ignore_ascii_case("PIPELINING"))
+        })),
+        Err(error) if reply_of(&error).is_some_and(|reply| reply.code != 421) => Ok(false),
+        Err(error) => Err(fault(&error, SmtpStage::Session)),
+    }
+}
+
+/// Sorts a failed transaction: a reply other than 421 leaves the connection usable
+/// (unless the transaction had to be abandoned, `connection_lost`); 421 (the server is
+/// closing) and any I/O error do not.
+fn refusal(error: &SmtpError, progress: &Progress) -> Refusal {
+    let fault = fault(error, progress.blame.clone());
+    let alive = !progress.connection_lost
+        && match &fault {
+            AttemptFault::Reply(_, reply) => reply.code != 421,
+            _ => false,
+        };
     Refusal {
         fault,
-        stage,
+        stage: progress.stage,
         alive,
     }
 }

@@ -107,16 +107,20 @@ impl PoolKey {
 /// A live, authenticated session, idle between messages.
 pub(crate) struct Pooled {
     pub(crate) connection: AsyncSmtpConnection,
+    /// The server offered `PIPELINING` (RFC 2920): a transaction's envelope goes in one
+    /// write (see [`crate::mailer`]).
+    pub(crate) pipelining: bool,
     opened: Instant,
     last_used: Instant,
     messages: u32,
 }
 
 impl Pooled {
-    pub(crate) fn new(connection: AsyncSmtpConnection) -> Self {
+    pub(crate) fn new(connection: AsyncSmtpConnection, pipelining: bool) -> Self {
         let now = Instant::now();
         Self {
             connection,
+            pipelining,
             opened: now,
             last_used: now,
             messages: 0,

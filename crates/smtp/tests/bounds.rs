@@ -88,9 +88,9 @@ fn assert_too_long(fault: &AttemptFault) {
 
 #[tokio::test]
 async fn a_1_gib_reply_line_to_mail_from_is_a_connection_fault_and_rss_grows_under_32_mib() {
-    // Greeting and EHLO are answered properly; MAIL FROM gets `250 ` and 1 GiB without a
-    // newline.
-    let server = HostileSmtpServer::start(Some(1), Hostility::Stream { bytes: GIB });
+    // Greeting and both EHLOs (lettre's, then the mailer's own, which looks for
+    // PIPELINING) are answered properly; MAIL FROM gets `250 ` and 1 GiB without a newline.
+    let server = HostileSmtpServer::start(Some(2), Hostility::Stream { bytes: GIB });
     let rss_before = rss_kib("VmRSS:");
     let started = Instant::now();
     let fault = send_to(&server).await.expect_err("refused");

@@ -1,5 +1,6 @@
 //! The mailer's connection pool against the real test SMTP server on loopback: reuse,
-//! the per-server bound, the pace, and a server that closes idle connections.
+//! the per-server bound, the pace, a server that closes idle connections, and who a
+//! refusal blames, with the envelope pipelined (RFC 2920) and one command at a time.
 
 use std::time::{Duration, Instant};
 
@@ -59,6 +60,17 @@ fn mail(server: &TestSmtpServer, security: SmtpSecurity, n: usize) -> OutgoingMa
 fn server(options: TestSmtpOptions) -> TestSmtpServer {
     TestSmtpServer::start(TestSmtpOptions {
         auth: Some(("ann".into(), "secret".into())),
+        ..options
+    })
+}
+
+/// Both kinds of server: one that offers `PIPELINING` and one that does not.
+const BOTH: [bool; 2] = [true, false];
+
+/// A server that offers `PIPELINING` or not.
+fn server_pipelining(pipelining: bool, options: TestSmtpOptions) -> TestSmtpServer {
+    server(TestSmtpOptions {
+        no_pipelining: !pipelining,
         ..options
     })
 }
@@ -136,76 +148,143 @@ async fn concurrent_messages_reuse_at_most_the_bound_of_connections() {
 
 #[tokio::test]
 async fn a_connection_the_server_closed_while_idle_is_replaced_and_nothing_is_sent_twice() {
-    let server = server(TestSmtpOptions {
-        idle_disconnect: Some(Duration::from_millis(200)),
-        ..TestSmtpOptions::default()
-    });
-    let mailer = mailer(SmtpPoolSettings::default());
-    for n in 0..3 {
-        let reply = mailer
-            .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, n))
-            .await;
-        assert_eq!(reply.expect("accepted").reply.code, 250);
-        // Long enough for the server to say 421 and hang up on the idle connection.
-        tokio::time::sleep(Duration::from_millis(500)).await;
+    for pipelining in BOTH {
+        let server = server_pipelining(
+            pipelining,
+            TestSmtpOptions {
+                idle_disconnect: Some(Duration::from_millis(200)),
+                ..TestSmtpOptions::default()
+            },
+        );
+        let mailer = mailer(SmtpPoolSettings::default());
+        for n in 0..3 {
+            let reply = mailer
+                .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, n))
+                .await;
+            assert_eq!(reply.expect("accepted").reply.code, 250, "{pipelining}");
+            // Long enough for the server to say 421 and hang up on the idle connection.
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        assert_eq!(
+            subjects(&server),
+            ["Message 0", "Message 1", "Message 2"],
+            "each message exactly once (pipelining: {pipelining})"
+        );
+        assert_eq!(server.connection_count(), 3);
     }
-    assert_eq!(
-        subjects(&server),
-        ["Message 0", "Message 1", "Message 2"],
-        "each message exactly once"
-    );
-    assert_eq!(server.connection_count(), 3);
+}
+
+#[tokio::test]
+async fn the_envelope_goes_in_one_write_only_to_a_server_that_offers_pipelining() {
+    for pipelining in BOTH {
+        let server = server_pipelining(pipelining, TestSmtpOptions::default());
+        let mailer = mailer(SmtpPoolSettings::default());
+        let mut mail = mail(&server, SmtpSecurity::StartTlsOpportunistic, 0);
+        mail.rendered.cc = Some("team@acme.example".into());
+        mailer.send(&mail).await.expect("accepted");
+        mailer
+            .send(&self::mail(&server, SmtpSecurity::StartTlsOpportunistic, 1))
+            .await
+            .expect("accepted");
+        let received = server.messages();
+        assert_eq!(received.len(), 2);
+        for message in &received {
+            assert_eq!(message.pipelined, pipelining, "{message:?}");
+        }
+        assert_eq!(
+            received[0].recipients,
+            ["reader0@example.org", "team@acme.example"]
+        );
+        assert_eq!(server.connection_count(), 1);
+    }
 }
 
 #[tokio::test]
 async fn a_refused_recipient_keeps_the_connection_for_the_next_message() {
-    let server = server(TestSmtpOptions::default());
-    server.script_rcpt_replies(["550 5.1.1 no such user"]);
-    let mailer = mailer(SmtpPoolSettings::default());
-    let refused = mailer
-        .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, 0))
-        .await
-        .expect_err("refused");
-    assert!(
-        matches!(&refused, AttemptFault::Reply(SmtpStage::ContactRecipient, reply) if reply.code == 550),
-        "{refused:?}"
-    );
-    let reply = mailer
-        .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, 1))
-        .await
-        .expect("accepted after RSET");
-    assert_eq!(reply.reply.code, 250);
-    assert_eq!(subjects(&server), ["Message 1"]);
-    assert_eq!(server.connection_count(), 1);
+    for pipelining in BOTH {
+        let server = server_pipelining(pipelining, TestSmtpOptions::default());
+        server.script_rcpt_replies(["550 5.1.1 no such user"]);
+        let mailer = mailer(SmtpPoolSettings::default());
+        let refused = mailer
+            .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, 0))
+            .await
+            .expect_err("refused");
+        assert!(
+            matches!(&refused, AttemptFault::Reply(SmtpStage::ContactRecipient, reply) if reply.code == 550),
+            "{refused:?}"
+        );
+        let reply = mailer
+            .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, 1))
+            .await
+            .expect("accepted after RSET");
+        assert_eq!(reply.reply.code, 250);
+        assert_eq!(subjects(&server), ["Message 1"]);
+        assert_eq!(server.connection_count(), 1, "pipelining: {pipelining}");
+    }
+}
+
+#[tokio::test]
+async fn a_refused_contact_with_an_accepted_copy_sends_nothing_and_blames_the_contact() {
+    for pipelining in BOTH {
+        let server = server_pipelining(pipelining, TestSmtpOptions::default());
+        server.refuse_recipient("reader0@example.org", "550 5.1.1 no such user");
+        let mailer = mailer(SmtpPoolSettings::default());
+        let mut refused_mail = mail(&server, SmtpSecurity::StartTlsOpportunistic, 0);
+        refused_mail.rendered.bcc = Some("audit@acme.example".into());
+        let refused = mailer.send(&refused_mail).await.expect_err("refused");
+        assert!(
+            matches!(&refused, AttemptFault::Reply(SmtpStage::ContactRecipient, reply) if reply.code == 550),
+            "{refused:?}"
+        );
+        mailer
+            .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, 1))
+            .await
+            .expect("accepted");
+        // The copy alone never gets the message.
+        assert_eq!(subjects(&server), ["Message 1"], "pipelining: {pipelining}");
+        // Pipelined, DATA was answered 354 for the copy: the connection is closed
+        // instead of sending content; stepwise, DATA was never written and RSET keeps it.
+        let sessions = if pipelining { 2 } else { 1 };
+        assert_eq!(
+            server.connection_count(),
+            sessions,
+            "pipelining: {pipelining}"
+        );
+    }
 }
 
 #[tokio::test]
 async fn a_refusal_after_data_is_not_sent_again() {
-    let server = server(TestSmtpOptions {
-        reply_to_data: Some("451 4.3.0 try again later".into()),
-        ..TestSmtpOptions::default()
-    });
-    let mailer = mailer(SmtpPoolSettings::default());
-    let refused = mailer
-        .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, 0))
-        .await
-        .expect_err("refused");
-    assert!(
-        matches!(&refused, AttemptFault::Reply(SmtpStage::Data { contact_only: true }, reply) if reply.code == 451),
-        "{refused:?}"
-    );
-    assert_eq!(server.connection_count(), 1, "no second session");
-    // The refused content ended the transaction: the next one starts cleanly on the
-    // same connection (a left-over transaction would be answered 503).
-    let again = mailer
-        .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, 1))
-        .await
-        .expect_err("refused");
-    assert!(
-        matches!(&again, AttemptFault::Reply(_, reply) if reply.code == 451),
-        "{again:?}"
-    );
-    assert_eq!(server.connection_count(), 1);
+    for pipelining in BOTH {
+        let server = server_pipelining(
+            pipelining,
+            TestSmtpOptions {
+                reply_to_data: Some("451 4.3.0 try again later".into()),
+                ..TestSmtpOptions::default()
+            },
+        );
+        let mailer = mailer(SmtpPoolSettings::default());
+        let refused = mailer
+            .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, 0))
+            .await
+            .expect_err("refused");
+        assert!(
+            matches!(&refused, AttemptFault::Reply(SmtpStage::Data { contact_only: true }, reply) if reply.code == 451),
+            "{refused:?}"
+        );
+        assert_eq!(server.connection_count(), 1, "no second session");
+        // The refused content ended the transaction: the next one starts cleanly on the
+        // same connection (a left-over transaction would be answered 503).
+        let again = mailer
+            .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, 1))
+            .await
+            .expect_err("refused");
+        assert!(
+            matches!(&again, AttemptFault::Reply(_, reply) if reply.code == 451),
+            "{again:?}"
+        );
+        assert_eq!(server.connection_count(), 1, "pipelining: {pipelining}");
+    }
 }
 
 #[tokio::test]
@@ -228,43 +307,50 @@ async fn the_rate_limit_spaces_messages_to_one_server() {
 
 #[tokio::test]
 async fn a_refused_copy_is_reported_and_the_others_get_the_message() {
-    let server = server(TestSmtpOptions::default());
-    server.refuse_recipient("audit@acme.example", "550 5.1.1 no such user");
-    let mailer = mailer(SmtpPoolSettings::default());
-    let mut mail = mail(&server, SmtpSecurity::StartTlsOpportunistic, 0);
-    mail.rendered.cc = Some("team@acme.example".into());
-    mail.rendered.bcc = Some("audit@acme.example".into());
-    let accepted = mailer.send(&mail).await.expect("accepted");
-    assert_eq!(accepted.reply.code, 250);
-    assert_eq!(accepted.refused_copies.len(), 1, "{accepted:?}");
-    assert_eq!(accepted.refused_copies[0].0, "audit@acme.example");
-    assert_eq!(accepted.refused_copies[0].1.code, 550);
-    let received = server.messages();
-    assert_eq!(
-        received[0].recipients,
-        ["reader0@example.org", "team@acme.example"]
-    );
+    for pipelining in BOTH {
+        let server = server_pipelining(pipelining, TestSmtpOptions::default());
+        server.refuse_recipient("audit@acme.example", "550 5.1.1 no such user");
+        let mailer = mailer(SmtpPoolSettings::default());
+        let mut mail = mail(&server, SmtpSecurity::StartTlsOpportunistic, 0);
+        mail.rendered.cc = Some("team@acme.example".into());
+        mail.rendered.bcc = Some("audit@acme.example".into());
+        let accepted = mailer.send(&mail).await.expect("accepted");
+        assert_eq!(accepted.reply.code, 250);
+        assert_eq!(accepted.refused_copies.len(), 1, "{accepted:?}");
+        assert_eq!(accepted.refused_copies[0].0, "audit@acme.example");
+        assert_eq!(accepted.refused_copies[0].1.code, 550);
+        let received = server.messages();
+        assert_eq!(
+            received[0].recipients,
+            ["reader0@example.org", "team@acme.example"]
+        );
+        assert_eq!(received[0].pipelined, pipelining);
+    }
 }
 
 #[tokio::test]
 async fn a_refused_mail_from_names_its_stage_and_keeps_the_connection() {
-    let server = server(TestSmtpOptions::default());
-    server.script_mail_replies(["550 sender not allowed"]);
-    let mailer = mailer(SmtpPoolSettings::default());
-    let refused = mailer
-        .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, 0))
-        .await
-        .expect_err("refused");
-    assert!(
-        matches!(&refused, AttemptFault::Reply(SmtpStage::MailFrom, reply) if reply.code == 550),
-        "{refused:?}"
-    );
-    assert_eq!(refused.classify(), ReplyClass::PermanentFailure);
-    mailer
-        .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, 1))
-        .await
-        .expect("accepted after RSET");
-    assert_eq!(server.connection_count(), 1);
+    for pipelining in BOTH {
+        let server = server_pipelining(pipelining, TestSmtpOptions::default());
+        server.script_mail_replies(["550 sender not allowed"]);
+        let mailer = mailer(SmtpPoolSettings::default());
+        let mut refused_mail = mail(&server, SmtpSecurity::StartTlsOpportunistic, 0);
+        refused_mail.rendered.cc = Some("team@acme.example".into());
+        let refused = mailer.send(&refused_mail).await.expect_err("refused");
+        assert!(
+            matches!(&refused, AttemptFault::Reply(SmtpStage::MailFrom, reply) if reply.code == 550),
+            "{refused:?}"
+        );
+        assert_eq!(refused.classify(), ReplyClass::PermanentFailure);
+        // The pipelined RCPT TOs and DATA were answered 503 and read: the next
+        // transaction gets its own replies.
+        mailer
+            .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, 1))
+            .await
+            .expect("accepted after RSET");
+        assert_eq!(subjects(&server), ["Message 1"]);
+        assert_eq!(server.connection_count(), 1, "pipelining: {pipelining}");
+    }
 }
 
 #[tokio::test]

@@ -115,6 +115,7 @@ fn data_is_recorded_dot_unstuffed() {
             authenticated_with: None,
             tls: false,
             hello: "test".into(),
+            pipelined: false,
         }]
     );
 }

@@ -1,6 +1,6 @@
 //! A real SMTP server on loopback for tests: speaks enough ESMTP for lettre (EHLO, AUTH
 //! PLAIN/LOGIN, STARTTLS or implicit TLS with a self-signed certificate for `localhost`,
-//! MAIL/RCPT/DATA), records what it receives, and can be told to refuse.
+//! MAIL/RCPT/DATA, PIPELINING), records what it receives, and can be told to refuse.
 //!
 //! It runs on its own thread with its own single-threaded tokio runtime, so blocking tests
 //! (the probe) and async tests (actix, workers) use it the same way, and it never
@@ -60,6 +60,9 @@ pub struct TestSmtpOptions {
     /// Close a connection that sent nothing for this long, saying `421 4.4.2` first (as
     /// Postfix does at its `smtpd_timeout`).
     pub idle_disconnect: Option<Duration>,
+    /// Leave `PIPELINING` (RFC 2920) out of the EHLO reply: a server that takes one
+    /// command at a time. Offered by default, as Postfix and the large providers do.
+    pub no_pipelining: bool,
 }
 
 /// One message the server accepted (the end of DATA answered 2xx).
@@ -81,6 +84,9 @@ pub struct ReceivedMessage {
     pub tls: bool,
     /// The name the client gave in EHLO (or HELO) on this connection.
     pub hello: String,
+    /// The client had already sent the commands after `MAIL FROM` (its `RCPT TO`s and
+    /// `DATA`) when `MAIL FROM` was read: the envelope came pipelined.
+    pub pipelined: bool,
 }
 
 /// A running test SMTP server on `127.0.0.1` at a free port. Stops on drop.
@@ -332,6 +338,8 @@ struct State {
     password: Option<String>,
     from: Option<String>,
     recipients: Vec<String>,
+    /// More commands were waiting when `MAIL FROM` was read.
+    pipelined: bool,
 }
 
 /// Runs the command loop. Returns the stream when the client asked for STARTTLS, so the
@@ -383,6 +391,9 @@ where
                 if offers_auth {
                     lines.push("250-AUTH PLAIN LOGIN".to_owned());
                 }
+                if !options.no_pipelining {
+                    lines.push("250-PIPELINING".to_owned());
+                }
                 lines.push("250 ENHANCEDSTATUSCODES".to_owned());
                 reply(&mut io, &lines.join("\r\n")).await?;
             }
@@ -414,6 +425,7 @@ where
                 let answer = scripted.unwrap_or_else(|| "250 2.1.0 Sender OK".to_owned());
                 if answer.starts_with('2') {
                     state.from = Some(path(argument, "FROM:"));
+                    state.pipelined = !io.buffer().is_empty();
                 }
                 reply(&mut io, &answer).await?;
             }
@@ -464,6 +476,7 @@ where
                             authenticated_with: state.password.clone(),
                             tls: state.secured,
                             hello: state.hello_name.clone(),
+                            pipelined: state.pipelined,
                         });
                     }
                     if options.accept_delay.is_some() {
