@@ -68,7 +68,7 @@ const SECRET_KEY: [u8; 32] = [7u8; 32];
 /// The worker's SMTP connections per server in the main run (the production default).
 const CONNECTIONS: usize = mailroom_server::config::DEFAULT_SMTP_CONNECTIONS_PER_SERVER;
 /// About 5 KB per message: the rendered body's size.
-const BODY_BYTES: usize = 5_000;
+pub const BODY_BYTES: usize = 5_000;
 
 struct Options {
     messages: u64,
@@ -471,7 +471,6 @@ async fn measure(options: &Options, tools: &Tools, url: &str) -> Result<()> {
         (stepwise_sink.port, stepwise_sink.child.id()),
         single_count,
         CONNECTIONS,
-        BODY_BYTES,
     )?;
 
     let api = Api::start(url).await?;
@@ -593,6 +592,15 @@ async fn measure(options: &Options, tools: &Tools, url: &str) -> Result<()> {
     );
     drop(sink);
     Ok(())
+}
+
+/// The bench message's HTML after its greeting: about [`BODY_BYTES`] of filler
+/// paragraphs on one line, so lettre sends it quoted-printable, as most real HTML (long
+/// or minified lines) is.
+pub fn filler_paragraphs() -> String {
+    let filler = "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor. ";
+    let paragraphs = BODY_BYTES / (filler.len() + 7);
+    format!("<p>{filler}</p>").repeat(paragraphs)
 }
 
 /// Messages per second of `smtp-source`: `count` messages of about [`BODY_BYTES`] over
@@ -923,14 +931,7 @@ impl Api {
             }),
         )
         .await?;
-        // About 5 KB once rendered: a paragraph of filler repeated.
-        let filler =
-            "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor. ";
-        let paragraphs = BODY_BYTES / (filler.len() + 7);
-        let content = format!(
-            "<p>Hello {{{{ first_name }}}},</p>{}",
-            format!("<p>{filler}</p>").repeat(paragraphs)
-        );
+        let content = format!("<p>Hello {{{{ first_name }}}},</p>{}", filler_paragraphs());
         let template = self
             .post(
                 format!("/v2/accounts/{account}/templates"),

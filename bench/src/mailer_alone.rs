@@ -31,7 +31,7 @@ struct Round {
     sink_us: f64,
 }
 
-/// Sends `count` messages of about `body_bytes` over `connections` sessions to each of
+/// Sends `count` messages of the delivery bench's size over `connections` sessions to each of
 /// the two sinks (`pipelined` offers PIPELINING, `stepwise` does not; both are
 /// `smtp-sink` processes with their pids), [`ROUNDS`] times, and prints the figures.
 pub fn compare(
@@ -39,7 +39,6 @@ pub fn compare(
     stepwise: (u16, u32),
     count: u64,
     connections: usize,
-    body_bytes: usize,
 ) -> Result<()> {
     println!(
         "\n== The mailer alone (no database, no render): {} messages over {connections} connections, {ROUNDS} interleaved rounds each",
@@ -51,7 +50,7 @@ pub fn compare(
             let sink_before = sink_cpu(sink_pid)?;
             let (elapsed, sender) = std::thread::scope(|scope| {
                 scope
-                    .spawn(|| send(port, count, connections, body_bytes))
+                    .spawn(|| send(port, count, connections))
                     .join()
                     .map_err(|_| anyhow::anyhow!("the sending thread panicked"))
             })??;
@@ -100,12 +99,7 @@ fn sink_cpu(pid: u32) -> Result<Duration> {
 
 /// Sends `count` messages on this thread's own single-threaded runtime and returns the
 /// elapsed time and this thread's CPU time.
-fn send(
-    port: u16,
-    count: u64,
-    connections: usize,
-    body_bytes: usize,
-) -> Result<(Duration, Duration)> {
+fn send(port: u16, count: u64, connections: usize) -> Result<(Duration, Duration)> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -118,7 +112,7 @@ fn send(
             ..SmtpPoolSettings::default()
         },
     });
-    let mails: Vec<OutgoingMail> = (0..count).map(|n| mail(port, n, body_bytes)).collect();
+    let mails: Vec<OutgoingMail> = (0..count).map(|n| mail(port, n)).collect();
     let cpu_before = this_thread_cpu().context("reading the thread's CPU time")?;
     let started = Instant::now();
     let failures = runtime.block_on(async {
@@ -139,10 +133,13 @@ fn send(
     Ok((elapsed, cpu))
 }
 
-/// A message like the delivery bench's: about `body_bytes` of HTML, one recipient.
-fn mail(port: u16, n: u64, body_bytes: usize) -> OutgoingMail {
-    let paragraph = format!("<p>Hello reader {n}, here is the news of the week.</p>\n");
-    let html = paragraph.repeat(body_bytes / paragraph.len() + 1);
+/// The delivery bench's message as the worker would render it: the same HTML (about
+/// [`crate::delivery::BODY_BYTES`] on one line), one recipient.
+fn mail(port: u16, n: u64) -> OutgoingMail {
+    let html = format!(
+        "<p>Hello reader{n},</p>{}",
+        crate::delivery::filler_paragraphs()
+    );
     OutgoingMail {
         endpoint: SmtpEndpoint {
             host: "127.0.0.1".into(),

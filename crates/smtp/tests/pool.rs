@@ -200,6 +200,29 @@ async fn the_envelope_goes_in_one_write_only_to_a_server_that_offers_pipelining(
 }
 
 #[tokio::test]
+async fn lines_that_start_with_a_dot_arrive_as_they_were_written() {
+    let server = server(TestSmtpOptions::default());
+    let mailer = mailer(SmtpPoolSettings::default());
+    let mut dotted = mail(&server, SmtpSecurity::StartTlsOpportunistic, 0);
+    dotted.rendered.html = ".first\n<p>a</p>\n.b\n..c\n.\nend".into();
+    mailer.send(&dotted).await.expect("accepted");
+    mailer
+        .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, 1))
+        .await
+        .expect("the next transaction starts cleanly");
+    let received = server.messages();
+    // The server undoes the dot-stuffing; what it kept is what was written.
+    assert!(
+        received[0]
+            .data
+            .contains("\r\n\r\n.first\r\n<p>a</p>\r\n.b\r\n..c\r\n.\r\nend"),
+        "{}",
+        received[0].data
+    );
+    assert_eq!(received.len(), 2);
+}
+
+#[tokio::test]
 async fn a_refused_recipient_keeps_the_connection_for_the_next_message() {
     for pipelining in BOTH {
         let server = server_pipelining(pipelining, TestSmtpOptions::default());
