@@ -13,10 +13,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use futures_util::StreamExt;
-use mailroom_app::ports::{Mailer, OutgoingMail, SmtpEndpoint, SmtpSecurity};
-use mailroom_app::rendering::{Mailbox, RenderedMessage};
-use mailroom_domain::{secret::SecretString, Timestamp};
+use mailroom_app::ports::{Mailer, OutgoingMail};
 use mailroom_smtp::{MailerSettings, SmtpMailer, SmtpPoolSettings};
+use mailroom_test_support::loopback_mail;
 
 use crate::cpu::{process_cpu, this_thread_cpu};
 use crate::stats::thousands;
@@ -147,42 +146,10 @@ fn send(port: u16, count: u64, connections: usize) -> Result<(Duration, Duration
 /// The delivery bench's message as the worker would render it: the same HTML (about
 /// [`crate::delivery::BODY_BYTES`] on one line), one recipient.
 fn mail(port: u16, n: u64) -> OutgoingMail {
-    let html = format!(
+    let mut mail = loopback_mail(port, n);
+    mail.rendered.html = format!(
         "<p>Hello reader{n},</p>{}",
         crate::delivery::filler_paragraphs()
     );
-    OutgoingMail {
-        endpoint: SmtpEndpoint {
-            host: "127.0.0.1".into(),
-            port,
-            security: SmtpSecurity::StartTlsOpportunistic,
-            allow_insecure_tls: false,
-            user: String::new(),
-            password: SecretString::new(""),
-            saved: None,
-        },
-        rendered: RenderedMessage {
-            subject: format!("Bench message {n}"),
-            html,
-            text: None,
-            from: Mailbox {
-                name: Some("Bench".into()),
-                email: "bench@example.com".into(),
-            },
-            to: Mailbox {
-                name: None,
-                email: format!("reader{n}@example.org"),
-            },
-            cc: None,
-            bcc: None,
-            reply_to: None,
-            click_tracking: false,
-            open_tracking: false,
-        },
-        message_id_header: format!("<bench{n}@example.com>"),
-        date: Timestamp::parse("2026-11-29T12:00:00.000Z").expect("a valid timestamp"),
-        list_unsubscribe: None,
-        dkim: None,
-        return_path: None,
-    }
+    mail
 }

@@ -4,54 +4,17 @@
 
 use std::time::{Duration, Instant};
 
-use mailroom_app::ports::{
-    MailServerProbe, Mailer, OutgoingMail, ProbeError, SmtpEndpoint, SmtpSecurity,
-};
-use mailroom_app::rendering::{Mailbox, RenderedMessage};
+use mailroom_app::ports::{MailServerProbe, Mailer, OutgoingMail, ProbeError};
 use mailroom_domain::message::AttemptFault;
-use mailroom_domain::{secret::SecretString, Timestamp};
 use mailroom_smtp::{
     MailerSettings, ProbeSettings, SmtpMailer, SmtpPoolSettings, SmtpProbe, PROBE_DEADLINE,
 };
-use mailroom_test_support::{HostileSmtpServer, Hostility};
+use mailroom_test_support::{loopback_mail, HostileSmtpServer, Hostility};
 
 const GIB: u64 = 1 << 30;
 
 fn mail(port: u16) -> OutgoingMail {
-    OutgoingMail {
-        endpoint: SmtpEndpoint {
-            host: "127.0.0.1".into(),
-            port,
-            security: SmtpSecurity::StartTlsOpportunistic,
-            allow_insecure_tls: false,
-            user: String::new(),
-            password: SecretString::new(""),
-            saved: None,
-        },
-        rendered: RenderedMessage {
-            subject: "Hello".into(),
-            html: "<p>Hello</p>".into(),
-            text: None,
-            from: Mailbox {
-                name: None,
-                email: "hello@acme.example".into(),
-            },
-            to: Mailbox {
-                name: None,
-                email: "reader@example.org".into(),
-            },
-            cc: None,
-            bcc: None,
-            reply_to: None,
-            click_tracking: false,
-            open_tracking: false,
-        },
-        message_id_header: "<m1@acme.example>".into(),
-        date: Timestamp::parse("2026-11-22T12:00:00.000Z").unwrap(),
-        list_unsubscribe: None,
-        dkim: None,
-        return_path: None,
-    }
+    loopback_mail(port, 1)
 }
 
 /// Resident and peak resident memory of this process, in KiB (Linux).

@@ -5,12 +5,11 @@
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
-use mailroom_app::ports::{Mailer, OutgoingMail, SmtpEndpoint, SmtpSecurity};
-use mailroom_app::rendering::{Mailbox, RenderedMessage};
+use mailroom_app::ports::{Mailer, OutgoingMail, SmtpSecurity};
 use mailroom_domain::message::{AttemptFault, ReplyClass, SmtpStage};
-use mailroom_domain::{secret::SecretString, Timestamp};
+use mailroom_domain::secret::SecretString;
 use mailroom_smtp::{MailerSettings, SmtpMailer, SmtpPoolSettings};
-use mailroom_test_support::{TestSmtpOptions, TestSmtpServer, TlsMode};
+use mailroom_test_support::{loopback_mail, TestSmtpOptions, TestSmtpServer, TlsMode};
 
 fn mailer(pool: SmtpPoolSettings) -> SmtpMailer {
     SmtpMailer::new(MailerSettings {
@@ -21,40 +20,12 @@ fn mailer(pool: SmtpPoolSettings) -> SmtpMailer {
 }
 
 fn mail(server: &TestSmtpServer, security: SmtpSecurity, n: usize) -> OutgoingMail {
-    OutgoingMail {
-        endpoint: SmtpEndpoint {
-            host: "127.0.0.1".into(),
-            port: server.port(),
-            security,
-            allow_insecure_tls: true,
-            user: "ann".into(),
-            password: SecretString::new("secret"),
-            saved: None,
-        },
-        rendered: RenderedMessage {
-            subject: format!("Message {n}"),
-            html: format!("<p>Hello {n}</p>"),
-            text: None,
-            from: Mailbox {
-                name: None,
-                email: "hello@acme.example".into(),
-            },
-            to: Mailbox {
-                name: None,
-                email: format!("reader{n}@example.org"),
-            },
-            cc: None,
-            bcc: None,
-            reply_to: None,
-            click_tracking: false,
-            open_tracking: false,
-        },
-        message_id_header: format!("<m{n}@acme.example>"),
-        date: Timestamp::parse("2026-11-22T12:00:00.000Z").unwrap(),
-        list_unsubscribe: None,
-        dkim: None,
-        return_path: None,
-    }
+    let mut mail = loopback_mail(server.port(), n as u64);
+    mail.endpoint.security = security;
+    mail.endpoint.allow_insecure_tls = true;
+    mail.endpoint.user = "ann".into();
+    mail.endpoint.password = SecretString::new("secret");
+    mail
 }
 
 fn server(options: TestSmtpOptions) -> TestSmtpServer {

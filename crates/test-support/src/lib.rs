@@ -9,11 +9,13 @@
 //!   deliveries and answers from a script (statuses, redirects, delays, hangs, closes).
 //! - [`TestDnsServer`]: a real DNS server on loopback (UDP, hickory's message types)
 //!   over a zone the test edits, for `MAILROOM_DNS_SERVER`.
+//! - [`loopback_mail`]: a message for the `Mailer` port to a server on loopback.
 
 mod clock;
 mod database;
 mod dns_server;
 mod hostile_smtp;
+mod outgoing_mail;
 mod smtp_server;
 mod webhook_receiver;
 
@@ -21,5 +23,6 @@ pub use clock::TestClock;
 pub use database::{admin_url, TestDatabase};
 pub use dns_server::TestDnsServer;
 pub use hostile_smtp::{HostileSmtpServer, Hostility};
+pub use outgoing_mail::loopback_mail;
 pub use smtp_server::{ReceivedMessage, TestSmtpOptions, TestSmtpServer, TlsMode};
 pub use webhook_receiver::{ReceivedRequest, ReceiverReply, TestWebhookReceiver};
