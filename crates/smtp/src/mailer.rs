@@ -11,9 +11,10 @@
 //! When the server offers `PIPELINING` (RFC 2920), the envelope (`MAIL FROM`, every
 //! `RCPT TO`, `DATA`) goes in one write and its replies are read in order, so a message
 //! costs two round trips instead of three plus one per recipient (docs/operations.md,
-//! "SMTP pipelining and the content in one write"). lettre keeps only the EHLO keywords it acts on, and `PIPELINING`
-//! is not one of them, so a new connection asks EHLO once more before AUTH and reads the
-//! keyword itself. Every reply is still read and blamed on its own command; a refusal
+//! "SMTP pipelining and the content in one write"). lettre keeps only the EHLO keywords
+//! it acts on, and `PIPELINING` is not one of them, so a new connection asks EHLO once
+//! more before AUTH and reads the keyword itself. The content then goes with its final
+//! dot in one write ([`Content`]). Every reply is still read and blamed on its own command; a refusal
 //! before the content leaves no command unanswered, and when `DATA` is accepted although
 //! the contact was refused, the connection is closed rather than the content sent.
 //!
@@ -571,8 +572,9 @@ async fn pipelined_envelope(
 /// before every line that starts with a dot, then `CRLF . CRLF`, in one write. lettre's
 /// `AsyncSmtpConnection::message` does the same byte by byte and writes the ending
 /// separately: its loop was 18 % of the mailer's CPU in the delivery bench's profile
-/// (docs/operations.md, "SMTP pipelining and the content in one write"). Lines end in CRLF in what lettre
-/// formats, and only a dot after CRLF (or at the start) is doubled, as lettre does.
+/// (docs/operations.md, "SMTP pipelining and the content in one write"). Lines end in
+/// CRLF in what lettre formats, and only a dot after CRLF (or at the start) is doubled,
+/// as lettre does.
 struct Content<'a>(&'a str);
 
 impl std::fmt::Display for Content<'_> {
