@@ -14,9 +14,13 @@
 //! "SMTP pipelining and the content in one write"). lettre keeps only the EHLO keywords
 //! it acts on, and `PIPELINING` is not one of them, so a new connection asks EHLO once
 //! more before AUTH and reads the keyword itself. The content then goes with its final
-//! dot in one write ([`Content`]). Every reply is still read and blamed on its own command; a refusal
-//! before the content leaves no command unanswered, and when `DATA` is accepted although
-//! the contact was refused, the connection is closed rather than the content sent.
+//! dot in one write ([`Content`]). Every reply is still read and blamed on its own
+//! command; a refusal before the content leaves no command unanswered, and when `DATA` is
+//! accepted although the contact was refused, the connection is closed rather than the
+//! content sent. An envelope of more than [`PIPELINED_RECIPIENTS`] recipients goes one
+//! command at a time: a template's copies are the tenant's to set, and one write of
+//! thousands of commands, with all their replies read as one (past the 64 KiB bound on
+//! what is read between writes, [`crate::bounded`]), is not something to build per message.
 //!
 //! # Blame
 //! Every reply is reported with the step it answered ([`SmtpStage`]): the session
@@ -68,6 +72,11 @@ use crate::resolve::resolve_pinned_async;
 
 /// The mechanisms Mailroom speaks, in order of preference.
 const MECHANISMS: [Mechanism; 2] = [Mechanism::Plain, Mechanism::Login];
+
+/// The most recipients an envelope may have to go pipelined (RFC 5321 §4.5.3.1.8: a
+/// server must take at least 100). Their commands are a few KiB and their replies stay
+/// far under the bound on what is read between two writes.
+const PIPELINED_RECIPIENTS: usize = 100;
 
 /// How long `RSET` after a refused transaction may take before the connection is dropped.
 const RSET_TIMEOUT: Duration = Duration::from_secs(5);
@@ -357,7 +366,7 @@ impl SmtpMailer {
                 envelope.from().cloned(),
                 mail_parameters(connection, envelope, bytes),
             );
-            if session.pipelining {
+            if session.pipelining && envelope.to().len() <= PIPELINED_RECIPIENTS {
                 pipelined_envelope(connection, mail, envelope, contact, &mut progress).await?;
             } else {
                 stepwise_envelope(connection, mail, envelope, contact, &mut progress).await?;

@@ -194,6 +194,27 @@ async fn lines_that_start_with_a_dot_arrive_as_they_were_written() {
 }
 
 #[tokio::test]
+async fn an_envelope_of_more_than_100_recipients_goes_one_command_at_a_time() {
+    let server = server_pipelining(true, TestSmtpOptions::default());
+    let mailer = mailer(SmtpPoolSettings::default());
+    let mut many = mail(&server, SmtpSecurity::StartTlsOpportunistic, 0);
+    let copies: Vec<String> = (0..150).map(|n| format!("copy{n}@acme.example")).collect();
+    many.rendered.bcc = Some(copies.join(", "));
+    mailer.send(&many).await.expect("accepted");
+    mailer
+        .send(&mail(&server, SmtpSecurity::StartTlsOpportunistic, 1))
+        .await
+        .expect("accepted");
+    let received = server.messages();
+    assert_eq!(received[0].recipients.len(), 151);
+    assert!(!received[0].pipelined, "151 recipients went pipelined");
+    assert!(
+        received[1].pipelined,
+        "one recipient went one command at a time"
+    );
+}
+
+#[tokio::test]
 async fn a_refused_recipient_keeps_the_connection_for_the_next_message() {
     for pipelining in BOTH {
         let server = server_pipelining(pipelining, TestSmtpOptions::default());
