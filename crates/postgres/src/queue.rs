@@ -1,8 +1,9 @@
 //! Claiming work from an outbox table with `FOR UPDATE SKIP LOCKED` and a lease, one
 //! account at a time through a table of due lanes: the webhook events' queue
 //! (`webhook_events`, `webhook_lanes`), and the lane lock the message outbox shares (its
-//! claim and reschedule are its own: a claim moves messages to `sending`;
-//! `repositories/messages.rs`; docs/operations.md, "Delivery engine").
+//! claim and reschedule are its own: a message in flight is stored as `queued` with a
+//! lease, so its partial indexes name one status and it has no index of leased rows;
+//! `repositories/messages.rs`; docs/operations.md, "Claims in place").
 //!
 //! A queue table follows one convention:
 //!

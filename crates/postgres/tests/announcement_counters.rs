@@ -67,12 +67,12 @@ fn differing(conn: &mut PgConnection, engagement: bool) -> i64 {
              FROM announcement_counters GROUP BY 1),
          counted AS (
              SELECT m.announcement_id,
-                    count(*) FILTER (WHERE m.status = 'queued'),
-                    count(*) FILTER (WHERE m.status = 'sending'),
-                    count(*) FILTER (WHERE m.status = 'sent'),
-                    count(*) FILTER (WHERE m.status = 'failed'),
-                    count(*) FILTER (WHERE m.status = 'bounced'),
-                    count(*) FILTER (WHERE m.status = 'skipped') {counted}
+                    count(*) FILTER (WHERE message_state(m.status, m.lease_token) = 'queued'),
+                    count(*) FILTER (WHERE message_state(m.status, m.lease_token) = 'sending'),
+                    count(*) FILTER (WHERE message_state(m.status, m.lease_token) = 'sent'),
+                    count(*) FILTER (WHERE message_state(m.status, m.lease_token) = 'failed'),
+                    count(*) FILTER (WHERE message_state(m.status, m.lease_token) = 'bounced'),
+                    count(*) FILTER (WHERE message_state(m.status, m.lease_token) = 'skipped') {counted}
              FROM messages m
              LEFT JOIN message_tracking t ON t.account_id = m.account_id AND t.message_id = m.id
              WHERE m.announcement_id IS NOT NULL GROUP BY 1)
@@ -121,10 +121,11 @@ fn counters_match_a_recount_after_concurrent_settles_engagement_and_deletes() {
                 for round in 0..6 {
                     let token = format!("0190a000-0000-7000-8000-{worker:06}{round:06}");
                     conn.batch_execute(&format!(
-                        "UPDATE messages AS m SET status = 'sending', lease_token = '{token}', \
+                        "UPDATE messages AS m SET lease_token = '{token}', \
                              locked_until = now() + interval '1 minute' \
                          FROM (SELECT account_id, id FROM messages \
-                               WHERE status = 'queued' ORDER BY id LIMIT 15 \
+                               WHERE status = 'queued' AND lease_token IS NULL \
+                               ORDER BY id LIMIT 15 \
                                FOR UPDATE SKIP LOCKED) AS due \
                          WHERE m.account_id = due.account_id AND m.id = due.id;
                          UPDATE messages SET locked_until = now() + interval '2 minutes' \

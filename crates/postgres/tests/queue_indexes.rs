@@ -98,7 +98,6 @@ fn messages_keeps_only_the_indexes_its_queries_use() {
             "messages_account_due_idx",
             "messages_account_id_announcement_id_contact_id_key",
             "messages_account_id_idempotency_key_key",
-            "messages_account_leased_idx",
             "messages_announcement_list_idx",
             "messages_announcement_pending_idx",
             "messages_contact_idx",
@@ -151,22 +150,22 @@ fn messages_keeps_only_the_indexes_its_queries_use() {
         ),
         (
             "the claim",
-            format!("SELECT id FROM messages WHERE account_id = {ACCOUNT} AND status IN ('queued', 'sending') AND next_attempt_at <= now() AND (locked_until IS NULL OR locked_until <= now()) ORDER BY next_attempt_at LIMIT 16 FOR UPDATE SKIP LOCKED"),
+            format!("SELECT id FROM messages WHERE account_id = {ACCOUNT} AND status = 'queued' AND next_attempt_at <= now() AND (locked_until IS NULL OR locked_until <= now()) ORDER BY next_attempt_at LIMIT 16 FOR UPDATE SKIP LOCKED"),
             "messages_account_due_idx",
         ),
         (
             "a lane's earliest lease",
-            format!("SELECT min(locked_until) FROM messages WHERE lease_token IS NOT NULL AND account_id = {ACCOUNT} AND status = 'sending'"),
-            "messages_account_leased_idx",
+            format!("SELECT min(locked_until) FROM messages WHERE account_id = {ACCOUNT} AND status = 'queued' AND next_attempt_at <= now() AND lease_token IS NOT NULL"),
+            "messages_account_due_idx",
         ),
         (
             "an announcement's completion",
-            format!("SELECT 1 FROM messages WHERE account_id = {ACCOUNT} AND announcement_id = {ANNOUNCEMENT} AND announcement_id IS NOT NULL AND status IN ('queued', 'sending') LIMIT 1"),
+            format!("SELECT 1 FROM messages WHERE account_id = {ACCOUNT} AND announcement_id = {ANNOUNCEMENT} AND announcement_id IS NOT NULL AND status = 'queued' LIMIT 1"),
             "messages_announcement_pending_idx",
         ),
         (
             "the queue depth",
-            "SELECT count(*) FROM messages WHERE status IN ('queued', 'sending')".to_owned(),
+            "SELECT count(*) FROM messages WHERE status = 'queued'".to_owned(),
             "messages_account_due_idx",
         ),
     ];

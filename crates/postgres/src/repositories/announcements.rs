@@ -291,13 +291,14 @@ impl AnnouncementRepository for PgUnitOfWork<'_> {
 
     fn complete_finished_announcements(&mut self, now: Timestamp) -> Result<u64, StoreError> {
         // The NOT EXISTS is served by the partial index messages_announcement_pending_idx,
-        // which holds only the pending rows: cheap however many messages are final.
+        // which holds only the pending rows (waiting or in flight, both stored as `queued`):
+        // cheap however many messages are final.
         let completed = prepared_sql(
             "UPDATE announcements a SET status = 'completed', process_date = $1, updated_at = $1 \
              WHERE a.status = 'running' AND a.expanded_at IS NOT NULL \
              AND NOT EXISTS (SELECT 1 FROM messages m \
                  WHERE m.account_id = a.account_id AND m.announcement_id = a.id \
-                 AND m.announcement_id IS NOT NULL AND m.status IN ('queued', 'sending'))",
+                 AND m.announcement_id IS NOT NULL AND m.status = 'queued')",
         )
         .bind::<Timestamptz, _>(now.as_datetime())
         .execute(self.conn)

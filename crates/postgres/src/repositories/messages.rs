@@ -74,7 +74,7 @@ impl TryFrom<MessageRow> for Message {
             template_id: TemplateId::from_uuid(row.template_id),
             kind: MessageKind::parse(&row.kind)
                 .ok_or_else(|| corrupt("messages.kind", &row.kind))?,
-            status: MessageStatus::parse(&row.status)
+            status: message_state(&row.status, row.lease_token)
                 .ok_or_else(|| corrupt("messages.status", &row.status))?,
             skip_reason: row
                 .skip_reason
@@ -98,6 +98,30 @@ impl TryFrom<MessageRow> for Message {
     }
 }
 
+/// A message's state from its stored status and lease: a message in flight is stored as
+/// `queued` with a lease, and `sending` is never stored, so a claim writes only columns no
+/// index names (migration 35; docs/operations.md, "Claims in place"). SQL that counts by
+/// state uses the same rule, `message_state(status, lease_token)`.
+fn message_state(status: &str, lease_token: Option<Uuid>) -> Option<MessageStatus> {
+    match MessageStatus::parse(status)? {
+        MessageStatus::Queued if lease_token.is_some() => Some(MessageStatus::Sending),
+        // `sending` is not a stored status: the table's CHECK refuses it.
+        MessageStatus::Sending => None,
+        stored => Some(stored),
+    }
+}
+
+/// The status column a message in `status` is stored with (see [`message_state`]).
+fn stored_status(status: MessageStatus) -> &'static str {
+    match status {
+        MessageStatus::Sending => QUEUED,
+        other => other.as_str(),
+    }
+}
+
+/// The stored status of every message waiting for a worker or in flight.
+const QUEUED: &str = "queued";
+
 pub(super) fn message_row(message: &Message, idempotency: Option<(&str, &str)>) -> MessageRow {
     MessageRow {
         account_id: message.account_id.as_uuid(),
@@ -106,7 +130,7 @@ pub(super) fn message_row(message: &Message, idempotency: Option<(&str, &str)>) 
         email: message.email.clone(),
         template_id: message.template_id.as_uuid(),
         kind: message.kind.as_str().to_owned(),
-        status: message.status.as_str().to_owned(),
+        status: stored_status(message.status).to_owned(),
         skip_reason: message.skip_reason.map(|r| r.as_str().to_owned()),
         data: Value::Object(message.data.clone()),
         attempts: i32::try_from(message.attempts).unwrap_or(i32::MAX),
@@ -132,7 +156,12 @@ fn filtered(account: AccountId, filter: &MessageFilter) -> messages::BoxedQuery<
         .filter(messages::account_id.eq(account.as_uuid()))
         .into_boxed();
     if let Some(status) = filter.status {
-        query = query.filter(messages::status.eq(status.as_str()));
+        query = query.filter(messages::status.eq(stored_status(status)));
+        match status {
+            MessageStatus::Queued => query = query.filter(messages::lease_token.is_null()),
+            MessageStatus::Sending => query = query.filter(messages::lease_token.is_not_null()),
+            _ => {}
+        }
     }
     if let Some(contact) = filter.contact_id {
         query = query.filter(messages::contact_id.eq(contact.as_uuid()));
@@ -165,16 +194,6 @@ struct ClaimedRow {
 struct IdRow {
     #[diesel(sql_type = SqlUuid)]
     id: Uuid,
-}
-
-/// The domain's claimable statuses as an SQL list of literals (closed-enum names, never
-/// input).
-fn claimable_statuses() -> String {
-    MessageStatus::CLAIMABLE
-        .iter()
-        .map(|status| format!("'{}'", status.as_str()))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 #[derive(Queryable, Selectable)]
@@ -329,18 +348,19 @@ impl MessageRepository for PgUnitOfWork<'_> {
         limit: u32,
     ) -> Result<Vec<ClaimedMessage>, StoreError> {
         // One statement: the inner SELECT locks the account's due rows (skipping rows
-        // other claims hold), the UPDATE stamps the lease, moves them to `sending` and
-        // counts the claim; the row locks end when it commits. The claimable statuses are
-        // the domain's, written as literals so the planner matches the partial index
-        // `messages_account_due_idx`; each row comes back with the status it was claimed
-        // from, for the domain's `Message::claim`.
-        let claimable = claimable_statuses();
+        // other claims hold), the UPDATE stamps the lease and counts the claim; the row
+        // locks end when it commits. The domain's claimable states (`queued`, and
+        // `sending` whose lease ran out) are both stored as `queued`, the literal the
+        // partial index `messages_account_due_idx` names; the claim leaves `status` alone,
+        // so its new row versions can be HOT (see `message_state`). Each row comes back
+        // with the state it was claimed from, for the domain's `Message::claim`.
         let mut rows: Vec<ClaimedRow> = prepared_sql(format!(
             "UPDATE messages AS claimed \
-             SET locked_until = $1, lease_token = $2, status = '{sending}', \
+             SET locked_until = $1, lease_token = $2, \
                  claims_without_outcome = claimed.claims_without_outcome + 1 \
-             FROM (SELECT account_id, id, status AS claimed_from FROM messages \
-                   WHERE account_id = $5 AND status IN ({claimable}) \
+             FROM (SELECT account_id, id, message_state(status, lease_token) AS claimed_from \
+                   FROM messages \
+                   WHERE account_id = $5 AND status = '{QUEUED}' \
                      AND next_attempt_at <= $3 \
                      AND (locked_until IS NULL OR locked_until <= $3) \
                    ORDER BY next_attempt_at \
@@ -349,7 +369,6 @@ impl MessageRepository for PgUnitOfWork<'_> {
              WHERE claimed.account_id = $5 AND claimed.account_id = due.account_id \
                AND claimed.id = due.id \
              RETURNING {CLAIMED_COLUMNS}, due.claimed_from",
-            sending = MessageStatus::Sending.as_str(),
         ))
         .bind::<Timestamptz, _>(lease.until.as_datetime())
         .bind::<SqlUuid, _>(lease.token)
@@ -363,14 +382,18 @@ impl MessageRepository for PgUnitOfWork<'_> {
         rows.into_iter()
             .map(
                 |ClaimedRow {
-                     message: mut row,
+                     message: row,
                      claimed_from,
                  }| {
                     let claims_without_outcome = u32::try_from(row.claims_without_outcome)
                         .map_err(|e| corrupt("messages.claims_without_outcome", e))?;
-                    row.status = claimed_from;
+                    // `claimed_from` is already the state (`message_state` in the SQL).
+                    let claimed_from = MessageStatus::parse(&claimed_from)
+                        .ok_or_else(|| corrupt("the claimed message's state", &claimed_from))?;
+                    let mut message = Message::try_from(row)?;
+                    message.status = claimed_from;
                     Ok(ClaimedMessage {
-                        message: Message::try_from(row)?,
+                        message,
                         claims_without_outcome,
                     })
                 },
@@ -388,27 +411,29 @@ impl MessageRepository for PgUnitOfWork<'_> {
         }
         let accounts: Vec<Uuid> = lanes.iter().map(|(id, _)| id.as_uuid()).collect();
         let backlogged: Vec<bool> = lanes.iter().map(|(_, full)| *full).collect();
-        // A backlogged lane is due now. For the others, two reads bounded by what the
-        // account has in flight: the first waiting row in due order (in-flight rows come
-        // first in the index and are stepped over), and the earliest lease end of the
-        // in-flight ones. CASE evaluates only the branch it takes.
-        let claimable = claimable_statuses();
+        // A backlogged lane is due now. For the others, two reads of the due index bounded
+        // by what the account has in flight: the first waiting row in due order
+        // (in-flight rows come first in the index and are stepped over), and the earliest
+        // lease end of the in-flight ones. Every in-flight row was due when it was
+        // claimed, so they all lie within `next_attempt_at <= now`, with only the due
+        // rows the lane's last claim left (a lane that is not backlogged left few). CASE
+        // evaluates only the branch it takes.
         prepared_sql(format!(
             "UPDATE delivery_lanes AS lane \
              SET next_due_at = CASE WHEN next.due IS NULL THEN NULL \
                                     ELSE greatest(next.due, $3) END \
              FROM (SELECT lanes.account_id, CASE WHEN lanes.backlogged THEN $3 ELSE least( \
                      (SELECT m.next_attempt_at FROM messages m \
-                      WHERE m.account_id = lanes.account_id AND m.status IN ({claimable}) \
+                      WHERE m.account_id = lanes.account_id AND m.status = '{QUEUED}' \
                         AND (m.locked_until IS NULL OR m.locked_until <= $3) \
                       ORDER BY m.next_attempt_at LIMIT 1), \
                      (SELECT min(m.locked_until) FROM messages m \
-                      WHERE m.lease_token IS NOT NULL AND m.account_id = lanes.account_id \
-                        AND m.status = '{sending}')) END AS due \
+                      WHERE m.account_id = lanes.account_id AND m.status = '{QUEUED}' \
+                        AND m.next_attempt_at <= $3 AND m.lease_token IS NOT NULL)) \
+                   END AS due \
                    FROM unnest($1::uuid[], $2::bool[]) AS lanes(account_id, backlogged)) \
                   AS next \
              WHERE lane.account_id = next.account_id",
-            sending = MessageStatus::Sending.as_str(),
         ))
         .bind::<Array<SqlUuid>, _>(accounts)
         .bind::<Array<Bool>, _>(backlogged)
@@ -433,17 +458,15 @@ impl MessageRepository for PgUnitOfWork<'_> {
         prepared_sql(
             "UPDATE messages AS held SET locked_until = $1 \
              FROM (SELECT account_id, id FROM messages \
-                   WHERE account_id = $5 AND lease_token = $2 AND id = ANY($3) \
-                     AND status = $4 \
+                   WHERE account_id = $4 AND lease_token = $2 AND id = ANY($3) \
                    ORDER BY account_id, id \
                    FOR UPDATE SKIP LOCKED) AS mine \
-             WHERE held.account_id = $5 AND held.account_id = mine.account_id \
+             WHERE held.account_id = $4 AND held.account_id = mine.account_id \
                AND held.id = mine.id",
         )
         .bind::<Timestamptz, _>(until.as_datetime())
         .bind::<SqlUuid, _>(token)
         .bind::<Array<SqlUuid>, _>(ids)
-        .bind::<Text, _>(MessageStatus::Sending.as_str())
         .bind::<SqlUuid, _>(account.as_uuid())
         .execute(self.conn)
         .map(|n| n as u64)

@@ -65,24 +65,48 @@ struct Count {
     rows: i64,
 }
 
-/// The depth of `table`, and how many pending rows have the first of the `pending`
-/// statuses (for messages: `queued`; the rest are `sending`).
+/// Which rows of a queue table are pending, and which of those are in the first pending
+/// state, as SQL conditions (constants of this module, never input).
+struct PendingRows {
+    table: &'static str,
+    pending: &'static str,
+    first: &'static str,
+}
+
+/// Messages waiting or in flight (both stored as `queued`, migration 35); the first state
+/// is `queued` (no lease), the rest are `sending`.
+const PENDING_MESSAGES: PendingRows = PendingRows {
+    table: "messages",
+    pending: "status = 'queued'",
+    first: "lease_token IS NULL",
+};
+
+/// Webhook events waiting for their first attempt (`queued`) or a retry.
+const PENDING_WEBHOOK_EVENTS: PendingRows = PendingRows {
+    table: "webhook_events",
+    pending: "status IN ('queued', 'retrying')",
+    first: "status = 'queued'",
+};
+
+/// The depth of a queue table, and how many pending rows are in its first pending state.
 fn depth(
     conn: &mut diesel::PgConnection,
-    table: &str,
-    pending: [&str; 2],
+    rows: &PendingRows,
     now: OffsetDateTime,
 ) -> Result<(QueueDepth, u64), StoreError> {
-    let [first, second] = pending;
-    // `table` and `pending` are constants of this module, never input.
+    let PendingRows {
+        table,
+        pending,
+        first,
+    } = rows;
     let row: DepthRow = sql_query(format!(
         "SELECT count(*) AS pending, \
-                count(*) FILTER (WHERE status = '{first}') AS first_status, \
+                count(*) FILTER (WHERE {first}) AS first_status, \
                 count(*) FILTER (WHERE next_attempt_at <= $1 \
                                  AND (locked_until IS NULL OR locked_until < $1)) AS due, \
                 min(next_attempt_at) FILTER (WHERE next_attempt_at <= $1 \
                                  AND (locked_until IS NULL OR locked_until < $1)) AS oldest_due \
-         FROM {table} WHERE status IN ('{first}', '{second}')"
+         FROM {table} WHERE {pending}"
     ))
     .bind::<Timestamptz, _>(now)
     .get_result(conn)
@@ -115,9 +139,12 @@ fn messages_by_status(
     .map_err(store_error)?;
     let exact = probe.rows <= EXACT_UP_TO;
     let counts: Vec<StatusCount> = if exact {
-        sql_query("SELECT status, count(*)::float8 AS rows FROM messages GROUP BY status")
-            .load(conn)
-            .map_err(store_error)?
+        sql_query(
+            "SELECT message_state(status, lease_token) AS status, count(*)::float8 AS rows \
+             FROM messages GROUP BY 1",
+        )
+        .load(conn)
+        .map_err(store_error)?
     } else {
         sql_query(
             "SELECT s.status, s.freq * greatest(c.reltuples, 0)::float8 AS rows \
@@ -161,8 +188,8 @@ impl QueueStatsRepository for PgUnitOfWork<'_> {
             .execute(self.conn)
             .map_err(store_error)?;
         let now = now.as_datetime();
-        let (messages, queued) = depth(self.conn, "messages", ["queued", "sending"], now)?;
-        let (webhook_events, _) = depth(self.conn, "webhook_events", ["queued", "retrying"], now)?;
+        let (messages, queued) = depth(self.conn, &PENDING_MESSAGES, now)?;
+        let (webhook_events, _) = depth(self.conn, &PENDING_WEBHOOK_EVENTS, now)?;
         let (messages_by_status, message_counts_exact) =
             messages_by_status(self.conn, queued, messages.pending.saturating_sub(queued))?;
         // Through the partial index `mail_servers_unhealthy_idx`: only unhealthy rows.
