@@ -582,7 +582,7 @@ impl Condition {
 
 /// The value of a system attribute, read from the contact itself, or `None` for any other
 /// slug. Mirrors the SQL side, which reads these from the `contacts` columns.
-fn system_value(contact: &Contact, slug: &str) -> Option<AttributeValue> {
+pub(crate) fn system_value(contact: &Contact, slug: &str) -> Option<AttributeValue> {
     match slug {
         "email" => Some(AttributeValue::String(contact.email.clone())),
         "create_date" => Some(AttributeValue::Date(contact.created_at)),

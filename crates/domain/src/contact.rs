@@ -1,7 +1,11 @@
 //! Contacts: the members of an account's audience, their status, and how lists of them
 //! are filtered and sorted.
 
-use crate::{ContactId, Timestamp, TopicId};
+use crate::{
+    attribute::{ResolvedAttributes, SYSTEM_ATTRIBUTES},
+    condition::system_value,
+    ContactId, Timestamp, TopicId,
+};
 
 /// A contact.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +26,20 @@ pub struct Contact {
     pub topic_unsubscriptions: Vec<TopicId>,
     /// Messages sent to the contact.
     pub message_count: u32,
+}
+
+impl Contact {
+    /// The contact's system attributes (`email`, `create_date`, `message_count`), read
+    /// from the contact itself, as segment conditions read them; the stored (custom and
+    /// event) attributes come from the store.
+    pub fn system_attributes(&self) -> ResolvedAttributes {
+        SYSTEM_ATTRIBUTES
+            .iter()
+            .filter_map(|(slug, _)| {
+                system_value(self, slug).map(|value| ((*slug).to_owned(), value))
+            })
+            .collect()
+    }
 }
 
 /// A contact's overall status; the order is the sort order of `sortBy=status`.
@@ -126,5 +144,37 @@ impl Default for ContactQuery {
             email: None,
             status: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attribute::AttributeValue;
+
+    #[test]
+    fn system_attributes_are_the_contacts_own_fields() {
+        let created_at = Timestamp::parse("2026-11-29T10:00:00Z").expect("timestamp");
+        let contact = Contact {
+            id: ContactId::from_uuid(crate::Uuid::from_u128(7)),
+            email: "Ada@Example.org".into(),
+            created_at,
+            hard_bounced_at: None,
+            complaint_at: None,
+            unsubscribed_at: None,
+            topic_unsubscriptions: Vec::new(),
+            message_count: 3,
+        };
+        let attributes = contact.system_attributes();
+        assert_eq!(
+            attributes.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["create_date", "email", "message_count"]
+        );
+        assert_eq!(
+            attributes["email"],
+            AttributeValue::String("Ada@Example.org".into())
+        );
+        assert_eq!(attributes["create_date"], AttributeValue::Date(created_at));
+        assert_eq!(attributes["message_count"], AttributeValue::Number(3.0));
     }
 }

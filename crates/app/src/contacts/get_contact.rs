@@ -14,10 +14,7 @@ pub fn get_contact(
     let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
         let contact = tx.find_contact(account, id)?.ok_or(AppError::NotFound)?;
-        let attributes = tx
-            .resolved_attributes(account, &[id])?
-            .remove(&id)
-            .unwrap_or_default();
+        let attributes = super::resolve_contact_attributes(tx, account, &contact)?;
         Ok((contact, attributes))
     })
 }

@@ -34,14 +34,49 @@ use std::collections::HashMap;
 use mailroom_domain::{
     attribute::{
         check_custom_slug, check_type, AttributeSource, AttributeType, AttributeValue,
-        SYSTEM_ATTRIBUTES,
+        ResolvedAttributes, SYSTEM_ATTRIBUTES,
     },
     condition::AttributeTypes,
+    contact::Contact,
     email::EmailAddress,
     AccountId, ContactId, Timestamp, ValidationErrors,
 };
 
-use crate::{ports::UnitOfWork, AppError};
+use crate::{ports::UnitOfWork, AppError, StoreError};
+
+/// The resolved attributes (system, custom, event) of these contacts of `account`, by id:
+/// the system ones from the contacts already read, the rest in one read of the store.
+pub(crate) fn resolve_attributes<'a>(
+    tx: &mut dyn UnitOfWork,
+    account: AccountId,
+    contacts: impl IntoIterator<Item = &'a Contact>,
+) -> Result<HashMap<ContactId, ResolvedAttributes>, StoreError> {
+    let mut resolved: HashMap<ContactId, ResolvedAttributes> = contacts
+        .into_iter()
+        .map(|contact| (contact.id, contact.system_attributes()))
+        .collect();
+    let ids: Vec<ContactId> = resolved.keys().copied().collect();
+    if ids.is_empty() {
+        return Ok(resolved);
+    }
+    for (id, stored) in tx.stored_attributes(account, &ids)? {
+        if let Some(attributes) = resolved.get_mut(&id) {
+            attributes.extend(stored);
+        }
+    }
+    Ok(resolved)
+}
+
+/// [`resolve_attributes`] of one contact.
+pub(crate) fn resolve_contact_attributes(
+    tx: &mut dyn UnitOfWork,
+    account: AccountId,
+    contact: &Contact,
+) -> Result<ResolvedAttributes, StoreError> {
+    Ok(resolve_attributes(tx, account, [contact])?
+        .remove(&contact.id)
+        .unwrap_or_default())
+}
 
 /// Parses the `email` and custom `attributes` that contact upserts and events share,
 /// recording every problem in `errors`. Attribute errors name `attributes.<slug>`.

@@ -66,7 +66,7 @@ pub fn search_contacts(
         let segment = segment(tx, account, request)?;
         let ids = tx.search_segment(account, &segment, page, request.after)?;
         let contacts = tx.find_contacts(account, &ids)?;
-        let mut attributes = tx.resolved_attributes(account, &ids)?;
+        let mut attributes = super::resolve_attributes(tx, account, &contacts)?;
         Ok(contacts
             .into_iter()
             .map(|contact| {

@@ -47,10 +47,7 @@ pub fn upsert_contact(
     in_transaction(services.db.as_ref(), |tx| {
         let (contact, created) = tx.upsert_contact(account, new_contact, &email, now)?;
         write_custom_attributes(tx, account, contact.id, &attributes, now)?;
-        let attributes = tx
-            .resolved_attributes(account, &[contact.id])?
-            .remove(&contact.id)
-            .unwrap_or_default();
+        let attributes = super::resolve_contact_attributes(tx, account, &contact)?;
         Ok(UpsertedContact {
             contact,
             attributes,

@@ -16,6 +16,7 @@ use mailroom_domain::{
 };
 
 use crate::{
+    contacts::{resolve_attributes, resolve_contact_attributes},
     domains::dkim_key_slot,
     mail_servers::password_slot,
     ports::{
@@ -71,11 +72,12 @@ impl ClaimBatch {
         for (account, mut ids) in by_account {
             ids.sort_unstable();
             ids.dedup();
-            for contact in tx.find_contacts(account, &ids)? {
-                batch.contacts.insert((account, contact.id), contact);
-            }
-            for (id, attributes) in tx.resolved_attributes(account, &ids)? {
+            let contacts = tx.find_contacts(account, &ids)?;
+            for (id, attributes) in resolve_attributes(tx, account, &contacts)? {
                 batch.attributes.insert((account, id), attributes);
+            }
+            for contact in contacts {
+                batch.contacts.insert((account, contact.id), contact);
             }
         }
         Ok(batch)
@@ -104,14 +106,11 @@ impl ClaimBatch {
         if let Some(attributes) = self.attributes.get(&(account, id)) {
             return Ok(attributes.clone());
         }
-        if self.contacts.contains_key(&(account, id)) {
-            // Loaded with the batch and absent: the contact has no attributes.
-            return Ok(ResolvedAttributes::new());
+        match self.contact(tx, account, id)? {
+            Some(contact) => Ok(resolve_contact_attributes(tx, account, &contact)?),
+            // Deleted: no attributes.
+            None => Ok(ResolvedAttributes::new()),
         }
-        Ok(tx
-            .resolved_attributes(account, &[id])?
-            .remove(&id)
-            .unwrap_or_default())
     }
 
     /// The template; `None` when it was deleted.

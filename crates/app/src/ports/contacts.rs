@@ -214,11 +214,14 @@ pub trait ContactRepository {
         query: &ContactQuery,
     ) -> Result<u64, StoreError>;
 
-    /// The resolved attributes (system, custom, event) of these contacts.
+    /// The stored attributes (custom and event) of these contacts; a contact without any
+    /// has no entry. The system attributes are the contact's own fields
+    /// ([`Contact::system_attributes`](mailroom_domain::contact::Contact::system_attributes));
+    /// `crate::contacts::resolve_attributes` joins the two.
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
-    fn resolved_attributes(
+    fn stored_attributes(
         &mut self,
         account: AccountId,
         ids: &[ContactId],

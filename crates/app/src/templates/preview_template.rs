@@ -103,15 +103,10 @@ fn render_request(
         };
         let one = PageRequest { start: 0, limit: 1 };
         if let Some(contact) = tx.list_contacts(account, &query, one)?.into_iter().next() {
-            if let Some(resolved) = tx
-                .resolved_attributes(account, &[contact.id])?
-                .remove(&contact.id)
-            {
-                attributes = resolved
-                    .iter()
-                    .map(|(slug, value)| (slug.clone(), value.to_json()))
-                    .collect::<Map<String, Value>>();
-            }
+            attributes = crate::contacts::resolve_contact_attributes(tx, account, &contact)?
+                .iter()
+                .map(|(slug, value)| (slug.clone(), value.to_json()))
+                .collect::<Map<String, Value>>();
         }
     }
     let example = |page: &str| Some(format!("{}/{page}/preview", services.links.public_url));

@@ -1055,36 +1055,13 @@ impl ContactRepository for PgUnitOfWork<'_> {
             .map_err(store_error)
     }
 
-    fn resolved_attributes(
+    fn stored_attributes(
         &mut self,
         account: AccountId,
         ids: &[ContactId],
     ) -> Result<HashMap<ContactId, ResolvedAttributes>, StoreError> {
         let uuids: Vec<Uuid> = ids.iter().map(ContactId::as_uuid).collect();
         let mut resolved: HashMap<ContactId, ResolvedAttributes> = HashMap::new();
-        let system: Vec<(Uuid, String, OffsetDateTime, i32)> = contacts::table
-            .filter(contacts::account_id.eq(account.as_uuid()))
-            .filter(contacts::id.eq_any(&uuids))
-            .select((
-                contacts::id,
-                contacts::email,
-                contacts::created_at,
-                contacts::message_count,
-            ))
-            .load(self.conn)
-            .map_err(store_error)?;
-        for (id, email, created_at, message_count) in system {
-            let attributes = resolved.entry(ContactId::from_uuid(id)).or_default();
-            attributes.insert("email".into(), AttributeValue::String(email));
-            attributes.insert(
-                "create_date".into(),
-                AttributeValue::Date(timestamp(created_at)),
-            );
-            attributes.insert(
-                "message_count".into(),
-                AttributeValue::Number(f64::from(message_count)),
-            );
-        }
         let rows: Vec<AttributeRow> = contact_attributes::table
             .filter(contact_attributes::account_id.eq(account.as_uuid()))
             .filter(contact_attributes::contact_id.eq_any(&uuids))
