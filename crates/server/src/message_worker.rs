@@ -217,8 +217,9 @@ impl MessageWorker {
         let prepared = tokio::task::spawn_blocking(move || {
             let mut rendered = Vec::with_capacity(claim.to_render.len());
             let mut unrendered = Vec::new();
-            for job in claim.to_render {
-                match shared.renderer.render(&job) {
+            let outcomes = shared.renderer.render_all(&claim.to_render);
+            for (job, outcome) in claim.to_render.into_iter().zip(outcomes) {
+                match outcome {
                     Some(outcome) => rendered.push((job, outcome)),
                     None => unrendered.push(job.message.id),
                 }

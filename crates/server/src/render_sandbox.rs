@@ -8,11 +8,15 @@
 //! So `mailroom worker` (and `serve` with workers) renders in `mailroom render-sandbox`
 //! children, started through `/bin/sh` with `ulimit -v` so each runs under a bounded
 //! address space ([`SANDBOX_ADDRESS_SPACE`], `RLIMIT_AS`; the child checks the bound in
-//! `/proc/self/limits` and refuses to run without it), rendering requests one at a time,
-//! one JSON line in and one out, over its standard input and output. A render that exceeds the bound makes the
-//! child's allocation fail and the child abort; the worker sees the pipe close, fails that
-//! one message with the reason, and starts a fresh child for the next render. The child
-//! runs with an empty environment: it needs no secret and gets none.
+//! `/proc/self/limits` and refuses to run without it), rendering requests in batches over
+//! its standard input and output: one JSON line in (an array of up to [`BATCH_REQUESTS`]
+//! requests, read whole before anything is written back, so neither side waits on the
+//! other's pipe) and one JSON line out per request. A render that exceeds the bound makes
+//! the child's allocation fail and the child abort; the worker sees the pipe close, keeps
+//! the replies it read, and renders the rest of that batch one request at a time on fresh
+//! children, so the request that kills a child fails alone, with the reason
+//! (docs/operations.md, "Renders in batches"). The child runs with an empty environment:
+//! it needs no secret and gets none.
 //!
 //! Each child keeps the templates it compiled, keyed by the digest of their fields
 //! ([`TemplateFields::digest`], computed once per claim), bounded to
@@ -81,12 +85,18 @@ impl Renderer {
         }
     }
 
-    /// Renders one job; `None` when no render child could be started (the message stays
-    /// claimed and is retried after its lease, like a crash).
-    pub fn render(&self, job: &RenderJob) -> Option<RenderOutcome> {
+    /// Renders each job, in order; `None` for a job no render child could be started for
+    /// (the message stays claimed and is retried after its lease, like a crash).
+    pub fn render_all(&self, jobs: &[RenderJob]) -> Vec<Option<RenderOutcome>> {
         match self {
-            Self::InProcess => Some(render_in_process(job)),
-            Self::Sandboxed(sandbox) => sandbox.render(&job.request),
+            Self::InProcess => jobs
+                .iter()
+                .map(|job| Some(render_in_process(job)))
+                .collect(),
+            Self::Sandboxed(sandbox) => {
+                let requests: Vec<&RenderRequest> = jobs.iter().map(|job| &job.request).collect();
+                sandbox.render_all(&requests)
+            }
         }
     }
 }
@@ -105,7 +115,14 @@ impl mailroom_app::ports::TemplateRenderer for Renderer {
     }
 }
 
-/// A small pool of render children, each used by one render at a time.
+/// The most render requests one batch carries to a child.
+pub const BATCH_REQUESTS: usize = 32;
+
+/// A batch ends after the request that brings it past this many bytes, so what a child
+/// reads at once stays well inside its address space.
+pub const BATCH_BYTES: usize = 1024 * 1024;
+
+/// A small pool of render children, each used by one batch at a time.
 pub struct RenderSandbox {
     program: PathBuf,
     children: Vec<Mutex<Option<RenderChild>>>,
@@ -127,6 +144,19 @@ impl Drop for RenderChild {
         let _ = self.process.kill();
         let _ = self.process.wait();
     }
+}
+
+/// How a batch sent to a render child ended.
+enum BatchEnd {
+    /// Every request answered, in order.
+    Answered(Vec<RenderOutcome>),
+    /// The child died (or stopped making sense) after answering these.
+    Died {
+        answered: Vec<RenderOutcome>,
+        status: String,
+    },
+    /// No child could be started.
+    NoChild,
 }
 
 /// One render's answer on the child's standard output.
@@ -174,7 +204,50 @@ impl RenderSandbox {
         }
     }
 
+    /// Renders one request (a batch of one).
     fn render(&self, request: &RenderRequest) -> Option<RenderOutcome> {
+        self.render_all(&[request]).pop().flatten()
+    }
+
+    /// Renders the requests in batches: one write of up to [`BATCH_REQUESTS`] requests
+    /// and one read of their replies, where one round trip per request used to wake the
+    /// worker and the child for each message. A child that dies within a batch of several
+    /// leaves its unanswered requests to be rendered one batch of one each, on fresh
+    /// children, so the request that kills a child is the only one failed for it.
+    pub fn render_all(&self, requests: &[&RenderRequest]) -> Vec<Option<RenderOutcome>> {
+        let mut outcomes: Vec<Option<RenderOutcome>> = Vec::with_capacity(requests.len());
+        let mut rest = requests;
+        while !rest.is_empty() {
+            let (taken, end) = self.render_batch(rest);
+            let batch = &rest[..taken];
+            match end {
+                BatchEnd::Answered(answered) => outcomes.extend(answered.into_iter().map(Some)),
+                BatchEnd::NoChild => outcomes.extend(batch.iter().map(|_| None)),
+                BatchEnd::Died { answered, status } => {
+                    let count = answered.len();
+                    outcomes.extend(answered.into_iter().map(Some));
+                    if taken == 1 {
+                        // The request alone killed its child.
+                        outcomes.push(Some(Err(format!(
+                            "rendering stopped: the render process ended ({status}); the \
+                             template most likely needs more than the {} MiB a render may use",
+                            SANDBOX_ADDRESS_SPACE / (1024 * 1024)
+                        ))));
+                    } else {
+                        for request in &batch[count..] {
+                            outcomes.push(self.render(request));
+                        }
+                    }
+                }
+            }
+            rest = &rest[taken..];
+        }
+        outcomes
+    }
+
+    /// Sends one batch from the front of `requests` to a child and reads its replies:
+    /// how many requests the batch took, and how it ended.
+    fn render_batch(&self, requests: &[&RenderRequest]) -> (usize, BatchEnd) {
         let slot = self.next.fetch_add(1, Ordering::Relaxed) % self.children.len();
         let mut child = self.children[slot]
             .lock()
@@ -184,25 +257,24 @@ impl RenderSandbox {
                 Ok(started) => *child = Some(started),
                 Err(error) => {
                     tracing::error!(%error, program = %self.program.display(), "the render process cannot start");
-                    return None;
+                    return (requests.len().min(BATCH_REQUESTS), BatchEnd::NoChild);
                 }
             }
         }
-        let running = child.as_mut()?;
-        match exchange(running, request) {
-            Ok(outcome) => Some(outcome),
-            Err(error) => {
-                let mut gone = child.take()?;
-                let status = gone
-                    .process
-                    .wait()
-                    .map_or_else(|e| e.to_string(), |s| s.to_string());
-                tracing::warn!(%error, %status, "a render process stopped; starting a fresh one for the next render");
-                Some(Err(format!(
-                    "rendering stopped: the render process ended ({status}); the template \
-                     most likely needs more than the {} MiB a render may use",
-                    SANDBOX_ADDRESS_SPACE / (1024 * 1024)
-                )))
+        let Some(running) = child.as_mut() else {
+            return (requests.len().min(BATCH_REQUESTS), BatchEnd::NoChild);
+        };
+        let (taken, result) = exchange_batch(running, requests);
+        match result {
+            Ok(answered) => (taken, BatchEnd::Answered(answered)),
+            Err((error, answered)) => {
+                let status = child.take().map_or_else(String::new, |mut gone| {
+                    gone.process
+                        .wait()
+                        .map_or_else(|e| e.to_string(), |s| s.to_string())
+                });
+                tracing::warn!(%error, %status, answered = answered.len(), taken, "a render process stopped; starting a fresh one");
+                (taken, BatchEnd::Died { answered, status })
             }
         }
     }
@@ -238,37 +310,105 @@ impl RenderSandbox {
     }
 }
 
-fn exchange(child: &mut RenderChild, request: &RenderRequest) -> io::Result<RenderOutcome> {
-    let digest = request.template_digest.as_ref();
-    let known = digest.is_some_and(|digest| child.sent.contains(digest));
-    let mut reply = send_request(child, request, !known)?;
-    if known && matches!(reply, SandboxReply::Uncached) {
-        reply = send_request(child, request, true)?;
-    }
-    let outcome = match reply {
-        SandboxReply::Rendered(message) => Ok(*message),
-        SandboxReply::Failed(reason) => Err(reason),
-        SandboxReply::Uncached => {
-            return Err(io::Error::other(
-                "the render process asked again for a template it was sent",
-            ))
+/// Writes one batch (one line: a JSON array of requests, a template's fields sent only
+/// the first time this child gets them) and reads one reply line per request; then each
+/// request the child answered `Uncached` (it evicted the template) goes again alone, with
+/// the fields. Returns how many requests the batch took, and their outcomes, or the error
+/// with the outcomes read before it.
+#[allow(clippy::type_complexity)]
+fn exchange_batch(
+    child: &mut RenderChild,
+    requests: &[&RenderRequest],
+) -> (
+    usize,
+    Result<Vec<RenderOutcome>, (io::Error, Vec<RenderOutcome>)>,
+) {
+    let mut line = b"[".to_vec();
+    let mut sending: HashSet<&str> = HashSet::new();
+    let mut taken = 0;
+    for request in requests.iter().take(BATCH_REQUESTS) {
+        let digest = request.template_digest.as_deref();
+        let known = digest.is_some_and(|d| child.sent.contains(d) || sending.contains(d));
+        if taken > 0 {
+            line.push(b',');
         }
-    };
-    if let Some(digest) = digest {
-        if child.sent.len() >= CACHED_TEMPLATES && !known {
-            child.sent.clear();
+        taken += 1;
+        if let Err(error) = serde_json::to_writer(&mut line, &wire_request(request, !known)) {
+            return (taken, Err((io::Error::other(error), Vec::new())));
         }
-        child.sent.insert(Arc::clone(digest));
+        if let Some(digest) = digest {
+            sending.insert(digest);
+        }
+        if line.len() > BATCH_BYTES {
+            break;
+        }
     }
-    Ok(outcome)
+    line.extend_from_slice(b"]\n");
+    let written = child
+        .input
+        .write_all(&line)
+        .and_then(|()| child.input.flush());
+    if let Err(error) = written {
+        return (taken, Err((error, Vec::new())));
+    }
+    let mut replies = Vec::with_capacity(taken);
+    for _ in 0..taken {
+        match read_reply(child) {
+            Ok(reply) => replies.push(reply),
+            Err(error) => {
+                // Keep what was answered up to the first `Uncached`: it and the rest are
+                // rendered again.
+                let answered = replies
+                    .into_iter()
+                    .take_while(|reply| !matches!(reply, SandboxReply::Uncached))
+                    .collect();
+                return (taken, Err((error, outcomes_of(answered))));
+            }
+        }
+    }
+    // The whole batch is answered: a request sent again now gets the next reply line.
+    for (reply, request) in replies.iter_mut().zip(&requests[..taken]) {
+        if matches!(reply, SandboxReply::Uncached) {
+            match resend_with_template(child, request) {
+                Ok(SandboxReply::Uncached) => {
+                    return (
+                        taken,
+                        Err((
+                            io::Error::other(
+                                "the render process asked again for a template it was sent",
+                            ),
+                            Vec::new(),
+                        )),
+                    )
+                }
+                Ok(again) => *reply = again,
+                Err(error) => return (taken, Err((error, Vec::new()))),
+            }
+        }
+    }
+    if child.sent.len() + sending.len() > CACHED_TEMPLATES {
+        child.sent.clear();
+    }
+    child.sent.extend(sending.into_iter().map(Arc::from));
+    (taken, Ok(outcomes_of(replies)))
 }
 
-fn send_request(
-    child: &mut RenderChild,
-    request: &RenderRequest,
-    with_template: bool,
-) -> io::Result<SandboxReply> {
-    let wire = SandboxRequest {
+/// The outcomes of replies that are all `Rendered` or `Failed` (an `Uncached` reply is
+/// resolved before; if one is left it reads as a failure).
+fn outcomes_of(replies: Vec<SandboxReply>) -> Vec<RenderOutcome> {
+    replies
+        .into_iter()
+        .map(|reply| match reply {
+            SandboxReply::Rendered(message) => Ok(*message),
+            SandboxReply::Failed(reason) => Err(reason),
+            SandboxReply::Uncached => Err("the render process lost the template".to_owned()),
+        })
+        .collect()
+}
+
+/// A request as the worker writes it, with its template's fields or only their digest.
+fn wire_request<'a>(request: &'a RenderRequest, with_template: bool) -> SandboxRequest<'a> {
+    SandboxRequest {
         digest: request.template_digest.as_deref(),
         template: (with_template || request.template_digest.is_none())
             .then_some(&*request.template),
@@ -277,10 +417,22 @@ fn send_request(
         recipient: &request.recipient,
         data: &request.data,
         links: &request.links,
-    };
-    serde_json::to_writer(&mut child.input, &wire)?;
-    child.input.write_all(b"\n")?;
+    }
+}
+
+/// Sends one request again, alone and with its template's fields.
+fn resend_with_template(
+    child: &mut RenderChild,
+    request: &RenderRequest,
+) -> io::Result<SandboxReply> {
+    child.input.write_all(b"[")?;
+    serde_json::to_writer(&mut child.input, &wire_request(request, true))?;
+    child.input.write_all(b"]\n")?;
     child.input.flush()?;
+    read_reply(child)
+}
+
+fn read_reply(child: &mut RenderChild) -> io::Result<SandboxReply> {
     let mut line = String::new();
     if child.output.read_line(&mut line)? == 0 {
         return Err(io::Error::new(
@@ -301,14 +453,27 @@ pub fn serve_render_sandbox() -> io::Result<()> {
     let stdin = io::stdin().lock();
     let mut stdout = BufWriter::new(io::stdout().lock());
     let mut cache = TemplateCache::default();
+    // One line is a batch, read whole before anything is written back: the worker never
+    // waits to write while this child waits for it to read. One reply line per request,
+    // flushed at the end of the batch.
     for line in stdin.lines() {
         let line = line?;
-        let reply = match serde_json::from_str::<ChildRequest>(&line) {
-            Ok(request) => render_in_child(&mut cache, request),
-            Err(error) => SandboxReply::Failed(format!("unreadable render request: {error}")),
-        };
-        serde_json::to_writer(&mut stdout, &reply)?;
-        stdout.write_all(b"\n")?;
+        match serde_json::from_str::<Vec<ChildRequest>>(&line) {
+            Ok(batch) => {
+                for request in batch {
+                    let reply = render_in_child(&mut cache, request);
+                    serde_json::to_writer(&mut stdout, &reply)?;
+                    stdout.write_all(b"\n")?;
+                }
+            }
+            Err(error) => {
+                // The worker reads one reply per request it sent; it cannot count them in
+                // an unreadable line, so answer once and let it see the child out of step.
+                let reply = SandboxReply::Failed(format!("unreadable render batch: {error}"));
+                serde_json::to_writer(&mut stdout, &reply)?;
+                stdout.write_all(b"\n")?;
+            }
+        }
         stdout.flush()?;
     }
     Ok(())

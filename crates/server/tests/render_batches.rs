@@ -1,0 +1,130 @@
+//! Render children take requests in batches (one write, one read of the replies) and the
+//! outcomes come back in order; a request that kills its child fails alone, the rest of
+//! its batch rendered again on fresh children; a template the child did not keep is sent
+//! again (`crates/server/src/render_sandbox.rs`, docs/operations.md "Renders in batches").
+
+use std::{path::PathBuf, sync::Arc};
+
+use mailroom_app::rendering::{
+    AccountDefaults, MessageLinks, Recipient, RenderRequest, SendData, ServerDefaults,
+    TemplateFields,
+};
+use mailroom_server::render_sandbox::{RenderSandbox, BATCH_REQUESTS, CACHED_TEMPLATE_BYTES};
+
+const MAILROOM: &str = env!("CARGO_BIN_EXE_mailroom");
+
+/// 100,000,000 bytes, then doubled six times: 6.4 GB if nothing stops it.
+const MEMORY_BOMB: &str = "{% set x = \"x\" * 100000000 %}{% set x = x ~ x %}{% set x = x ~ x %}\
+{% set x = x ~ x %}{% set x = x ~ x %}{% set x = x ~ x %}{% set x = x ~ x %}{{ x | length }}";
+
+fn template(content: &str) -> Arc<TemplateFields> {
+    Arc::new(TemplateFields {
+        subject: "Hi {{ email }}".into(),
+        content: content.into(),
+        text_content: None,
+        from_name: None,
+        from_email: Some("from@example.org".into()),
+        cc: None,
+        bcc: None,
+        rcpt_name: None,
+        reply_to: None,
+        click_tracking: None,
+        open_tracking: None,
+    })
+}
+
+fn request(template: &Arc<TemplateFields>, email: &str) -> RenderRequest {
+    RenderRequest {
+        template: Arc::clone(template),
+        template_digest: Some(Arc::from(template.digest())),
+        account: AccountDefaults {
+            click_tracking: false,
+            open_tracking: false,
+        },
+        server: ServerDefaults {
+            default_from_email: "server@example.org".into(),
+            default_from_name: String::new(),
+        },
+        recipient: Recipient {
+            email: email.into(),
+            attributes: serde_json::Map::new(),
+        },
+        data: SendData::new(),
+        links: MessageLinks::default(),
+    }
+}
+
+fn sandbox() -> RenderSandbox {
+    RenderSandbox::new(PathBuf::from(MAILROOM), 2)
+}
+
+#[test]
+fn outcomes_come_back_in_order_and_a_bomb_fails_alone() {
+    let greeting = template("<p>Hello {{ email }}</p>");
+    let news = template("<p>News for {{ email }}</p>");
+    let bomb = template(MEMORY_BOMB);
+    // More than one batch, the bomb in the middle of the first.
+    let count = BATCH_REQUESTS + 8;
+    let requests: Vec<RenderRequest> = (0..count)
+        .map(|n| {
+            let email = format!("reader-{n}@example.org");
+            match n {
+                5 => request(&bomb, &email),
+                n if n % 2 == 0 => request(&greeting, &email),
+                _ => request(&news, &email),
+            }
+        })
+        .collect();
+    let refs: Vec<&RenderRequest> = requests.iter().collect();
+    let sandbox = sandbox();
+    let outcomes = sandbox.render_all(&refs);
+    assert_eq!(outcomes.len(), count);
+    for (n, outcome) in outcomes.into_iter().enumerate() {
+        let outcome = outcome.expect("a render child started");
+        if n == 5 {
+            let reason = outcome.expect_err("the bomb fails");
+            assert!(reason.contains("render process ended"), "{reason}");
+            continue;
+        }
+        let html = outcome
+            .unwrap_or_else(|reason| panic!("message {n}: {reason}"))
+            .html;
+        let expected = if n % 2 == 0 { "Hello" } else { "News for" };
+        assert_eq!(html, format!("<p>{expected} reader-{n}@example.org</p>"));
+    }
+    // The children the bomb left behind render the next batch as usual.
+    let again = sandbox.render_all(&[&request(&greeting, "after@example.org")]);
+    assert_eq!(
+        again[0].clone().expect("started").expect("rendered").html,
+        "<p>Hello after@example.org</p>"
+    );
+}
+
+#[test]
+fn a_template_the_child_did_not_keep_is_sent_again() {
+    // Past the children's cache bound: compiled for each render and never kept, so a
+    // child asked for it by digest answers that it does not hold it.
+    let large = template(&format!(
+        "<p>{{{{ email }}}}</p>{}",
+        "x".repeat(CACHED_TEMPLATE_BYTES + 1)
+    ));
+    let small = template("<p>small {{ email }}</p>");
+    // One child, so the second batch goes to the child that was sent the fields.
+    let sandbox = RenderSandbox::new(PathBuf::from(MAILROOM), 1);
+    let first = sandbox.render_all(&[&request(&large, "one@example.org")]);
+    assert!(first[0].clone().expect("started").is_ok());
+    let second_requests = [
+        request(&large, "two@example.org"),
+        request(&small, "three@example.org"),
+        request(&large, "four@example.org"),
+    ];
+    let refs: Vec<&RenderRequest> = second_requests.iter().collect();
+    let outcomes = sandbox.render_all(&refs);
+    let html: Vec<String> = outcomes
+        .into_iter()
+        .map(|outcome| outcome.expect("started").expect("rendered").html)
+        .collect();
+    assert!(html[0].starts_with("<p>two@example.org</p>xxx"));
+    assert_eq!(html[1], "<p>small three@example.org</p>");
+    assert!(html[2].starts_with("<p>four@example.org</p>xxx"));
+}
