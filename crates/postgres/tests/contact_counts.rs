@@ -4,27 +4,14 @@
 //! non-HOT update wrote a new entry into each of the table's indexes, the email filter's
 //! two GIN indexes among them, for every delivered message.
 
-use std::{
-    thread,
-    time::{Duration, Instant},
-};
-
 use diesel::{connection::SimpleConnection, sql_query, sql_types, QueryableByName, RunQueryDsl};
 use mailroom_app::ports::in_transaction;
 use mailroom_domain::{AccountId, ContactId, Uuid};
 use mailroom_postgres::{PgDatabase, PoolSettings};
-use mailroom_test_support::TestDatabase;
+use mailroom_test_support::{RowUpdates, TestDatabase};
 
 const ACCOUNT: &str = "0190a000-0000-7000-8000-00000000c0c0";
 const CONTACTS: i64 = 2000;
-
-#[derive(QueryableByName)]
-struct Updates {
-    #[diesel(sql_type = sql_types::BigInt)]
-    updated: i64,
-    #[diesel(sql_type = sql_types::BigInt)]
-    heap_only: i64,
-}
 
 #[derive(QueryableByName)]
 struct IdRow {
@@ -36,17 +23,6 @@ struct IdRow {
 struct CountRow {
     #[diesel(sql_type = sql_types::Integer)]
     message_count: i32,
-}
-
-/// `contacts`' row updates and how many of them were HOT, as the statistics collector has
-/// them.
-fn updates(conn: &mut diesel::PgConnection) -> Updates {
-    sql_query(
-        "SELECT n_tup_upd AS updated, n_tup_hot_upd AS heap_only FROM pg_stat_user_tables \
-         WHERE relname = 'contacts'",
-    )
-    .get_result(conn)
-    .expect("statistics")
 }
 
 #[test]
@@ -73,7 +49,7 @@ fn counting_messages_to_contacts_writes_no_index_entry() {
     .into_iter()
     .map(|row| (account, ContactId::from_uuid(row.id), 1))
     .collect();
-    let before = updates(&mut conn);
+    let before = RowUpdates::of(&mut conn, "contacts");
 
     // Three record batches, as the worker writes them: every contact counted three times.
     // Each on a connection of its own, opened for it: a backend sends its statistics as
@@ -93,14 +69,7 @@ fn counting_messages_to_contacts_writes_no_index_entry() {
 
     assert!(contacts.len() > 10, "{} pages", contacts.len());
     let counted = 3 * i64::try_from(contacts.len()).expect("pages");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let after = loop {
-        let now = updates(&mut conn);
-        if now.updated - before.updated >= counted || Instant::now() > deadline {
-            break now;
-        }
-        thread::sleep(Duration::from_millis(100));
-    };
+    let after = before.after(&mut conn, "contacts", counted);
     assert_eq!(after.updated - before.updated, counted, "updates counted");
     assert_eq!(
         after.heap_only - before.heap_only,

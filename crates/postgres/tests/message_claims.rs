@@ -4,11 +4,6 @@
 //! place"). Before, the claim set `status = 'sending'`, and each claimed message cost a
 //! new entry in every index of the table.
 
-use std::{
-    thread,
-    time::{Duration, Instant},
-};
-
 use diesel::{connection::SimpleConnection, sql_query, sql_types, QueryableByName, RunQueryDsl};
 use mailroom_app::ports::{in_transaction, Lease};
 use mailroom_domain::{
@@ -16,32 +11,13 @@ use mailroom_domain::{
     AccountId, Timestamp, Uuid,
 };
 use mailroom_postgres::{PgDatabase, PoolSettings};
-use mailroom_test_support::TestDatabase;
+use mailroom_test_support::{RowUpdates, TestDatabase};
 use time::OffsetDateTime;
 
 const ACCOUNT: &str = "0190a000-0000-7000-8000-00000000c1a1";
 const MESSAGES: usize = 1000;
 /// The worker's claim size.
 const CLAIM: u32 = 128;
-
-#[derive(QueryableByName)]
-struct Updates {
-    #[diesel(sql_type = sql_types::BigInt)]
-    updated: i64,
-    #[diesel(sql_type = sql_types::BigInt)]
-    heap_only: i64,
-}
-
-/// `messages`' row updates and how many of them were HOT, as the statistics collector has
-/// them.
-fn updates(conn: &mut diesel::PgConnection) -> Updates {
-    sql_query(
-        "SELECT n_tup_upd AS updated, n_tup_hot_upd AS heap_only FROM pg_stat_user_tables \
-         WHERE relname = 'messages'",
-    )
-    .get_result(conn)
-    .expect("statistics")
-}
 
 fn count(pool: &PgDatabase, account: AccountId, status: MessageStatus) -> u64 {
     let filter = MessageFilter {
@@ -72,7 +48,7 @@ fn claims_are_heap_only_and_read_as_sending() {
     ))
     .expect("messages");
     let account = AccountId::from_uuid(ACCOUNT.parse().expect("uuid"));
-    let before = updates(&mut conn);
+    let before = RowUpdates::of(&mut conn, "messages");
 
     // Claims of the worker's size until none is left, each on a connection of its own,
     // opened for it: a backend sends its statistics as soon as it goes idle only if it has
@@ -110,14 +86,7 @@ fn claims_are_heap_only_and_read_as_sending() {
     }
     assert_eq!(claimed, MESSAGES);
 
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let after = loop {
-        let now = updates(&mut conn);
-        if now.updated - before.updated >= MESSAGES as i64 || Instant::now() > deadline {
-            break now;
-        }
-        thread::sleep(Duration::from_millis(100));
-    };
+    let after = before.after(&mut conn, "messages", MESSAGES as i64);
     let (updated, heap_only) = (
         after.updated - before.updated,
         after.heap_only - before.heap_only,

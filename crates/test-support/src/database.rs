@@ -238,3 +238,47 @@ fn collect_files(dir: &Path, files: &mut Vec<std::path::PathBuf>) {
         }
     }
 }
+
+/// A table's row updates and how many of them were heap-only (HOT), as PostgreSQL's
+/// statistics have them (`pg_stat_user_tables`). Tests of writes meant to touch no index
+/// compare two readings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, diesel::QueryableByName)]
+pub struct RowUpdates {
+    /// Row updates.
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub updated: i64,
+    /// Of which heap-only.
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub heap_only: i64,
+}
+
+impl RowUpdates {
+    /// `table`'s reading now.
+    ///
+    /// # Panics
+    /// When the statistics cannot be read.
+    pub fn of(conn: &mut PgConnection, table: &str) -> Self {
+        use diesel::RunQueryDsl;
+        diesel::sql_query(
+            "SELECT n_tup_upd AS updated, n_tup_hot_upd AS heap_only FROM pg_stat_user_tables \
+             WHERE relname = $1",
+        )
+        .bind::<diesel::sql_types::Text, _>(table)
+        .get_result(conn)
+        .expect("statistics")
+    }
+
+    /// `table`'s reading once it counts at least `updates` more updates than `self`, or
+    /// after 30 s: a backend sends its statistics when it goes idle, at most once a
+    /// second.
+    pub fn after(self, conn: &mut PgConnection, table: &str, updates: i64) -> Self {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let now = Self::of(conn, table);
+            if now.updated - self.updated >= updates || std::time::Instant::now() > deadline {
+                return now;
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
