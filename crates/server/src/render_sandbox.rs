@@ -268,7 +268,11 @@ impl RenderSandbox {
         match result {
             Ok(answered) => (taken, BatchEnd::Answered(answered)),
             Err((error, answered)) => {
+                // Killed first: a child that answered out of step is still running, and
+                // waiting for it would hang this thread. A child that died keeps the
+                // status it died with.
                 let status = child.take().map_or_else(String::new, |mut gone| {
+                    let _ = gone.process.kill();
                     gone.process
                         .wait()
                         .map_or_else(|e| e.to_string(), |s| s.to_string())
