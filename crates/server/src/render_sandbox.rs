@@ -328,10 +328,10 @@ fn exchange_batch(
     Result<Vec<RenderOutcome>, (io::Error, Vec<RenderOutcome>)>,
 ) {
     let mut line = b"[".to_vec();
-    let mut sending: HashSet<&str> = HashSet::new();
+    let mut sending: HashSet<&Arc<str>> = HashSet::new();
     let mut taken = 0;
     for request in requests.iter().take(BATCH_REQUESTS) {
-        let digest = request.template_digest.as_deref();
+        let digest = request.template_digest.as_ref();
         let known = digest.is_some_and(|d| child.sent.contains(d) || sending.contains(d));
         if taken > 0 {
             line.push(b',');
@@ -390,10 +390,13 @@ fn exchange_batch(
             }
         }
     }
+    // Only templates new to this child count towards forgetting: forgetting makes the next
+    // batches send fields the child still holds.
+    sending.retain(|digest| !child.sent.contains(*digest));
     if child.sent.len() + sending.len() > CACHED_TEMPLATES {
         child.sent.clear();
     }
-    child.sent.extend(sending.into_iter().map(Arc::from));
+    child.sent.extend(sending.into_iter().cloned());
     (taken, Ok(outcomes_of(replies)))
 }
 
