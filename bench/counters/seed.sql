@@ -11,9 +11,9 @@ FROM unnest(ARRAY['aaaaaaaa-0000-0000-0000-000000000000', 'bbbbbbbb-0000-0000-00
      generate_series(1, 50000) i;
 INSERT INTO messages (account_id, id, contact_id, email, template_id, kind, status, data, attempts,
   next_attempt_at, message_id_header, created_at, updated_at, announcement_id)
-SELECT c.account_id, gen_random_uuid(), c.id, c.email, gen_random_uuid(),
+SELECT c.account_id, c.mid, c.id, c.email, gen_random_uuid(),
        CASE WHEN c.account_id = 'aaaaaaaa-0000-0000-0000-000000000000' THEN 'announcement' ELSE 'transactional' END,
-       'queued', '{}', 0, now() - interval '1 day' + random() * interval '1 hour', '<x@y>', now(), now(),
+       'queued', '{}', 0, now() - interval '1 day' + random() * interval '1 hour', '<' || c.mid || '@y>', now(), now(),
        CASE WHEN c.account_id = 'aaaaaaaa-0000-0000-0000-000000000000' THEN 'aaaaaaaa-0000-0000-0000-00000000000a'::uuid END
-FROM contacts c;
+FROM (SELECT c.*, gen_random_uuid() AS mid FROM contacts c) c;
 VACUUM ANALYZE;

@@ -691,10 +691,10 @@ async fn drain(
          )
          INSERT INTO messages (account_id, id, contact_id, email, template_id, kind, status,
                                data, message_id_header, next_attempt_at, created_at, updated_at)
-         SELECT '{account}', gen_random_uuid(), id, email, '{template}', 'transactional',
+         SELECT '{account}', id, contact_id, email, '{template}', 'transactional',
                 'queued', '{{\"first_name\": \"Ada\"}}'::jsonb,
-                '<' || gen_random_uuid() || '@bench.example>', now(), now(), now()
-         FROM new_contacts",
+                '<' || id || '@bench.example>', now(), now(), now()
+         FROM (SELECT gen_random_uuid() AS id, id AS contact_id, email FROM new_contacts) AS m",
         account = bench.account,
         template = bench.template,
         from = offset,

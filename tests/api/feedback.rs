@@ -225,7 +225,7 @@ async fn a_delay_notice_records_nothing() {
 #[tokio::test]
 async fn bodies_that_are_not_reports_or_match_nothing_are_refused_with_400() {
     let setup = Delivery::new(|_| {}).await;
-    delivered(&setup, "grace@example.org").await;
+    let message = delivered(&setup, "grace@example.org").await;
     let garbage: [&[u8]; 4] = [
         b"",
         b"\x00\xff\xfe garbage",
@@ -253,6 +253,21 @@ async fn bodies_that_are_not_reports_or_match_nothing_are_refused_with_400() {
         problem["detail"],
         "the report matches no message or contact of this account \
          (Message-ID <nobody@elsewhere.example>, recipient stranger@example.org)"
+    );
+
+    // The message is found by the id its Message-ID embeds, but only a header that
+    // matches in full is about it: the same id at another domain is not.
+    let header = message["messageId"].as_str().unwrap();
+    let elsewhere = header.replace('@', "@elsewhere.");
+    assert_ne!(elsewhere, header);
+    let stranger = fixture("arf-yahoo.eml", &elsewhere, "stranger@example.org");
+    let problem = expect_problem(post_feedback(&setup, &setup.token, stranger).await, 400).await;
+    assert_eq!(
+        problem["detail"],
+        format!(
+            "the report matches no message or contact of this account \
+             (Message-ID {elsewhere}, recipient stranger@example.org)"
+        )
     );
 
     // The wrong content type, as JSON bodies are refused when not JSON.

@@ -623,6 +623,15 @@ pub fn message_id_header(id: MessageId, domain: &str) -> String {
     format!("<{id}@{}>", message_id_domain(domain))
 }
 
+/// The id of the message whose `Message-ID` header is `header`, read back from the
+/// `<id@domain>` form [`message_id_header`] writes; `None` for any other text. Feedback
+/// finds the message a report quotes by this id (the store keeps every header in this
+/// form, docs/operations.md "The message log's indexes").
+pub fn message_id_in_header(header: &str) -> Option<MessageId> {
+    let (id, _domain) = header.strip_prefix('<')?.split_once('@')?;
+    MessageId::parse(id).ok()
+}
+
 /// The domain a `Message-ID` uses for the sender's domain `domain`: the domain itself
 /// when it is a plain host name (letters, digits, dots and hyphens), else the reserved
 /// `mailroom.invalid`.
@@ -948,6 +957,30 @@ mod tests {
         assert_eq!(window[29].day, today);
         assert_eq!(window[27].get(StatsCounter::Sent), 3);
         assert_eq!(window[28].get(StatsCounter::Sent), 0);
+    }
+
+    #[test]
+    fn a_message_id_header_gives_back_its_id() {
+        let id = MessageId::from_uuid(uuid::Uuid::from_u128(
+            0x0190_a000_0000_7000_8000_0000_0000_0001,
+        ));
+        assert_eq!(
+            message_id_in_header(&message_id_header(id, "example.com")),
+            Some(id)
+        );
+        assert_eq!(
+            message_id_in_header(&message_id_header(id, "bad>domain")),
+            Some(id)
+        );
+        for other in [
+            "",
+            "<>",
+            "<1@example.com>",
+            "0190a000-0000-7000-8000-000000000001@x>",
+            "<0190a000-0000-7000-8000-000000000001>",
+        ] {
+            assert_eq!(message_id_in_header(other), None, "{other}");
+        }
     }
 
     #[test]

@@ -25,12 +25,13 @@ FROM generate_series(1, 400) AS g;
 INSERT INTO messages (account_id, id, contact_id, email, template_id, kind, status,
                       next_attempt_at, message_id_header, created_at, updated_at,
                       announcement_id)
-SELECT c.account_id, gen_random_uuid(), c.id, c.email, gen_random_uuid(),
+SELECT c.account_id, c.mid, c.id, c.email, gen_random_uuid(),
        CASE WHEN c.n <= 300 THEN 'announcement' ELSE 'transactional' END, 'queued', now(),
-       '<' || c.n || '@x>', now(), now(),
+       '<' || c.mid || '@x>', now(), now(),
        CASE WHEN c.n <= 150 THEN 'ANNOUNCEMENT'::uuid
             WHEN c.n <= 300 THEN 'OTHER_ANNOUNCEMENT'::uuid END
-FROM (SELECT account_id, id, email, row_number() OVER (ORDER BY id) AS n FROM contacts) AS c;
+FROM (SELECT account_id, id, email, row_number() OVER (ORDER BY id) AS n,
+             gen_random_uuid() AS mid FROM contacts) AS c;
 ";
 
 fn fill(conn: &mut PgConnection) {

@@ -39,11 +39,12 @@ fn claims_are_heap_only_and_read_as_sending() {
            INSERT INTO messages (account_id, id, contact_id, email, template_id, kind, status,
                                  data, next_attempt_at, message_id_header, created_at,
                                  updated_at)
-           VALUES ('{ACCOUNT}', gen_random_uuid(), gen_random_uuid(),
+           SELECT '{ACCOUNT}', m.id, gen_random_uuid(),
                    'c' || g || '@example.org', gen_random_uuid(), 'transactional', 'queued',
                    jsonb_build_object('name', 'Contact ' || g, 'order', g,
                                       'note', repeat('n', 100)),
-                   now() - interval '1 hour', '<' || g || '.c@example.org>', now(), now());
+                   now() - interval '1 hour', '<' || m.id || '@example.org>', now(), now()
+           FROM (SELECT gen_random_uuid() AS id) AS m;
          END LOOP; END $$;"
     ))
     .expect("messages");

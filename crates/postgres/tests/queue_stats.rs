@@ -15,14 +15,14 @@ INSERT INTO contacts (account_id, id, email, created_at)
 VALUES ('0190a000-0000-7000-8000-000000000001', '0190a000-0000-7000-8000-000000000002', 'a@example.com', now());
 INSERT INTO messages (account_id, id, contact_id, email, template_id, kind, status,
                       next_attempt_at, message_id_header, created_at, updated_at, sent_at)
-SELECT '0190a000-0000-7000-8000-000000000001', gen_random_uuid(),
+SELECT '0190a000-0000-7000-8000-000000000001', s.mid,
        '0190a000-0000-7000-8000-000000000002', 'a@example.com',
        '0190a000-0000-7000-8000-000000000003', 'transactional',
        CASE WHEN g % 50 = 0 THEN 'queued' WHEN g % 10 = 0 THEN 'failed' ELSE 'sent' END,
        CASE WHEN g % 50 = 0 THEN now() - interval '1 second' END,
-       '<' || g || '@x>', now(), now(),
+       '<' || s.mid || '@x>', now(), now(),
        CASE WHEN g % 10 <> 0 THEN now() END
-FROM generate_series(1, TOTAL) AS g;
+FROM (SELECT g, gen_random_uuid() AS mid FROM generate_series(1, TOTAL) AS g) AS s;
 ANALYZE messages;
 ";
 

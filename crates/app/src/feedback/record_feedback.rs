@@ -2,7 +2,7 @@ use mailroom_domain::{
     contact::Contact,
     email::EmailAddress,
     feedback::{FeedbackKind, FeedbackReport},
-    message::{Message, StatsCounter},
+    message::{message_id_in_header, Message, StatsCounter},
     webhook_event::{ContactChange, ContactNotice},
     AccountId, ContactId, MessageId, Timestamp,
 };
@@ -162,8 +162,13 @@ fn find_target(
         None => None,
     };
     if message.is_none() {
-        if let Some(header) = &report.original_message_id {
-            message = tx.find_message_by_header(account, header)?;
+        // The header embeds the message's id (`<id@domain>`), so the key finds it; the
+        // header must still match in full, as the quoted one may name another domain.
+        let quoted = report.original_message_id.as_deref();
+        if let Some(id) = quoted.and_then(message_id_in_header) {
+            message = tx
+                .find_message(account, id)?
+                .filter(|found| Some(found.message_id_header.as_str()) == quoted);
         }
     }
     if message.is_none() {

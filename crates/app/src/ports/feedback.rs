@@ -7,16 +7,6 @@ use crate::StoreError;
 /// What feedback intake reads and writes: finding the message a report is about, and the
 /// guarded state changes a complaint or a late bounce makes.
 pub trait FeedbackRepository {
-    /// The account's message whose `Message-ID` header is `header` (`<…>` form, exact).
-    ///
-    /// # Errors
-    /// [`StoreError`] on store failure.
-    fn find_message_by_header(
-        &mut self,
-        account: AccountId,
-        header: &str,
-    ) -> Result<Option<Message>, StoreError>;
-
     /// The account's most recent message to `email` (compared without case).
     ///
     /// # Errors

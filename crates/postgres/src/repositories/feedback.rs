@@ -36,21 +36,6 @@ impl PgUnitOfWork<'_> {
 }
 
 impl FeedbackRepository for PgUnitOfWork<'_> {
-    fn find_message_by_header(
-        &mut self,
-        account: AccountId,
-        header: &str,
-    ) -> Result<Option<Message>, StoreError> {
-        let id = messages::table
-            .filter(messages::account_id.eq(account.as_uuid()))
-            .filter(messages::message_id_header.eq(header))
-            .select(messages::id)
-            .first::<Uuid>(self.conn)
-            .optional()
-            .map_err(store_error)?;
-        self.message_by_id(account, id)
-    }
-
     fn find_latest_message_to(
         &mut self,
         account: AccountId,

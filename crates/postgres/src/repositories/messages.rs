@@ -156,7 +156,14 @@ fn filtered(account: AccountId, filter: &MessageFilter) -> messages::BoxedQuery<
         .filter(messages::account_id.eq(account.as_uuid()))
         .into_boxed();
     if let Some(status) = filter.status {
-        query = query.filter(messages::status.eq(stored_status(status)));
+        // A literal, not a bound value: the planner can use the partial
+        // `messages_status_idx` (`status <> 'sent'`, migration 36) only for a constant it
+        // can prove is not `sent`; a generic plan of `status = $2` would read the log.
+        // `stored_status` gives one of the table's own status names, never caller text.
+        query = query.filter(diesel::dsl::sql::<Bool>(&format!(
+            "messages.status = '{}'",
+            stored_status(status)
+        )));
         match status {
             MessageStatus::Queued => query = query.filter(messages::lease_token.is_null()),
             MessageStatus::Sending => query = query.filter(messages::lease_token.is_not_null()),
