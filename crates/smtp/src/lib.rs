@@ -18,6 +18,7 @@
 //! that checked [`std::net::SocketAddr`]. TLS still verifies the certificate against the
 //! host *name* the caller gave, not the address.
 
+mod body;
 mod bounded;
 mod dkim;
 mod implicit_tls;

@@ -719,9 +719,22 @@ fn mailboxes(list: &str, field: &str) -> Result<Mailboxes, AttemptFault> {
 /// headers).
 fn build_message(mail: &OutgoingMail) -> Result<(Envelope, Vec<u8>), AttemptFault> {
     let rendered = &mail.rendered;
+    let from = mailbox(&rendered.from, "from")?;
+    let to = mailbox(&rendered.to, "to")?;
+    // The envelope is made here from the mailboxes already parsed: left to lettre, it
+    // parsed the From, To, Cc and Bcc headers back from their text (4 % of the worker's
+    // CPU). A VERP return path replaces only the envelope sender: the From header and the
+    // DKIM signature (over headers and body, not the envelope) stay as they are.
+    let sender = match &mail.return_path {
+        None => from.email.clone(),
+        Some(return_path) => return_path.parse().map_err(|error| {
+            AttemptFault::Permanent(format!("the return path cannot be used: {error}"))
+        })?,
+    };
+    let mut recipients = vec![to.email.clone()];
     let mut builder = Message::builder()
-        .from(mailbox(&rendered.from, "from")?)
-        .to(mailbox(&rendered.to, "to")?)
+        .from(from)
+        .to(to)
         .subject(rendered.subject.clone())
         .message_id(Some(mail.message_id_header.clone()))
         .date(SystemTime::from(mail.date.as_datetime()));
@@ -743,6 +756,9 @@ fn build_message(mail: &OutgoingMail) -> Result<(Envelope, Vec<u8>), AttemptFaul
     ] {
         let Some(list) = list else { continue };
         for entry in mailboxes(list, field)? {
+            if field != "replyTo" {
+                recipients.push(entry.email.clone());
+            }
             builder = match field {
                 "cc" => builder.cc(entry),
                 "bcc" => builder.bcc(entry),
@@ -752,19 +768,23 @@ fn build_message(mail: &OutgoingMail) -> Result<(Envelope, Vec<u8>), AttemptFaul
     }
     let html = SinglePart::builder()
         .header(ContentType::TEXT_HTML)
-        .body(rendered.html.clone());
+        .body(crate::body::encode_text(&rendered.html));
     let body = match &rendered.text {
         Some(text) => Either::Multi(
             MultiPart::alternative()
                 .singlepart(
                     SinglePart::builder()
                         .header(ContentType::TEXT_PLAIN)
-                        .body(text.clone()),
+                        .body(crate::body::encode_text(text)),
                 )
                 .singlepart(html),
         ),
         None => Either::Single(html),
     };
+    let envelope = Envelope::new(Some(sender), recipients).map_err(|error| {
+        AttemptFault::Permanent(format!("the envelope cannot be built: {error}"))
+    })?;
+    let builder = builder.envelope(envelope);
     let message = match &mail.dkim {
         None => match body {
             Either::Multi(part) => builder.multipart(part),
@@ -783,20 +803,7 @@ fn build_message(mail: &OutgoingMail) -> Result<(Envelope, Vec<u8>), AttemptFaul
             message
         }
     };
-    // A VERP return path replaces only the envelope sender: the From header and the
-    // DKIM signature (over headers and body, not the envelope) stay as they are.
-    let envelope = match &mail.return_path {
-        None => message.envelope().clone(),
-        Some(return_path) => {
-            let sender = return_path.parse().map_err(|error| {
-                AttemptFault::Permanent(format!("the return path cannot be used: {error}"))
-            })?;
-            Envelope::new(Some(sender), message.envelope().to().to_vec()).map_err(|error| {
-                AttemptFault::Permanent(format!("the envelope cannot be built: {error}"))
-            })?
-        }
-    };
-    Ok((envelope, message.formatted()))
+    Ok((message.envelope().clone(), message.formatted()))
 }
 
 /// The message's MIME body: HTML alone, or text and HTML as alternatives.
