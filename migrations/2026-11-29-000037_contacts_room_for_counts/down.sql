@@ -1,1 +1,0 @@
-ALTER TABLE contacts SET (fillfactor = 90);
