@@ -1,0 +1,1 @@
+ALTER TABLE contacts SET (fillfactor = 90);

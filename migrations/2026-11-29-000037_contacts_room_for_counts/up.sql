@@ -1,0 +1,15 @@
+-- Room on each page of `contacts` for a copy of every row on it (docs/operations.md,
+-- "Contacts with room for their first count", migration 37). A record batch counts the
+-- delivered messages of up to a few dozen contacts in one UPDATE, and an announcement's
+-- contacts are counted in about the order they were stored, so one statement updates many
+-- rows of the same page. Its new versions must fit on that page to be heap-only, and the
+-- old versions cannot be pruned before the statement commits: migration 34's tenth kept
+-- free let only a few of them fit, and the rest were whole new versions with an entry in
+-- each of the table's ten indexes (two of them GIN indexes with an entry per trigram and
+-- character of the address). With half of each page free, a page's rows all fit.
+--
+-- The heap of never-counted contacts takes about 1.8 times the pages; once counted, the
+-- table is about the size the old fillfactor reached after its first pass (the moved rows
+-- left their old pages half empty), and its indexes are smaller. Pages written before this
+-- migration keep their layout until rewritten (VACUUM FULL or pg_repack).
+ALTER TABLE contacts SET (fillfactor = 50);
