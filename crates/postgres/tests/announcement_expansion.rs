@@ -118,5 +118,11 @@ fn every_batch_walks_contacts_in_id_order_and_probes_its_conditions() {
             !audience.contains("Hash") && !audience.contains("Sort"),
             "after {after:?}: no set read whole into a hash table, nothing sorted\n{plan}"
         );
+        // The settings that hold the walk must not push the statement's cost over
+        // `jit_above_cost`: compiling it took about a second per batch.
+        assert!(
+            !plan.contains("JIT"),
+            "after {after:?}: no JIT compilation\n{plan}"
+        );
     }
 }
