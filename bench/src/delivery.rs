@@ -51,6 +51,7 @@ use crate::stats::{ms, ratio, thousands, verdict, Latencies};
 
 const USAGE: &str = "\
 Usage: mailroom-bench delivery [--messages N] [--single M] [--latency K] [--no-pipelining]
+                                [--random-ids]
 
   delivery      queue N messages of about 5 KB (default 100000) to distinct contacts and
                 drain them with `mailroom worker` through smtp-sink on loopback, beside
@@ -61,6 +62,9 @@ Usage: mailroom-bench delivery [--messages N] [--single M] [--latency K] [--no-p
                 Mailroom's smtp-sink does not offer PIPELINING (RFC 2920), so the worker
                 sends one command at a time, as to a server without it; the reference's
                 smtp-sink is unchanged.
+  --random-ids  the queued contacts and messages get random (version 4) ids, as this
+                bench wrote them until 2026-11-29; by default their ids rise with time,
+                like the UUIDv7 ids Mailroom itself makes.
 ";
 
 /// The secret key the in-process API and the worker process share.
@@ -76,6 +80,8 @@ struct Options {
     latency_samples: usize,
     /// Whether Mailroom's smtp-sink offers PIPELINING.
     pipelining: bool,
+    /// Whether queued contacts and messages get random ids instead of time-ordered ones.
+    random_ids: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -84,11 +90,16 @@ fn parse(args: &[String]) -> Result<Options, String> {
         single: None,
         latency_samples: 100,
         pipelining: true,
+        random_ids: false,
     };
     let mut rest = args.iter();
     while let Some(flag) = rest.next() {
         if flag == "--no-pipelining" {
             options.pipelining = false;
+            continue;
+        }
+        if flag == "--random-ids" {
+            options.random_ids = true;
             continue;
         }
         let value = rest.next().ok_or_else(|| format!("{flag} needs a value"))?;
@@ -496,7 +507,12 @@ async fn measure(options: &Options, tools: &Tools, url: &str) -> Result<()> {
     tokio::time::sleep(Duration::from_secs(3)).await;
     let idle = worker.rss_mb()?;
     println!("  idle worker RSS        {idle:>10.1} MB");
-    let drained = drain(&mut sql, url, &bench, worker, &clock, 0, options.messages).await?;
+    let main_batch = QueueBatch {
+        first: 0,
+        count: options.messages,
+        random_ids: options.random_ids,
+    };
+    let drained = drain(&mut sql, url, &bench, worker, &clock, main_batch).await?;
     let growth = (drained.peak_rss - idle) / (options.messages as f64 / 10_000.0);
     drained.print(options.messages);
     println!("  worker peak RSS        {:>10.1} MB", drained.peak_rss);
@@ -523,16 +539,12 @@ async fn measure(options: &Options, tools: &Tools, url: &str) -> Result<()> {
     );
     let worker = Worker::start(tools, url, 1)?;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let single = drain(
-        &mut sql,
-        url,
-        &bench,
-        worker,
-        &clock,
-        options.messages,
-        single_count,
-    )
-    .await?;
+    let single_batch = QueueBatch {
+        first: options.messages,
+        count: single_count,
+        random_ids: options.random_ids,
+    };
+    let single = drain(&mut sql, url, &bench, worker, &clock, single_batch).await?;
     single.print(single_count);
 
     println!(
@@ -662,15 +674,42 @@ impl Drained {
 /// own, closed before the measurement starts), then waits until `worker` has sent them
 /// all; the rate runs from the commit to the last `sent`. Stops the worker at the end, so
 /// its database sessions have reported their time when PostgreSQL's is read.
+/// The messages one [`drain`] queues: `count` of them to new contacts numbered from
+/// `first`.
+struct QueueBatch {
+    first: u64,
+    count: u64,
+    /// Random (version 4) ids for the contacts and messages instead of time-ordered ones.
+    random_ids: bool,
+}
+
+impl QueueBatch {
+    /// The SQL expression of the id of the `n`th contact or message. Mailroom's ids are
+    /// UUIDv7: they rise with time, so a batch's rows sit together in every index keyed by
+    /// id, and a row's new index entries (a record is never heap-only) land on a few
+    /// leaf pages. Random ids put each on a page of its own, which the bench wrote until
+    /// 2026-11-29 (`--random-ids` keeps that case). Here the 48-bit time field is the
+    /// queueing's millisecond plus `n`, the version nibble is 7, and the rest is random.
+    fn id(&self) -> &'static str {
+        if self.random_ids {
+            "gen_random_uuid()"
+        } else {
+            "encode(set_byte(overlay(uuid_send(gen_random_uuid()) \
+                 PLACING substring(int8send(start.ms + n) FROM 3) FROM 1 FOR 6), \
+                 6, 112 + n % 16), 'hex')::uuid"
+        }
+    }
+}
+
 async fn drain(
     sql: &mut PgConnection,
     url: &str,
     bench: &BenchAccount,
     worker: Worker,
     clock: &PgClock,
-    offset: u64,
-    count: u64,
+    batch: QueueBatch,
 ) -> Result<Drained> {
+    let (offset, count) = (batch.first, batch.count);
     let sent = |sql: &mut PgConnection| -> Result<i64> {
         Ok(sql_query(format!(
             "{BENCH_MARK} SELECT coalesce(sum(sent + failed + bounced), 0)::bigint AS count \
@@ -685,8 +724,9 @@ async fn drain(
     let statement = format!(
         "{BENCH_MARK} WITH new_contacts AS (
              INSERT INTO contacts (account_id, id, email, created_at, message_count)
-             SELECT '{account}', gen_random_uuid(), 'reader' || n || '@bench.example', now(), 0
-             FROM generate_series({from}, {to}) AS n
+             SELECT '{account}', {id}, 'reader' || n || '@bench.example', now(), 0
+             FROM generate_series({from}, {to}) AS n,
+                  (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms) AS start
              RETURNING id, email
          )
          INSERT INTO messages (account_id, id, contact_id, email, template_id, kind, status,
@@ -694,7 +734,13 @@ async fn drain(
          SELECT '{account}', id, contact_id, email, '{template}', 'transactional',
                 'queued', '{{\"first_name\": \"Ada\"}}'::jsonb,
                 '<' || id || '@bench.example>', now(), now(), now()
-         FROM (SELECT gen_random_uuid() AS id, id AS contact_id, email FROM new_contacts) AS m",
+         FROM (SELECT {id} AS id, contact_id, email
+               FROM (SELECT id AS contact_id, email,
+                            split_part(substr(email, 7), '@', 1)::bigint AS n
+                     FROM new_contacts) AS c,
+                    (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms) AS start
+               ORDER BY n) AS m",
+        id = batch.id(),
         account = bench.account,
         template = bench.template,
         from = offset,
