@@ -696,7 +696,7 @@ impl QueueBatch {
         } else {
             "encode(set_byte(overlay(uuid_send(gen_random_uuid()) \
                  PLACING substring(int8send(start.ms + n) FROM 3) FROM 1 FOR 6), \
-                 6, 112 + n % 16), 'hex')::uuid"
+                 6, (112 + n % 16)::int), 'hex')::uuid"
         }
     }
 }
