@@ -6,10 +6,11 @@
 //! room free (migration 37, "Contacts with room for their first count"), so a record
 //! batch that counts many rows of one page, as an announcement's do, is heap-only too.
 
-use diesel::{connection::SimpleConnection, sql_query, sql_types, QueryableByName, RunQueryDsl};
+use diesel::{
+    connection::SimpleConnection, sql_query, sql_types, PgConnection, QueryableByName, RunQueryDsl,
+};
 use mailroom_app::ports::in_transaction;
 use mailroom_domain::{AccountId, ContactId, Uuid};
-use mailroom_postgres::{PgDatabase, PoolSettings};
 use mailroom_test_support::{RowUpdates, TestDatabase};
 
 const ACCOUNT: &str = "0190a000-0000-7000-8000-00000000c0c0";
@@ -27,8 +28,9 @@ struct CountRow {
     message_count: i32,
 }
 
-#[test]
-fn counting_messages_to_contacts_writes_no_index_entry() {
+/// A database with `CONTACTS` contacts of one account, stored in the order of their
+/// numbers, and a connection to it.
+fn filled() -> (TestDatabase, PgConnection, AccountId) {
     let database = TestDatabase::create();
     let mut conn = database.connection();
     conn.batch_execute(&format!(
@@ -39,6 +41,12 @@ fn counting_messages_to_contacts_writes_no_index_entry() {
     ))
     .expect("contacts");
     let account = AccountId::from_uuid(ACCOUNT.parse().expect("uuid"));
+    (database, conn, account)
+}
+
+#[test]
+fn counting_messages_to_contacts_writes_no_index_entry() {
+    let (database, mut conn, account) = filled();
     // One contact of each heap page: a new version needs room on its own page to be
     // heap-only, and a page has room for a few (the table's fillfactor) until it is pruned
     // of the dead ones, which happens as it is read once they are no longer visible.
@@ -58,14 +66,7 @@ fn counting_messages_to_contacts_writes_no_index_entry() {
     // soon as it goes idle only if it has not sent any in the last second (else 10 s
     // later).
     for _ in 0..3 {
-        let pool = PgDatabase::connect(
-            database.url(),
-            &PoolSettings {
-                max_size: 1,
-                ..PoolSettings::default()
-            },
-        )
-        .expect("pool");
+        let pool = database.pool_of_one();
         in_transaction(&pool, |tx| Ok(tx.count_messages_to_contacts(&contacts)?)).expect("count");
     }
 
@@ -94,16 +95,7 @@ fn counting_messages_to_contacts_writes_no_index_entry() {
 /// about one count in seven was heap-only here.
 #[test]
 fn a_first_count_of_a_pages_contacts_in_one_batch_is_heap_only() {
-    let database = TestDatabase::create();
-    let mut conn = database.connection();
-    conn.batch_execute(&format!(
-        "INSERT INTO accounts (id, name, created_at) VALUES ('{ACCOUNT}', 'counts', now());
-         INSERT INTO contacts (account_id, id, email, created_at)
-           SELECT '{ACCOUNT}', gen_random_uuid(), 'reader' || g || '@example.org', now()
-           FROM generate_series(1, {CONTACTS}) g;"
-    ))
-    .expect("contacts");
-    let account = AccountId::from_uuid(ACCOUNT.parse().expect("uuid"));
+    let (database, mut conn, account) = filled();
     let contacts: Vec<(AccountId, ContactId, u32)> =
         sql_query("SELECT id FROM contacts ORDER BY ctid")
             .load::<IdRow>(&mut conn)
@@ -115,14 +107,7 @@ fn a_first_count_of_a_pages_contacts_in_one_batch_is_heap_only() {
 
     // Batches of 32, the size of the worker's record batches, on one connection that is
     // then dropped so that it sends its statistics.
-    let pool = PgDatabase::connect(
-        database.url(),
-        &PoolSettings {
-            max_size: 1,
-            ..PoolSettings::default()
-        },
-    )
-    .expect("pool");
+    let pool = database.pool_of_one();
     for batch in contacts.chunks(32) {
         in_transaction(&pool, |tx| Ok(tx.count_messages_to_contacts(batch)?)).expect("count");
     }

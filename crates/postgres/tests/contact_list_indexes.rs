@@ -12,7 +12,7 @@
 use diesel::{
     connection::SimpleConnection, sql_query, sql_types::Text, QueryableByName, RunQueryDsl,
 };
-use mailroom_app::ports::{in_transaction, Database};
+use mailroom_app::ports::in_transaction;
 use mailroom_domain::{
     contact::{ContactQuery, ContactSort, StatusFilter},
     paging::PageRequest,
@@ -322,23 +322,6 @@ fn reads_outside(conn: &mut diesel::PgConnection, index: &str) -> (i64, i64) {
     (row.read, row.index_scans)
 }
 
-/// The adapter's pool of one connection, opened now: a backend sends its statistics when
-/// it goes idle, at once if it last sent them more than a second before (else 10 s later,
-/// PostgreSQL 15+), and the inserts of the tests that read those statistics take longer
-/// than that.
-fn pool_connected_now(database: &TestDatabase) -> PgDatabase {
-    let pool = PgDatabase::connect(
-        database.url(),
-        &PoolSettings {
-            max_size: 1,
-            ..PoolSettings::default()
-        },
-    )
-    .expect("pool");
-    pool.check_health().expect("connected");
-    pool
-}
-
 /// A rare needle that the column's histogram happens to contain (an address taken from
 /// it) is estimated at 1 % of the contacts; the planner then walks the sort index with the
 /// filter and reads every contact when only one matches (docs/console.md, "The email
@@ -349,7 +332,7 @@ fn pool_connected_now(database: &TestDatabase) -> PgDatabase {
 fn a_rare_needle_in_the_statistics_is_read_through_the_trigram_index() {
     let database = TestDatabase::create();
     let mut conn = database.connection();
-    let pool = pool_connected_now(&database);
+    let pool = database.pool_of_one();
     // Enough contacts that PostgreSQL reads a rare needle's few through the trigram index
     // rather than reading them all (with 20,000 it scans the table, which is as cheap).
     // The trigram index is built after the insert (as migration 26 builds it), which is
@@ -450,7 +433,7 @@ fn plan_as_is(conn: &mut diesel::PgConnection, statement: &str) -> String {
 fn a_rare_two_character_needle_is_read_through_the_trigram_index() {
     let database = TestDatabase::create();
     let mut conn = database.connection();
-    let pool = pool_connected_now(&database);
+    let pool = database.pool_of_one();
     conn.batch_execute(&format!(
         "INSERT INTO accounts (id, name, created_at)
            VALUES ('{ACCOUNT}', 'a', now()), ('{OTHER_ACCOUNT}', 'b', now());
@@ -632,7 +615,7 @@ const CHARS_INDEX: &str = "contacts_email_chars_idx";
 fn a_rare_one_character_needle_is_read_through_the_character_index() {
     let database = TestDatabase::create();
     let mut conn = database.connection();
-    let pool = pool_connected_now(&database);
+    let pool = database.pool_of_one();
     // `k` in 18,000 of the first 90,000 contacts by creation, none of the last 10,000.
     conn.batch_execute(&format!(
         "INSERT INTO accounts (id, name, created_at)

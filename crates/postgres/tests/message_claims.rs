@@ -10,7 +10,7 @@ use mailroom_domain::{
     message::{MessageFilter, MessageStatus},
     AccountId, Timestamp, Uuid,
 };
-use mailroom_postgres::{PgDatabase, PoolSettings};
+use mailroom_postgres::PgDatabase;
 use mailroom_test_support::{RowUpdates, TestDatabase};
 use time::OffsetDateTime;
 
@@ -62,14 +62,7 @@ fn claims_are_heap_only_and_read_as_sending() {
     let mut claimed = 0;
     let mut pool = None;
     loop {
-        let fresh = PgDatabase::connect(
-            database.url(),
-            &PoolSettings {
-                max_size: 1,
-                ..PoolSettings::default()
-            },
-        )
-        .expect("pool");
+        let fresh = database.pool_of_one();
         let taken = in_transaction(&fresh, |tx| {
             Ok(tx.claim_due_messages(account, now, &lease, CLAIM)?)
         })

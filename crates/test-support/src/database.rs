@@ -1,7 +1,10 @@
 use std::{fs, path::Path, thread, time::Duration};
 
 use diesel::{connection::SimpleConnection, pg::PgConnection, Connection};
-use mailroom_postgres::{embedded_migration_names, run_migrations, url_with_database};
+use mailroom_app::ports::Database;
+use mailroom_postgres::{
+    embedded_migration_names, run_migrations, url_with_database, PgDatabase, PoolSettings,
+};
 use sha2::{Digest, Sha256};
 
 /// Prefix of every per-test database; `cargo xtask test` drops leftovers by it.
@@ -116,6 +119,26 @@ impl TestDatabase {
     /// When the database cannot be reached.
     pub fn connection(&self) -> PgConnection {
         connect(&self.url)
+    }
+
+    /// The adapter's pool of one connection to this database, connected now. Tests that
+    /// read a table's statistics do their work on one and drop it: a backend sends its
+    /// statistics when it goes idle, at once only if it last sent them more than a second
+    /// before (else 10 s later, PostgreSQL 15+).
+    ///
+    /// # Panics
+    /// When the database cannot be reached.
+    pub fn pool_of_one(&self) -> PgDatabase {
+        let pool = PgDatabase::connect(
+            &self.url,
+            &PoolSettings {
+                max_size: 1,
+                ..PoolSettings::default()
+            },
+        )
+        .expect("pool");
+        pool.check_health().expect("connected");
+        pool
     }
 }
 
