@@ -44,21 +44,33 @@ fn filled() -> (TestDatabase, PgConnection, AccountId) {
     (database, conn, account)
 }
 
+/// The contacts `query` selects (by `id`), each to be counted once, as a record batch
+/// gives them to `count_messages_to_contacts`.
+fn counted_once(
+    conn: &mut PgConnection,
+    account: AccountId,
+    query: &str,
+) -> Vec<(AccountId, ContactId, u32)> {
+    sql_query(query)
+        .load::<IdRow>(conn)
+        .expect("ids")
+        .into_iter()
+        .map(|row| (account, ContactId::from_uuid(row.id), 1))
+        .collect()
+}
+
 #[test]
 fn counting_messages_to_contacts_writes_no_index_entry() {
     let (database, mut conn, account) = filled();
     // One contact of each heap page: a new version needs room on its own page to be
     // heap-only, and a page has room for a few (the table's fillfactor) until it is pruned
     // of the dead ones, which happens as it is read once they are no longer visible.
-    let contacts: Vec<(AccountId, ContactId, u32)> = sql_query(
+    let contacts = counted_once(
+        &mut conn,
+        account,
         "SELECT DISTINCT ON ((ctid::text::point)[0]) id FROM contacts \
          ORDER BY (ctid::text::point)[0], id",
-    )
-    .load::<IdRow>(&mut conn)
-    .expect("ids")
-    .into_iter()
-    .map(|row| (account, ContactId::from_uuid(row.id), 1))
-    .collect();
+    );
     let before = RowUpdates::of(&mut conn, "contacts");
 
     // Three record batches, as the worker writes them: every contact counted three times.
@@ -96,13 +108,7 @@ fn counting_messages_to_contacts_writes_no_index_entry() {
 #[test]
 fn a_first_count_of_a_pages_contacts_in_one_batch_is_heap_only() {
     let (database, mut conn, account) = filled();
-    let contacts: Vec<(AccountId, ContactId, u32)> =
-        sql_query("SELECT id FROM contacts ORDER BY ctid")
-            .load::<IdRow>(&mut conn)
-            .expect("ids")
-            .into_iter()
-            .map(|row| (account, ContactId::from_uuid(row.id), 1))
-            .collect();
+    let contacts = counted_once(&mut conn, account, "SELECT id FROM contacts ORDER BY ctid");
     let before = RowUpdates::of(&mut conn, "contacts");
 
     // Batches of 32, the size of the worker's record batches, on one connection that is
