@@ -670,10 +670,6 @@ impl Drained {
     }
 }
 
-/// Queues `count` messages to new contacts in one transaction (on a connection of its
-/// own, closed before the measurement starts), then waits until `worker` has sent them
-/// all; the rate runs from the commit to the last `sent`. Stops the worker at the end, so
-/// its database sessions have reported their time when PostgreSQL's is read.
 /// The messages one [`drain`] queues: `count` of them to new contacts numbered from
 /// `first`.
 struct QueueBatch {
@@ -684,6 +680,11 @@ struct QueueBatch {
 }
 
 impl QueueBatch {
+    /// The `start` row whose `ms` the time-ordered ids count from: the millisecond the
+    /// statement reads it (each of the two inserts reads its own).
+    const START: &'static str =
+        "(SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms) AS start";
+
     /// The SQL expression of the id of the `n`th contact or message. Mailroom's ids are
     /// UUIDv7: they rise with time, so a batch's rows sit together in every index keyed by
     /// id, and a row's new index entries (a record is never heap-only) land on a few
@@ -701,6 +702,10 @@ impl QueueBatch {
     }
 }
 
+/// Queues `count` messages to new contacts in one transaction (on a connection of its
+/// own, closed before the measurement starts), then waits until `worker` has sent them
+/// all; the rate runs from the commit to the last `sent`. Stops the worker at the end, so
+/// its database sessions have reported their time when PostgreSQL's is read.
 async fn drain(
     sql: &mut PgConnection,
     url: &str,
@@ -726,7 +731,7 @@ async fn drain(
              INSERT INTO contacts (account_id, id, email, created_at, message_count)
              SELECT '{account}', {id}, 'reader' || n || '@bench.example', now(), 0
              FROM generate_series({from}, {to}) AS n,
-                  (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms) AS start
+                  {start}
              RETURNING id, email
          )
          INSERT INTO messages (account_id, id, contact_id, email, template_id, kind, status,
@@ -738,9 +743,10 @@ async fn drain(
                FROM (SELECT id AS contact_id, email,
                             split_part(substr(email, 7), '@', 1)::bigint AS n
                      FROM new_contacts) AS c,
-                    (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms) AS start
+                    {start}
                ORDER BY n) AS m",
         id = batch.id(),
+        start = QueueBatch::START,
         account = bench.account,
         template = bench.template,
         from = offset,
