@@ -36,5 +36,6 @@ mod tokens;
 mod topics;
 mod tracking;
 mod unsubscribe;
+mod wakeups;
 mod webhooks;
 mod webhooks_delivery;

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use crate::auth::MembershipCache;
 use crate::feedback_sources::SnsSettings;
 use crate::ports::{
-    Clock, Database, DkimKeyGenerator, DomainDns, Ids, MailServerProbe, Mailer, Secrets,
-    TemplateRenderer, WebhookSender, WebhookUrlGuard,
+    Clock, Database, DkimKeyGenerator, DomainDns, Ids, MailServerProbe, Mailer, QueueWakeup,
+    Secrets, TemplateRenderer, WebhookSender, WebhookUrlGuard,
 };
 use crate::tokens::TokenCache;
 use crate::tracking::LinkSettings;
@@ -32,6 +32,8 @@ pub struct Services {
     pub webhook_sender: Arc<dyn WebhookSender>,
     /// Sends email (async; used by the message worker only).
     pub mailer: Arc<dyn Mailer>,
+    /// Wakes the message workers after a transaction queued messages that are due now.
+    pub queue_wakeup: Arc<dyn QueueWakeup>,
     /// Where tracking and unsubscribe links point.
     pub links: LinkSettings,
     /// Makes the DKIM keys of sending domains (slow: used only between transactions).

@@ -136,6 +136,14 @@ impl PgDatabase {
         }
     }
 
+    /// Runs `sql` on a pooled connection outside any transaction (the simple protocol: one
+    /// round trip, no statement prepared). For statements that are their own commit, such
+    /// as a `NOTIFY` ([`crate::PgQueueWakeup`]).
+    pub(crate) fn execute_simple(&self, sql: &str) -> Result<(), String> {
+        let mut conn = checkout(&self.pool, &self.health, self.connection_timeout)?;
+        conn.batch_execute(sql).map_err(|error| error.to_string())
+    }
+
     /// How many connections the pool holds and how many are idle.
     pub fn pool_state(&self) -> (u32, u32) {
         let state = self.pool.state();

@@ -9,6 +9,7 @@ mod error;
 mod pool_health;
 mod prepared_sql;
 mod queue;
+mod queue_wakeup;
 mod repositories;
 pub mod schema;
 
@@ -17,6 +18,7 @@ pub use database::{
     PgDatabase, PoolSettings,
 };
 pub use error::store_error;
+pub use queue_wakeup::{listen_for_queued_messages, PgQueueWakeup, QUEUE_CHANNEL};
 pub use repositories::contacts::{
     contact_search_plan, explain_contact_search, list_contact_ids_with, ContactSearchPlan,
     FEW_MATCHES,

@@ -13,7 +13,9 @@ use mailroom_app::{
 };
 use mailroom_dns::{DnsResolver, DnsSettings};
 use mailroom_http::{pages::PageTemplates, HttpOptions, Metrics};
-use mailroom_postgres::{ensure_database_exists, run_migrations, PgDatabase, PoolSettings};
+use mailroom_postgres::{
+    ensure_database_exists, run_migrations, PgDatabase, PgQueueWakeup, PoolSettings,
+};
 use mailroom_smtp::{
     MailerSettings, ProbeSettings, RsaDkimKeys, SmtpMailer, SmtpPoolSettings, SmtpProbe,
 };
@@ -100,6 +102,9 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
             test_origin: config.sns_test_origin.clone(),
             certificates: Arc::new(CertificateCache::default()),
         },
+        // Every process that queues mail (the API, the workers' expansion, inbound) wakes
+        // the message workers of every process.
+        queue_wakeup: Arc::new(PgQueueWakeup::new(&database).context("the queue wake-up thread")?),
         mailer: Arc::new({
             let settings = MailerSettings {
                 allow_private_egress: config.allow_private_egress,

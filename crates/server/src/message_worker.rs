@@ -21,6 +21,12 @@
 //! 4. the record: outcomes that finished while the previous record ran go together in
 //!    one short transaction.
 //!
+//! An idle loop looks for due messages every [`IDLE_POLL`], or every
+//! [`LISTENING_POLL`] while the worker hears the queue's wake-ups
+//! ([`MessageWorker::hear`]; docs/operations.md, "Waking the workers: LISTEN/NOTIFY"):
+//! a send then reaches its session without waiting for a poll, and the poll is left to
+//! work that comes due by time (retries, scheduled sends, expired leases).
+//!
 //! Leases are short ([`crate::config::DEFAULT_MESSAGE_LEASE`], 30 s) and renewed: one
 //! statement every third of the lease extends the lease of everything the worker holds
 //! ([`MessageWorker::renew_leases`]), so a SIGKILLed worker's messages are claimed by
@@ -29,7 +35,7 @@
 use std::{
     collections::{HashMap, HashSet},
     sync::{
-        atomic::{AtomicUsize, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
         Arc, Mutex,
     },
     time::Duration,
@@ -43,7 +49,7 @@ use mailroom_app::{
         claim_messages, finish_rendered, record_message_outcomes, renew_message_leases,
         send_claimed_message, ClaimRequest, DeliverySettings, Lane, MessageJob, SendOutcome,
     },
-    ports::Lease,
+    ports::{Lease, QueueEvent},
     AppError, Services,
 };
 use mailroom_domain::{
@@ -72,6 +78,9 @@ pub const MAX_HELD: usize = BATCH_SIZE as usize * 4;
 pub const LANE_BACKLOG: usize = 2;
 /// How long an idle loop waits before looking for due messages again.
 pub const IDLE_POLL: Duration = Duration::from_millis(100);
+/// The same while the worker hears the queue's wake-ups: only work that comes due by time
+/// waits for it, at most this long.
+pub const LISTENING_POLL: Duration = Duration::from_secs(1);
 /// How long an outcome that could not be recorded because the database was unavailable
 /// is retried; the lease is renewed meanwhile.
 const RECORD_RETRY_FOR: Duration = Duration::from_secs(30);
@@ -107,8 +116,13 @@ struct Shared {
     /// Every message this worker holds a lease on, for the renewal.
     /// With each message's account: the renewal runs one statement per account.
     held: Mutex<HashMap<MessageId, AccountId>>,
-    /// Signalled when a held message is released.
-    released: Notify,
+    /// Signalled when a held message is released (to every waiting loop) and when messages
+    /// were queued (to each loop, waiting or not: [`MessageWorker::hear`]).
+    wake: Notify,
+    /// Whether the worker hears the queue's wake-ups now.
+    listening: AtomicBool,
+    /// How long an idle loop waits while it does ([`LISTENING_POLL`]).
+    listening_poll: Duration,
     /// Claims of this process run one at a time, so each sees what the previous one took
     /// (the worker's bound on held messages, full lanes); rendering and sending run side
     /// by side.
@@ -140,9 +154,59 @@ impl MessageWorker {
                 lane_sessions: config.smtp_connections_per_server.max(1),
                 lanes: Mutex::new(HashMap::new()),
                 held: Mutex::new(HashMap::new()),
-                released: Notify::new(),
+                wake: Notify::new(),
+                listening: AtomicBool::new(false),
+                listening_poll: LISTENING_POLL,
                 claiming: tokio::sync::Mutex::new(()),
             }),
+        }
+    }
+
+    /// The same worker, waiting `poll` between idle claims while it hears the queue's
+    /// wake-ups (tests make it long, so only a wake-up can explain a quick delivery).
+    ///
+    /// # Panics
+    /// When the worker was cloned already.
+    #[must_use]
+    pub fn with_listening_poll(mut self, poll: Duration) -> Self {
+        Arc::get_mut(&mut self.shared)
+            .expect("with_listening_poll before the worker is cloned")
+            .listening_poll = poll;
+        self
+    }
+
+    /// Takes in what the queue's listener heard ([`mailroom_postgres::listen_for_queued_messages`]).
+    pub fn hear(&self, event: QueueEvent) {
+        match event {
+            QueueEvent::Deaf => self.shared.listening.store(false, Ordering::SeqCst),
+            QueueEvent::Listening => {
+                self.shared.listening.store(true, Ordering::SeqCst);
+                self.wake_claims();
+            }
+            QueueEvent::Queued => self.wake_claims(),
+        }
+    }
+
+    /// Whether the worker hears the queue's wake-ups now.
+    pub fn listening(&self) -> bool {
+        self.shared.listening.load(Ordering::SeqCst)
+    }
+
+    /// Wakes each claim loop: a waiting one at once, one in the middle of a claim as soon
+    /// as it would wait (its claim may have looked before the new messages committed).
+    fn wake_claims(&self) {
+        // `notify_one` keeps one permit when no loop waits; two calls cover two loops.
+        for _ in 0..PARALLEL_ROUNDS {
+            self.shared.wake.notify_one();
+        }
+    }
+
+    /// How long an idle loop waits before it claims again.
+    fn idle_poll(&self) -> Duration {
+        if self.listening() {
+            self.shared.listening_poll
+        } else {
+            IDLE_POLL
         }
     }
 
@@ -342,12 +406,14 @@ impl MessageWorker {
 
     /// Runs claims until `shutdown` turns true, handing each claim's messages to their
     /// lanes without waiting for them: at once again after a full claim while there is
-    /// room, otherwise after [`IDLE_POLL`] or when a held message is released. A failed
+    /// room, otherwise after the idle poll ([`IDLE_POLL`], or [`LISTENING_POLL`] while the
+    /// worker hears wake-ups), when messages were queued or when a held message is
+    /// released. A failed
     /// claim is logged and retried after a pause. On shutdown it stops claiming and
     /// returns once every message it handed out is recorded.
     pub async fn run(&self, shutdown: watch::Receiver<bool>) {
         let deliveries = &Mutex::new(JoinSet::new());
-        let wake = Some(&self.shared.released);
+        let wake = Some(&self.shared.wake);
         run_steps("message delivery claim", shutdown, wake, || async move {
             let Some((lease, claimed, jobs)) = self.claim_and_render().await? else {
                 // No room: wait for a release.
@@ -360,7 +426,7 @@ impl MessageWorker {
             Ok(if claimed >= BATCH_SIZE as usize {
                 Next::Again
             } else {
-                Next::Wait(IDLE_POLL)
+                Next::Wait(self.idle_poll())
             })
         })
         .await;
@@ -447,7 +513,7 @@ impl MessageWorker {
             held.remove(id);
         }
         drop(held);
-        self.shared.released.notify_waiters();
+        self.shared.wake.notify_waiters();
     }
 }
 

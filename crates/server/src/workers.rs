@@ -83,6 +83,14 @@ pub async fn run_until_shutdown(services: Services, config: &Config) -> std::io:
         let (worker, stopped) = (messages.clone(), stopped.clone());
         tokio::spawn(async move { worker.renew_leases(stopped).await })
     });
+    // Runs until the process ends: it holds no work, so shutdown need not wait for it.
+    let listener = tokio::spawn(mailroom_postgres::listen_for_queued_messages(
+        config.database_url.clone(),
+        {
+            let worker = messages.clone();
+            move |event| worker.hear(event)
+        },
+    ));
     loops.push({
         let stopped = stopped.clone();
         tokio::spawn(async move { announcements.run(stopped).await })
@@ -98,6 +106,7 @@ pub async fn run_until_shutdown(services: Services, config: &Config) -> std::io:
     );
     wait_for_shutdown_signal().await?;
     let _ = stop.send(true);
+    listener.abort();
     for handle in loops {
         let _ = handle.await;
     }

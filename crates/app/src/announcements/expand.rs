@@ -49,12 +49,16 @@ pub fn expand_next_batch(
     batch_size: u32,
 ) -> Result<Option<ExpansionBatch>, AppError> {
     let batch_size = batch_size.max(1);
-    in_transaction(services.db.as_ref(), |tx| {
+    let batch = in_transaction(services.db.as_ref(), |tx| {
         let Some((account, announcement)) = tx.lock_next_expansion()? else {
             return Ok(None);
         };
         expand_batch(tx, services, account, &announcement, batch_size).map(Some)
-    })
+    })?;
+    if batch.as_ref().is_some_and(|batch| batch.queued > 0) {
+        services.queue_wakeup.messages_queued();
+    }
+    Ok(batch)
 }
 
 fn expand_batch(

@@ -73,7 +73,7 @@ pub fn record_event(
             });
         }
     }
-    in_transaction(services.db.as_ref(), |tx| {
+    let (event, queued) = in_transaction(services.db.as_ref(), |tx| {
         let recorded = tx.record_event(account, &of_email)?;
         let contact_id = recorded.contact_id;
         write_custom_attributes(tx, account, contact_id, &attributes, now)?;
@@ -84,11 +84,11 @@ pub fn record_event(
             occurred_at: now,
         };
         if !recorded.triggers {
-            return Ok(event);
+            return Ok((event, 0));
         }
         // In the event's transaction: an event and the messages it triggers are durable
         // together, or neither is.
-        queue_triggered_messages(
+        let queued = queue_triggered_messages(
             tx,
             services,
             account,
@@ -97,6 +97,10 @@ pub fn record_event(
             &event.slug,
             now,
         )?;
-        Ok(event)
-    })
+        Ok((event, queued))
+    })?;
+    if queued > 0 {
+        services.queue_wakeup.messages_queued();
+    }
+    Ok(event)
 }

@@ -59,12 +59,16 @@ pub fn send_transactional(
             queue(tx, services, account, request, hash.as_deref())
         })
     };
-    match attempt() {
+    let message = match attempt() {
         // A concurrent request with the same key committed first; its row is now
         // visible, so a second run answers it (or refuses a different body).
         Err(AppError::Internal(reason)) if reason.contains(KEY_CONSTRAINT) => attempt(),
         other => other,
-    }
+    }?;
+    // Committed: a worker may claim it now (an idempotent repeat wakes the workers for
+    // nothing, which costs one empty claim).
+    services.queue_wakeup.messages_queued();
+    Ok(message)
 }
 
 fn queue(

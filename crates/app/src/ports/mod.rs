@@ -16,6 +16,7 @@ mod mail_server_records;
 mod mail_servers;
 mod messages;
 mod queue_stats;
+mod queue_wakeup;
 mod records;
 mod renderer;
 mod repositories;
@@ -46,6 +47,7 @@ pub use messages::{
     Mailer, MessageRepository, OutgoingMail,
 };
 pub use queue_stats::{QueueDepth, QueueStats, QueueStatsRepository};
+pub use queue_wakeup::{NoWakeup, QueueEvent, QueueWakeup};
 pub use records::*;
 pub use renderer::{InProcessRenderer, TemplateRenderer};
 pub use repositories::*;
