@@ -364,6 +364,8 @@ struct StatementRow {
     calls: i64,
     #[diesel(sql_type = Double)]
     total_ms: f64,
+    #[diesel(sql_type = Double)]
+    max_ms: f64,
     #[diesel(sql_type = Text)]
     query: String,
 }
@@ -446,13 +448,44 @@ impl PgClock {
         Ok(sql_query(query).get_result::<MillisRow>(sql)?.ms)
     }
 
-    /// The statements that took the most time in the bench database (all runs so far).
+    /// Forgets the statements counted so far, so [`PgClock::top_statements`] shows the next
+    /// phase alone (the figures per phase are read before, as differences).
+    fn reset(&self, sql: &mut PgConnection) -> Result<()> {
+        if matches!(self, Self::Statements) {
+            sql.batch_execute(&format!("{BENCH_MARK} SELECT pg_stat_statements_reset()"))?;
+        }
+        Ok(())
+    }
+
+    /// Prints the statements that took the most time since the last reset.
+    fn print_top_statements(&self, sql: &mut PgConnection, count: usize) -> Result<()> {
+        let top = self.top_statements(sql, count)?;
+        if top.is_empty() {
+            return Ok(());
+        }
+        println!("  top statements (pg_stat_statements):");
+        for row in top {
+            let query: String = row.query.split_whitespace().collect::<Vec<_>>().join(" ");
+            let query: String = query.chars().take(100).collect();
+            println!(
+                "    {:>9.0} ms {:>9} calls {:>8.1} µs/call (max {:>8.1})  {query}",
+                row.total_ms,
+                row.calls,
+                row.total_ms * 1000.0 / row.calls.max(1) as f64,
+                row.max_ms * 1000.0,
+            );
+        }
+        Ok(())
+    }
+
+    /// The statements that took the most time in the bench database since the last reset.
     fn top_statements(&self, sql: &mut PgConnection, count: usize) -> Result<Vec<StatementRow>> {
         if !matches!(self, Self::Statements) {
             return Ok(Vec::new());
         }
         Ok(sql_query(format!(
-            "{BENCH_MARK} SELECT calls, total_exec_time::float8 AS total_ms, query \
+            "{BENCH_MARK} SELECT calls, total_exec_time::float8 AS total_ms, \
+             max_exec_time::float8 AS max_ms, query \
              FROM pg_stat_statements \
              WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) \
                AND query NOT LIKE '%{BENCH_MARK}%' \
@@ -518,20 +551,7 @@ async fn measure(options: &Options, tools: &Tools, url: &str) -> Result<()> {
     println!("  worker peak RSS        {:>10.1} MB", drained.peak_rss);
     println!("  RSS growth             {growth:>10.2} MB per 10,000 queued");
     println!("  load after             {:>10}", load());
-    let top = clock.top_statements(&mut sql, 8)?;
-    if !top.is_empty() {
-        println!("  top statements (pg_stat_statements, whole database so far):");
-        for row in top {
-            let query: String = row.query.split_whitespace().collect::<Vec<_>>().join(" ");
-            let query: String = query.chars().take(110).collect();
-            println!(
-                "    {:>9.0} ms {:>9} calls {:>8.1} µs/call  {query}",
-                row.total_ms,
-                row.calls,
-                row.total_ms * 1000.0 / row.calls.max(1) as f64
-            );
-        }
-    }
+    clock.print_top_statements(&mut sql, 8)?;
 
     println!(
         "\n== Mailroom over a single connection: {} messages",
@@ -551,13 +571,20 @@ async fn measure(options: &Options, tools: &Tools, url: &str) -> Result<()> {
         "\n== Transactional POST → the SMTP server's DATA, idle worker ({} sends, {CONNECTIONS} connections)",
         options.latency_samples
     );
-    let latencies = post_to_data(tools, url, &api, options.latency_samples).await?;
+    clock.reset(&mut sql)?;
+    let (latencies, answered) = post_to_data(tools, url, &api, options.latency_samples).await?;
     println!(
         "  p50 {}, p99 {}, max {}",
         ms(latencies.percentile(50.0)),
         ms(latencies.percentile(99.0)),
         ms(latencies.percentile(100.0))
     );
+    println!(
+        "  of which the POST's answer p50 {}, p99 {}",
+        ms(answered.percentile(50.0)),
+        ms(answered.percentile(99.0)),
+    );
+    clock.print_top_statements(&mut sql, 6)?;
 
     let cpu_per_message = drained.cpu.total().as_secs_f64() * 1e6 / options.messages as f64;
     let pg_per_message = drained.pg_ms * 1000.0 / options.messages as f64;
@@ -814,13 +841,20 @@ async fn drain(
 
 /// Transactional sends through the API to an idle worker, one at a time with pauses
 /// between them (so each finds the worker idle, at a different point of its poll): the
-/// time from just before each `POST` to the moment the SMTP server reads `DATA`.
-async fn post_to_data(tools: &Tools, url: &str, api: &Api, samples: usize) -> Result<Latencies> {
+/// time from just before each `POST` to the moment the SMTP server reads `DATA`, and to
+/// the moment the `POST` was answered (the part of it the API takes).
+async fn post_to_data(
+    tools: &Tools,
+    url: &str,
+    api: &Api,
+    samples: usize,
+) -> Result<(Latencies, Latencies)> {
     let mut server = DataClock::start().await?;
     let latency = api.account("Latency bench", server.port).await?;
     let worker = Worker::start(tools, url, CONNECTIONS)?;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let mut latencies = Vec::with_capacity(samples);
+    let mut answered = Vec::with_capacity(samples);
     for sample in 0..samples {
         // 50 to 250 ms apart, spread over the poll interval.
         let pause = 50 + (sample as u64 * 37) % 200;
@@ -835,6 +869,7 @@ async fn post_to_data(tools: &Tools, url: &str, api: &Api, samples: usize) -> Re
             }),
         )
         .await?;
+        answered.push(posted.elapsed());
         let arrived = tokio::time::timeout(Duration::from_secs(10), server.arrivals.recv())
             .await
             .context("no DATA within 10 s of the POST")?
@@ -842,7 +877,7 @@ async fn post_to_data(tools: &Tools, url: &str, api: &Api, samples: usize) -> Re
         latencies.push(arrived.saturating_duration_since(posted));
     }
     drop(worker);
-    Ok(Latencies::new(latencies))
+    Ok((Latencies::new(latencies), Latencies::new(answered)))
 }
 
 /// A small SMTP server on loopback that accepts everything and reports the instant each
