@@ -58,6 +58,45 @@ fn clock_ticks() -> f64 {
     })
 }
 
+/// The machine's CPU time so far, all cores together: busy (everything but idle and
+/// waiting for I/O) and in all, from the first line of `/proc/stat`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MachineCpu {
+    pub busy: Duration,
+    pub total: Duration,
+}
+
+impl MachineCpu {
+    /// Reads the counters now (zero where `/proc/stat` cannot be read).
+    pub fn now() -> Self {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        let Some(line) = stat.lines().find(|line| line.starts_with("cpu ")) else {
+            return Self::default();
+        };
+        let ticks: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|field| field.parse().ok())
+            .collect();
+        // user nice system idle iowait irq softirq steal (guest time is inside user).
+        let all: u64 = ticks.iter().take(8).sum();
+        let resting = ticks.get(3).copied().unwrap_or(0) + ticks.get(4).copied().unwrap_or(0);
+        let seconds = |ticks: u64| Duration::from_secs_f64(ticks as f64 / clock_ticks());
+        Self {
+            busy: seconds(all.saturating_sub(resting)),
+            total: seconds(all),
+        }
+    }
+
+    /// What was spent between `before` and `self`.
+    pub fn since(self, before: Self) -> Self {
+        Self {
+            busy: self.busy.saturating_sub(before.busy),
+            total: self.total.saturating_sub(before.total),
+        }
+    }
+}
+
 /// CPU time spent so far by each side of a run on this machine.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CpuSplit {

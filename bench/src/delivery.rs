@@ -46,7 +46,7 @@ use mailroom_test_support::TestDatabase;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use crate::cpu::process_cpu;
+use crate::cpu::{process_cpu, CpuSplit, MachineCpu};
 use crate::stats::{ms, ratio, thousands, verdict, Latencies};
 
 const USAGE: &str = "\
@@ -676,6 +676,11 @@ struct Drained {
     cpu: WorkerCpu,
     pg_ms: f64,
     peak_rss: f64,
+    /// The drain's wall time, and the machine's and PostgreSQL's processes' CPU in it: who
+    /// kept the cores busy.
+    elapsed: Duration,
+    machine: MachineCpu,
+    postgres: Duration,
 }
 
 impl Drained {
@@ -693,6 +698,24 @@ impl Drained {
             "  PostgreSQL time        {:>10.2} s ({:.1} µs per message)",
             self.pg_ms / 1000.0,
             self.pg_ms * 1000.0 / count as f64
+        );
+        // Cores kept busy on average over the drain, and by whom.
+        let cores = |duration: Duration| duration.as_secs_f64() / self.elapsed.as_secs_f64();
+        let worker = self.cpu.total();
+        let rest = self
+            .machine
+            .busy
+            .saturating_sub(worker)
+            .saturating_sub(self.postgres);
+        println!(
+            "  cores busy             {:>10.2} of {:.2} (worker {:.2}, PostgreSQL's processes {:.2} \
+             = {:.1} µs per message, the rest {:.2}: smtp-sink, the kernel's loopback, this bench)",
+            cores(self.machine.busy),
+            cores(self.machine.total),
+            cores(worker),
+            cores(self.postgres),
+            per_message(self.postgres),
+            cores(rest),
         );
     }
 }
@@ -799,6 +822,7 @@ async fn drain(
     );
     let pg_before = clock.reading(sql)?;
     let cpu_before = worker.cpu()?;
+    let (machine_before, postgres_before) = (MachineCpu::now(), CpuSplit::now().postgres);
     let started = Instant::now();
     let limit = Duration::from_secs(60 + count / 100);
     let target = settled_before + i64::try_from(count)?;
@@ -818,6 +842,8 @@ async fn drain(
     }
     let elapsed = started.elapsed();
     let cpu = worker.cpu()?.since(cpu_before);
+    let machine = MachineCpu::now().since(machine_before);
+    let postgres = CpuSplit::now().postgres.saturating_sub(postgres_before);
     let peak_rss = worker.peak_rss_mb()?;
     drop(worker);
     // The worker's sessions report their statistics as they end.
@@ -836,6 +862,9 @@ async fn drain(
         cpu,
         pg_ms,
         peak_rss,
+        elapsed,
+        machine,
+        postgres,
     })
 }
 

@@ -29,6 +29,18 @@ pub const QUEUE_CHANNEL: &str = "mailroom_messages_queued";
 const IDLE_CHECK: Duration = Duration::from_secs(1);
 /// How long the listener waits before connecting again after its connection failed.
 const RECONNECT_PAUSE: Duration = Duration::from_secs(2);
+/// How long connecting and `LISTEN` may take before the listener gives up and tries again
+/// (a server that accepts the connection and then says nothing would hold it forever).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the listener's connection may be silent before TCP checks that the server is
+/// still there, and how: every [`KEEPALIVE_INTERVAL`], given up after [`KEEPALIVE_PROBES`]
+/// unanswered probes (about a minute in all). A connection that died without a word (a
+/// restarted NAT, a failed-over server) would otherwise look like one that hears nothing
+/// for the kernel's default of more than two hours, and sends would wait for the
+/// one-second poll all that time.
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(30);
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
+const KEEPALIVE_PROBES: u32 = 3;
 
 /// Sends the wake-ups of [`QueueWakeup`] as `NOTIFY` on [`QUEUE_CHANNEL`], from one
 /// thread over the database's pool, coalescing those that arrive while one is sent.
@@ -132,18 +144,32 @@ async fn listen_once<F>(database_url: &str, on: &F) -> Result<(), tokio_postgres
 where
     F: Fn(QueueEvent),
 {
-    let (client, mut connection) = tokio_postgres::connect(database_url, NoTls).await?;
+    let mut config: tokio_postgres::Config = database_url.parse()?;
+    config
+        .connect_timeout(CONNECT_TIMEOUT)
+        .keepalives(true)
+        .keepalives_idle(KEEPALIVE_IDLE)
+        .keepalives_interval(KEEPALIVE_INTERVAL)
+        .keepalives_retries(KEEPALIVE_PROBES);
+    let (client, mut connection) = config.connect(NoTls).await?;
     // Polling the connection's messages also drives its requests (the LISTEN below).
     let mut messages = stream::poll_fn(move |cx| connection.poll_message(cx));
     let listen_sql = format!("LISTEN {QUEUE_CHANNEL}");
-    let listen = client.batch_execute(&listen_sql);
+    let listen = tokio::time::timeout(CONNECT_TIMEOUT, client.batch_execute(&listen_sql));
     tokio::pin!(listen);
     loop {
         tokio::select! {
-            listened = &mut listen => {
-                listened?;
-                break;
-            }
+            listened = &mut listen => match listened {
+                Ok(listened) => {
+                    listened?;
+                    break;
+                }
+                // Said as a closed connection: the caller reconnects after its pause.
+                Err(_) => {
+                    tracing::warn!("LISTEN for queue wake-ups took over {CONNECT_TIMEOUT:?}");
+                    return Ok(());
+                }
+            },
             message = messages.next() => match message {
                 None => return Ok(()),
                 Some(message) => drop(message?),

@@ -102,7 +102,8 @@ pub struct MessageRound {
 struct LaneState {
     /// Session slots.
     sessions: Semaphore,
-    /// Messages in this lane: waiting for a slot, in a session, or being recorded.
+    /// Messages in this lane: waiting for a slot or in a session. Not those being recorded:
+    /// counting them made a fast lane look full while its sessions stood idle.
     held: AtomicUsize,
 }
 
@@ -178,12 +179,20 @@ impl MessageWorker {
     /// Takes in what the queue's listener heard ([`mailroom_postgres::listen_for_queued_messages`]).
     pub fn hear(&self, event: QueueEvent) {
         match event {
-            QueueEvent::Deaf => self.shared.listening.store(false, Ordering::SeqCst),
+            QueueEvent::Deaf => self.set_listening(false),
             QueueEvent::Listening => {
-                self.shared.listening.store(true, Ordering::SeqCst);
+                self.set_listening(true);
                 self.wake_claims();
             }
             QueueEvent::Queued => self.wake_claims(),
+        }
+    }
+
+    fn set_listening(&self, listening: bool) {
+        let was = self.shared.listening.swap(listening, Ordering::SeqCst);
+        delivery_counters().queue_wakeups_listening(listening);
+        if was != listening {
+            tracing::info!(listening, "message worker: queue wake-ups");
         }
     }
 
@@ -305,7 +314,7 @@ impl MessageWorker {
                         "messages left unrendered until their lease runs out"
                     );
                 }
-                self.release(&dropped, false);
+                self.release(&dropped);
                 let jobs = jobs
                     .into_iter()
                     .map(|job| {
@@ -316,11 +325,11 @@ impl MessageWorker {
                 Ok(Some((lease, claimed, jobs)))
             }
             Ok(Err(error)) => {
-                self.release(&ids, false);
+                self.release(&ids);
                 Err(anyhow::anyhow!("storing rendered messages: {error}"))
             }
             Err(error) => {
-                self.release(&ids, false);
+                self.release(&ids);
                 Err(error)
             }
         }
@@ -341,9 +350,15 @@ impl MessageWorker {
                         let _slot = lane.sessions.acquire().await;
                         send_claimed_message(&self.shared.services, &job).await
                     };
+                    // The session is over: the message leaves its lane (it stays held by
+                    // the worker until recorded). Down by one at a time, so only the step
+                    // from `full` leaves a full lane, and a claim may take more now.
+                    if lane.held.fetch_sub(1, Ordering::SeqCst) == self.lane_full_at() {
+                        self.shared.wake.notify_waiters();
+                    }
                     delivery_counters().smtp_reply(reply_class(&outcome));
                     // The receiver lives until every sender is gone.
-                    let _ = finished.send((job, outcome, lane));
+                    let _ = finished.send((job, outcome));
                 }
             });
             join_all(sends).await;
@@ -356,19 +371,9 @@ impl MessageWorker {
                 while let Ok(next) = outcomes.try_recv() {
                     group.push(next);
                 }
-                let (group, lanes): (Vec<_>, Vec<_>) = group
-                    .into_iter()
-                    .map(|(job, outcome, lane)| ((job, outcome), lane))
-                    .unzip();
                 let ids: Vec<MessageId> = group.iter().map(|(job, _)| job.message.id).collect();
                 self.record(group, lease).await;
-                let full = self.lane_full_at();
-                let mut relieved = false;
-                for lane in lanes {
-                    // Down by one at a time: only the step from `full` leaves a full lane.
-                    relieved |= lane.held.fetch_sub(1, Ordering::SeqCst) == full;
-                }
-                self.release(&ids, relieved);
+                self.release(&ids);
             }
         };
         tokio::join!(sessions, recorder);
@@ -513,12 +518,13 @@ impl MessageWorker {
     }
 
     /// Forgets held messages, and wakes the waiting claim loops when that lets a claim take
-    /// what it could not before: `lane_relieved` (a lane stopped being full), more room in
-    /// the worker, or any release while only the reserve was left (an account that now
-    /// holds nothing may use it). Any other release would wake the loops to a claim that
-    /// skips the same accounts again: under load that was most claims (5,156 empty of
-    /// 5,938 in a 100,000-message bench run), each a transaction for nothing.
-    fn release(&self, ids: &[MessageId], lane_relieved: bool) {
+    /// what it could not before: more room in the worker, or any release while only the
+    /// reserve was left (an account that now holds nothing may use it). A lane that stops
+    /// being full wakes them as its session ends (`deliver`). Any other release would wake
+    /// the loops to a claim that skips the same accounts again: under load that was most
+    /// claims (5,156 empty of 5,938 in a 100,000-message bench run), each a transaction
+    /// for nothing.
+    fn release(&self, ids: &[MessageId]) {
         if ids.is_empty() {
             return;
         }
@@ -531,7 +537,7 @@ impl MessageWorker {
         drop(held);
         let room = |held| claim_room(held, MAX_HELD, BATCH_SIZE as usize);
         let was = room(before);
-        if lane_relieved || was.in_reserve || was != room(after) {
+        if was.in_reserve || was != room(after) {
             self.shared.wake.notify_waiters();
         }
     }

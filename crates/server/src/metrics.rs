@@ -5,7 +5,7 @@
 
 use std::sync::OnceLock;
 
-use prometheus::{IntCounterVec, Opts, Registry};
+use prometheus::{IntCounterVec, IntGauge, Opts, Registry};
 
 /// Counters the delivery workers bump, one set per process (a `serve` process with
 /// workers exports them on its `/metrics`, a `worker` on `MAILROOM_METRICS_LISTEN`).
@@ -16,6 +16,7 @@ pub struct DeliveryCounters {
     smtp_replies: IntCounterVec,
     webhook_deliveries: IntCounterVec,
     inbound_smtp: IntCounterVec,
+    queue_wakeups_listening: IntGauge,
 }
 
 /// How one SMTP session ended, as counted by `mailroom_smtp_replies_total`.
@@ -72,6 +73,14 @@ impl DeliveryCounters {
             &["outcome"],
         )
         .expect("valid metric");
+        let queue_wakeups_listening = IntGauge::new(
+            "queue_wakeups_listening",
+            "1 while this process's message worker hears the queue's wake-ups (LISTEN), 0 while it finds new mail by polling only.",
+        )
+        .expect("valid metric");
+        registry
+            .register(Box::new(queue_wakeups_listening.clone()))
+            .expect("distinct metric names");
         registry
             .register(Box::new(inbound_smtp.clone()))
             .expect("distinct metric names");
@@ -102,6 +111,7 @@ impl DeliveryCounters {
             smtp_replies,
             webhook_deliveries,
             inbound_smtp,
+            queue_wakeups_listening,
         }
     }
 
@@ -113,6 +123,11 @@ impl DeliveryCounters {
     /// Counts one SMTP session.
     pub fn smtp_reply(&self, class: SmtpReplyClass) {
         self.smtp_replies.with_label_values(&[class.label()]).inc();
+    }
+
+    /// Whether the message worker hears the queue's wake-ups now.
+    pub fn queue_wakeups_listening(&self, listening: bool) {
+        self.queue_wakeups_listening.set(i64::from(listening));
     }
 
     /// Counts one event of the inbound SMTP listener (its label).
