@@ -32,6 +32,16 @@ async fn next(events: &mut mpsc::UnboundedReceiver<QueueEvent>) -> QueueEvent {
         .expect("the listener lives")
 }
 
+/// Asserts that the listener hears nothing for `quiet`.
+async fn assert_nothing_heard(
+    events: &mut mpsc::UnboundedReceiver<QueueEvent>,
+    quiet: Duration,
+    why: &str,
+) {
+    let heard = tokio::time::timeout(quiet, events.recv()).await;
+    assert!(heard.is_err(), "{why}: heard {heard:?}");
+}
+
 #[tokio::test]
 async fn a_wake_up_sent_on_one_connection_is_heard_by_the_listener() {
     let database = TestDatabase::create();
@@ -43,12 +53,12 @@ async fn a_wake_up_sent_on_one_connection_is_heard_by_the_listener() {
     assert_eq!(next(&mut events).await, QueueEvent::Queued);
 
     // Nothing more was sent, so nothing more is heard.
-    assert!(
-        tokio::time::timeout(Duration::from_millis(300), events.recv())
-            .await
-            .is_err(),
-        "one wake-up, one notification"
-    );
+    assert_nothing_heard(
+        &mut events,
+        Duration::from_millis(300),
+        "one wake-up, one notification",
+    )
+    .await;
     listener.abort();
 }
 
@@ -60,12 +70,12 @@ async fn wake_ups_of_another_database_are_not_heard() {
 
     let wakeup = PgQueueWakeup::new(&theirs.pool_of_one()).expect("the sending thread");
     wakeup.messages_queued();
-    assert!(
-        tokio::time::timeout(Duration::from_millis(500), events.recv())
-            .await
-            .is_err(),
-        "another database's queue is not ours"
-    );
+    assert_nothing_heard(
+        &mut events,
+        Duration::from_millis(500),
+        "another database's queue is not ours",
+    )
+    .await;
     listener.abort();
 }
 
@@ -77,6 +87,8 @@ async fn a_listener_that_cannot_connect_is_deaf_and_never_listening() {
         .expect("address")
         .port();
     let (listener, mut events) = listen(&format!("postgres://postgres@127.0.0.1:{port}/x"));
+    assert_eq!(next(&mut events).await, QueueEvent::Deaf);
+    // It tries again after its pause, and fails again.
     assert_eq!(next(&mut events).await, QueueEvent::Deaf);
     listener.abort();
 }
