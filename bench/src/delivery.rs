@@ -16,7 +16,9 @@
 //! per message (`pg_stat_statements` when the server can load it, else the database's
 //! `pg_stat_database.active_time`; the output says which), the RSS growth per 10,000
 //! queued, and the latency from a transactional `POST` to the SMTP server's `DATA` on an
-//! idle worker (p50, p99). Targets: ≥ 0.4 × raw at 8 connections, ≥ 0.8 × at 1, ≤ 75 µs
+//! idle worker (p50, p99; with the API's share and that phase's statements). Each drain
+//! also prints the cores kept busy and by whom (worker, PostgreSQL's processes, the
+//! rest), which says whether a rate is bound by CPU. Targets: ≥ 0.4 × raw at 8 connections, ≥ 0.8 × at 1, ≤ 75 µs
 //! CPU and ≤ 100 µs PostgreSQL per message, ≤ 2 MB per 10,000 queued, p50 ≤ 100 ms.
 //!
 //! Before the engine runs, the mailer alone ([`crate::mailer_alone`]) sends prepared
