@@ -25,11 +25,31 @@ fn listen(
     (listener, events)
 }
 
+/// Listens on `url` and waits until the listener says it listens.
+async fn listening(
+    url: &str,
+) -> (
+    tokio::task::JoinHandle<()>,
+    mpsc::UnboundedReceiver<QueueEvent>,
+) {
+    let (listener, mut events) = listen(url);
+    assert_eq!(next(&mut events).await, QueueEvent::Listening);
+    (listener, events)
+}
+
 async fn next(events: &mut mpsc::UnboundedReceiver<QueueEvent>) -> QueueEvent {
     tokio::time::timeout(PATIENCE, events.recv())
         .await
         .expect("an event within the patience")
         .expect("the listener lives")
+}
+
+/// Sends one wake-up over `database`'s pool. Keep the handle until the wake-up is heard or
+/// the test is over: the sending thread ends with the last handle.
+fn wake_up(database: &TestDatabase) -> PgQueueWakeup {
+    let wakeup = PgQueueWakeup::new(&database.pool_of_one()).expect("the sending thread");
+    wakeup.messages_queued();
+    wakeup
 }
 
 /// Asserts that the listener hears nothing for `quiet`.
@@ -45,11 +65,9 @@ async fn assert_nothing_heard(
 #[tokio::test]
 async fn a_wake_up_sent_on_one_connection_is_heard_by_the_listener() {
     let database = TestDatabase::create();
-    let (listener, mut events) = listen(database.url());
-    assert_eq!(next(&mut events).await, QueueEvent::Listening);
+    let (listener, mut events) = listening(database.url()).await;
 
-    let wakeup = PgQueueWakeup::new(&database.pool_of_one()).expect("the sending thread");
-    wakeup.messages_queued();
+    let _wakeup = wake_up(&database);
     assert_eq!(next(&mut events).await, QueueEvent::Queued);
 
     // Nothing more was sent, so nothing more is heard.
@@ -65,11 +83,9 @@ async fn a_wake_up_sent_on_one_connection_is_heard_by_the_listener() {
 #[tokio::test]
 async fn wake_ups_of_another_database_are_not_heard() {
     let (ours, theirs) = (TestDatabase::create(), TestDatabase::create());
-    let (listener, mut events) = listen(ours.url());
-    assert_eq!(next(&mut events).await, QueueEvent::Listening);
+    let (listener, mut events) = listening(ours.url()).await;
 
-    let wakeup = PgQueueWakeup::new(&theirs.pool_of_one()).expect("the sending thread");
-    wakeup.messages_queued();
+    let _wakeup = wake_up(&theirs);
     assert_nothing_heard(
         &mut events,
         Duration::from_millis(500),
