@@ -18,7 +18,7 @@ pub use database::{
     PgDatabase, PoolSettings,
 };
 pub use error::store_error;
-pub use queue_wakeup::{listen_for_queued_messages, PgQueueWakeup, QUEUE_CHANNEL};
+pub use queue_wakeup::{listen_for_queued_messages, PgQueueWakeup};
 pub use repositories::contacts::{
     contact_search_plan, explain_contact_search, list_contact_ids_with, ContactSearchPlan,
     FEW_MATCHES,

@@ -12,7 +12,10 @@
 //! connection per worker process: diesel's connections cannot wait for a notification.
 
 use std::{
-    sync::{Arc, Condvar, Mutex, PoisonError, Weak},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, Condvar, Mutex, PoisonError, Weak,
+    },
     time::Duration,
 };
 
@@ -23,7 +26,7 @@ use tokio_postgres::{AsyncMessage, NoTls};
 use crate::PgDatabase;
 
 /// The channel the wake-ups travel on.
-pub const QUEUE_CHANNEL: &str = "mailroom_messages_queued";
+const QUEUE_CHANNEL: &str = "mailroom_messages_queued";
 
 /// How long the sending thread sleeps between checks that its handles still exist.
 const IDLE_CHECK: Duration = Duration::from_secs(1);
@@ -121,20 +124,36 @@ pub async fn listen_for_queued_messages<F>(database_url: String, on: F)
 where
     F: Fn(QueueEvent) + Send + Sync + 'static,
 {
+    // Failures since the listener last listened: the first of each run is said at warn,
+    // the rest quietly (a server that refuses it keeps refusing).
     let mut failures = 0_u32;
     loop {
-        let outcome = listen_once(&database_url, &on).await;
+        let listened = AtomicBool::new(false);
+        let outcome = listen_once(&database_url, &|event| {
+            if event == QueueEvent::Listening {
+                listened.store(true, Ordering::Relaxed);
+            }
+            on(event);
+        })
+        .await;
         on(QueueEvent::Deaf);
+        if listened.load(Ordering::Relaxed) {
+            failures = 0;
+        }
         match outcome {
             Ok(()) => tracing::info!("the queue wake-up connection closed; reconnecting"),
-            // Said once at warn, then quietly: a server that refuses it keeps refusing.
-            Err(error) if failures == 0 => tracing::warn!(
-                %error,
-                "cannot listen for queue wake-ups: the message workers poll instead"
-            ),
-            Err(error) => tracing::debug!(%error, "cannot listen for queue wake-ups"),
+            Err(error) => {
+                if failures == 0 {
+                    tracing::warn!(
+                        %error,
+                        "cannot listen for queue wake-ups: the message workers poll instead"
+                    );
+                } else {
+                    tracing::debug!(%error, "cannot listen for queue wake-ups");
+                }
+                failures = failures.saturating_add(1);
+            }
         }
-        failures = failures.saturating_add(1);
         tokio::time::sleep(RECONNECT_PAUSE).await;
     }
 }

@@ -47,7 +47,7 @@ pub use messages::{
     Mailer, MessageRepository, OutgoingMail,
 };
 pub use queue_stats::{QueueDepth, QueueStats, QueueStatsRepository};
-pub use queue_wakeup::{NoWakeup, QueueEvent, QueueWakeup};
+pub use queue_wakeup::{QueueEvent, QueueWakeup};
 pub use records::*;
 pub use renderer::{InProcessRenderer, TemplateRenderer};
 pub use repositories::*;

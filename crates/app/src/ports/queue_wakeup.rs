@@ -25,11 +25,3 @@ pub enum QueueEvent {
     /// without them until it listens again.
     Deaf,
 }
-
-/// A [`QueueWakeup`] that tells nobody: the workers find everything by their poll.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoWakeup;
-
-impl QueueWakeup for NoWakeup {
-    fn messages_queued(&self) {}
-}
