@@ -7,6 +7,7 @@
 
 mod bench;
 mod browser;
+mod citus;
 mod commands;
 mod fuzz;
 mod mail_catcher;
@@ -72,6 +73,17 @@ Commands:
   db stop             Stop the private cluster.
   db psql [args...]   Open psql on the private cluster (args go to psql).
   db url              Print the DATABASE_URL that discovery picks for `up`.
+  citus up            Find Citus (citus.so in the server's library directory), else
+                      build and install it from the source tarball named by
+                      MAILROOM_CITUS_SOURCE (root; patches beside it applied when
+                      the server's headers need them); start a coordinator
+                      (127.0.0.1:55440), two workers (55441, 55442) and a spare
+                      node (55443) under target/citus, durable; create the
+                      `mailroom` database with the workers registered. Left running.
+  citus down          Stop the Citus nodes.
+  citus psql [args...]
+                      psql on the coordinator's `mailroom` database.
+  citus url           Print the coordinator's DATABASE_URL.
   mail-catcher [--listen 127.0.0.1:2525]
                       A development SMTP server (no TLS, any user/password)
                       that prints every message it receives to stdout.
@@ -138,6 +150,24 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
                 )),
             },
             None => Err("`db` needs a subcommand: start, stop, psql or url".to_owned()),
+        },
+        "citus" => match rest.split_first() {
+            Some((sub, sub_rest)) => match sub.as_str() {
+                "up" => no_extra_args("citus up", sub_rest)
+                    .and_then(|()| citus::up())
+                    .map(|()| ExitCode::SUCCESS),
+                "down" => no_extra_args("citus down", sub_rest)
+                    .and_then(|()| citus::down())
+                    .map(|()| ExitCode::SUCCESS),
+                "psql" => citus::psql_exec(sub_rest),
+                "url" => no_extra_args("citus url", sub_rest)
+                    .and_then(|()| citus::url())
+                    .map(|()| ExitCode::SUCCESS),
+                other => Err(format!(
+                    "unknown `citus` subcommand `{other}` (expected up, down, psql or url)"
+                )),
+            },
+            None => Err("`citus` needs a subcommand: up, down, psql or url".to_owned()),
         },
         // Internal: the watchdog that stops a private cluster when xtask exits, however
         // it exits. Spawned by `postgres::ClusterGuard`, not meant to be typed by hand.

@@ -101,7 +101,7 @@ impl Source {
     }
 }
 
-fn local_url(port: u16, database: &str) -> String {
+pub fn local_url(port: u16, database: &str) -> String {
     format!("postgres://{SUPERUSER}@127.0.0.1:{port}/{database}")
 }
 
@@ -237,7 +237,7 @@ fn error_fields(payload: &[u8]) -> (String, String) {
     (code, text)
 }
 
-fn accepts_tcp(port: u16) -> bool {
+pub fn accepts_tcp(port: u16) -> bool {
     let address = SocketAddr::from(([127, 0, 0, 1], port));
     TcpStream::connect_timeout(&address, Duration::from_secs(1)).is_ok()
 }
@@ -372,31 +372,44 @@ pub enum InstallIfMissing {
 /// path>/` instead, one per checkout, kept across runs like `target/pgdata`.
 pub struct PrivateCluster {
     target_dir: PathBuf,
-    data_dir: PathBuf,
+    pub data_dir: PathBuf,
     socket_dir: PathBuf,
     log_file: PathBuf,
+    pub port: u16,
+    /// Server options beyond port, socket and listen address (`-c name=value …`).
+    options: String,
+    /// Libraries to preload before pg_stat_statements (`citus` must come first).
+    preload: Vec<&'static str>,
 }
 
 impl PrivateCluster {
     pub fn new() -> Self {
-        let workspace = system::workspace_root();
-        let mut target_dir = workspace.join("target");
-        if system::is_root() && !others_can_enter(&target_dir) {
-            use std::hash::{Hash, Hasher};
-            let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            workspace.hash(&mut hasher);
-            target_dir = PathBuf::from(format!("/var/tmp/mailroom-pg-{:016x}", hasher.finish()));
-        }
+        // fsync and friends are off: this is a throwaway development and test cluster
+        // under target/, and per-test CREATE DATABASE is much faster without them.
+        Self::at(
+            "pgdata",
+            PRIVATE_CLUSTER_PORT,
+            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+            Vec::new(),
+        )
+    }
+
+    /// A cluster in `<private dir>/<name>` (data) and `<name>.log`, listening on `port`.
+    pub fn at(name: &str, port: u16, options: &str, preload: Vec<&'static str>) -> Self {
+        let target_dir = private_dir();
         PrivateCluster {
-            data_dir: target_dir.join("pgdata"),
+            data_dir: target_dir.join(name),
             socket_dir: target_dir.join("pgsocket"),
-            log_file: target_dir.join("pgdata.log"),
+            log_file: target_dir.join(format!("{name}.log")),
             target_dir,
+            port,
+            options: options.to_owned(),
+            preload,
         }
     }
 
     pub fn url(&self, database: &str) -> String {
-        local_url(PRIVATE_CLUSTER_PORT, database)
+        local_url(self.port, database)
     }
 
     /// The PostgreSQL server binaries to run this cluster with: the version that
@@ -457,12 +470,17 @@ impl PrivateCluster {
         if !self.data_dir.join("PG_VERSION").exists() {
             self.initialise(binaries)?;
         }
-        if accepts_tcp(PRIVATE_CLUSTER_PORT) {
+        if accepts_tcp(self.port) {
             return Err(format!(
-                "port {PRIVATE_CLUSTER_PORT} is taken by another process, so the private \
-                 cluster in {} cannot start",
+                "port {} is taken by another process, so the private cluster in {} cannot \
+                 start",
+                self.port,
                 self.data_dir.display()
             ));
+        }
+        if let Some(parent) = self.log_file.parent() {
+            fs::create_dir_all(parent)
+                .map_err(|error| format!("cannot create {}: {error}", parent.display()))?;
         }
         fs::create_dir_all(&self.socket_dir)
             .map_err(|error| format!("cannot create {}: {error}", self.socket_dir.display()))?;
@@ -479,25 +497,28 @@ impl PrivateCluster {
         // go without the socket (an empty -k), since every URL here uses TCP anyway.
         let socket_path = self
             .socket_dir
-            .join(format!(".s.PGSQL.{PRIVATE_CLUSTER_PORT}"));
+            .join(format!(".s.PGSQL.{}", self.port));
         let socket_dir = if socket_path.as_os_str().len() < 100 {
             self.socket_dir.to_string_lossy().into_owned()
         } else {
             String::new()
         };
-        // fsync and friends are off: this is a throwaway development and test cluster
-        // under target/, and per-test CREATE DATABASE is much faster without them.
         // pg_stat_statements is preloaded when installed, so `cargo xtask bench delivery`
         // can report PostgreSQL time per statement (it loads only at server start).
-        let statements = if binaries.has_library("pg_stat_statements") {
-            " -c shared_preload_libraries=pg_stat_statements"
+        let mut preload = self.preload.clone();
+        if binaries.has_library("pg_stat_statements") {
+            preload.push("pg_stat_statements");
+        }
+        let preload = if preload.is_empty() {
+            String::new()
         } else {
-            ""
+            format!(" -c shared_preload_libraries={}", preload.join(","))
         };
         let server_options = format!(
-            "-p {PRIVATE_CLUSTER_PORT} -k {} -c listen_addresses=127.0.0.1 \
-             -c fsync=off -c synchronous_commit=off -c full_page_writes=off{statements}",
-            system::shell_quote(&socket_dir)
+            "-p {} -k {} -c listen_addresses=127.0.0.1 {}{preload}",
+            self.port,
+            system::shell_quote(&socket_dir),
+            self.options
         );
         let started = system::run(
             binaries
@@ -579,6 +600,21 @@ impl PrivateCluster {
     }
 }
 
+/// Where private clusters live: `target/`, or as root in a checkout the `postgres` user
+/// cannot enter, `/var/tmp/mailroom-pg-<hash of the checkout's path>/`.
+pub fn private_dir() -> PathBuf {
+    let workspace = system::workspace_root();
+    let target_dir = workspace.join("target");
+    if system::is_root() && !others_can_enter(&target_dir) {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        workspace.hash(&mut hasher);
+        PathBuf::from(format!("/var/tmp/mailroom-pg-{:016x}", hasher.finish()))
+    } else {
+        target_dir
+    }
+}
+
 /// Whether a user who is neither the owner nor in the group (as `postgres` is for
 /// root's directories) may enter `dir` and every directory above it. Parts that do not
 /// exist yet (`target/` before the first build) are created by root with mode 0755.
@@ -610,7 +646,7 @@ fn chown_to_postgres(path: &Path) -> Result<()> {
 
 /// A directory of PostgreSQL server binaries (initdb, pg_ctl, postgres, psql).
 pub struct Binaries {
-    dir: PathBuf,
+    pub dir: PathBuf,
     /// PostgreSQL refuses to run as root; when we are root, run it as `postgres`.
     run_as_postgres: bool,
 }
@@ -625,7 +661,7 @@ impl Binaries {
 
     /// Whether the installation has the loadable module `name` (`../lib/<name>.so`
     /// beside `bin/`, Debian's and the source build's layout).
-    fn has_library(&self, name: &str) -> bool {
+    pub fn has_library(&self, name: &str) -> bool {
         self.dir
             .parent()
             .is_some_and(|root| root.join("lib").join(format!("{name}.so")).exists())
@@ -633,7 +669,7 @@ impl Binaries {
 
     /// A command running `tool` from this directory, as `postgres` when we are root.
     /// `working_dir` must be enterable by `postgres`, which root's may not be.
-    fn command(&self, tool: &str, working_dir: &Path) -> Command {
+    pub fn command(&self, tool: &str, working_dir: &Path) -> Command {
         let program = self.dir.join(tool);
         let mut command = if self.run_as_postgres {
             let mut command = Command::new("runuser");
@@ -740,13 +776,13 @@ pub fn private_cluster_psql() -> Result<Command> {
 ///   Ctrl-C and SIGTERM reach the server directly. On EOF wait for that pid to exit,
 ///   however long, then stop the cluster.
 /// - `unwatch`: the child has been waited for.
-struct ClusterGuard {
+pub struct ClusterGuard {
     process: Child,
     control: Option<ChildStdin>,
 }
 
 impl ClusterGuard {
-    fn spawn(binaries: &Binaries, cluster: &PrivateCluster) -> Result<Self> {
+    pub fn spawn(binaries: &Binaries, cluster: &PrivateCluster) -> Result<Self> {
         let xtask = env::current_exe()
             .map_err(|error| format!("cannot find xtask's own executable: {error}"))?;
         let mut process = Command::new(xtask)
@@ -769,7 +805,7 @@ impl ClusterGuard {
         }
     }
 
-    fn stop(&mut self) -> Result<()> {
+    pub fn stop(&mut self) -> Result<()> {
         if self.control.is_none() {
             return Ok(());
         }

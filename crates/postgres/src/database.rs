@@ -244,7 +244,15 @@ pub fn run_migrations(url: &str) -> Result<Vec<String>, StoreError> {
     let applied = conn
         .run_pending_migrations(MIGRATIONS)
         .map(|versions| versions.iter().map(ToString::to_string).collect())
-        .map_err(|e| StoreError::Other(format!("migration failed: {e}")));
+        .map_err(|e| StoreError::Other(format!("migration failed: {e}")))
+        .and_then(|applied: Vec<String>| {
+            // On a Citus coordinator the tables the migrations created are distributed
+            // (crates/postgres/src/citus.rs); elsewhere nothing happens.
+            if crate::citus::is_citus(&mut conn)? {
+                crate::citus::distribute(&mut conn)?;
+            }
+            Ok(applied)
+        });
     conn.batch_execute(&format!("SELECT pg_advisory_unlock({MIGRATION_LOCK_KEY})"))
         .map_err(store_error)?;
     applied

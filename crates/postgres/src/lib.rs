@@ -4,6 +4,7 @@
 //! SQL lives only in this crate. Driver errors are translated here: a unique violation
 //! becomes `StoreError::UniqueViolation`, an unreachable server `StoreError::Unavailable`.
 
+pub mod citus;
 mod database;
 mod error;
 mod pool_health;

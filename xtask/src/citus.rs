@@ -1,0 +1,448 @@
+//! `cargo xtask citus up|down|psql|url`, and the cluster `cargo xtask test --citus` runs on.
+//!
+//! A Citus cluster on loopback, in the private directory beside the plain private cluster
+//! (`target/citus/`, or `/var/tmp/mailroom-pg-…/citus/` as root in a checkout `postgres`
+//! cannot enter): a coordinator and two workers, plus one spare node that belongs to no
+//! database until a test adds it (the rebalancing tests). Each node is a PostgreSQL
+//! cluster of its own, started with the machine's server binaries and
+//! `shared_preload_libraries = 'citus'`, durable (fsync, synchronous commit and full-page
+//! writes at their defaults, as an operator runs it).
+//!
+//! Citus is found in the server's library directory (`citus.so`). Without it, and with
+//! `MAILROOM_CITUS_SOURCE` naming a source tarball, it is built and installed into the
+//! server's directories (root only; the build's `-dev` packages come from apt-get), with
+//! the `.patch` files beside the tarball applied when the server's headers need them.
+//! Operators install Citus from its own packages instead.
+
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::postgres::{
+    self, accepts_tcp, local_url, Binaries, ClusterGuard, InstallIfMissing, PrivateCluster,
+};
+use crate::system::{self, note};
+use crate::Result;
+
+/// The tarball to build Citus from when it is not installed.
+pub const SOURCE_ENV: &str = "MAILROOM_CITUS_SOURCE";
+/// Worker URLs for test-support (comma-separated maintenance URLs), set by `test --citus`.
+pub const WORKERS_ENV: &str = "MAILROOM_CITUS_WORKERS";
+/// The spare node's maintenance URL for test-support, set by `test --citus`.
+pub const SPARE_ENV: &str = "MAILROOM_CITUS_SPARE";
+/// The database `citus up` prepares for `mailroom serve`.
+const APP_DATABASE: &str = "mailroom";
+
+const COORDINATOR_PORT: u16 = 55440;
+const WORKER_PORTS: [u16; 2] = [55441, 55442];
+const SPARE_PORT: u16 = 55443;
+
+/// Durable, as production runs it; what Citus needs besides: prepared transactions for
+/// its two-phase commits, logical decoding for online shard moves, room for the
+/// connections every test process opens to every node, and background workers for the
+/// rebalancer.
+const NODE_OPTIONS: &str = "-c max_connections=400 -c max_prepared_transactions=400 \
+    -c wal_level=logical -c max_replication_slots=32 -c max_wal_senders=32 \
+    -c max_worker_processes=48 -c citus.max_background_task_executors_per_node=2";
+
+/// The four nodes: coordinator, the two workers, the spare.
+pub struct CitusCluster {
+    coordinator: PrivateCluster,
+    workers: Vec<PrivateCluster>,
+    spare: PrivateCluster,
+}
+
+impl CitusCluster {
+    pub fn new() -> Self {
+        let node = |name: &str, port| {
+            PrivateCluster::at(&format!("citus/{name}"), port, NODE_OPTIONS, vec!["citus"])
+        };
+        CitusCluster {
+            coordinator: node("coordinator", COORDINATOR_PORT),
+            workers: WORKER_PORTS
+                .iter()
+                .enumerate()
+                .map(|(index, port)| node(&format!("worker-{}", index + 1), *port))
+                .collect(),
+            spare: node("spare", SPARE_PORT),
+        }
+    }
+
+    fn nodes(&self) -> impl Iterator<Item = &PrivateCluster> {
+        std::iter::once(&self.coordinator)
+            .chain(&self.workers)
+            .chain(std::iter::once(&self.spare))
+    }
+
+    /// The coordinator's URL for `database`.
+    pub fn url(&self, database: &str) -> String {
+        self.coordinator.url(database)
+    }
+
+    /// The workers' maintenance URLs, comma-separated ([`WORKERS_ENV`]).
+    pub fn worker_urls(&self) -> String {
+        self.workers
+            .iter()
+            .map(|worker| worker.url("postgres"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    pub fn spare_url(&self) -> String {
+        self.spare.url("postgres")
+    }
+
+    /// Starts every node that is not running (creating it first if need be), with a
+    /// watchdog each that stops it when xtask ends; returns the watchdogs (empty when
+    /// all were running already, and are left running).
+    pub fn start(&self, binaries: &Binaries, guarded: bool) -> Result<Vec<ClusterGuard>> {
+        let mut guards = Vec::new();
+        for node in self.nodes() {
+            if node.is_running(binaries) {
+                continue;
+            }
+            if guarded {
+                guards.push(ClusterGuard::spawn(binaries, node)?);
+            }
+            node.start(binaries)?;
+        }
+        Ok(guards)
+    }
+
+    pub fn stop(&self, binaries: &Binaries) -> Result<()> {
+        for node in self.nodes() {
+            if node.is_running(binaries) {
+                node.stop(binaries)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates `database` on the coordinator and the workers (not the spare) with the
+    /// extension, and registers the workers with the coordinator. Idempotent.
+    pub fn prepare_database(&self, database: &str) -> Result<()> {
+        for node in self.workers.iter().chain(std::iter::once(&self.coordinator)) {
+            let exists = psql_value(
+                &node.url("postgres"),
+                &format!("SELECT count(*) FROM pg_database WHERE datname = '{database}'"),
+            )?;
+            if exists == "0" {
+                psql(&node.url("postgres"), &format!("CREATE DATABASE \"{database}\""))?;
+            }
+            psql(
+                &node.url(database),
+                "CREATE EXTENSION IF NOT EXISTS citus",
+            )?;
+        }
+        let mut statements = vec![format!(
+            "SELECT citus_set_coordinator_host('127.0.0.1', {COORDINATOR_PORT})"
+        )];
+        for worker in &self.workers {
+            statements.push(format!(
+                "SELECT citus_add_node('127.0.0.1', {}) WHERE NOT EXISTS \
+                 (SELECT 1 FROM pg_dist_node WHERE nodename = '127.0.0.1' AND nodeport = {})",
+                worker.port, worker.port
+            ));
+        }
+        psql(&self.url(database), &statements.join("; "))
+    }
+}
+
+/// The server binaries, with Citus installed (built from [`SOURCE_ENV`] when missing).
+pub fn binaries_with_citus(cluster: &CitusCluster) -> Result<Binaries> {
+    let binaries = cluster.coordinator.binaries(InstallIfMissing::Yes)?;
+    if binaries.has_library("citus") {
+        note(&format!(
+            "Citus: installed ({})",
+            binaries.dir.with_file_name("lib").join("citus.so").display()
+        ));
+        return Ok(binaries);
+    }
+    let Some(source) = env::var_os(SOURCE_ENV).map(PathBuf::from) else {
+        return Err(format!(
+            "Citus is not installed for the PostgreSQL in {} (no citus.so in its library \
+             directory). Install Citus from its own packages for this PostgreSQL version, \
+             or set {SOURCE_ENV} to a Citus source tarball (a `git archive` of a release \
+             tag) to build it here",
+            binaries.dir.display()
+        ));
+    };
+    build_and_install(&binaries, &source)?;
+    if binaries.has_library("citus") {
+        Ok(binaries)
+    } else {
+        Err(format!(
+            "the Citus build from {} finished but no citus.so is in {}",
+            source.display(),
+            binaries.dir.with_file_name("lib").display()
+        ))
+    }
+}
+
+/// Unpacks the tarball under `target/citus-build`, applies the patches beside it when the
+/// server's headers need them, then `./configure && make && make install`.
+fn build_and_install(binaries: &Binaries, source: &Path) -> Result<()> {
+    if !source.is_file() {
+        return Err(format!("{SOURCE_ENV}={} is not a file", source.display()));
+    }
+    if !system::is_root() {
+        return Err(format!(
+            "building Citus from {} installs it into PostgreSQL's own directories, which \
+             needs root; run as root, or install Citus from its packages",
+            source.display()
+        ));
+    }
+    let pg_config = binaries.dir.join("pg_config");
+    let major = pg_major(&pg_config).unwrap_or_default();
+    note(&format!(
+        "Citus: not installed; building it from {} for PostgreSQL {major} (a few minutes)",
+        source.display()
+    ));
+    // What the build links against, besides the server's headers; measured on Debian 12.
+    let server_dev = format!("postgresql-server-dev-{major}");
+    system::apt_install(&[
+        server_dev.as_str(),
+        "make",
+        "gcc",
+        "libkrb5-dev",
+        "liblz4-dev",
+        "libzstd-dev",
+        "libssl-dev",
+        "libselinux1-dev",
+        "libxslt1-dev",
+        "libpam0g-dev",
+        "libreadline-dev",
+    ])?;
+    let pg_config = if pg_config.exists() {
+        pg_config
+    } else {
+        system::find_in_path("pg_config").ok_or("pg_config not found after installing it")?
+    };
+
+    let build_root = system::workspace_root().join("target/citus-build");
+    if build_root.exists() {
+        fs::remove_dir_all(&build_root)
+            .map_err(|error| format!("cannot remove {}: {error}", build_root.display()))?;
+    }
+    fs::create_dir_all(&build_root)
+        .map_err(|error| format!("cannot create {}: {error}", build_root.display()))?;
+    system::run(
+        Command::new("tar")
+            .arg("xzf")
+            .arg(source)
+            .arg("-C")
+            .arg(&build_root),
+    )?;
+    let tree = single_directory(&build_root)?;
+
+    if server_exports_createdb_privilege(&pg_config) {
+        for patch in patches_beside(source) {
+            note(&format!(
+                "Citus: this PostgreSQL exports have_createdb_privilege(); applying {}",
+                patch.display()
+            ));
+            system::run(
+                Command::new("patch")
+                    .args(["-p1", "--forward", "-i"])
+                    .arg(&patch)
+                    .current_dir(&tree),
+            )?;
+        }
+    }
+    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
+    system::run(
+        Command::new("./configure")
+            .arg("--without-libcurl")
+            .env("PG_CONFIG", &pg_config)
+            .current_dir(&tree),
+    )?;
+    system::run(
+        Command::new("make")
+            .arg(format!("-j{jobs}"))
+            .env("PG_CONFIG", &pg_config)
+            .current_dir(&tree),
+    )?;
+    system::run(
+        Command::new("make")
+            .arg("install")
+            .env("PG_CONFIG", &pg_config)
+            .current_dir(&tree),
+    )
+}
+
+fn pg_major(pg_config: &Path) -> Option<u32> {
+    let output = Command::new(pg_config).arg("--version").output().ok()?;
+    // `PostgreSQL 15.20 (Debian …)`
+    let text = String::from_utf8_lossy(&output.stdout);
+    text.split_whitespace().nth(1)?.split('.').next()?.parse().ok()
+}
+
+/// PostgreSQL 15.20 and later export `have_createdb_privilege()`, which Citus 13.2 also
+/// defines for 15; the build then stops at the second definition.
+fn server_exports_createdb_privilege(pg_config: &Path) -> bool {
+    let Ok(output) = Command::new(pg_config).arg("--includedir-server").output() else {
+        return false;
+    };
+    let dir = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    fs::read_to_string(Path::new(&dir).join("commands/dbcommands.h"))
+        .is_ok_and(|header| header.contains("have_createdb_privilege"))
+}
+
+fn patches_beside(source: &Path) -> Vec<PathBuf> {
+    let mut patches: Vec<PathBuf> = source
+        .parent()
+        .and_then(|dir| fs::read_dir(dir).ok())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "patch"))
+        .collect();
+    patches.sort();
+    patches
+}
+
+fn single_directory(dir: &Path) -> Result<PathBuf> {
+    let entries: Vec<PathBuf> = fs::read_dir(dir)
+        .map_err(|error| format!("cannot read {}: {error}", dir.display()))?
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.is_dir())
+        .collect();
+    match entries.as_slice() {
+        [tree] => Ok(tree.clone()),
+        _ => Err(format!(
+            "the Citus tarball should unpack into one directory; {} holds {}",
+            dir.display(),
+            entries.len()
+        )),
+    }
+}
+
+fn psql_command(url: &str) -> Result<Command> {
+    let psql = postgres::find_psql().ok_or("psql not found; install postgresql-client")?;
+    let mut command = Command::new(psql);
+    command.args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url]);
+    Ok(command)
+}
+
+fn psql(url: &str, sql: &str) -> Result<()> {
+    let output = psql_command(url)?
+        .arg("-c")
+        .arg(sql)
+        .output()
+        .map_err(|error| format!("could not run psql: {error}"))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "psql on {url} failed: {}\n{sql}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+    }
+}
+
+fn psql_value(url: &str, sql: &str) -> Result<String> {
+    let output = psql_command(url)?
+        .args(["-A", "-t", "-c"])
+        .arg(sql)
+        .output()
+        .map_err(|error| format!("could not run psql: {error}"))?;
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+    } else {
+        Err(format!(
+            "psql on {url} failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+    }
+}
+
+/// A running cluster for `test --citus` or `bench … --citus`: started (and stopped when
+/// dropped) unless it was running already.
+pub struct RunningCluster {
+    pub cluster: CitusCluster,
+    guards: Vec<ClusterGuard>,
+}
+
+impl RunningCluster {
+    pub fn provide() -> Result<Self> {
+        let cluster = CitusCluster::new();
+        let binaries = binaries_with_citus(&cluster)?;
+        let guards = cluster.start(&binaries, true)?;
+        note(&format!(
+            "Citus: coordinator on 127.0.0.1:{COORDINATOR_PORT}, workers on {}, spare node \
+             on {SPARE_PORT} ({})",
+            WORKER_PORTS.map(|port| port.to_string()).join(" and "),
+            if guards.is_empty() {
+                "already running, left running"
+            } else {
+                "started now, stopped when xtask ends"
+            }
+        ));
+        Ok(RunningCluster { cluster, guards })
+    }
+
+    pub fn finish(mut self) -> Result<()> {
+        let mut outcome = Ok(());
+        for mut guard in self.guards.drain(..) {
+            if let Err(error) = guard.stop() {
+                outcome = Err(error);
+            }
+        }
+        outcome
+    }
+}
+
+/// `cargo xtask citus up`: build or find Citus, start the nodes (left running), prepare
+/// the `mailroom` database with the workers registered.
+pub fn up() -> Result<()> {
+    let cluster = CitusCluster::new();
+    let binaries = binaries_with_citus(&cluster)?;
+    cluster.start(&binaries, false)?;
+    cluster.prepare_database(APP_DATABASE)?;
+    note(&format!(
+        "Citus cluster running: coordinator 127.0.0.1:{COORDINATOR_PORT}, workers {}, spare \
+         node {SPARE_PORT} (not in the cluster), data under {}; DATABASE_URL={}",
+        WORKER_PORTS.map(|port| port.to_string()).join(", "),
+        postgres::private_dir().join("citus").display(),
+        cluster.url(APP_DATABASE)
+    ));
+    Ok(())
+}
+
+/// `cargo xtask citus down`.
+pub fn down() -> Result<()> {
+    let cluster = CitusCluster::new();
+    let binaries = cluster.coordinator.binaries(InstallIfMissing::No)?;
+    cluster.stop(&binaries)?;
+    note("Citus cluster stopped");
+    Ok(())
+}
+
+/// `cargo xtask citus url`.
+pub fn url() -> Result<()> {
+    let state = if accepts_tcp(COORDINATOR_PORT) {
+        "running"
+    } else {
+        "not running; `cargo xtask citus up` starts it"
+    };
+    note(&format!("Citus coordinator: {state}"));
+    println!("{}", local_url(COORDINATOR_PORT, APP_DATABASE));
+    Ok(())
+}
+
+/// `cargo xtask citus psql [args…]`: psql on the coordinator's `mailroom` database.
+pub fn psql_exec(args: &[String]) -> Result<std::process::ExitCode> {
+    use std::os::unix::process::CommandExt;
+    if !accepts_tcp(COORDINATOR_PORT) {
+        return Err("the Citus cluster is not running; `cargo xtask citus up` starts it".into());
+    }
+    let psql = postgres::find_psql().ok_or("psql not found; install postgresql-client")?;
+    let error = Command::new(psql)
+        .args(["-d", &local_url(COORDINATOR_PORT, APP_DATABASE)])
+        .args(args)
+        .exec();
+    Err(format!("could not run psql: {error}"))
+}
