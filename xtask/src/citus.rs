@@ -122,18 +122,22 @@ impl CitusCluster {
     /// Creates `database` on the coordinator and the workers (not the spare) with the
     /// extension, and registers the workers with the coordinator. Idempotent.
     pub fn prepare_database(&self, database: &str) -> Result<()> {
-        for node in self.workers.iter().chain(std::iter::once(&self.coordinator)) {
+        for node in self
+            .workers
+            .iter()
+            .chain(std::iter::once(&self.coordinator))
+        {
             let exists = psql_value(
                 &node.url("postgres"),
                 &format!("SELECT count(*) FROM pg_database WHERE datname = '{database}'"),
             )?;
             if exists == "0" {
-                psql(&node.url("postgres"), &format!("CREATE DATABASE \"{database}\""))?;
+                psql(
+                    &node.url("postgres"),
+                    &format!("CREATE DATABASE \"{database}\""),
+                )?;
             }
-            psql(
-                &node.url(database),
-                "CREATE EXTENSION IF NOT EXISTS citus",
-            )?;
+            psql(&node.url(database), "CREATE EXTENSION IF NOT EXISTS citus")?;
         }
         let mut statements = vec![format!(
             "SELECT citus_set_coordinator_host('127.0.0.1', {COORDINATOR_PORT})"
@@ -155,7 +159,11 @@ pub fn binaries_with_citus(cluster: &CitusCluster) -> Result<Binaries> {
     if binaries.has_library("citus") {
         note(&format!(
             "Citus: installed ({})",
-            binaries.dir.with_file_name("lib").join("citus.so").display()
+            binaries
+                .dir
+                .with_file_name("lib")
+                .join("citus.so")
+                .display()
         ));
         return Ok(binaries);
     }
@@ -275,7 +283,12 @@ fn pg_major(pg_config: &Path) -> Option<u32> {
     let output = Command::new(pg_config).arg("--version").output().ok()?;
     // `PostgreSQL 15.20 (Debian …)`
     let text = String::from_utf8_lossy(&output.stdout);
-    text.split_whitespace().nth(1)?.split('.').next()?.parse().ok()
+    text.split_whitespace()
+        .nth(1)?
+        .split('.')
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// PostgreSQL 15.20 and later export `have_createdb_privilege()`, which Citus 13.2 also

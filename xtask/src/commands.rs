@@ -73,6 +73,9 @@ pub fn up() -> Result<()> {
 /// suite (no arguments) ends with the long reliability tests of `cargo xtask reliability`
 /// (the 60 s load test): they fit in CI's time, and CI runs this command.
 pub fn test(args: &[String]) -> Result<()> {
+    if let Some(rest) = args.strip_prefix(&["--citus".to_owned()]) {
+        return timed("test --citus", || run_citus_tests(rest));
+    }
     timed("test", || {
         run_tests(args)?;
         if args.is_empty() {
@@ -204,6 +207,67 @@ fn run_tests(args: &[String]) -> Result<()> {
         (false, true) => Err("tests failed (doc tests passed)".to_owned()),
         (true, false) => Err("doc tests failed (other tests passed)".to_owned()),
         (false, false) => Err("tests and doc tests failed".to_owned()),
+    }
+}
+
+/// What `cargo xtask test --citus` runs on the cluster: the API suite, the delivery
+/// process tests and the Citus tests of the PostgreSQL adapter. Tests that cannot hold on
+/// Citus skip themselves there (`mailroom_test_support::on_citus`), each with its reason
+/// (docs/operations.md, "Running on Citus").
+const CITUS_SUITE: &str = "(package(mailroom-tests) & binary(api)) \
+    | (package(mailroom-server) & binary(processes)) \
+    | (package(mailroom-postgres) & binary(citus))";
+
+/// `cargo xtask test --citus [args…]`: [`CITUS_SUITE`] (or what the extra nextest
+/// arguments select within it) against Mailroom on a Citus cluster on loopback, started
+/// and stopped here unless it was running already.
+fn run_citus_tests(args: &[String]) -> Result<()> {
+    postgres::ensure_libpq()?;
+    let cluster = crate::citus::RunningCluster::provide()?;
+    let url = cluster.cluster.url("postgres");
+    postgres::drop_leftover_test_databases(&url);
+    let mut tests = match TestRunner::provide() {
+        TestRunner::Nextest => {
+            let mut command = cargo();
+            command.args(["nextest", "run", "--workspace", "--no-fail-fast"]);
+            if !args.iter().any(|arg| arg == "-E" || arg == "--filterset") {
+                command.args(["-E", CITUS_SUITE]);
+            }
+            command
+        }
+        TestRunner::CargoTest => {
+            return Err("the Citus suite needs cargo-nextest (its filter selects the tests)".into())
+        }
+    };
+    // nextest unites several `-E`: a filter given here narrows the suite instead.
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match (arg.as_str(), rest.as_slice().first()) {
+            ("-E" | "--filterset", Some(filter)) => {
+                tests.args(["-E", &format!("({CITUS_SUITE}) & ({filter})")]);
+                rest.next();
+            }
+            _ => {
+                tests.arg(arg);
+            }
+        }
+    }
+    let dkim_python = install_dkimpy()?;
+    tests
+        .env(DKIM_PYTHON_ENV, &dkim_python)
+        .env("DATABASE_URL", &url)
+        .env(crate::citus::WORKERS_ENV, cluster.cluster.worker_urls())
+        .env(crate::citus::SPARE_ENV, cluster.cluster.spare_url());
+    eprintln!("$ {}", system::describe(&tests));
+    let passed = tests
+        .status()
+        .map_err(|error| format!("could not run nextest: {error}"))?
+        .success();
+    cluster.finish()?;
+    if passed {
+        Ok(())
+    } else {
+        Err("tests on Citus failed".to_owned())
     }
 }
 

@@ -40,6 +40,11 @@ Commands:
                       (-p/--package, --exclude, -F/--features, --all-features,
                       --no-default-features, --release) also apply to the doc tests,
                       and -p/--package replaces --workspace.
+  test --citus [args...]
+                      The API suite, the delivery process tests and the Citus
+                      tests against Mailroom on a Citus cluster (`citus up`'s,
+                      started and stopped here unless running). Extra args go
+                      to nextest.
   ci                  `cargo fmt --check`, the domain-purity check, `cargo clippy
                       -D warnings`, then the same as `test`.
   reliability [args...]

@@ -495,9 +495,7 @@ impl PrivateCluster {
         }
         // Unix socket paths are limited to about 100 bytes; in a deeply nested checkout
         // go without the socket (an empty -k), since every URL here uses TCP anyway.
-        let socket_path = self
-            .socket_dir
-            .join(format!(".s.PGSQL.{}", self.port));
+        let socket_path = self.socket_dir.join(format!(".s.PGSQL.{}", self.port));
         let socket_dir = if socket_path.as_os_str().len() < 100 {
             self.socket_dir.to_string_lossy().into_owned()
         } else {

@@ -31,14 +31,19 @@ use mailroom_app::StoreError;
 use crate::store_error;
 
 /// Copied to every node: authentication reads them before any account is known.
-pub const REFERENCE_TABLES: &[&str] = &["users", "tokens", "console_sessions", "console_login_links"];
+pub const REFERENCE_TABLES: &[&str] =
+    &["users", "tokens", "console_sessions", "console_login_links"];
 
 /// Kept on the coordinator. Diesel's bookkeeping; and the lanes, one small row per
 /// account with work waiting, which every worker's claim locks with `FOR UPDATE SKIP
 /// LOCKED` across accounts (a statement Citus runs on one node only). A lane names an
 /// account without a foreign key on Citus: a lane left by a deleted account is claimed
 /// once, finds nothing and is cleared.
-pub const LOCAL_TABLES: &[&str] = &["__diesel_schema_migrations", "delivery_lanes", "webhook_lanes"];
+pub const LOCAL_TABLES: &[&str] = &[
+    "__diesel_schema_migrations",
+    "delivery_lanes",
+    "webhook_lanes",
+];
 
 /// The tenant table, distributed by its `id`.
 const TENANT_TABLE: &str = "accounts";

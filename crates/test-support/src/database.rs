@@ -39,21 +39,9 @@ impl TestDatabase {
         let admin_url = admin_url();
         let template = ensure_template(&admin_url);
         let name = format!("{TEST_DATABASE_PREFIX}{}", uuid::Uuid::now_v7().simple());
-        let mut admin = connect(&admin_url);
-        // CREATE DATABASE … TEMPLATE fails while another session is connected to the
-        // template; that happens only during the brief template build, so retry.
-        let mut attempt = 0;
-        loop {
-            match admin.batch_execute(&format!(
-                "CREATE DATABASE \"{name}\" TEMPLATE \"{template}\""
-            )) {
-                Ok(()) => break,
-                Err(error) if attempt < 50 && error.to_string().contains("being accessed") => {
-                    attempt += 1;
-                    thread::sleep(Duration::from_millis(100));
-                }
-                Err(error) => panic!("creating test database {name}: {error}"),
-            }
+        // On Citus the workers' copies first: the coordinator's copy names them.
+        for node in citus_workers().iter().chain(std::iter::once(&admin_url)) {
+            clone_template(node, &template, &name);
         }
         let url = without_tls(
             url_with_database(&admin_url, &name).expect("DATABASE_URL names a database"),
@@ -103,6 +91,27 @@ impl TestDatabase {
         self.keep = false;
     }
 
+    /// On Citus, adds the spare node to this database's cluster (its copy of the database
+    /// with the extension first) and returns its (host, port); shards move to it only
+    /// when a rebalance says so.
+    ///
+    /// # Panics
+    /// Off Citus, or when a node cannot be reached.
+    pub fn add_spare_node(&self) -> (String, u16) {
+        let spare = citus_spare().expect("MAILROOM_CITUS_SPARE names the spare node");
+        connect(&spare)
+            .batch_execute(&format!("CREATE DATABASE \"{}\"", self.name))
+            .expect("creating the database on the spare node");
+        connect(&url_with_database(&spare, &self.name).expect("a spare URL"))
+            .batch_execute("CREATE EXTENSION citus")
+            .expect("the citus extension on the spare node");
+        let (host, port) = host_and_port(&spare);
+        self.connection()
+            .batch_execute(&format!("SELECT citus_add_node('{host}', {port})"))
+            .expect("citus_add_node for the spare node");
+        (host, port)
+    }
+
     /// The database's name.
     pub fn name(&self) -> &str {
         &self.name
@@ -147,14 +156,77 @@ impl Drop for TestDatabase {
         if self.keep {
             return;
         }
-        if let Ok(mut admin) = PgConnection::establish(&self.admin_url) {
-            // Leftovers from a failed drop are removed by `cargo xtask test` at the next run.
-            let _ = admin.batch_execute(&format!(
-                "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
-                self.name
-            ));
+        let nodes = std::iter::once(self.admin_url.clone())
+            .chain(citus_workers())
+            .chain(citus_spare());
+        for node in nodes {
+            if let Ok(mut admin) = PgConnection::establish(&node) {
+                // Leftovers from a failed drop are removed by `cargo xtask test` at the
+                // next run.
+                let _ = admin.batch_execute(&format!(
+                    "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
+                    self.name
+                ));
+            }
         }
     }
+}
+
+/// The maintenance URLs of the Citus workers when the tests run on a Citus cluster
+/// (`cargo xtask test --citus` sets `MAILROOM_CITUS_WORKERS`; `DATABASE_URL` is then the
+/// coordinator's), else none.
+pub fn citus_workers() -> Vec<String> {
+    std::env::var("MAILROOM_CITUS_WORKERS")
+        .map(|urls| {
+            urls.split(',')
+                .filter(|url| !url.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The spare Citus node's maintenance URL (`MAILROOM_CITUS_SPARE`): a node in no
+/// database's cluster until a test adds it ([`TestDatabase::add_spare_node`]).
+pub fn citus_spare() -> Option<String> {
+    std::env::var("MAILROOM_CITUS_SPARE")
+        .ok()
+        .filter(|url| !url.is_empty())
+}
+
+/// Whether the tests run on a Citus cluster.
+pub fn on_citus() -> bool {
+    !citus_workers().is_empty()
+}
+
+/// `CREATE DATABASE name TEMPLATE template` on one node. It fails while another session
+/// is connected to the template: during the brief template build, or (on Citus) its
+/// maintenance daemon, which a connection to the template starts; so end those and retry.
+fn clone_template(node_url: &str, template: &str, name: &str) {
+    let mut admin = connect(node_url);
+    let mut attempt = 0;
+    loop {
+        match admin.batch_execute(&format!(
+            "CREATE DATABASE \"{name}\" TEMPLATE \"{template}\""
+        )) {
+            Ok(()) => return,
+            Err(error) if attempt < 50 && error.to_string().contains("being accessed") => {
+                attempt += 1;
+                end_sessions_of_template(&mut admin, template);
+                thread::sleep(Duration::from_millis(100));
+            }
+            Err(error) => panic!("creating test database {name}: {error}"),
+        }
+    }
+}
+
+/// Ends the sessions Citus keeps in a template: its maintenance daemon, and on a worker
+/// the coordinator's connections to its copy. No test connects to a template.
+fn end_sessions_of_template(admin: &mut PgConnection, template: &str) {
+    let _ = admin.batch_execute(&format!(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = '{template}' AND pid <> pg_backend_pid()"
+    ));
 }
 
 /// Test databases are on loopback: no TLS. Besides being pointless there, libpq's TLS layer
@@ -193,22 +265,94 @@ fn ensure_template(admin_url: &str) -> String {
                 "DROP DATABASE IF EXISTS \"{building}\" WITH (FORCE)"
             ))
             .expect("dropping a half-built template");
+        let workers = citus_workers();
+        for worker in &workers {
+            let mut node = connect(worker);
+            node.batch_execute(&format!(
+                "DROP DATABASE IF EXISTS \"{building}\" WITH (FORCE)"
+            ))
+            .and_then(|()| node.batch_execute(&format!("CREATE DATABASE \"{building}\"")))
+            .expect("creating the template database on a Citus worker");
+            connect(&url_with_database(worker, &building).expect("a worker URL"))
+                .batch_execute("CREATE EXTENSION citus")
+                .expect("the citus extension on a worker");
+        }
         admin
             .batch_execute(&format!("CREATE DATABASE \"{building}\""))
             .expect("creating the template database");
         let building_url =
             url_with_database(admin_url, &building).expect("DATABASE_URL names a database");
+        if !workers.is_empty() {
+            register_citus_workers(&building_url, &workers);
+        }
         run_migrations(&building_url).unwrap_or_else(|e| panic!("migrating the template: {e}"));
-        admin
-            .batch_execute(&format!(
-                "ALTER DATABASE \"{building}\" RENAME TO \"{name}\""
-            ))
-            .expect("renaming the template");
+        // The coordinator first: its maintenance daemon holds connections to the
+        // workers' copies.
+        for node in std::iter::once(&admin_url.to_owned()).chain(&workers) {
+            let mut node = connect(node);
+            let mut attempt = 0;
+            loop {
+                end_sessions_of_template(&mut node, &building);
+                match node.batch_execute(&format!(
+                    "ALTER DATABASE \"{building}\" RENAME TO \"{name}\""
+                )) {
+                    Ok(()) => break,
+                    Err(error) if attempt < 50 && error.to_string().contains("being accessed") => {
+                        attempt += 1;
+                        thread::sleep(Duration::from_millis(100));
+                    }
+                    Err(error) => panic!("renaming the template: {error}"),
+                }
+            }
+        }
     }
     admin
         .batch_execute(&format!("SELECT pg_advisory_unlock({TEMPLATE_LOCK_KEY})"))
         .expect("template unlock");
     name
+}
+
+/// The coordinator's half of a Citus database: the extension, the coordinator's own
+/// address and the workers, and few shards (8 a table: a test's data is small, and a
+/// database's copy on every node is as many files as it has shards).
+fn register_citus_workers(coordinator_url: &str, workers: &[String]) {
+    let (host, port) = host_and_port(coordinator_url);
+    let mut conn = connect(coordinator_url);
+    conn.batch_execute("CREATE EXTENSION citus")
+        .expect("the citus extension on the coordinator");
+    conn.batch_execute(&format!(
+        "SELECT citus_set_coordinator_host('{host}', {port})"
+    ))
+    .expect("citus_set_coordinator_host");
+    for worker in workers {
+        let (host, port) = host_and_port(worker);
+        conn.batch_execute(&format!("SELECT citus_add_node('{host}', {port})"))
+            .expect("citus_add_node");
+    }
+    let database: String = coordinator_url
+        .rsplit('/')
+        .next()
+        .and_then(|rest| rest.split('?').next())
+        .unwrap_or_default()
+        .to_owned();
+    conn.batch_execute(&format!(
+        "ALTER DATABASE \"{database}\" SET citus.shard_count = 8"
+    ))
+    .expect("setting the shard count");
+}
+
+/// `postgres://user@host:port/db` → (host, port).
+pub fn host_and_port(url: &str) -> (String, u16) {
+    let authority = url
+        .split("://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_default();
+    let host_port = authority.rsplit('@').next().unwrap_or_default();
+    match host_port.rsplit_once(':') {
+        Some((host, port)) => (host.to_owned(), port.parse().unwrap_or(5432)),
+        None => (host_port.to_owned(), 5432),
+    }
 }
 
 fn template_exists(admin: &mut PgConnection, name: &str) -> bool {
