@@ -46,6 +46,13 @@ pub async fn spawn_app() -> TestApp {
 /// # Panics
 /// When the server cannot start: the test cannot run.
 pub async fn spawn_app_with(configure: impl FnOnce(&mut Config)) -> TestApp {
+    if let Ok(filter) = std::env::var("MAILROOM_TEST_LOG") {
+        // Only the first test of a process installs it; nextest runs one per process.
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
     let database = tokio::task::spawn_blocking(TestDatabase::create)
         .await
         .expect("database setup");

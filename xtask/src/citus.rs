@@ -259,24 +259,52 @@ fn build_and_install(binaries: &Binaries, source: &Path) -> Result<()> {
         }
     }
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
-    system::run(
-        Command::new("./configure")
-            .arg("--without-libcurl")
-            .env("PG_CONFIG", &pg_config)
-            .current_dir(&tree),
-    )?;
-    system::run(
-        Command::new("make")
-            .arg(format!("-j{jobs}"))
-            .env("PG_CONFIG", &pg_config)
-            .current_dir(&tree),
-    )?;
-    system::run(
-        Command::new("make")
-            .arg("install")
-            .env("PG_CONFIG", &pg_config)
-            .current_dir(&tree),
-    )
+    let log = build_root.join("build.log");
+    let steps: [&[&str]; 3] = [
+        &["./configure", "--without-libcurl"],
+        &["make", &format!("-j{jobs}")],
+        &["make", "install"],
+    ];
+    for step in steps {
+        build_step(step, &pg_config, &tree, &log)?;
+    }
+    note(&format!(
+        "Citus: built and installed (log in {})",
+        log.display()
+    ));
+    Ok(())
+}
+
+/// One step of the build, its output appended to `log` (thousands of lines); on failure
+/// the error carries the log's last lines.
+fn build_step(words: &[&str], pg_config: &Path, tree: &Path, log: &Path) -> Result<()> {
+    let output = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(|error| format!("cannot open {}: {error}", log.display()))?;
+    let errors = output
+        .try_clone()
+        .map_err(|error| format!("cannot open {}: {error}", log.display()))?;
+    let mut command = Command::new(words[0]);
+    command
+        .args(&words[1..])
+        .env("PG_CONFIG", pg_config)
+        .current_dir(tree)
+        .stdout(output)
+        .stderr(errors);
+    let status = system::run_status(&mut command)?;
+    if status.success() {
+        return Ok(());
+    }
+    let text = fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    Err(format!(
+        "`{}` failed ({status}); the end of {}:\n{}",
+        words.join(" "),
+        log.display(),
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    ))
 }
 
 fn pg_major(pg_config: &Path) -> Option<u32> {

@@ -86,20 +86,30 @@ pub fn test(args: &[String]) -> Result<()> {
     })
 }
 
-/// `cargo xtask ci`: the checks CI runs, cheapest first, then the tests.
+/// `cargo xtask check`: the static checks, cheapest first: formatting, the domain
+/// crate's purity, clippy with warnings as errors. (The tidy rules are tests of xtask.)
+pub fn check() -> Result<()> {
+    timed("check", static_checks)
+}
+
+fn static_checks() -> Result<()> {
+    postgres::ensure_libpq()?;
+    system::run(cargo().args(["fmt", "--all", "--", "--check"]))?;
+    check_domain_purity()?;
+    system::run(cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))
+}
+
+/// `cargo xtask ci`: the static checks, then the tests.
 pub fn ci() -> Result<()> {
     timed("ci", || {
-        postgres::ensure_libpq()?;
-        system::run(cargo().args(["fmt", "--all", "--", "--check"]))?;
-        check_domain_purity()?;
-        system::run(cargo().args([
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--",
-            "-D",
-            "warnings",
-        ]))?;
+        static_checks()?;
         run_tests(&[])
     })
 }

@@ -45,8 +45,9 @@ Commands:
                       tests against Mailroom on a Citus cluster (`citus up`'s,
                       started and stopped here unless running). Extra args go
                       to nextest.
-  ci                  `cargo fmt --check`, the domain-purity check, `cargo clippy
-                      -D warnings`, then the same as `test`.
+  check               The static checks: `cargo fmt --check`, the domain-purity
+                      check, `cargo clippy --workspace --all-targets -D warnings`.
+  ci                  `check`, then the same as `test`.
   reliability [args...]
                       The long reliability tests (`#[ignore]`d by nextest;
                       `test` without arguments runs them after the suite):
@@ -130,6 +131,10 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
             commands::up().map(|()| ExitCode::SUCCESS)
         }
         "test" => commands::test(rest).map(|()| ExitCode::SUCCESS),
+        "check" => {
+            no_extra_args("check", rest)?;
+            commands::check().map(|()| ExitCode::SUCCESS)
+        }
         "ci" => {
             no_extra_args("ci", rest)?;
             commands::ci().map(|()| ExitCode::SUCCESS)

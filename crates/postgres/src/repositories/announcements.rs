@@ -114,6 +114,10 @@ fn one(
         .filter(announcements::id.eq(id.as_uuid()))
 }
 
+/// Running announcements a worker looks at for one to expand: as many workers can expand
+/// at once, each skipping the ones the others hold.
+const EXPANSION_CANDIDATES: i64 = 8;
+
 impl AnnouncementRepository for PgUnitOfWork<'_> {
     fn insert_announcement(
         &mut self,
@@ -227,18 +231,34 @@ impl AnnouncementRepository for PgUnitOfWork<'_> {
     }
 
     fn lock_next_expansion(&mut self) -> Result<Option<(AccountId, Announcement)>, StoreError> {
-        announcements::table
+        // The oldest few candidates of any account, read without a lock (on Citus a read
+        // of every shard, the one statement of the expansion that is not one account's),
+        // then each locked by its own key (one shard), skipping one another worker holds.
+        let candidates: Vec<(Uuid, Uuid)> = announcements::table
             .filter(announcements::status.eq(AnnouncementStatus::Running.as_str()))
             .filter(announcements::expanded_at.is_null())
             .order(announcements::created_at.asc())
-            .select(AnnouncementRow::as_select())
-            .for_update()
-            .skip_locked()
-            .first(self.conn)
-            .optional()
-            .map_err(store_error)?
-            .map(AnnouncementRow::into_announcement)
-            .transpose()
+            .select((announcements::account_id, announcements::id))
+            .limit(EXPANSION_CANDIDATES)
+            .load(self.conn)
+            .map_err(store_error)?;
+        for (account, id) in candidates {
+            let locked = announcements::table
+                .filter(announcements::account_id.eq(account))
+                .filter(announcements::id.eq(id))
+                .filter(announcements::status.eq(AnnouncementStatus::Running.as_str()))
+                .filter(announcements::expanded_at.is_null())
+                .select(AnnouncementRow::as_select())
+                .for_update()
+                .skip_locked()
+                .first(self.conn)
+                .optional()
+                .map_err(store_error)?;
+            if let Some(row) = locked {
+                return row.into_announcement().map(Some);
+            }
+        }
+        Ok(None)
     }
 
     fn queue_audience_batch(

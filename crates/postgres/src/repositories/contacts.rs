@@ -1167,30 +1167,66 @@ impl ContactRepository for PgUnitOfWork<'_> {
     }
 
     fn fold_event_name_increments(&mut self, limit: u32) -> Result<u64, StoreError> {
-        // One statement: the batch leaves the increments and lands in the totals together.
-        // SKIP LOCKED lets two workers fold at once without waiting on each other.
-        prepared_sql(
-            "WITH batch AS ( \
-                 SELECT account_id, id FROM contact_event_increments LIMIT $1 \
-                 FOR UPDATE SKIP LOCKED \
-             ), folded AS ( \
-                 DELETE FROM contact_event_increments i USING batch \
-                 WHERE i.account_id = batch.account_id AND i.id = batch.id \
-                 RETURNING i.account_id, i.slug, i.count, i.last_seen \
-             ), totals AS ( \
-                 INSERT INTO contact_event_totals (account_id, slug, count, last_seen) \
-                 SELECT account_id, slug, sum(count), max(last_seen) FROM folded \
-                 GROUP BY account_id, slug \
-                 ON CONFLICT (account_id, slug) DO UPDATE SET \
-                     count = contact_event_totals.count + excluded.count, \
-                     last_seen = GREATEST(contact_event_totals.last_seen, excluded.last_seen) \
-             ) SELECT count(*) AS count FROM folded",
-        )
-        .bind::<BigInt, _>(i64::from(limit))
-        .get_result::<FoldedRow>(self.conn)
-        .map(|row| u64::try_from(row.count).unwrap_or(0))
-        .map_err(store_error)
+        // The accounts with increments waiting (on Citus a read of every shard, once a
+        // fold: the one statement here that is not one account's), then one statement
+        // per account, which Citus runs on that account's shard.
+        let accounts: Vec<AccountRow> =
+            prepared_sql("SELECT DISTINCT account_id FROM contact_event_increments LIMIT $1")
+                .bind::<BigInt, _>(FOLD_ACCOUNTS)
+                .load(self.conn)
+                .map_err(store_error)?;
+        let mut folded = 0;
+        for account in accounts {
+            let room = u64::from(limit).saturating_sub(folded);
+            if room == 0 {
+                break;
+            }
+            folded += fold_account_increments(self.conn, account.account_id, room)?;
+        }
+        Ok(folded)
     }
+}
+
+/// Accounts a fold visits at most; the rest wait for the next fold.
+const FOLD_ACCOUNTS: i64 = 16;
+
+#[derive(QueryableByName)]
+struct AccountRow {
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    account_id: Uuid,
+}
+
+/// Folds up to `limit` of one account's event-name increments into its totals. One
+/// statement: the batch leaves the increments and lands in the totals together. SKIP
+/// LOCKED lets two workers fold at once without waiting on each other.
+fn fold_account_increments(
+    conn: &mut PgConnection,
+    account: Uuid,
+    limit: u64,
+) -> Result<u64, StoreError> {
+    prepared_sql(
+        "WITH batch AS ( \
+             SELECT account_id, id FROM contact_event_increments \
+             WHERE account_id = $2 LIMIT $1 \
+             FOR UPDATE SKIP LOCKED \
+         ), folded AS ( \
+             DELETE FROM contact_event_increments i USING batch \
+             WHERE i.account_id = $2 AND i.account_id = batch.account_id AND i.id = batch.id \
+             RETURNING i.account_id, i.slug, i.count, i.last_seen \
+         ), totals AS ( \
+             INSERT INTO contact_event_totals (account_id, slug, count, last_seen) \
+             SELECT account_id, slug, sum(count), max(last_seen) FROM folded \
+             GROUP BY account_id, slug \
+             ON CONFLICT (account_id, slug) DO UPDATE SET \
+                 count = contact_event_totals.count + excluded.count, \
+                 last_seen = GREATEST(contact_event_totals.last_seen, excluded.last_seen) \
+         ) SELECT count(*) AS count FROM folded",
+    )
+    .bind::<BigInt, _>(i64::try_from(limit).unwrap_or(i64::MAX))
+    .bind::<diesel::sql_types::Uuid, _>(account)
+    .get_result::<FoldedRow>(conn)
+    .map(|row| u64::try_from(row.count).unwrap_or(0))
+    .map_err(store_error)
 }
 
 #[derive(QueryableByName)]

@@ -20,6 +20,9 @@ use crate::{
 #[derive(Queryable, Selectable, Insertable, AsChangeset)]
 #[diesel(table_name = mail_servers, check_for_backend(diesel::pg::Pg), treat_none_as_null = true)]
 struct MailServerRow {
+    // Never in the update's SET: the row's key, and on Citus its distribution column,
+    // which a statement may not set even to the value it has.
+    #[diesel(skip_update)]
     account_id: Uuid,
     id: Uuid,
     service_type: String,

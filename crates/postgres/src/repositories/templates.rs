@@ -18,6 +18,9 @@ use crate::{
 #[derive(Queryable, Selectable, Insertable, AsChangeset)]
 #[diesel(table_name = templates, check_for_backend(diesel::pg::Pg), treat_none_as_null = true)]
 pub(super) struct TemplateRow {
+    // Never in the update's SET: the row's key, and on Citus its distribution column,
+    // which a statement may not set even to the value it has.
+    #[diesel(skip_update)]
     account_id: Uuid,
     id: Uuid,
     name: String,
