@@ -88,7 +88,7 @@ async fn exactly_100_conditions_are_accepted() {
 /// many): real rows, so the search below is a real scan.
 fn seed_contacts(app: &mailroom_tests::TestApp, account: &str, n: u32) {
     use diesel::{connection::SimpleConnection, Connection};
-    let mut conn = diesel::PgConnection::establish(app.database.url()).expect("connection");
+    let mut conn = app.database.connection();
     conn.batch_execute(&format!(
         "INSERT INTO contacts (account_id, id, email, created_at, message_count) \
          SELECT '{account}', gen_random_uuid(), 'c' || i || '@example.org', now(), 0 \

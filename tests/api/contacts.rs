@@ -64,8 +64,7 @@ impl Audience {
     /// arrive with later issues.
     fn set_flag(&self, email: &str, column: &str) {
         use diesel::{connection::SimpleConnection, Connection};
-        let mut conn =
-            diesel::PgConnection::establish(self.app.database.url()).expect("connection");
+        let mut conn = self.app.database.connection();
         conn.batch_execute(&format!(
             "UPDATE contacts SET {column} = now() WHERE email_lower = lower('{email}')"
         ))
@@ -736,7 +735,7 @@ async fn search_returns_resolved_attributes_and_honours_unsubscriptions() {
         .to_owned();
     {
         use diesel::{connection::SimpleConnection, Connection};
-        let mut conn = diesel::PgConnection::establish(a.app.database.url()).expect("connection");
+        let mut conn = a.app.database.connection();
         conn.batch_execute(&format!(
             "INSERT INTO topic_unsubscriptions (account_id, contact_id, topic_id, created_at) \
              SELECT account_id, id, '{topic}', now() FROM contacts WHERE email = 'cat@example.com'"

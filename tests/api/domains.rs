@@ -141,13 +141,13 @@ async fn domains_are_created_with_a_dkim_key_listed_counted_and_deleted() {
     let stored: String = {
         let url = setup.app.database.url().to_owned();
         tokio::task::spawn_blocking(move || {
-            use diesel::{Connection, RunQueryDsl};
+            use diesel::RunQueryDsl;
             #[derive(diesel::QueryableByName)]
             struct Row {
                 #[diesel(sql_type = diesel::sql_types::Text)]
                 text: String,
             }
-            let mut conn = diesel::PgConnection::establish(&url).expect("connect");
+            let mut conn = mailroom_test_support::assertion_connection(&url);
             diesel::sql_query(
                 "SELECT encode(private_key, 'escape') AS text FROM sending_domain_keys",
             )

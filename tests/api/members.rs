@@ -348,7 +348,7 @@ async fn a_membership_removed_elsewhere_ends_within_the_cache_ttl() {
     let templates = format!("/v2/accounts/{account}/templates");
     expect_json(app.get(&templates, &bob).await, 200).await;
 
-    let mut conn = diesel::PgConnection::establish(app.database.url()).expect("connection");
+    let mut conn = app.database.connection();
     conn.batch_execute(&format!(
         "DELETE FROM memberships WHERE account_id = '{account}' AND user_id = '{bob_id}'"
     ))

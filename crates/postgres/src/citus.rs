@@ -261,6 +261,45 @@ fn convert(conn: &mut PgConnection) -> Result<Vec<String>, StoreError> {
     }
 }
 
+/// Runs `statement`, which on Citus reads every shard by design (work of any account, a
+/// user's accounts), with Citus's multi-shard guard off. The tests on Citus turn the guard
+/// into an error for every other statement (`citus.multi_task_query_log_level`), so a
+/// statement that should stay on one account's shard and stops doing so fails them. On
+/// plain PostgreSQL the setting is a placeholder that nothing reads.
+///
+/// # Errors
+/// The statement's, or a failure to change the setting.
+pub(crate) fn fan_out<T>(
+    conn: &mut PgConnection,
+    statement: impl FnOnce(&mut PgConnection) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    use diesel::connection::{AnsiTransactionManager, TransactionManager};
+    let in_transaction = matches!(
+        AnsiTransactionManager::transaction_manager_status_mut(conn).transaction_depth(),
+        Ok(Some(_))
+    );
+    let (off, back) = if in_transaction {
+        (
+            "SET LOCAL citus.multi_task_query_log_level TO 'off'",
+            "SET LOCAL citus.multi_task_query_log_level TO DEFAULT",
+        )
+    } else {
+        (
+            "SET citus.multi_task_query_log_level TO 'off'",
+            "RESET citus.multi_task_query_log_level",
+        )
+    };
+    conn.batch_execute(off).map_err(store_error)?;
+    let result = statement(conn);
+    // After a failed statement the transaction is aborted and ends with it (a rollback
+    // drops SET LOCAL); outside one, the session's setting is put back either way.
+    let restored = conn.batch_execute(back).map_err(store_error);
+    match result {
+        Ok(value) => restored.map(|()| value),
+        Err(error) => Err(error),
+    }
+}
+
 fn quote(identifier: &str) -> String {
     format!("\"{}\"", identifier.replace('"', "\"\""))
 }

@@ -43,6 +43,17 @@ impl TestDatabase {
         for node in citus_workers().iter().chain(std::iter::once(&admin_url)) {
             clone_template(node, &template, &name);
         }
+        if on_citus() {
+            // Every statement of the service that reads or writes more than one shard
+            // fails, unless the code says it fans out (`citus::fan_out` in the adapter).
+            // Database settings are not copied from a template, so each test's database
+            // gets it here; the test's own connections turn it off.
+            connect(&admin_url)
+                .batch_execute(&format!(
+                    "ALTER DATABASE \"{name}\" SET citus.multi_task_query_log_level = 'error'"
+                ))
+                .expect("the multi-shard guard");
+        }
         let url = without_tls(
             url_with_database(&admin_url, &name).expect("DATABASE_URL names a database"),
         );
@@ -127,7 +138,7 @@ impl TestDatabase {
     /// # Panics
     /// When the database cannot be reached.
     pub fn connection(&self) -> PgConnection {
-        connect(&self.url)
+        assertion_connection(&self.url)
     }
 
     /// The adapter's pool of one connection to this database, connected now. Tests that
@@ -192,6 +203,21 @@ pub fn citus_spare() -> Option<String> {
     std::env::var("MAILROOM_CITUS_SPARE")
         .ok()
         .filter(|url| !url.is_empty())
+}
+
+/// A connection for a test's own statements (setting rows up, assertions): on Citus
+/// without the multi-shard guard the service's sessions run under, since a test may read
+/// every shard.
+///
+/// # Panics
+/// When the database cannot be reached.
+pub fn assertion_connection(url: &str) -> PgConnection {
+    let mut conn = connect(url);
+    if on_citus() {
+        conn.batch_execute("SET citus.multi_task_query_log_level = 'off'")
+            .expect("the multi-shard guard off for the test's connection");
+    }
+    conn
 }
 
 /// Whether the tests run on a Citus cluster.

@@ -20,7 +20,10 @@ mod smtp_server;
 mod webhook_receiver;
 
 pub use clock::TestClock;
-pub use database::{admin_url, citus_workers, host_and_port, on_citus, RowUpdates, TestDatabase};
+pub use database::{
+    admin_url, assertion_connection, citus_workers, host_and_port, on_citus, RowUpdates,
+    TestDatabase,
+};
 pub use dns_server::TestDnsServer;
 pub use hostile_smtp::{HostileSmtpServer, Hostility};
 pub use outgoing_mail::loopback_mail;

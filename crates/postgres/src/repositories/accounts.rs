@@ -161,16 +161,19 @@ impl AccountRepository for PgUnitOfWork<'_> {
     }
 
     fn list_accounts_of(&mut self, user: UserId) -> Result<Vec<AccountRecord>, StoreError> {
-        accounts::table
-            .inner_join(memberships::table)
-            .filter(memberships::user_id.eq(user.as_uuid()))
-            .order((accounts::created_at.asc(), accounts::id.asc()))
-            .select(AccountRow::as_select())
-            .load(self.conn)
-            .map_err(store_error)?
-            .into_iter()
-            .map(AccountRecord::try_from)
-            .collect()
+        // A user's memberships are found by user, not by account: on Citus every shard.
+        crate::citus::fan_out(self.conn, |conn| {
+            accounts::table
+                .inner_join(memberships::table)
+                .filter(memberships::user_id.eq(user.as_uuid()))
+                .order((accounts::created_at.asc(), accounts::id.asc()))
+                .select(AccountRow::as_select())
+                .load(conn)
+                .map_err(store_error)
+        })?
+        .into_iter()
+        .map(AccountRecord::try_from)
+        .collect()
     }
 
     fn update_account(&mut self, account: &AccountRecord) -> Result<(), StoreError> {

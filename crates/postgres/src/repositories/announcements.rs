@@ -234,14 +234,16 @@ impl AnnouncementRepository for PgUnitOfWork<'_> {
         // The oldest few candidates of any account, read without a lock (on Citus a read
         // of every shard, the one statement of the expansion that is not one account's),
         // then each locked by its own key (one shard), skipping one another worker holds.
-        let candidates: Vec<(Uuid, Uuid)> = announcements::table
-            .filter(announcements::status.eq(AnnouncementStatus::Running.as_str()))
-            .filter(announcements::expanded_at.is_null())
-            .order(announcements::created_at.asc())
-            .select((announcements::account_id, announcements::id))
-            .limit(EXPANSION_CANDIDATES)
-            .load(self.conn)
-            .map_err(store_error)?;
+        let candidates: Vec<(Uuid, Uuid)> = crate::citus::fan_out(self.conn, |conn| {
+            announcements::table
+                .filter(announcements::status.eq(AnnouncementStatus::Running.as_str()))
+                .filter(announcements::expanded_at.is_null())
+                .order(announcements::created_at.asc())
+                .select((announcements::account_id, announcements::id))
+                .limit(EXPANSION_CANDIDATES)
+                .load(conn)
+                .map_err(store_error)
+        })?;
         for (account, id) in candidates {
             let locked = announcements::table
                 .filter(announcements::account_id.eq(account))

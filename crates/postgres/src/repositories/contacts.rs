@@ -1170,11 +1170,12 @@ impl ContactRepository for PgUnitOfWork<'_> {
         // The accounts with increments waiting (on Citus a read of every shard, once a
         // fold: the one statement here that is not one account's), then one statement
         // per account, which Citus runs on that account's shard.
-        let accounts: Vec<AccountRow> =
+        let accounts: Vec<AccountRow> = crate::citus::fan_out(self.conn, |conn| {
             prepared_sql("SELECT DISTINCT account_id FROM contact_event_increments LIMIT $1")
                 .bind::<BigInt, _>(FOLD_ACCOUNTS)
-                .load(self.conn)
-                .map_err(store_error)?;
+                .load(conn)
+                .map_err(store_error)
+        })?;
         let mut folded = 0;
         for account in accounts {
             let room = u64::from(limit).saturating_sub(folded);

@@ -188,22 +188,25 @@ impl QueueStatsRepository for PgUnitOfWork<'_> {
             .execute(self.conn)
             .map_err(store_error)?;
         let now = now.as_datetime();
-        let (messages, queued) = depth(self.conn, &PENDING_MESSAGES, now)?;
-        let (webhook_events, _) = depth(self.conn, &PENDING_WEBHOOK_EVENTS, now)?;
-        let (messages_by_status, message_counts_exact) =
-            messages_by_status(self.conn, queued, messages.pending.saturating_sub(queued))?;
-        // Through the partial index `mail_servers_unhealthy_idx`: only unhealthy rows.
-        let unhealthy_mail_servers = crate::schema::mail_servers::table
-            .filter(crate::schema::mail_servers::unhealthy_since.is_not_null())
-            .count()
-            .get_result::<i64>(self.conn)
-            .map_err(store_error)?;
-        Ok(QueueStats {
-            messages,
-            webhook_events,
-            messages_by_status,
-            message_counts_exact,
-            unhealthy_mail_servers: u64::try_from(unhealthy_mail_servers).unwrap_or(0),
+        // The gauges of the whole service: on Citus every statement reads every shard.
+        crate::citus::fan_out(self.conn, |conn| {
+            let (messages, queued) = depth(conn, &PENDING_MESSAGES, now)?;
+            let (webhook_events, _) = depth(conn, &PENDING_WEBHOOK_EVENTS, now)?;
+            let (messages_by_status, message_counts_exact) =
+                messages_by_status(conn, queued, messages.pending.saturating_sub(queued))?;
+            // Through the partial index `mail_servers_unhealthy_idx`: only unhealthy rows.
+            let unhealthy_mail_servers = crate::schema::mail_servers::table
+                .filter(crate::schema::mail_servers::unhealthy_since.is_not_null())
+                .count()
+                .get_result::<i64>(conn)
+                .map_err(store_error)?;
+            Ok(QueueStats {
+                messages,
+                webhook_events,
+                messages_by_status,
+                message_counts_exact,
+                unhealthy_mail_servers: u64::try_from(unhealthy_mail_servers).unwrap_or(0),
+            })
         })
     }
 }
