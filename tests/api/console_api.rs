@@ -169,10 +169,30 @@ async fn announcement_counters_follow_every_message_and_the_log_filters_by_annou
     let engaged = counters(&setup.get(&format!("/announcements/{id}")).await);
     assert_eq!(engaged["opened"], 1, "{engaged}");
     assert_eq!(engaged["clicked"], 1, "{engaged}");
-    // Later state changes move a message between counters (a late bounce report).
-    setup.sql(&format!(
-        "UPDATE messages SET status = 'bounced' WHERE announcement_id = '{id}' AND email = '{recipient}'"
-    ));
+    // Later state changes move a message between counters: a late bounce report, posted
+    // to the feedback endpoint, makes the sent message bounced.
+    let header = items
+        .iter()
+        .find(|m| m["email"] == recipient.as_str())
+        .and_then(|m| m["messageId"].as_str())
+        .expect("the sent message's Message-ID")
+        .to_owned();
+    let report = std::fs::read_to_string(format!(
+        "{}/fixtures/feedback/dsn-postfix.eml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("the DSN fixture")
+    .replace("{{MESSAGE_ID}}", &header)
+    .replace("{{RECIPIENT}}", &recipient);
+    let response = setup
+        .app
+        .request(Method::POST, &setup.path("/feedback"), Some(&setup.token))
+        .header("content-type", "message/rfc822")
+        .body(report)
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), 200, "the bounce report");
     let late = counters(&setup.get(&format!("/announcements/{id}")).await);
     assert_eq!(late["sent"].as_u64(), Some(with_status("sent") - 1));
     assert_eq!(late["bounced"].as_u64(), Some(with_status("bounced") + 1));

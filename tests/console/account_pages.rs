@@ -644,14 +644,20 @@ async fn account_page_times() {
                       ('01a00000-0000-7000-8000-' || lpad(to_hex(g), 12, '0'))::uuid,
                       'c' || g || '@bench.example', now() - interval '1 day'
                FROM generate_series(1, {n}) g;
-             INSERT INTO attribute_metas (account_id, slug, attribute_type, source, created_at)
-               VALUES ('{account}', 'plan', 'string', 'custom', now());
+             INSERT INTO attribute_metas (account_id, slug, attribute_type, source, created_at,
+                                          slot)
+               VALUES ('{account}', 'plan', 'string', 'custom', now(), 1);
              INSERT INTO contact_attributes (account_id, contact_id, slug, string_value)
                SELECT account_id, id, 'plan',
                       CASE WHEN split_part(substr(email, 2), '@', 1)::bigint % 2 = 0
                            THEN 'pro' ELSE 'free' END
                FROM contacts WHERE account_id = '{account}' AND email LIKE 'c%@bench.example';
-             ANALYZE contacts; ANALYZE contact_attributes;"
+             -- The slot rows the repository writes with the values (SQL by hand writes
+             -- the meta's slot and the rows itself).
+             INSERT INTO contact_slots (account_id, contact_id, string_1)
+               SELECT account_id, contact_id, lower(string_value) FROM contact_attributes
+               WHERE account_id = '{account}' AND slug = 'plan';
+             ANALYZE contacts; ANALYZE contact_attributes; ANALYZE contact_slots;"
         ))
         .expect("contacts written");
     println!("{n} contacts written in {:?}", started.elapsed());

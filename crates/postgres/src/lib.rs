@@ -13,6 +13,7 @@ mod queue;
 mod queue_wakeup;
 mod repositories;
 pub mod schema;
+mod upkeep;
 
 pub use database::{
     embedded_migration_names, ensure_database_exists, run_migrations, url_with_database,

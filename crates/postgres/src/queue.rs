@@ -17,8 +17,9 @@
 //!
 //! and carries a partial index on `(account_id, next_attempt_at) WHERE status IN
 //! (<pending>)` and one on `(account_id) WHERE lease_token IS NOT NULL`. Its lanes table
-//! has one row per account, `(account_id, next_due_at)`, brought forward by a trigger
-//! whenever a row becomes pending (the migrations that create them say how).
+//! has one row per account, `(account_id, next_due_at)`, brought forward by the repository
+//! in the transaction of every write that makes a row pending
+//! (`crate::upkeep::bring_lanes_forward`).
 //!
 //! Why a lease and not a long transaction: the work (an HTTP call, an SMTP session) must
 //! not run inside a transaction, so the row lock of `FOR UPDATE` only lasts as long as the

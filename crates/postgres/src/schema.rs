@@ -169,7 +169,8 @@ diesel::table! {
 
 diesel::table! {
     /// One row per contact: the values of its account's slotted attributes
-    /// (migration 31, docs/operations.md "Typed slots"), kept by triggers.
+    /// (migration 31, docs/operations.md "Typed slots"), kept by the repository's writes
+    /// (`crate::upkeep`).
     contact_slots (account_id, contact_id) {
         account_id -> Uuid,
         contact_id -> Uuid,
@@ -412,8 +413,8 @@ diesel::table! {
 }
 
 diesel::table! {
-    /// Per-announcement message counts by state, kept by triggers (migration 25): one row
-    /// per (announcement, writing backend), summed on read.
+    /// Per-announcement message counts by state, kept by the repository (`crate::upkeep`,
+    /// migration 25): one row per (announcement, writing backend), summed on read.
     announcement_counters (account_id, announcement_id, slot) {
         account_id -> Uuid,
         announcement_id -> Uuid,

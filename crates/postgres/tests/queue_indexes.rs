@@ -10,11 +10,18 @@
 use diesel::{
     connection::SimpleConnection, sql_query, sql_types::Text, QueryableByName, RunQueryDsl,
 };
+use mailroom_app::ports::in_transaction;
+use mailroom_domain::{
+    webhook::{WebhookAuthType, WebhookEventType},
+    webhook_event::{WebhookEvent, WebhookTarget},
+    AccountId, Timestamp, Uuid, WebhookEventId,
+};
 use mailroom_test_support::TestDatabase;
 
 const ACCOUNT: &str = "'0190a000-0000-7000-8000-000000000001'";
 const CONTACT: &str = "'0190a000-0000-7000-8000-000000000002'";
 const ANNOUNCEMENT: &str = "'0190a000-0000-7000-8000-000000000004'";
+const OTHER_ACCOUNT: &str = "'0190a000-0000-7000-8000-000000000009'";
 
 /// 20,000 messages of one account: transactional history (sent, failed, a few queued,
 /// some with an idempotency key) and one announcement's messages (a tenth still queued).
@@ -305,12 +312,48 @@ fn webhook_events_are_claimed_per_account_on_their_own_indexes() {
         ),
     ];
     assert_planned_on(&mut conn, &cases);
-    // The lanes were brought forward by the insert: one per account, due at its
-    // earliest pending event.
+    // Events queued through the repository bring their lanes forward: one per account,
+    // due at its earliest pending event (the fill above wrote none: it is SQL by hand).
+    let pool = database.pool_of_one();
+    let at = |seconds: i64| {
+        Timestamp::parse("2026-03-01T12:00:00Z")
+            .expect("timestamp")
+            .plus(time::Duration::seconds(seconds))
+    };
+    for (account, earliest) in [(ACCOUNT, -60), (OTHER_ACCOUNT, -30)] {
+        let account = AccountId::from_uuid(account.trim_matches('\'').parse().expect("uuid"));
+        for due in [0, earliest] {
+            let mut event = WebhookEvent::queued(
+                WebhookEventId::from_uuid(Uuid::now_v7()),
+                account,
+                WebhookEventType::ContactDeleted,
+                serde_json::json!({}),
+                WebhookTarget {
+                    url: "http://127.0.0.1:9/hooks".into(),
+                    auth_type: WebhookAuthType::None,
+                    signing_secret_suffix: "abcd".into(),
+                    username: None,
+                    password_or_token_suffix: None,
+                },
+                at(0),
+                at(0),
+            );
+            event.next_attempt_at = Some(at(due));
+            in_transaction(&pool, |tx| Ok(tx.insert_webhook_event(&event)?)).expect("event");
+        }
+    }
     let lanes: Vec<Name> = sql_query(
-        "SELECT account_id::text AS name FROM webhook_lanes WHERE next_due_at IS NOT NULL ORDER BY 1",
+        "SELECT account_id::text || ' ' || to_char(next_due_at AT TIME ZONE 'UTC', 'HH24:MI:SS') \
+         AS name FROM webhook_lanes WHERE next_due_at IS NOT NULL ORDER BY 1",
     )
     .load(&mut conn)
     .expect("lanes");
-    assert_eq!(lanes.len(), 2, "one lane per account with pending events");
+    assert_eq!(
+        lanes.into_iter().map(|lane| lane.name).collect::<Vec<_>>(),
+        [
+            "0190a000-0000-7000-8000-000000000001 11:59:00",
+            "0190a000-0000-7000-8000-000000000009 11:59:30",
+        ],
+        "one lane per account with pending events, due at the earliest"
+    );
 }

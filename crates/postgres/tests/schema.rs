@@ -56,6 +56,27 @@ fn account_owned_tables_are_keyed_by_account() {
     );
 }
 
+#[test]
+fn a_trigger_keeps_the_schema_from_being_distributed() {
+    use diesel::connection::SimpleConnection;
+    let database = TestDatabase::create();
+    let mut connection = database.connection();
+    connection
+        .batch_execute(
+            "CREATE FUNCTION nothing() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$; \
+             CREATE TRIGGER nothing_after_insert AFTER INSERT ON messages \
+             FOR EACH STATEMENT EXECUTE FUNCTION nothing();",
+        )
+        .expect("a trigger");
+    let problems = account_key_problems(&mut connection);
+    assert!(
+        problems
+            .iter()
+            .any(|problem| problem.contains("`messages.nothing_after_insert`")),
+        "{problems:?}"
+    );
+}
+
 /// What keeps the tables of `connection` from being distributed by `account_id`.
 fn account_key_problems(connection: &mut PgConnection) -> Vec<String> {
     let tables = database_tables(connection);
@@ -90,7 +111,28 @@ fn account_key_problems(connection: &mut PgConnection) -> Vec<String> {
             }
         }
     }
+    // Citus distributes no table that has a trigger (and a statement trigger's transition
+    // table is not found on a shard): the repository keeps what triggers used to
+    // (crates/postgres/src/upkeep.rs; docs/operations.md, "Upkeep in the repository").
+    let triggers: Vec<Named> = sql_query(
+        "SELECT tgrelid::regclass::text || '.' || tgname AS name FROM pg_trigger \
+         WHERE NOT tgisinternal ORDER BY 1",
+    )
+    .load(connection)
+    .expect("triggers");
+    for trigger in triggers {
+        problems.push(format!(
+            "trigger `{}`: no table may have a trigger; keep its work in the repository",
+            trigger.name
+        ));
+    }
     problems
+}
+
+#[derive(QueryableByName)]
+struct Named {
+    #[diesel(sql_type = Text)]
+    name: String,
 }
 
 // ---------------------------------------------------------------------------------------

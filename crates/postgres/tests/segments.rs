@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use diesel::{pg::PgConnection, prelude::*, sql_types};
 use mailroom_app::ports::in_transaction;
 use mailroom_domain::{
-    attribute::{AttributeType, AttributeValue, ResolvedAttributes},
+    attribute::{AttributeSource, AttributeType, AttributeValue, ResolvedAttributes},
     condition::{parse_conditions, AttributeTypes, Condition, ConditionInput, Segment},
     contact::Contact,
     paging::PageRequest,
@@ -18,9 +18,7 @@ use mailroom_domain::{
 };
 use mailroom_postgres::{
     count_segment_with,
-    schema::{
-        accounts, attribute_metas, contact_attributes, contacts, topic_unsubscriptions, topics,
-    },
+    schema::{accounts, contacts, topic_unsubscriptions, topics},
     search_segment_with, slot_plan, PgDatabase, PoolSettings, SegmentPlan,
 };
 use mailroom_test_support::TestDatabase;
@@ -154,11 +152,15 @@ impl Fixture {
     }
 
     /// Inserts a fresh account with two topics and `specs` as its contacts, in one
-    /// transaction (one commit, not one per row, keeps a case fast on a busy disk).
+    /// transaction (one commit, not one per row, keeps a case fast on a busy disk), then
+    /// their metas and attribute values through the repository, in another.
     fn account(&mut self, specs: &[ContactSpec]) -> Account {
-        self.conn
+        let account = self
+            .conn
             .transaction(|conn| Ok::<_, diesel::result::Error>(insert_account(conn, specs)))
-            .expect("account transaction")
+            .expect("account transaction");
+        write_attributes(&self.database, &account, specs);
+        account
     }
 
     fn search(&self, account: AccountId, segment: &Segment, page: PageRequest) -> Vec<ContactId> {
@@ -256,10 +258,6 @@ fn insert_account(conn: &mut PgConnection, specs: &[ContactSpec]) -> Account {
             .execute(conn)
             .expect("topic");
     }
-    // The custom metas take their slots (migration 31) on insert: two before the contacts
-    // (their values are copied into the slots as they are written), two after (the rows
-    // they find are copied when they take their slot); the event date takes none.
-    insert_metas(conn, account, &["plan", "score"]);
     let mut inserted = Account {
         id: AccountId::from_uuid(account),
         topic: TopicId::from_uuid(topic),
@@ -280,27 +278,6 @@ fn insert_account(conn: &mut PgConnection, specs: &[ContactSpec]) -> Account {
             ))
             .execute(conn)
             .expect("contact");
-        for (slug, value) in spec.custom_attributes() {
-            let (mut text, mut number, mut flag, mut date) = (None, None, None, None);
-            match &value {
-                AttributeValue::String(v) => text = Some(v.clone()),
-                AttributeValue::Number(v) => number = Some(*v),
-                AttributeValue::Boolean(v) => flag = Some(*v),
-                AttributeValue::Date(v) => date = Some(v.as_datetime()),
-            }
-            diesel::insert_into(contact_attributes::table)
-                .values((
-                    contact_attributes::account_id.eq(account),
-                    contact_attributes::contact_id.eq(id),
-                    contact_attributes::slug.eq(slug),
-                    contact_attributes::string_value.eq(text),
-                    contact_attributes::number_value.eq(number),
-                    contact_attributes::bool_value.eq(flag),
-                    contact_attributes::date_value.eq(date),
-                ))
-                .execute(conn)
-                .expect("attribute");
-        }
         let mut left = Vec::new();
         for (is_left, topic_id) in [
             (spec.left_topic, topic),
@@ -332,30 +309,52 @@ fn insert_account(conn: &mut PgConnection, specs: &[ContactSpec]) -> Account {
         inserted.attributes.push(resolved(&contact, spec));
         inserted.contacts.push(contact);
     }
-    insert_metas(conn, account, &["vip", "renewal", "event.signed_up"]);
     inserted
 }
 
+/// The metas and attribute values of `account`'s contacts, written through the
+/// repository. The custom metas take their slots (migration 31) as they are created: two
+/// before the values (which are then copied into the slots as they are written), two
+/// after (the values they find are copied when they take their slot); the event date
+/// takes none.
+fn write_attributes(database: &PgDatabase, account: &Account, specs: &[ContactSpec]) {
+    let now = Timestamp::from_datetime(time::OffsetDateTime::now_utc());
+    in_transaction(database, |tx| {
+        tx.ensure_attribute_metas(account.id, &metas(&["plan", "score"]), now)?;
+        for (contact, spec) in account.contacts.iter().zip(specs) {
+            let values: Vec<(String, AttributeValue)> = spec
+                .custom_attributes()
+                .into_iter()
+                .map(|(slug, value)| (slug.to_owned(), value))
+                .collect();
+            if !values.is_empty() {
+                tx.set_attributes(account.id, contact.id, &values)?;
+            }
+        }
+        tx.ensure_attribute_metas(
+            account.id,
+            &metas(&["vip", "renewal", "event.signed_up"]),
+            now,
+        )?;
+        Ok(())
+    })
+    .expect("attributes");
+}
+
 /// The metas of `slugs`, of their [`TYPES`] type.
-fn insert_metas(conn: &mut PgConnection, account: Uuid, slugs: &[&str]) {
-    for slug in slugs {
-        let kind = Types.attribute_type(slug).expect("a test slug");
-        let source = if slug.starts_with("event.") {
-            "event"
-        } else {
-            "custom"
-        };
-        diesel::insert_into(attribute_metas::table)
-            .values((
-                attribute_metas::account_id.eq(account),
-                attribute_metas::slug.eq(*slug),
-                attribute_metas::attribute_type.eq(kind.as_str()),
-                attribute_metas::source.eq(source),
-                attribute_metas::created_at.eq(time::OffsetDateTime::now_utc()),
-            ))
-            .execute(conn)
-            .expect("attribute meta");
-    }
+fn metas(slugs: &[&str]) -> Vec<(String, AttributeType, AttributeSource)> {
+    slugs
+        .iter()
+        .map(|slug| {
+            let kind = Types.attribute_type(slug).expect("a test slug");
+            let source = if slug.starts_with("event.") {
+                AttributeSource::Event
+            } else {
+                AttributeSource::Custom
+            };
+            ((*slug).to_owned(), kind, source)
+        })
+        .collect()
 }
 
 /// The resolved attributes of a contact, system ones included, as a resolver would build

@@ -12,6 +12,8 @@ use std::{
 
 use base64::Engine as _;
 use diesel::connection::SimpleConnection;
+use mailroom_app::ports::in_transaction;
+use mailroom_domain::{account::Role, AccountId, UserId};
 use mailroom_test_support::TestDatabase;
 use serde_json::Value;
 
@@ -153,7 +155,7 @@ fn user_login_link_prints_one_link_for_an_existing_user() {
 
 /// `mailroom member add|remove`: one JSON object on success; refusals (the owner, a
 /// second add, a bad account id) fail with nothing on stdout. The owner's membership is
-/// protected by the database itself, whatever writes.
+/// kept by the store's own statements, whatever the caller checked.
 #[test]
 fn member_add_and_remove_print_the_membership_and_keep_the_owner() {
     let database = TestDatabase::create();
@@ -277,16 +279,28 @@ fn member_add_and_remove_print_the_membership_and_keep_the_owner() {
         );
     }
 
-    // The database keeps the owner whatever writes: neither a delete nor a demotion.
-    for statement in [
-        "DELETE FROM memberships WHERE role = 'owner'",
-        "UPDATE memberships SET role = 'member' WHERE role = 'owner'",
-    ] {
-        assert!(
-            database.connection().batch_execute(statement).is_err(),
-            "the database let `{statement}` through"
-        );
-    }
+    // The store keeps the owner whatever the caller checked: the statements that demote
+    // and remove a member leave the owner's row alone, and say so.
+    let (account, ada) = (
+        AccountId::from_uuid(account.parse().expect("account id")),
+        UserId::from_uuid(ada_id.parse().expect("user id")),
+    );
+    let store = database.pool_of_one();
+    in_transaction(&store, |tx| {
+        assert!(!tx.set_member_role(account, ada, Role::Member)?, "demoted");
+        assert!(!tx.delete_membership(account, ada)?, "removed");
+        assert_eq!(tx.member_role(account, ada)?, Some(Role::Owner));
+        Ok(())
+    })
+    .expect("the owner's membership");
+    // And one owner per account (the unique index).
+    let second_owner = database.connection().batch_execute(&format!(
+        "INSERT INTO memberships (account_id, user_id, role, created_at) \
+         VALUES ('{}', '{}', 'owner', now())",
+        account.as_uuid(),
+        bob["userId"].as_str().expect("bob's id")
+    ));
+    assert!(second_owner.is_err(), "a second owner");
 }
 
 /// The one JSON object a successful `mailroom member add|remove` prints.

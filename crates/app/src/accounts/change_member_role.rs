@@ -1,5 +1,5 @@
 use mailroom_domain::{
-    account::{check_member_change, Member, Role},
+    account::{check_member_change, Member, MemberChangeRefusal, Role},
     UserId,
 };
 
@@ -29,7 +29,10 @@ pub fn change_member_role(
     in_transaction(services.db.as_ref(), |tx| {
         let (acting, current) = lock_pair(tx, account, Some(member.user_id()), target)?;
         check_member_change(acting, current, false).map_err(refusal)?;
-        tx.set_member_role(account, target, role)?;
+        // The statement keeps the owner whatever was checked: refused as the check does.
+        if !tx.set_member_role(account, target, role)? {
+            return Err(refusal(MemberChangeRefusal::OwnerStays));
+        }
         member_of(tx, account, target)
     })
     .inspect(|_| {

@@ -1,5 +1,5 @@
 use mailroom_domain::{
-    account::{check_member_change, Member},
+    account::{check_member_change, Member, MemberChangeRefusal},
     email::EmailAddress,
     AccountId, UserId,
 };
@@ -52,7 +52,10 @@ fn remove(
         let (acting, current) = lock_pair(tx, account, by, target)?;
         check_member_change(acting, current, by == Some(target)).map_err(refusal)?;
         let removed = member_of(tx, account, target)?;
-        tx.delete_membership(account, target)?;
+        // The statement keeps the owner whatever was checked: refused as the check does.
+        if !tx.delete_membership(account, target)? {
+            return Err(refusal(MemberChangeRefusal::OwnerStays));
+        }
         Ok(removed)
     })
     .inspect(|_| {

@@ -131,22 +131,24 @@ pub trait AccountRepository {
         at: Timestamp,
     ) -> Result<bool, StoreError>;
 
-    /// Sets a member's role.
+    /// Sets a member's role; `false` when nothing changed because the user is the owner
+    /// (whose role never changes, whatever the caller checked) or no member.
     ///
     /// # Errors
-    /// [`StoreError`] on store failure (the database refuses to demote the owner).
+    /// [`StoreError`] on store failure.
     fn set_member_role(
         &mut self,
         account: AccountId,
         user: UserId,
         role: Role,
-    ) -> Result<(), StoreError>;
+    ) -> Result<bool, StoreError>;
 
-    /// Removes a member.
+    /// Removes a member; `false` when nothing was removed because the user is the owner
+    /// (who stays for the account's life, whatever the caller checked) or no member.
     ///
     /// # Errors
-    /// [`StoreError`] on store failure (the database refuses to remove the owner).
-    fn delete_membership(&mut self, account: AccountId, user: UserId) -> Result<(), StoreError>;
+    /// [`StoreError`] on store failure.
+    fn delete_membership(&mut self, account: AccountId, user: UserId) -> Result<bool, StoreError>;
 
     /// The account's webhook configuration, if set.
     ///

@@ -276,19 +276,32 @@ impl AccountRepository for PgUnitOfWork<'_> {
         account: AccountId,
         user: UserId,
         role: Role,
-    ) -> Result<(), StoreError> {
-        diesel::update(memberships::table.find((account.as_uuid(), user.as_uuid())))
-            .set(memberships::role.eq(role.as_str()))
-            .execute(self.conn)
-            .map(drop)
-            .map_err(store_error)
+    ) -> Result<bool, StoreError> {
+        // The owner stays for the account's life: never demoted (the one statement that
+        // changes a role leaves the owner's row alone), exactly one (the unique index
+        // `memberships_one_owner`).
+        diesel::update(
+            memberships::table
+                .find((account.as_uuid(), user.as_uuid()))
+                .filter(memberships::role.ne(Role::Owner.as_str())),
+        )
+        .set(memberships::role.eq(role.as_str()))
+        .execute(self.conn)
+        .map(|updated| updated == 1)
+        .map_err(store_error)
     }
 
-    fn delete_membership(&mut self, account: AccountId, user: UserId) -> Result<(), StoreError> {
-        diesel::delete(memberships::table.find((account.as_uuid(), user.as_uuid())))
-            .execute(self.conn)
-            .map(drop)
-            .map_err(store_error)
+    fn delete_membership(&mut self, account: AccountId, user: UserId) -> Result<bool, StoreError> {
+        // Nor removed: the one statement that removes a member leaves the owner's row
+        // alone (the account's own deletion takes it by cascade).
+        diesel::delete(
+            memberships::table
+                .find((account.as_uuid(), user.as_uuid()))
+                .filter(memberships::role.ne(Role::Owner.as_str())),
+        )
+        .execute(self.conn)
+        .map(|deleted| deleted == 1)
+        .map_err(store_error)
     }
 
     fn find_webhook_config(

@@ -1,4 +1,4 @@
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use diesel::{
     dsl::sql,
@@ -18,6 +18,7 @@ use mailroom_domain::{
     },
     contact::{Contact, ContactQuery, ContactSort, StatusFilter},
     email::EmailAddress,
+    message::MessageStatus,
     paging::PageRequest,
     slug::EventSlug,
     AccountId, ContactEventId, ContactId, Timestamp, TopicId,
@@ -32,6 +33,7 @@ use crate::{
     schema::{
         attribute_metas, contact_attributes, contact_events, contacts, topic_unsubscriptions,
     },
+    upkeep::{add_to_counters, fill_new_slots, refresh_contact_slots, AccountCounters},
 };
 
 #[derive(Queryable, QueryableByName, Selectable)]
@@ -713,6 +715,24 @@ macro_rules! contact_by_email {
     };
 }
 
+/// A meta the insert of `ensure_attribute_metas` wrote, with the slot it took.
+#[derive(QueryableByName)]
+struct SlottedMeta {
+    #[diesel(sql_type = Text)]
+    slug: String,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::SmallInt>)]
+    slot: Option<i16>,
+}
+
+/// An announcement's message deleted with its contact, in the state it left.
+#[derive(QueryableByName)]
+struct GoneMessage {
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    announcement_id: Uuid,
+    #[diesel(sql_type = Text)]
+    state: String,
+}
+
 /// What `upsert_contact_id`'s statement returns.
 #[derive(QueryableByName)]
 struct UpsertedRow {
@@ -820,23 +840,80 @@ impl ContactRepository for PgUnitOfWork<'_> {
         if metas.iter().all(|(slug, _, _)| found.contains_key(slug)) {
             return Ok(found);
         }
-        let rows: Vec<_> = metas
+        // The missing metas, each slug once (the first one given, as before).
+        let mut seen = HashSet::new();
+        let missing: Vec<&(String, AttributeType, AttributeSource)> = metas
             .iter()
-            .map(|(slug, kind, source)| {
-                (
-                    attribute_metas::account_id.eq(account.as_uuid()),
-                    attribute_metas::slug.eq(slug.as_str()),
-                    attribute_metas::attribute_type.eq(kind.as_str()),
-                    attribute_metas::source.eq(source.as_str()),
-                    attribute_metas::created_at.eq(now.as_datetime()),
-                )
-            })
+            .filter(|(slug, _, _)| !found.contains_key(slug) && seen.insert(slug.as_str()))
             .collect();
-        diesel::insert_into(attribute_metas::table)
-            .values(rows)
-            .on_conflict_do_nothing()
+        // A new custom meta takes the lowest free slot of its type (migration 31). The
+        // advisory lock orders the metas created at once for one account: the insert
+        // below, a statement of its own after the lock, sees every slot taken before.
+        if missing
+            .iter()
+            .any(|(_, _, source)| *source == AttributeSource::Custom)
+        {
+            prepared_sql(
+                "SELECT pg_advisory_xact_lock(hashtextextended('attribute slots ' || $1::text, 0))",
+            )
+            .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
             .execute(self.conn)
             .map_err(store_error)?;
+        }
+        // The k-th new custom meta of a type (in the order given) takes the k-th free slot
+        // of the type, none when there are fewer. A slug a concurrent statement inserts
+        // first is left to it (ON CONFLICT), and so is its slot.
+        let slotted: Vec<SlottedMeta> = prepared_sql(
+            "INSERT INTO attribute_metas \
+                 (account_id, slug, attribute_type, source, created_at, slot) \
+             SELECT $1, n.slug, n.attribute_type, n.source, $5, \
+                    CASE WHEN n.source = 'custom' THEN (ARRAY( \
+                        SELECT free.slot::smallint FROM generate_series(1, 4) AS free(slot) \
+                        WHERE NOT EXISTS (SELECT 1 FROM attribute_metas m \
+                                          WHERE m.account_id = $1 \
+                                            AND m.attribute_type = n.attribute_type \
+                                            AND m.slot = free.slot) \
+                        ORDER BY free.slot))[n.rank] END \
+             FROM (SELECT t.slug, t.attribute_type, t.source, t.position, \
+                          row_number() OVER (PARTITION BY t.attribute_type, t.source \
+                                             ORDER BY t.position) AS rank \
+                   FROM unnest($2::text[], $3::text[], $4::text[]) \
+                        WITH ORDINALITY AS t(slug, attribute_type, source, position) \
+                   WHERE NOT EXISTS (SELECT 1 FROM attribute_metas e \
+                                     WHERE e.account_id = $1 AND e.slug = t.slug)) AS n \
+             ORDER BY n.position \
+             ON CONFLICT (account_id, slug) DO NOTHING \
+             RETURNING slug, slot",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
+        .bind::<diesel::sql_types::Array<Text>, _>(
+            missing
+                .iter()
+                .map(|(slug, _, _)| slug.as_str())
+                .collect::<Vec<_>>(),
+        )
+        .bind::<diesel::sql_types::Array<Text>, _>(
+            missing
+                .iter()
+                .map(|(_, kind, _)| kind.as_str())
+                .collect::<Vec<_>>(),
+        )
+        .bind::<diesel::sql_types::Array<Text>, _>(
+            missing
+                .iter()
+                .map(|(_, _, source)| source.as_str())
+                .collect::<Vec<_>>(),
+        )
+        .bind::<diesel::sql_types::Timestamptz, _>(now.as_datetime())
+        .load(self.conn)
+        .map_err(store_error)?;
+        // Values written before their meta (by hand) are copied into the slots it took.
+        let filled: Vec<String> = slotted
+            .into_iter()
+            .filter(|meta| meta.slot.is_some())
+            .map(|meta| meta.slug)
+            .collect();
+        fill_new_slots(self.conn, account.as_uuid(), &filled)?;
         self.types_of_slugs(account, &slugs)
     }
 
@@ -961,6 +1038,13 @@ impl ContactRepository for PgUnitOfWork<'_> {
             ))
             .execute(self.conn)
             .map_err(store_error)?;
+        let slugs: Vec<String> = values.iter().map(|(slug, _)| slug.clone()).collect();
+        refresh_contact_slots(
+            self.conn,
+            account.as_uuid(),
+            &vec![contact.as_uuid(); slugs.len()],
+            &slugs,
+        )?;
         if let Some((_, value)) = values.iter().find(|(slug, _)| slug == "name") {
             let sort_name = match value {
                 AttributeValue::String(text) => Some(text.to_lowercase()),
@@ -1097,6 +1181,24 @@ impl ContactRepository for PgUnitOfWork<'_> {
         .bind::<diesel::sql_types::Uuid, _>(id.as_uuid())
         .execute(self.conn)
         .map_err(store_error)?;
+        // The contact's messages go with it by cascade; those of announcements go first,
+        // so the counters learn the states they leave (the rest go by cascade).
+        let gone: Vec<GoneMessage> = prepared_sql(
+            "DELETE FROM messages WHERE account_id = $1 AND contact_id = $2 \
+             AND announcement_id IS NOT NULL \
+             RETURNING announcement_id, message_state(status, lease_token) AS state",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
+        .bind::<diesel::sql_types::Uuid, _>(id.as_uuid())
+        .load(self.conn)
+        .map_err(store_error)?;
+        let mut counters = AccountCounters::default();
+        for message in gone {
+            let state = MessageStatus::parse(&message.state)
+                .ok_or_else(|| corrupt("the deleted message's state", &message.state))?;
+            counters.moved(message.announcement_id, Some(state), None);
+        }
+        add_to_counters(self.conn, account.as_uuid(), &counters)?;
         diesel::delete(contacts::table.find((account.as_uuid(), id.as_uuid())))
             .execute(self.conn)
             .map(|n| n > 0)
@@ -1327,10 +1429,12 @@ impl PgUnitOfWork<'_> {
         // partial index automations_trigger_idx; most events have none, and the use case
         // reads the automations only when one does); the contact found by email or
         // inserted (as in `upsert_contact_id`); the `event.<slug>` meta when it is missing
-        // (an existing meta costs one index probe: no row reaches the insert, so its slot
-        // trigger does not run; ON CONFLICT covers a concurrent first event of the slug);
-        // the event row; its name's count (insert-only, so no row every event of the name
-        // would wait on); and `event.<slug>` moved forward. With `$10` (unless listened)
+        // (an existing meta costs one index probe; ON CONFLICT covers a concurrent first
+        // event of the slug; an event meta takes no slot, so no advisory lock); the event
+        // row; its name's count (insert-only, so no row every event of the name would wait
+        // on); and `event.<slug>` moved forward, which touches no typed slot (`event.*`
+        // slugs are no custom attribute's, and only custom metas take slots), so no
+        // `contact_slots` upkeep follows and the statement stays alone. With `$10` (unless listened)
         // and a listening automation, `contact` is empty and nothing is written: that
         // event must be written in a transaction with the messages it queues.
         // Data-modifying WITH parts always run to completion; `contact` is read by each,

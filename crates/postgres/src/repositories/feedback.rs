@@ -18,6 +18,7 @@ use super::PgUnitOfWork;
 use crate::{
     error::store_error,
     schema::{contacts, messages},
+    upkeep::{add_to_counters, AccountCounters},
 };
 
 diesel::define_sql_function!(fn lower(x: diesel::sql_types::Text) -> diesel::sql_types::Text);
@@ -83,7 +84,7 @@ impl FeedbackRepository for PgUnitOfWork<'_> {
         reply: &str,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
-        diesel::update(
+        let bounced = diesel::update(
             messages::table
                 .find((account.as_uuid(), message.as_uuid()))
                 .filter(messages::status.eq(MessageStatus::Sent.as_str())),
@@ -93,8 +94,23 @@ impl FeedbackRepository for PgUnitOfWork<'_> {
             messages::last_reply.eq(Some(reply)),
             messages::updated_at.eq(now.as_datetime()),
         ))
-        .execute(self.conn)
-        .map(|n| n > 0)
-        .map_err(store_error)
+        .returning(messages::announcement_id)
+        .get_result::<Option<Uuid>>(self.conn)
+        .optional()
+        .map_err(store_error)?;
+        let Some(announcement) = bounced else {
+            return Ok(false);
+        };
+        // The announcement counters: `sent` became `bounced`.
+        if let Some(announcement) = announcement {
+            let mut counters = AccountCounters::default();
+            counters.moved(
+                announcement,
+                Some(MessageStatus::Sent),
+                Some(MessageStatus::Bounced),
+            );
+            add_to_counters(self.conn, account.as_uuid(), &counters)?;
+        }
+        Ok(true)
     }
 }

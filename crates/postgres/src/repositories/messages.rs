@@ -1,5 +1,5 @@
 use diesel::{
-    pg::Pg,
+    pg::{Pg, PgConnection},
     prelude::*,
     sql_types::{
         Array, BigInt, Bool, Date as SqlDate, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid,
@@ -27,6 +27,7 @@ use crate::{
     prepared_sql::prepared_sql,
     queue::lock_due_lanes,
     schema::{message_stats_daily, messages},
+    upkeep::{add_to_counters, bring_lanes_forward, AccountCounters, Lanes},
 };
 
 #[derive(Queryable, QueryableByName, Selectable, Insertable)]
@@ -197,10 +198,39 @@ struct ClaimedRow {
     claimed_from: String,
 }
 
-#[derive(QueryableByName)]
-struct IdRow {
-    #[diesel(sql_type = SqlUuid)]
+/// What a record wrote of a message: its new status (the lease is gone, so it is the
+/// state), due time and announcement.
+#[derive(Queryable, QueryableByName, Selectable)]
+#[diesel(table_name = messages, check_for_backend(Pg))]
+struct WrittenRow {
     id: Uuid,
+    status: String,
+    next_attempt_at: Option<OffsetDateTime>,
+    announcement_id: Option<Uuid>,
+}
+
+/// The upkeep of a record of `account`'s messages (`written`, each under its lease, so
+/// each was `sending`): the lane brought forward by the rows that wait again (a retry, a
+/// wait for a mail server), the announcement counters moved from `sending`.
+fn after_record(
+    conn: &mut PgConnection,
+    account: Uuid,
+    written: Vec<WrittenRow>,
+) -> Result<(), StoreError> {
+    let mut counters = AccountCounters::default();
+    let mut due = Vec::new();
+    for row in written {
+        let state = message_state(&row.status, None)
+            .ok_or_else(|| corrupt("messages.status", &row.status))?;
+        if let (MessageStatus::Queued, Some(at)) = (state, row.next_attempt_at) {
+            due.push((account, at));
+        }
+        if let Some(announcement) = row.announcement_id {
+            counters.moved(announcement, Some(MessageStatus::Sending), Some(state));
+        }
+    }
+    bring_lanes_forward(conn, Lanes::Delivery, due)?;
+    add_to_counters(conn, account, &counters)
 }
 
 #[derive(Queryable, Selectable)]
@@ -250,8 +280,19 @@ impl MessageRepository for PgUnitOfWork<'_> {
         diesel::insert_into(messages::table)
             .values(message_row(message, idempotency))
             .execute(self.conn)
-            .map(drop)
-            .map_err(store_error)
+            .map_err(store_error)?;
+        // A new row has no lease: it waits for a worker when it is stored as `queued`.
+        let account = message.account_id.as_uuid();
+        let state = message_state(stored_status(message.status), None);
+        if let (Some(MessageStatus::Queued), Some(due)) = (state, message.next_attempt_at) {
+            bring_lanes_forward(self.conn, Lanes::Delivery, [(account, due.as_datetime())])?;
+        }
+        if let (Some(announcement), Some(state)) = (message.announcement_id, state) {
+            let mut counters = AccountCounters::default();
+            counters.added(announcement.as_uuid(), state, 1);
+            add_to_counters(self.conn, account, &counters)?;
+        }
+        Ok(())
     }
 
     fn find_message_by_idempotency_key(
@@ -384,6 +425,23 @@ impl MessageRepository for PgUnitOfWork<'_> {
         .bind::<SqlUuid, _>(account.as_uuid())
         .load(self.conn)
         .map_err(store_error)?;
+        // The announcement counters: a row claimed from `queued` is now `sending` (one
+        // whose lease ran out was `sending` already). No lane moves: a claimed row waits
+        // for no worker, and the claim reschedules its lanes itself.
+        let mut counters = AccountCounters::default();
+        for claimed in &rows {
+            if let (Some(announcement), QUEUED) = (
+                claimed.message.announcement_id,
+                claimed.claimed_from.as_str(),
+            ) {
+                counters.moved(
+                    announcement,
+                    Some(MessageStatus::Queued),
+                    Some(MessageStatus::Sending),
+                );
+            }
+        }
+        add_to_counters(self.conn, account.as_uuid(), &counters)?;
         // RETURNING has no order; send the longest-waiting first.
         rows.sort_by_key(|claimed| (claimed.message.next_attempt_at, claimed.message.id));
         rows.into_iter()
@@ -486,7 +544,8 @@ impl MessageRepository for PgUnitOfWork<'_> {
         lease_token: Uuid,
     ) -> Result<bool, StoreError> {
         let row = message_row(message, None);
-        let updated = diesel::update(
+        let account = row.account_id;
+        let written: Option<WrittenRow> = diesel::update(
             messages::table
                 .filter(messages::account_id.eq(row.account_id))
                 .filter(messages::id.eq(row.id))
@@ -504,9 +563,13 @@ impl MessageRepository for PgUnitOfWork<'_> {
             messages::lease_token.eq(None::<Uuid>),
             messages::claims_without_outcome.eq(0),
         ))
-        .execute(self.conn)
+        .returning(WrittenRow::as_returning())
+        .get_result(self.conn)
+        .optional()
         .map_err(store_error)?;
-        Ok(updated == 1)
+        let recorded = written.is_some();
+        after_record(self.conn, account, written.into_iter().collect())?;
+        Ok(recorded)
     }
 
     fn record_message_states(
@@ -525,7 +588,7 @@ impl MessageRepository for PgUnitOfWork<'_> {
         // One UPDATE joined to the batch as arrays (one parameter per column, however
         // large the batch). The rows are this worker's under its lease: no other writer
         // waits for them, so their lock order does not matter.
-        let written: Vec<IdRow> = prepared_sql(
+        let written: Vec<WrittenRow> = prepared_sql(
             "UPDATE messages AS m \
              SET status = v.status, skip_reason = v.skip_reason, attempts = v.attempts, \
                  next_attempt_at = v.next_attempt_at, last_reply = v.last_reply, \
@@ -537,7 +600,7 @@ impl MessageRepository for PgUnitOfWork<'_> {
                        last_reply, updated_at, sent_at) \
              WHERE m.account_id = $11 AND m.account_id = v.account_id AND m.id = v.id \
                AND m.lease_token = $10 \
-             RETURNING m.id",
+             RETURNING m.id, m.status, m.next_attempt_at, m.announcement_id",
         )
         .bind::<Array<SqlUuid>, _>(rows.iter().map(|r| r.account_id).collect::<Vec<_>>())
         .bind::<Array<SqlUuid>, _>(rows.iter().map(|r| r.id).collect::<Vec<_>>())
@@ -562,10 +625,12 @@ impl MessageRepository for PgUnitOfWork<'_> {
         .bind::<SqlUuid, _>(account.as_uuid())
         .load(self.conn)
         .map_err(store_error)?;
-        Ok(written
-            .into_iter()
+        let ids = written
+            .iter()
             .map(|row| MessageId::from_uuid(row.id))
-            .collect())
+            .collect();
+        after_record(self.conn, account.as_uuid(), written)?;
+        Ok(ids)
     }
 
     fn count_messages_to_contacts(

@@ -28,6 +28,7 @@ use mailroom_app::{
 use mailroom_domain::{
     attribute::AttributeType,
     condition::{Condition, Segment},
+    message::MessageStatus,
     paging::PageRequest,
     AccountId, ContactId,
 };
@@ -40,7 +41,11 @@ use self::sql::{
     push_slots_count, set_sizes, Param, Sql,
 };
 use super::{corrupt, templates::page_bounds, PgUnitOfWork, PlanLine};
-use crate::{error::store_error, prepared_sql::prepared_sql};
+use crate::{
+    error::store_error,
+    prepared_sql::prepared_sql,
+    upkeep::{add_to_counters, bring_lanes_forward, AccountCounters, Lanes},
+};
 
 #[derive(QueryableByName)]
 struct IdRow {
@@ -65,6 +70,19 @@ pub(super) fn queue_audience_batch(
             .get_result(conn)
             .map_err(store_error)
     })?;
+    // The batch's messages wait for a worker from `now`, each `queued`: the account's lane
+    // and the announcement's counters, from what the statement wrote.
+    if row.queued > 0 {
+        let account = batch.account.as_uuid();
+        bring_lanes_forward(conn, Lanes::Delivery, [(account, batch.now.as_datetime())])?;
+        let mut counters = AccountCounters::default();
+        counters.added(
+            batch.announcement.as_uuid(),
+            MessageStatus::Queued,
+            row.queued,
+        );
+        add_to_counters(conn, account, &counters)?;
+    }
     Ok(QueuedAudience {
         contacts: u64::try_from(row.contacts).map_err(|e| corrupt("audience count", e))?,
         queued: u64::try_from(row.queued).map_err(|e| corrupt("queued count", e))?,
@@ -103,7 +121,7 @@ pub fn explain_audience_batch(
 /// and sequential scans off, the primary key's ordered scan is the plan left.
 ///
 /// Sorts stay on, and JIT goes off: a plan that cannot avoid a disabled node (the batch's
-/// last contact is found by a sort, and so are the triggers' groups) costs 10^10 more,
+/// last contact is found by a sort) costs 10^10 more,
 /// far over `jit_above_cost`, and compiling its expressions took about a second per
 /// batch (0.22× the reference where the walk alone gives 0.77×; "Contacts with room for
 /// their first count").

@@ -18,6 +18,7 @@ use crate::{
     error::store_error,
     prepared_sql::prepared_sql,
     schema::{message_tracking, topic_unsubscriptions},
+    upkeep::{add_to_counters, AccountCounters},
 };
 
 #[derive(QueryableByName)]
@@ -27,9 +28,10 @@ struct Link {
 }
 
 impl PgUnitOfWork<'_> {
-    /// Sets `column` (a closed choice, never input) to `now` when unset; one row is
-    /// affected only when this statement set it. The SELECT from `messages` makes an unknown message a
-    /// no-op instead of a foreign-key error.
+    /// Sets `column` (a closed choice, never input) to `now` when unset; `true` only when
+    /// this statement set it. Reading the message first makes an unknown message a no-op
+    /// instead of a foreign-key error, and gives its announcement: a first open or click of
+    /// an announcement's message counts in its counters, in the same transaction.
     fn mark_first(
         &mut self,
         column: &'static str,
@@ -37,19 +39,47 @@ impl PgUnitOfWork<'_> {
         message: MessageId,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
-        prepared_sql(format!(
-            "INSERT INTO message_tracking (account_id, message_id, {column}) \
-             SELECT account_id, id, $3 FROM messages WHERE account_id = $1 AND id = $2 \
-             ON CONFLICT (account_id, message_id) DO UPDATE SET {column} = EXCLUDED.{column} \
-             WHERE message_tracking.{column} IS NULL"
+        let marked: Option<Marked> = prepared_sql(format!(
+            "WITH message AS (\
+               SELECT account_id, id, announcement_id FROM messages \
+               WHERE account_id = $1 AND id = $2), \
+             marked AS (\
+               INSERT INTO message_tracking (account_id, message_id, {column}) \
+               SELECT account_id, id, $3 FROM message \
+               ON CONFLICT (account_id, message_id) DO UPDATE SET {column} = EXCLUDED.{column} \
+               WHERE message_tracking.{column} IS NULL \
+               RETURNING 1) \
+             SELECT announcement_id FROM message WHERE EXISTS (SELECT 1 FROM marked)"
         ))
         .bind::<SqlUuid, _>(account.as_uuid())
         .bind::<SqlUuid, _>(message.as_uuid())
         .bind::<Timestamptz, _>(now.as_datetime())
-        .execute(self.conn)
-        .map(|n| n > 0)
-        .map_err(store_error)
+        .get_result(self.conn)
+        .optional()
+        .map_err(store_error)?;
+        let Some(marked) = marked else {
+            return Ok(false);
+        };
+        if let Some(announcement) = marked.announcement_id {
+            let mut counters = AccountCounters::default();
+            match column {
+                OPENED => counters.opened(announcement),
+                _ => counters.clicked(announcement),
+            }
+            add_to_counters(self.conn, account.as_uuid(), &counters)?;
+        }
+        Ok(true)
     }
+}
+
+/// The column of a first open; a first click's is `clicked_at`.
+const OPENED: &str = "opened_at";
+
+/// A first open or click this statement set, with the message's announcement.
+#[derive(QueryableByName)]
+struct Marked {
+    #[diesel(sql_type = diesel::sql_types::Nullable<SqlUuid>)]
+    announcement_id: Option<uuid::Uuid>,
 }
 
 impl TrackingRepository for PgUnitOfWork<'_> {
@@ -98,7 +128,7 @@ impl TrackingRepository for PgUnitOfWork<'_> {
         message: MessageId,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
-        self.mark_first("opened_at", account, message, now)
+        self.mark_first(OPENED, account, message, now)
     }
 
     fn mark_message_clicked(

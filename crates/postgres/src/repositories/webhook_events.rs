@@ -1,4 +1,7 @@
-use diesel::{pg::Pg, prelude::*};
+use diesel::{
+    pg::{Pg, PgConnection},
+    prelude::*,
+};
 use mailroom_app::{
     ports::{Lease, WebhookEventRepository},
     StoreError,
@@ -18,6 +21,7 @@ use crate::{
     error::store_error,
     queue::{claim_due, lock_due_lanes, reschedule_lanes, LeasedQueue},
     schema::webhook_events,
+    upkeep::{bring_lanes_forward, Lanes},
 };
 
 /// `webhook_events` as a queue: queued and retrying rows wait for the delivery worker.
@@ -134,6 +138,23 @@ fn event_row(event: &WebhookEvent) -> WebhookEventRow {
     }
 }
 
+/// Brings the account's lane forward when `event`, as just written without a lease, waits
+/// for the worker (a new event, a manual retry, an attempt that will be retried).
+fn bring_lane_forward_if_pending(
+    conn: &mut PgConnection,
+    event: &WebhookEvent,
+) -> Result<(), StoreError> {
+    let pending = WEBHOOK_QUEUE.pending.contains(&event.status.as_str());
+    match event.next_attempt_at {
+        Some(due) if pending => bring_lanes_forward(
+            conn,
+            Lanes::Webhook,
+            [(event.account_id.as_uuid(), due.as_datetime())],
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// The account's events under `filter`, as a query to page or count.
 fn filtered(
     account: AccountId,
@@ -160,8 +181,8 @@ impl WebhookEventRepository for PgUnitOfWork<'_> {
         diesel::insert_into(webhook_events::table)
             .values(event_row(event))
             .execute(self.conn)
-            .map(drop)
-            .map_err(store_error)
+            .map_err(store_error)?;
+        bring_lane_forward_if_pending(self.conn, event)
     }
 
     fn find_webhook_event(
@@ -273,6 +294,11 @@ impl WebhookEventRepository for PgUnitOfWork<'_> {
         ))
         .execute(self.conn)
         .map_err(store_error)?;
-        Ok(updated == 1)
+        if updated != 1 {
+            return Ok(false);
+        }
+        // An attempt that will be retried waits for the worker again.
+        bring_lane_forward_if_pending(self.conn, event)?;
+        Ok(true)
     }
 }
