@@ -87,7 +87,7 @@ async fn exactly_100_conditions_are_accepted() {
 /// Seeds `n` contacts straight into the database (the API would take minutes for this
 /// many): real rows, so the search below is a real scan.
 fn seed_contacts(app: &mailroom_tests::TestApp, account: &str, n: u32) {
-    use diesel::{connection::SimpleConnection, Connection};
+    use diesel::connection::SimpleConnection;
     let mut conn = app.database.connection();
     conn.batch_execute(&format!(
         "INSERT INTO contacts (account_id, id, email, created_at, message_count) \
@@ -185,7 +185,11 @@ async fn an_event_waiting_past_a_300_ms_statement_timeout_is_a_503_and_then_succ
     let mut holder = setup.app.database.connection();
     diesel::connection::SimpleConnection::batch_execute(
         &mut holder,
-        "BEGIN; SELECT 1 FROM contact_attributes WHERE slug = 'event.signed_up' FOR UPDATE",
+        &format!(
+            "BEGIN; SELECT 1 FROM contact_attributes \
+             WHERE account_id = '{}' AND slug = 'event.signed_up' FOR UPDATE",
+            setup.account
+        ),
     )
     .expect("lock grace's event.signed_up");
     let event = json!({"email": "grace@example.org", "slug": "signed_up"});

@@ -63,7 +63,7 @@ impl Audience {
     /// Sets a flag column directly: delivery and feedback, which set them in production,
     /// arrive with later issues.
     fn set_flag(&self, email: &str, column: &str) {
-        use diesel::{connection::SimpleConnection, Connection};
+        use diesel::connection::SimpleConnection;
         let mut conn = self.app.database.connection();
         conn.batch_execute(&format!(
             "UPDATE contacts SET {column} = now() WHERE email_lower = lower('{email}')"
@@ -734,7 +734,7 @@ async fn search_returns_resolved_attributes_and_honours_unsubscriptions() {
         .expect("topic")
         .to_owned();
     {
-        use diesel::{connection::SimpleConnection, Connection};
+        use diesel::connection::SimpleConnection;
         let mut conn = a.app.database.connection();
         conn.batch_execute(&format!(
             "INSERT INTO topic_unsubscriptions (account_id, contact_id, topic_id, created_at) \

@@ -333,7 +333,7 @@ async fn concurrent_removals_leave_the_owner_and_one_answer_each() {
 /// and membership caches"): the cached proof serves until then, and not after.
 #[tokio::test]
 async fn a_membership_removed_elsewhere_ends_within_the_cache_ttl() {
-    use diesel::{connection::SimpleConnection, Connection};
+    use diesel::connection::SimpleConnection;
     let app = spawn_app().await;
     let ada = app.user_token("ada@example.com").await;
     let account = app.create_account(&ada, "Acme").await;

@@ -36,7 +36,7 @@
 use diesel::{
     pg::{Pg, PgConnection},
     sql_query,
-    sql_types::{Array, BigInt, Bool, Timestamptz, Uuid as SqlUuid},
+    sql_types::{Array, BigInt, Timestamptz, Uuid as SqlUuid},
     QueryResult, QueryableByName, RunQueryDsl,
 };
 use mailroom_app::StoreError;
@@ -162,34 +162,69 @@ pub(crate) fn reschedule_lanes(
     lanes: &[(AccountId, bool)],
     now: Timestamp,
 ) -> Result<(), StoreError> {
+    let (table, pending) = (queue.table, queue.pending_list());
+    // Two reads bounded by what the account has in flight: the first pending row in due
+    // order (leased rows are stepped over), and the earliest lease end (the leased-rows
+    // index).
+    let next_due = format!(
+        "SELECT least( \
+             (SELECT q.next_attempt_at FROM {table} q \
+              WHERE q.account_id = $1 AND q.status IN ({pending}) \
+                AND (q.locked_until IS NULL OR q.locked_until <= $2) \
+              ORDER BY q.next_attempt_at LIMIT 1), \
+             (SELECT min(q.locked_until) FROM {table} q \
+              WHERE q.lease_token IS NOT NULL AND q.account_id = $1 \
+                AND q.status IN ({pending}))) AS due"
+    );
+    set_lanes_due(conn, queue.lanes, &next_due, lanes, now)
+}
+
+/// Sets the lanes of `lanes_table` due as [`reschedule_lanes`] says, with `next_due` (one
+/// account's next due time: `$1` the account, `$2` now, one row `due`) read for each
+/// lane whose claim was not full. One read per account, each of one account's rows (one
+/// shard on Citus), then one update of the lanes, which live apart from the queue's rows
+/// there (crates/postgres/src/citus.rs); the claim that calls this holds the lanes' locks.
+pub(crate) fn set_lanes_due(
+    conn: &mut PgConnection,
+    lanes_table: &str,
+    next_due: &str,
+    lanes: &[(AccountId, bool)],
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    #[derive(QueryableByName)]
+    struct Due {
+        #[diesel(sql_type = diesel::sql_types::Nullable<Timestamptz>)]
+        due: Option<OffsetDateTime>,
+    }
     if lanes.is_empty() {
         return Ok(());
     }
-    let (table, lanes_table) = (queue.table, queue.lanes);
-    let pending = queue.pending_list();
-    let accounts: Vec<Uuid> = lanes.iter().map(|(id, _)| id.as_uuid()).collect();
-    let full: Vec<bool> = lanes.iter().map(|(_, full)| *full).collect();
-    // Two reads bounded by what the account has in flight: the first pending row in due
-    // order (leased rows are stepped over), and the earliest lease end (the leased-rows
-    // index). CASE evaluates only the branch it takes.
+    let now = now.as_datetime();
+    let mut accounts = Vec::with_capacity(lanes.len());
+    let mut dues = Vec::with_capacity(lanes.len());
+    for (account, full) in lanes {
+        let due = if *full {
+            Some(now)
+        } else {
+            prepared_sql(next_due.to_owned())
+                .bind::<SqlUuid, _>(account.as_uuid())
+                .bind::<Timestamptz, _>(now)
+                .get_result::<Due>(conn)
+                .map_err(store_error)?
+                .due
+                .map(|due| due.max(now))
+        };
+        accounts.push(account.as_uuid());
+        dues.push(due);
+    }
+    // `lanes_table` is a constant of this crate, never input.
     prepared_sql(format!(
-        "UPDATE {lanes_table} AS lane \
-         SET next_due_at = CASE WHEN next.due IS NULL THEN NULL \
-                                ELSE greatest(next.due, $3) END \
-         FROM (SELECT lanes.account_id, CASE WHEN lanes.took_all THEN $3 ELSE least( \
-                 (SELECT q.next_attempt_at FROM {table} q \
-                  WHERE q.account_id = lanes.account_id AND q.status IN ({pending}) \
-                    AND (q.locked_until IS NULL OR q.locked_until <= $3) \
-                  ORDER BY q.next_attempt_at LIMIT 1), \
-                 (SELECT min(q.locked_until) FROM {table} q \
-                  WHERE q.lease_token IS NOT NULL AND q.account_id = lanes.account_id \
-                    AND q.status IN ({pending}))) END AS due \
-               FROM unnest($1::uuid[], $2::bool[]) AS lanes(account_id, took_all)) AS next \
+        "UPDATE {lanes_table} AS lane SET next_due_at = next.due \
+         FROM unnest($1::uuid[], $2::timestamptz[]) AS next(account_id, due) \
          WHERE lane.account_id = next.account_id"
     ))
     .bind::<Array<SqlUuid>, _>(accounts)
-    .bind::<Array<Bool>, _>(full)
-    .bind::<Timestamptz, _>(now.as_datetime())
+    .bind::<Array<diesel::sql_types::Nullable<Timestamptz>>, _>(dues)
     .execute(conn)
     .map(drop)
     .map_err(store_error)

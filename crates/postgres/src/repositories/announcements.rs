@@ -312,19 +312,37 @@ impl AnnouncementRepository for PgUnitOfWork<'_> {
     }
 
     fn complete_finished_announcements(&mut self, now: Timestamp) -> Result<u64, StoreError> {
-        // The NOT EXISTS is served by the partial index messages_announcement_pending_idx,
-        // which holds only the pending rows (waiting or in flight, both stored as `queued`):
-        // cheap however many messages are final.
-        let completed = prepared_sql(
-            "UPDATE announcements a SET status = 'completed', process_date = $1, updated_at = $1 \
-             WHERE a.status = 'running' AND a.expanded_at IS NOT NULL \
-             AND NOT EXISTS (SELECT 1 FROM messages m \
-                 WHERE m.account_id = a.account_id AND m.announcement_id = a.id \
-                 AND m.announcement_id IS NOT NULL AND m.status = 'queued')",
-        )
-        .bind::<Timestamptz, _>(now.as_datetime())
-        .execute(self.conn)
-        .map_err(store_error)?;
+        // The expanded announcements still running, of any account, read without a lock
+        // (on Citus a read of every shard; a sweep that wrote would commit on every node
+        // each time), then each completed by its own key (one shard) once none of its
+        // messages is pending. The NOT EXISTS is served by the partial index
+        // messages_announcement_pending_idx, which holds only the pending rows (waiting
+        // or in flight, both stored as `queued`): cheap however many messages are final.
+        let running: Vec<(Uuid, Uuid)> = crate::citus::fan_out(self.conn, |conn| {
+            announcements::table
+                .filter(announcements::status.eq(AnnouncementStatus::Running.as_str()))
+                .filter(announcements::expanded_at.is_not_null())
+                .select((announcements::account_id, announcements::id))
+                .load(conn)
+                .map_err(store_error)
+        })?;
+        let mut completed = 0;
+        for (account, id) in running {
+            completed += prepared_sql(
+                "UPDATE announcements a SET status = 'completed', process_date = $1, \
+                     updated_at = $1 \
+                 WHERE a.account_id = $2 AND a.id = $3 \
+                 AND a.status = 'running' AND a.expanded_at IS NOT NULL \
+                 AND NOT EXISTS (SELECT 1 FROM messages m \
+                     WHERE m.account_id = $2 AND m.announcement_id = $3 \
+                     AND m.announcement_id IS NOT NULL AND m.status = 'queued')",
+            )
+            .bind::<Timestamptz, _>(now.as_datetime())
+            .bind::<diesel::sql_types::Uuid, _>(account)
+            .bind::<diesel::sql_types::Uuid, _>(id)
+            .execute(self.conn)
+            .map_err(store_error)?;
+        }
         Ok(completed as u64)
     }
 }

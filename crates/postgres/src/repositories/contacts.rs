@@ -1171,11 +1171,15 @@ impl ContactRepository for PgUnitOfWork<'_> {
     }
 
     fn delete_contact(&mut self, account: AccountId, id: ContactId) -> Result<bool, StoreError> {
-        // The contact's events leave the names' counts with it (they go by cascade).
+        // The contact's events leave the names' counts with it (they go by cascade). The
+        // counts are read in a WITH part: Citus routes an INSERT of a SELECT from a
+        // distributed table to every shard, one of values it read first to the account's.
         prepared_sql(
-            "INSERT INTO contact_event_increments (account_id, slug, count, last_seen) \
-             SELECT account_id, slug, -count(*), NULL FROM contact_events \
-             WHERE account_id = $1 AND contact_id = $2 GROUP BY account_id, slug",
+            "WITH gone AS ( \
+                 SELECT slug, count(*) AS n FROM contact_events \
+                 WHERE account_id = $1 AND contact_id = $2 GROUP BY slug) \
+             INSERT INTO contact_event_increments (account_id, slug, count, last_seen) \
+             SELECT $1, slug, -n, NULL FROM gone",
         )
         .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
         .bind::<diesel::sql_types::Uuid, _>(id.as_uuid())

@@ -471,41 +471,28 @@ impl MessageRepository for PgUnitOfWork<'_> {
         lanes: &[(AccountId, bool)],
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        if lanes.is_empty() {
-            return Ok(());
-        }
-        let accounts: Vec<Uuid> = lanes.iter().map(|(id, _)| id.as_uuid()).collect();
-        let backlogged: Vec<bool> = lanes.iter().map(|(_, full)| *full).collect();
-        // A backlogged lane is due now. For the others, two reads of the due index bounded
-        // by what the account has in flight: the first waiting row in due order
-        // (in-flight rows come first in the index and are stepped over), and the earliest
-        // lease end of the in-flight ones. Every in-flight row was due when it was
-        // claimed, so they all lie within `next_attempt_at <= now`, with only the due
-        // rows the lane's last claim left (a lane that is not backlogged left few). CASE
-        // evaluates only the branch it takes.
-        prepared_sql(format!(
-            "UPDATE delivery_lanes AS lane \
-             SET next_due_at = CASE WHEN next.due IS NULL THEN NULL \
-                                    ELSE greatest(next.due, $3) END \
-             FROM (SELECT lanes.account_id, CASE WHEN lanes.backlogged THEN $3 ELSE least( \
+        // Two reads of the due index bounded by what the account has in flight: the first
+        // waiting row in due order (in-flight rows come first in the index and are
+        // stepped over), and the earliest lease end of the in-flight ones. Every
+        // in-flight row was due when it was claimed, so they all lie within
+        // `next_attempt_at <= now`, with only the due rows the lane's last claim left (a
+        // lane that is not backlogged left few).
+        crate::queue::set_lanes_due(
+            self.conn,
+            "delivery_lanes",
+            &format!(
+                "SELECT least( \
                      (SELECT m.next_attempt_at FROM messages m \
-                      WHERE m.account_id = lanes.account_id AND m.status = '{QUEUED}' \
-                        AND (m.locked_until IS NULL OR m.locked_until <= $3) \
+                      WHERE m.account_id = $1 AND m.status = '{QUEUED}' \
+                        AND (m.locked_until IS NULL OR m.locked_until <= $2) \
                       ORDER BY m.next_attempt_at LIMIT 1), \
                      (SELECT min(m.locked_until) FROM messages m \
-                      WHERE m.account_id = lanes.account_id AND m.status = '{QUEUED}' \
-                        AND m.next_attempt_at <= $3 AND m.lease_token IS NOT NULL)) \
-                   END AS due \
-                   FROM unnest($1::uuid[], $2::bool[]) AS lanes(account_id, backlogged)) \
-                  AS next \
-             WHERE lane.account_id = next.account_id",
-        ))
-        .bind::<Array<SqlUuid>, _>(accounts)
-        .bind::<Array<Bool>, _>(backlogged)
-        .bind::<Timestamptz, _>(now.as_datetime())
-        .execute(self.conn)
-        .map(drop)
-        .map_err(store_error)
+                      WHERE m.account_id = $1 AND m.status = '{QUEUED}' \
+                        AND m.next_attempt_at <= $2 AND m.lease_token IS NOT NULL)) AS due"
+            ),
+            lanes,
+            now,
+        )
     }
 
     fn renew_message_leases(

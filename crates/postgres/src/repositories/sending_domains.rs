@@ -287,15 +287,18 @@ impl SendingDomainRepository for PgUnitOfWork<'_> {
         // while the verified DKIM record is the account's own key. Without it, any tenant
         // could add someone else's domain to accounts of its own and crowd the owner out
         // of the accounts tried.
-        let ids = sending_domains::table
-            .filter(sending_domains::name.eq(name.as_str()))
-            .filter(sending_domains::status.eq(CheckStatus::Verified.as_str()))
-            .filter(sending_domains::return_path_status.eq(CheckStatus::Verified.as_str()))
-            .order(sending_domains::account_id.asc())
-            .limit(i64::from(limit))
-            .select(sending_domains::account_id)
-            .load::<Uuid>(self.conn)
-            .map_err(store_error)?;
+        // On Citus a read of every shard.
+        let ids = crate::citus::fan_out(self.conn, |conn| {
+            sending_domains::table
+                .filter(sending_domains::name.eq(name.as_str()))
+                .filter(sending_domains::status.eq(CheckStatus::Verified.as_str()))
+                .filter(sending_domains::return_path_status.eq(CheckStatus::Verified.as_str()))
+                .order(sending_domains::account_id.asc())
+                .limit(i64::from(limit))
+                .select(sending_domains::account_id)
+                .load::<Uuid>(conn)
+                .map_err(store_error)
+        })?;
         Ok(ids.into_iter().map(AccountId::from_uuid).collect())
     }
 
@@ -303,31 +306,37 @@ impl SendingDomainRepository for PgUnitOfWork<'_> {
         &mut self,
         accounts: &[AccountId],
     ) -> Result<Vec<SigningKeyRecord>, StoreError> {
-        let ids: Vec<Uuid> = accounts.iter().map(AccountId::as_uuid).collect();
         // Newest verified key first, so the first key seen per domain is its signing key
-        // (`SendingDomain::signing_selector`).
-        let rows = sending_domain_keys::table
-            .inner_join(
-                sending_domains::table.on(sending_domains::account_id
-                    .eq(sending_domain_keys::account_id)
-                    .and(sending_domains::id.eq(sending_domain_keys::domain_id))),
-            )
-            .filter(sending_domain_keys::account_id.eq_any(&ids))
-            .filter(sending_domains::status.eq(CheckStatus::Verified.as_str()))
-            .filter(sending_domain_keys::status.eq(CheckStatus::Verified.as_str()))
-            .order((
-                sending_domain_keys::account_id.asc(),
-                sending_domain_keys::domain_id.asc(),
-                sending_domain_keys::created_at.desc(),
-                sending_domain_keys::id.desc(),
-            ))
-            .select((
-                sending_domains::name,
-                sending_domains::return_path_status,
-                KeyRow::as_select(),
-            ))
-            .load::<(String, String, KeyRow)>(self.conn)
-            .map_err(store_error)?;
+        // (`SendingDomain::signing_selector`). One statement per account, each of one
+        // account's rows (one shard on Citus).
+        let mut rows = Vec::new();
+        for account in accounts {
+            let id = account.as_uuid();
+            rows.extend(
+                sending_domain_keys::table
+                    .inner_join(
+                        sending_domains::table.on(sending_domains::account_id
+                            .eq(sending_domain_keys::account_id)
+                            .and(sending_domains::id.eq(sending_domain_keys::domain_id))),
+                    )
+                    .filter(sending_domain_keys::account_id.eq(id))
+                    .filter(sending_domains::account_id.eq(id))
+                    .filter(sending_domains::status.eq(CheckStatus::Verified.as_str()))
+                    .filter(sending_domain_keys::status.eq(CheckStatus::Verified.as_str()))
+                    .order((
+                        sending_domain_keys::domain_id.asc(),
+                        sending_domain_keys::created_at.desc(),
+                        sending_domain_keys::id.desc(),
+                    ))
+                    .select((
+                        sending_domains::name,
+                        sending_domains::return_path_status,
+                        KeyRow::as_select(),
+                    ))
+                    .load::<(String, String, KeyRow)>(self.conn)
+                    .map_err(store_error)?,
+            );
+        }
         let mut seen = std::collections::HashSet::new();
         let mut keys = Vec::new();
         for (name, return_path, row) in rows {

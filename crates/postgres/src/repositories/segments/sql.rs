@@ -48,6 +48,10 @@ pub(super) enum Param {
 pub(super) struct Sql {
     pub(super) text: String,
     pub(super) params: Vec<Param>,
+    /// The account's placeholder once a filter bound it: subqueries name it rather than
+    /// `contacts.account_id`, since Citus routes a correlated subquery behind a fence
+    /// (`OFFSET 0`) to the account's shard only when it names the account itself.
+    account: Option<String>,
 }
 
 impl Sql {
@@ -118,6 +122,7 @@ fn push_filter(sql: &mut Sql, account: AccountId, segment: &Segment, subqueries:
     let fence = subqueries.fence();
     let account = sql.bind(Param::Uuid(account.as_uuid()));
     sql.push(&format!("contacts.account_id = {account}"));
+    sql.account = Some(account.clone());
     if !segment.include_unsubscribed {
         sql.push(" AND contacts.unsubscribed_at IS NULL");
     }
@@ -125,7 +130,7 @@ fn push_filter(sql: &mut Sql, account: AccountId, segment: &Segment, subqueries:
         let topic = sql.bind(Param::Uuid(topic.as_uuid()));
         sql.push(&format!(
             " AND NOT EXISTS (SELECT 1 FROM topic_unsubscriptions u \
-             WHERE u.account_id = contacts.account_id AND u.contact_id = contacts.id \
+             WHERE u.account_id = {account} AND u.contact_id = contacts.id \
              AND u.topic_id = {topic}{fence})"
         ));
     }
@@ -190,8 +195,12 @@ fn condition_predicate(sql: &mut Sql, condition: &Condition, subqueries: Subquer
         };
     }
     let slug = sql.bind(Param::Text(condition.slug().to_owned()));
+    let account = sql
+        .account
+        .clone()
+        .unwrap_or_else(|| "contacts.account_id".to_owned());
     let row = format!(
-        "SELECT 1 FROM contact_attributes a WHERE a.account_id = contacts.account_id \
+        "SELECT 1 FROM contact_attributes a WHERE a.account_id = {account} \
          AND a.contact_id = contacts.id AND a.slug = {slug}"
     );
     let fence = subqueries.fence();
@@ -573,15 +582,15 @@ mod tests {
             sql.text,
             "contacts.account_id = $1 AND contacts.unsubscribed_at IS NULL \
              AND NOT EXISTS (SELECT 1 FROM topic_unsubscriptions u \
-             WHERE u.account_id = contacts.account_id \
+             WHERE u.account_id = $1 \
              AND u.contact_id = contacts.id AND u.topic_id = $2) \
              AND EXISTS (SELECT 1 FROM contact_attributes a \
-             WHERE a.account_id = contacts.account_id \
+             WHERE a.account_id = $1 \
              AND a.contact_id = contacts.id AND a.slug = $3 \
              AND a.string_value IS NOT NULL \
              AND strpos(lower(a.string_value), lower($4)) > 0) \
              AND EXISTS (SELECT 1 FROM contact_attributes a \
-             WHERE a.account_id = contacts.account_id \
+             WHERE a.account_id = $1 \
              AND a.contact_id = contacts.id AND a.slug = $5 \
              AND a.date_value IS NOT NULL AND (a.date_value >= $6 AND a.date_value < $7))"
         );
