@@ -225,7 +225,7 @@ fn run_tests(args: &[String]) -> Result<()> {
 /// Citus skip themselves there (`mailroom_test_support::on_citus`), each with its reason
 /// (docs/operations.md, "Running on Citus").
 const CITUS_SUITE: &str = "(package(mailroom-tests) & binary(api)) \
-    | (package(mailroom-server) & binary(processes)) \
+    | (package(mailroom-server) & (binary(processes) | binary(citus_operations))) \
     | (package(mailroom-postgres) & binary(citus))";
 
 /// `cargo xtask test --citus [args…]`: [`CITUS_SUITE`] (or what the extra nextest

@@ -218,6 +218,16 @@ struct OpenSession {
 impl CustomizeConnection<PgConnection, R2d2Error> for OpenSession {
     fn on_acquire(&self, connection: &mut PgConnection) -> Result<(), R2d2Error> {
         self.report.on_acquire(connection)?;
+        // On Citus, statements are planned with their values every time: a generic plan
+        // (PostgreSQL's choice after five executions of a prepared statement) keeps Citus
+        // from routing statements such as the record's `UPDATE … FROM unnest(…)` to the
+        // account's shard, and it would send them to every shard. Elsewhere nothing.
+        connection
+            .batch_execute(
+                "SELECT set_config('plan_cache_mode', 'force_custom_plan', false) \
+                 FROM pg_extension WHERE extname = 'citus'",
+            )
+            .map_err(R2d2Error::QueryError)?;
         if let Some(timeout) = self.statement_timeout {
             connection
                 .batch_execute(&format!(

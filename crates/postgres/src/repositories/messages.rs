@@ -17,6 +17,7 @@ use mailroom_domain::{
     AccountId, AnnouncementId, AutomationId, ContactId, MessageId, TemplateId, Timestamp,
 };
 use serde_json::Value;
+use std::collections::BTreeMap;
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
 
@@ -627,43 +628,37 @@ impl MessageRepository for PgUnitOfWork<'_> {
         if contacts.is_empty() {
             return Ok(());
         }
-        // The CTE locks in key order (the sort runs below the lock); the UPDATE then
-        // finds every row already locked by this transaction.
-        prepared_sql(
-            "WITH batch AS ( \
-                 SELECT account_id, contact_id, sum(n)::bigint AS n \
-                 FROM unnest($1::uuid[], $2::uuid[], $3::int8[]) AS t(account_id, contact_id, n) \
-                 GROUP BY account_id, contact_id), \
-             locked AS ( \
-                 SELECT c.account_id, c.id FROM contacts c \
-                 JOIN batch b ON c.account_id = b.account_id AND c.id = b.contact_id \
-                 ORDER BY c.account_id, c.id \
-                 FOR UPDATE OF c) \
-             UPDATE contacts AS c SET message_count = c.message_count + b.n \
-             FROM batch b JOIN locked l ON l.account_id = b.account_id AND l.id = b.contact_id \
-             WHERE c.account_id = b.account_id AND c.id = b.contact_id AND b.n > 0",
-        )
-        .bind::<Array<SqlUuid>, _>(
-            contacts
-                .iter()
-                .map(|(account, _, _)| account.as_uuid())
-                .collect::<Vec<_>>(),
-        )
-        .bind::<Array<SqlUuid>, _>(
-            contacts
-                .iter()
-                .map(|(_, contact, _)| contact.as_uuid())
-                .collect::<Vec<_>>(),
-        )
-        .bind::<Array<BigInt>, _>(
-            contacts
-                .iter()
-                .map(|(_, _, n)| i64::from(*n))
-                .collect::<Vec<_>>(),
-        )
-        .execute(self.conn)
-        .map(drop)
-        .map_err(store_error)
+        // One statement per account, accounts in order (one shard each on Citus). The CTE
+        // locks in key order (the sort runs below the lock); the UPDATE then finds every
+        // row already locked by this transaction.
+        let mut by_account: BTreeMap<Uuid, (Vec<Uuid>, Vec<i64>)> = BTreeMap::new();
+        for (account, contact, n) in contacts {
+            let (ids, counts) = by_account.entry(account.as_uuid()).or_default();
+            ids.push(contact.as_uuid());
+            counts.push(i64::from(*n));
+        }
+        for (account, (ids, counts)) in by_account {
+            prepared_sql(
+                "WITH batch AS ( \
+                     SELECT contact_id, sum(n)::bigint AS n \
+                     FROM unnest($2::uuid[], $3::int8[]) AS t(contact_id, n) \
+                     GROUP BY contact_id), \
+                 locked AS ( \
+                     SELECT c.id FROM contacts c JOIN batch b ON c.id = b.contact_id \
+                     WHERE c.account_id = $1 \
+                     ORDER BY c.id \
+                     FOR UPDATE OF c) \
+                 UPDATE contacts AS c SET message_count = c.message_count + b.n \
+                 FROM batch b JOIN locked l ON l.id = b.contact_id \
+                 WHERE c.account_id = $1 AND c.id = b.contact_id AND b.n > 0",
+            )
+            .bind::<SqlUuid, _>(account)
+            .bind::<Array<SqlUuid>, _>(ids)
+            .bind::<Array<BigInt>, _>(counts)
+            .execute(self.conn)
+            .map_err(store_error)?;
+        }
+        Ok(())
     }
 
     fn mark_contact_hard_bounced(
