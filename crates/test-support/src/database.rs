@@ -10,6 +10,9 @@ use sha2::{Digest, Sha256};
 /// Prefix of every per-test database; `cargo xtask test` drops leftovers by it.
 pub const TEST_DATABASE_PREFIX: &str = "mailroom_test_";
 const TEMPLATE_PREFIX: &str = "mailroom_template_";
+/// Changed whenever the making of a template on Citus changes, so templates made the old
+/// way are not reused.
+const CITUS_TEMPLATE_RECIPE: &str = "citus template: distributed, 8 shards, no database object";
 /// Serialises template creation across test processes (nextest runs one per test).
 const TEMPLATE_LOCK_KEY: i64 = 0x6d72_7465_6d70_6c74;
 
@@ -312,6 +315,23 @@ fn ensure_template(admin_url: &str) -> String {
             register_citus_workers(&building_url, &workers);
         }
         run_migrations(&building_url).unwrap_or_else(|e| panic!("migrating the template: {e}"));
+        // Citus records the database itself among its distributed objects, by the
+        // template's oid; in a clone that row would name the template, and a node added
+        // to the clone later (the live-operation tests) would be told of a database of
+        // that name. The clones need no such row.
+        let citus_nodes = if workers.is_empty() {
+            Vec::new()
+        } else {
+            workers.iter().chain(std::iter::once(&admin_url.to_owned())).cloned().collect()
+        };
+        for node in &citus_nodes {
+            connect(&url_with_database(node, &building).expect("a node URL"))
+                .batch_execute(
+                    "DELETE FROM pg_catalog.pg_dist_object \
+                     WHERE classid = 'pg_catalog.pg_database'::regclass",
+                )
+                .expect("forgetting the template's own database object");
+        }
         // The coordinator first: its maintenance daemon holds connections to the
         // workers' copies.
         for node in std::iter::once(&admin_url.to_owned()).chain(&workers) {
@@ -402,6 +422,11 @@ fn migrations_fingerprint() -> String {
     collect_files(&root, &mut files);
     files.sort();
     let mut hasher = Sha256::new();
+    // How a template is made on Citus (distribution, what is removed from its catalog)
+    // is part of what it is: a change here makes new templates.
+    if on_citus() {
+        hasher.update(CITUS_TEMPLATE_RECIPE.as_bytes());
+    }
     for name in embedded_migration_names() {
         hasher.update(name.as_bytes());
         hasher.update(b"\n");
