@@ -1,6 +1,7 @@
 #!/bin/bash
 # setup.sh [DB]: a scratch database for measuring the announcement counters' triggers
-# (docs/operations.md, "Announcement counters"). Applies every migration, seeds two
+# (docs/operations.md, "Announcement counters"), as they were before the repository kept
+# the counters. Applies the migrations up to then, seeds two
 # accounts of 50,000 messages each (one announcement's, one transactional), and installs
 # three copies of the counting triggers beside the migration's own (which it disables):
 # `_old`, the first version (through jsonb and a SQL function, commit 58ea372); `_v2`,
@@ -12,7 +13,10 @@ DB=${1:-counters_bench}
 here=$(cd "$(dirname "$0")" && pwd); root=$(cd "$here/../.." && pwd)
 mig=migrations/2026-11-25-000025_announcement_counters/up.sql
 dropdb --if-exists "$DB"; createdb "$DB"
+# The schema as it was while triggers kept the counters: the migrations before the one
+# that moved their upkeep into the repository.
 for d in "$root"/migrations/*/; do
+  case "$d" in *_upkeep_without_triggers/) break ;; esac
   psql -X -q -v ON_ERROR_STOP=1 -1 -d "$DB" -f "$d/up.sql" >/dev/null
 done
 psql -X -q -v ON_ERROR_STOP=1 -d "$DB" -f "$here/seed.sql"

@@ -33,8 +33,8 @@ DROP FUNCTION announcement_engagement_on_insert();
 DROP FUNCTION announcement_engagement_on_update();
 
 -- Typed slots (migration 31): a new custom meta takes its slot in the insert itself,
--- after the same advisory lock, and every write of attribute values recomputes the slot
--- rows of the contacts it wrote.
+-- after the same advisory lock, and fills it from the values its slug has; every write of
+-- attribute values copies the slotted values it wrote into their contacts' slot rows.
 DROP TRIGGER attribute_metas_take_slot ON attribute_metas;
 DROP FUNCTION attribute_metas_take_slot();
 DROP TRIGGER attribute_metas_fill_slot ON attribute_metas;

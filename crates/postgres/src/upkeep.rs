@@ -10,18 +10,18 @@
 //! - the announcement counters (`announcement_counters`): [`add_to_counters`] after every
 //!   statement that changes an announcement message's state (as `message_state` names it)
 //!   or gives it its first open or click, from the states the statement knows or returned;
-//! - the typed slots (`contact_slots`): [`refresh_contact_slots`] after every write of
-//!   slotted attribute values, recomputed from the attribute rows.
+//! - the typed slots (`contact_slots`): [`copy_into_slots`] after every write of attribute
+//!   values, from the values written; [`fill_new_slot`] when a new meta takes a slot.
 
 use std::collections::BTreeMap;
 
 use diesel::{
     pg::PgConnection,
-    sql_types::{Array, BigInt, Text, Timestamptz, Uuid as SqlUuid},
+    sql_types::{Array, BigInt, Bool, Float8, Nullable, Text, Timestamptz, Uuid as SqlUuid},
     RunQueryDsl,
 };
 use mailroom_app::StoreError;
-use mailroom_domain::message::MessageStatus;
+use mailroom_domain::{attribute::AttributeType, message::MessageStatus};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -161,63 +161,81 @@ impl AccountCounters {
 }
 
 /// Adds `counters` (the changes of one statement of `account`) to the account's
-/// announcement counters: one statement with `account_id` in it (one shard on Citus),
-/// announcements in order, each change added to the row of this backend's slot (two
-/// transactions running at once are never in the same backend, so no two writers share a
-/// counter row: migration 25). Nothing is written when nothing changed, nor for an
-/// announcement that is gone (its counters went with it by cascade).
+/// announcement counters: one single-row upsert per announcement that changed (usually
+/// one), in announcement order, each with `account_id` in it (one shard on Citus), each
+/// change added to the row of this backend's slot (two transactions running at once are
+/// never in the same backend, so no two writers share a counter row: migration 25).
+/// Nothing is written when nothing changed.
 pub(crate) fn add_to_counters(
     conn: &mut PgConnection,
     account: Uuid,
     counters: &AccountCounters,
 ) -> Result<(), StoreError> {
-    let changed: Vec<(&Uuid, &CounterDeltas)> = counters
-        .by_announcement
-        .iter()
-        .filter(|(_, deltas)| !deltas.is_zero())
-        .collect();
-    if changed.is_empty() {
+    for (announcement, deltas) in &counters.by_announcement {
+        if deltas.is_zero() {
+            continue;
+        }
+        prepared_sql(
+            "INSERT INTO announcement_counters AS c \
+                 (account_id, announcement_id, slot, queued, sending, sent, failed, bounced, \
+                  skipped, opened, clicked) \
+             VALUES ($1, $2, pg_backend_pid(), $3, $4, $5, $6, $7, $8, $9, $10) \
+             ON CONFLICT (account_id, announcement_id, slot) DO UPDATE SET \
+                 queued = c.queued + EXCLUDED.queued, \
+                 sending = c.sending + EXCLUDED.sending, \
+                 sent = c.sent + EXCLUDED.sent, \
+                 failed = c.failed + EXCLUDED.failed, \
+                 bounced = c.bounced + EXCLUDED.bounced, \
+                 skipped = c.skipped + EXCLUDED.skipped, \
+                 opened = c.opened + EXCLUDED.opened, \
+                 clicked = c.clicked + EXCLUDED.clicked",
+        )
+        .bind::<SqlUuid, _>(account)
+        .bind::<SqlUuid, _>(*announcement)
+        .bind::<BigInt, _>(deltas.queued)
+        .bind::<BigInt, _>(deltas.sending)
+        .bind::<BigInt, _>(deltas.sent)
+        .bind::<BigInt, _>(deltas.failed)
+        .bind::<BigInt, _>(deltas.bounced)
+        .bind::<BigInt, _>(deltas.skipped)
+        .bind::<BigInt, _>(deltas.opened)
+        .bind::<BigInt, _>(deltas.clicked)
+        .execute(conn)
+        .map_err(store_error)?;
+    }
+    Ok(())
+}
+
+/// Leaves out of `counters` the announcements of `account` that are gone (their counters
+/// went with them by cascade; nothing may be written back): for the deletion of messages,
+/// whose announcement may have been deleted by hand.
+pub(crate) fn of_existing_announcements(
+    conn: &mut PgConnection,
+    account: Uuid,
+    counters: &mut AccountCounters,
+) -> Result<(), StoreError> {
+    if counters.by_announcement.is_empty() {
         return Ok(());
     }
-    let column = |pick: fn(&CounterDeltas) -> i64| -> Vec<i64> {
-        changed.iter().map(|(_, deltas)| pick(deltas)).collect()
-    };
-    prepared_sql(
-        "INSERT INTO announcement_counters AS c \
-             (account_id, announcement_id, slot, queued, sending, sent, failed, bounced, \
-              skipped, opened, clicked) \
-         SELECT $1, d.announcement_id, pg_backend_pid(), d.queued, d.sending, d.sent, \
-                d.failed, d.bounced, d.skipped, d.opened, d.clicked \
-         FROM unnest($2::uuid[], $3::int8[], $4::int8[], $5::int8[], $6::int8[], $7::int8[], \
-                     $8::int8[], $9::int8[], $10::int8[]) \
-              AS d(announcement_id, queued, sending, sent, failed, bounced, skipped, opened, \
-                   clicked) \
-         WHERE EXISTS (SELECT 1 FROM announcements a \
-                       WHERE a.account_id = $1 AND a.id = d.announcement_id) \
-         ORDER BY d.announcement_id \
-         ON CONFLICT (account_id, announcement_id, slot) DO UPDATE SET \
-             queued = c.queued + EXCLUDED.queued, \
-             sending = c.sending + EXCLUDED.sending, \
-             sent = c.sent + EXCLUDED.sent, \
-             failed = c.failed + EXCLUDED.failed, \
-             bounced = c.bounced + EXCLUDED.bounced, \
-             skipped = c.skipped + EXCLUDED.skipped, \
-             opened = c.opened + EXCLUDED.opened, \
-             clicked = c.clicked + EXCLUDED.clicked",
-    )
-    .bind::<SqlUuid, _>(account)
-    .bind::<Array<SqlUuid>, _>(changed.iter().map(|(id, _)| **id).collect::<Vec<_>>())
-    .bind::<Array<BigInt>, _>(column(|d| d.queued))
-    .bind::<Array<BigInt>, _>(column(|d| d.sending))
-    .bind::<Array<BigInt>, _>(column(|d| d.sent))
-    .bind::<Array<BigInt>, _>(column(|d| d.failed))
-    .bind::<Array<BigInt>, _>(column(|d| d.bounced))
-    .bind::<Array<BigInt>, _>(column(|d| d.skipped))
-    .bind::<Array<BigInt>, _>(column(|d| d.opened))
-    .bind::<Array<BigInt>, _>(column(|d| d.clicked))
-    .execute(conn)
-    .map(drop)
-    .map_err(store_error)
+    let ids: Vec<Uuid> = counters.by_announcement.keys().copied().collect();
+    let existing: Vec<Existing> =
+        prepared_sql("SELECT id FROM announcements WHERE account_id = $1 AND id = ANY($2)")
+            .bind::<SqlUuid, _>(account)
+            .bind::<Array<SqlUuid>, _>(ids)
+            .load(conn)
+            .map_err(store_error)?;
+    let existing: std::collections::BTreeSet<Uuid> =
+        existing.into_iter().map(|row| row.id).collect();
+    counters
+        .by_announcement
+        .retain(|announcement, _| existing.contains(announcement));
+    Ok(())
+}
+
+#[derive(diesel::QueryableByName)]
+struct Existing {
+    #[diesel(sql_type = SqlUuid)]
+    id: Uuid,
 }
 
 /// The slotted columns of `contact_slots`, each with its type and slot, and the value it
@@ -268,77 +286,114 @@ macro_rules! slot_upsert {
     };
 }
 
-/// After a write of attribute rows of `account` (`written`: each row's contact and slug),
-/// sets the `contact_slots` row of every contact that was written a slotted value to the
-/// pivot of its attribute rows through its metas' slots, inserting the row where there is
-/// none. Recomputed from the truth, so it is right however the rows were written and
-/// idempotent; contacts written only unslotted values are not read. One statement, with
-/// `account_id` on every table (one shard on Citus).
-pub(crate) fn refresh_contact_slots(
+/// Attribute rows as a statement wrote them, one array per column: each row's contact,
+/// slug and its one typed value (the others `None`).
+pub(crate) struct WrittenValues<'a> {
+    pub contacts: &'a [Uuid],
+    pub slugs: &'a [String],
+    pub strings: &'a [Option<String>],
+    pub numbers: &'a [Option<f64>],
+    pub booleans: &'a [Option<bool>],
+    pub dates: &'a [Option<OffsetDateTime>],
+}
+
+/// After a statement of `account` wrote `written` (each (contact, slug) at most once),
+/// copies its slotted values into the contacts' `contact_slots` rows: one pivot per
+/// contact through the metas' slots, inserted as the contact's row or merged into it (a
+/// contact has a row once it has a slotted value). A slot the statement did not write is
+/// `NULL` in the pivot and keeps its value: a written value is never `NULL` (one typed
+/// column of a row is set, and a slug's type is fixed by its meta), and attribute rows are
+/// never deleted alone. From the values the app wrote, so nothing is read back; contacts
+/// written no slotted value are not touched. One statement, `account_id` on every table.
+pub(crate) fn copy_into_slots(
     conn: &mut PgConnection,
     account: Uuid,
-    contacts: &[Uuid],
-    slugs: &[String],
+    written: &WrittenValues<'_>,
 ) -> Result<(), StoreError> {
-    if contacts.is_empty() {
+    if written.contacts.is_empty() {
         return Ok(());
     }
     prepared_sql(concat!(
-        "WITH written AS (\
-           SELECT DISTINCT w.contact_id \
-           FROM unnest($2::uuid[], $3::text[]) AS w(contact_id, slug) \
-           JOIN attribute_metas m ON m.account_id = $1 AND m.slug = w.slug \
-                                 AND m.slot IS NOT NULL) \
-         INSERT INTO contact_slots AS s (account_id, contact_id, string_1, string_2, string_3, \
+        "INSERT INTO contact_slots AS s (account_id, contact_id, string_1, string_2, string_3, \
              string_4, number_1, number_2, number_3, number_4, boolean_1, boolean_2, boolean_3, \
              boolean_4, date_1, date_2, date_3, date_4) \
          SELECT $1, a.contact_id, ",
         slot_pivot!(),
-        " FROM written \
-         JOIN contact_attributes a ON a.account_id = $1 AND a.contact_id = written.contact_id \
+        " FROM unnest($2::uuid[], $3::text[], $4::text[], $5::float8[], $6::boolean[], \
+                      $7::timestamptz[]) \
+              AS a(contact_id, slug, string_value, number_value, bool_value, date_value) \
          JOIN attribute_metas m ON m.account_id = $1 AND m.slug = a.slug AND m.slot IS NOT NULL \
          GROUP BY a.contact_id \
-         ORDER BY a.contact_id",
-        slot_upsert!(),
+         ORDER BY a.contact_id \
+         ON CONFLICT (account_id, contact_id) DO UPDATE SET \
+           string_1 = coalesce(excluded.string_1, s.string_1), \
+           string_2 = coalesce(excluded.string_2, s.string_2), \
+           string_3 = coalesce(excluded.string_3, s.string_3), \
+           string_4 = coalesce(excluded.string_4, s.string_4), \
+           number_1 = coalesce(excluded.number_1, s.number_1), \
+           number_2 = coalesce(excluded.number_2, s.number_2), \
+           number_3 = coalesce(excluded.number_3, s.number_3), \
+           number_4 = coalesce(excluded.number_4, s.number_4), \
+           boolean_1 = coalesce(excluded.boolean_1, s.boolean_1), \
+           boolean_2 = coalesce(excluded.boolean_2, s.boolean_2), \
+           boolean_3 = coalesce(excluded.boolean_3, s.boolean_3), \
+           boolean_4 = coalesce(excluded.boolean_4, s.boolean_4), \
+           date_1 = coalesce(excluded.date_1, s.date_1), \
+           date_2 = coalesce(excluded.date_2, s.date_2), \
+           date_3 = coalesce(excluded.date_3, s.date_3), \
+           date_4 = coalesce(excluded.date_4, s.date_4)",
     ))
     .bind::<SqlUuid, _>(account)
-    .bind::<Array<SqlUuid>, _>(contacts)
-    .bind::<Array<Text>, _>(slugs)
+    .bind::<Array<SqlUuid>, _>(written.contacts)
+    .bind::<Array<Text>, _>(written.slugs)
+    .bind::<Array<Nullable<Text>>, _>(written.strings)
+    .bind::<Array<Nullable<Float8>>, _>(written.numbers)
+    .bind::<Array<Nullable<Bool>>, _>(written.booleans)
+    .bind::<Array<Nullable<Timestamptz>>, _>(written.dates)
     .execute(conn)
     .map(drop)
     .map_err(store_error)
 }
 
-/// After metas of `account` took slots (`slugs`), copies the values their slugs already
-/// have into the contacts' rows (no code path writes values before their meta; SQL by hand
-/// may): the contacts with a row of one of `slugs` recomputed as
-/// [`refresh_contact_slots`] does. One index probe per slug when there are none.
-pub(crate) fn fill_new_slots(
+/// After a meta of `account` took a slot (`slug`, of type `kind`), copies the values its
+/// slug already has into the contacts' rows (no code path writes values before their
+/// meta; SQL by hand may): the contacts with a value of `slug` recomputed as
+/// the pivot of their attribute rows. Found through the partial index of the type's value
+/// column, one probe when there are none.
+pub(crate) fn fill_new_slot(
     conn: &mut PgConnection,
     account: Uuid,
-    slugs: &[String],
+    slug: &str,
+    kind: AttributeType,
 ) -> Result<(), StoreError> {
-    if slugs.is_empty() {
-        return Ok(());
-    }
-    prepared_sql(concat!(
-        "WITH written AS (\
-           SELECT DISTINCT contact_id FROM contact_attributes \
-           WHERE account_id = $1 AND slug = ANY($2::text[])) \
-         INSERT INTO contact_slots AS s (account_id, contact_id, string_1, string_2, string_3, \
-             string_4, number_1, number_2, number_3, number_4, boolean_1, boolean_2, boolean_3, \
-             boolean_4, date_1, date_2, date_3, date_4) \
-         SELECT $1, a.contact_id, ",
-        slot_pivot!(),
-        " FROM written \
-         JOIN contact_attributes a ON a.account_id = $1 AND a.contact_id = written.contact_id \
-         JOIN attribute_metas m ON m.account_id = $1 AND m.slug = a.slug AND m.slot IS NOT NULL \
-         GROUP BY a.contact_id \
-         ORDER BY a.contact_id",
-        slot_upsert!(),
+    // A closed choice of column names, never input.
+    let column = match kind {
+        AttributeType::String => "string_value",
+        AttributeType::Number => "number_value",
+        AttributeType::Boolean => "bool_value",
+        AttributeType::Date => "date_value",
+    };
+    prepared_sql(format!(
+        concat!(
+            "INSERT INTO contact_slots AS s (account_id, contact_id, string_1, string_2, \
+                 string_3, string_4, number_1, number_2, number_3, number_4, boolean_1, \
+                 boolean_2, boolean_3, boolean_4, date_1, date_2, date_3, date_4) \
+             SELECT a.account_id, a.contact_id, ",
+            slot_pivot!(),
+            " FROM contact_attributes a \
+             JOIN attribute_metas m ON m.account_id = $1 AND m.slug = a.slug \
+                                   AND m.slot IS NOT NULL \
+             WHERE a.account_id = $1 AND a.contact_id IN (\
+                 SELECT w.contact_id FROM contact_attributes w \
+                 WHERE w.account_id = $1 AND w.slug = $2 AND w.{column} IS NOT NULL) \
+             GROUP BY a.account_id, a.contact_id \
+             ORDER BY a.contact_id",
+            slot_upsert!(),
+        ),
+        column = column
     ))
     .bind::<SqlUuid, _>(account)
-    .bind::<Array<Text>, _>(slugs)
+    .bind::<Text, _>(slug)
     .execute(conn)
     .map(drop)
     .map_err(store_error)

@@ -23,7 +23,7 @@ use uuid::Uuid;
 use super::PgUnitOfWork;
 use crate::error::store_error;
 use crate::prepared_sql::prepared_sql;
-use crate::upkeep::refresh_contact_slots;
+use crate::upkeep::{copy_into_slots, WrittenValues};
 
 /// The custom attribute whose lower-cased string value is kept in `contacts.sort_name`.
 const NAME_SLUG: &str = "name";
@@ -120,8 +120,20 @@ impl PgUnitOfWork<'_> {
         .bind::<Array<Nullable<Bool>>, _>(&columns.booleans)
         .bind::<Array<Nullable<Timestamptz>>, _>(&columns.dates)
         .execute(self.conn)
-        .map(drop)
-        .map_err(store_error)
+        .map_err(store_error)?;
+        // The typed slots of the contacts written, from the values written.
+        copy_into_slots(
+            self.conn,
+            account.as_uuid(),
+            &WrittenValues {
+                contacts: &columns.contact_ids,
+                slugs: &columns.slugs,
+                strings: &columns.strings,
+                numbers: &columns.numbers,
+                booleans: &columns.booleans,
+                dates: &columns.dates,
+            },
+        )
     }
 }
 
@@ -241,23 +253,6 @@ impl ContactImportRepository for PgUnitOfWork<'_> {
         }
         self.write_attributes(account, &fresh, false)?;
         self.write_attributes(account, &existing, true)?;
-        // The typed slots of the contacts written a slotted value, from their rows.
-        let (written_contacts, written_slugs): (Vec<Uuid>, Vec<String>) = [&fresh, &existing]
-            .into_iter()
-            .flat_map(|columns| {
-                columns
-                    .contact_ids
-                    .iter()
-                    .copied()
-                    .zip(columns.slugs.iter().cloned())
-            })
-            .unzip();
-        refresh_contact_slots(
-            self.conn,
-            account.as_uuid(),
-            &written_contacts,
-            &written_slugs,
-        )?;
 
         // 4. Existing contacts that were given a `name` get their sort key updated (new
         //    ones got it at insert).

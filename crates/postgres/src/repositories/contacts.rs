@@ -33,7 +33,10 @@ use crate::{
     schema::{
         attribute_metas, contact_attributes, contact_events, contacts, topic_unsubscriptions,
     },
-    upkeep::{add_to_counters, fill_new_slots, refresh_contact_slots, AccountCounters},
+    upkeep::{
+        add_to_counters, copy_into_slots, fill_new_slot, of_existing_announcements,
+        AccountCounters, WrittenValues,
+    },
 };
 
 #[derive(Queryable, QueryableByName, Selectable)]
@@ -908,12 +911,11 @@ impl ContactRepository for PgUnitOfWork<'_> {
         .load(self.conn)
         .map_err(store_error)?;
         // Values written before their meta (by hand) are copied into the slots it took.
-        let filled: Vec<String> = slotted
-            .into_iter()
-            .filter(|meta| meta.slot.is_some())
-            .map(|meta| meta.slug)
-            .collect();
-        fill_new_slots(self.conn, account.as_uuid(), &filled)?;
+        for meta in slotted.iter().filter(|meta| meta.slot.is_some()) {
+            if let Some((_, kind, _)) = missing.iter().find(|(slug, _, _)| *slug == meta.slug) {
+                fill_new_slot(self.conn, account.as_uuid(), &meta.slug, *kind)?;
+            }
+        }
         self.types_of_slugs(account, &slugs)
     }
 
@@ -1038,12 +1040,20 @@ impl ContactRepository for PgUnitOfWork<'_> {
             ))
             .execute(self.conn)
             .map_err(store_error)?;
-        let slugs: Vec<String> = values.iter().map(|(slug, _)| slug.clone()).collect();
-        refresh_contact_slots(
+        copy_into_slots(
             self.conn,
             account.as_uuid(),
-            &vec![contact.as_uuid(); slugs.len()],
-            &slugs,
+            &WrittenValues {
+                contacts: &rows.iter().map(|row| row.contact_id).collect::<Vec<_>>(),
+                slugs: &rows.iter().map(|row| row.slug.clone()).collect::<Vec<_>>(),
+                strings: &rows
+                    .iter()
+                    .map(|row| row.string_value.clone())
+                    .collect::<Vec<_>>(),
+                numbers: &rows.iter().map(|row| row.number_value).collect::<Vec<_>>(),
+                booleans: &rows.iter().map(|row| row.bool_value).collect::<Vec<_>>(),
+                dates: &rows.iter().map(|row| row.date_value).collect::<Vec<_>>(),
+            },
         )?;
         if let Some((_, value)) = values.iter().find(|(slug, _)| slug == "name") {
             let sort_name = match value {
@@ -1202,6 +1212,7 @@ impl ContactRepository for PgUnitOfWork<'_> {
                 .ok_or_else(|| corrupt("the deleted message's state", &message.state))?;
             counters.moved(message.announcement_id, Some(state), None);
         }
+        of_existing_announcements(self.conn, account.as_uuid(), &mut counters)?;
         add_to_counters(self.conn, account.as_uuid(), &counters)?;
         diesel::delete(contacts::table.find((account.as_uuid(), id.as_uuid())))
             .execute(self.conn)
