@@ -106,6 +106,7 @@ impl CitusCluster {
                 guards.push(ClusterGuard::spawn(binaries, node)?);
             }
             node.start(binaries)?;
+            allow_citus_decoder(&node.url("postgres"))?;
         }
         Ok(guards)
     }
@@ -151,6 +152,25 @@ impl CitusCluster {
         }
         psql(&self.url(database), &statements.join("; "))
     }
+}
+
+/// Lets Citus's own logical decoder (`citus`, which a tenant's isolation into a new shard
+/// replicates through) run as an output plugin, on servers that restrict output plugins
+/// to a list (`output_plugin_libraries`, in some PostgreSQL 15 builds; without that
+/// setting there is nothing to do).
+fn allow_citus_decoder(url: &str) -> Result<()> {
+    let restricted = psql_value(
+        url,
+        "SELECT count(*) FROM pg_settings WHERE name = 'output_plugin_libraries'",
+    )?;
+    if restricted == "0" {
+        return Ok(());
+    }
+    psql(
+        url,
+        "ALTER SYSTEM SET output_plugin_libraries = 'pgoutput', 'test_decoding', 'citus'",
+    )?;
+    psql(url, "SELECT pg_reload_conf()")
 }
 
 /// The server binaries, with Citus installed (built from [`SOURCE_ENV`] when missing).

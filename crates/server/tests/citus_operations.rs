@@ -130,6 +130,35 @@ async fn blocking_sql<T: Send + 'static>(
     .expect("blocking SQL")
 }
 
+/// A deployment with two workers delivering an announcement to `contacts` contacts, a
+/// tenth of them delivered already; the SMTP server takes 20 ms a message, so delivery
+/// goes on while the cluster changes.
+async fn sending(
+    test: &str,
+    contacts: usize,
+) -> (Deployment, support::Process, support::Process, String) {
+    let deployment = Deployment::start(
+        test,
+        TestSmtpOptions {
+            accept_delay: Some(Duration::from_millis(20)),
+            ..TestSmtpOptions::default()
+        },
+    )
+    .await;
+    let mut worker_a = deployment.start_worker("worker-a").await;
+    let mut worker_b = deployment.start_worker("worker-b").await;
+    deployment.import_contacts(contacts).await;
+    let id = deployment.announce().await;
+    deployment
+        .wait_for_deliveries(
+            contacts / 10,
+            &mut [&mut worker_a, &mut worker_b],
+            Duration::from_secs(300),
+        )
+        .await;
+    (deployment, worker_a, worker_b, id)
+}
+
 /// The checks every live operation ends with.
 async fn assert_nothing_lost(
     deployment: &Deployment,
@@ -175,26 +204,20 @@ async fn shards_move_to_a_new_node_while_an_announcement_is_delivered_and_nothin
         return;
     }
     let contacts = count_from_env("MAILROOM_CITUS_REBALANCE_CONTACTS", 20_000);
-    let deployment = Deployment::start("citus_rebalance", TestSmtpOptions::default()).await;
-    let mut worker_a = deployment.start_worker("worker-a").await;
-    let mut worker_b = deployment.start_worker("worker-b").await;
-    deployment.import_contacts(contacts).await;
-    let id = deployment.announce().await;
-    deployment
-        .wait_for_deliveries(
-            contacts / 10,
-            &mut [&mut worker_a, &mut worker_b],
-            Duration::from_secs(300),
-        )
-        .await;
+    let (deployment, mut worker_a, mut worker_b, id) = sending("citus_rebalance", contacts).await;
 
     let events = EventLoad::start(&deployment);
+    let before = deployment.smtp.message_count();
     let (_, port) = deployment.database.add_spare_node();
     let url = deployment.database.url().to_owned();
     let started = Instant::now();
     let moved = blocking_sql(url, move |conn| {
-        conn.batch_execute("SELECT citus_rebalance_start(); SELECT citus_rebalance_wait()")
-            .expect("rebalancing");
+        // Two statements, two transactions: the job `citus_rebalance_start` schedules is
+        // seen by the background executor only once committed.
+        conn.batch_execute("SELECT citus_rebalance_start()")
+            .expect("starting the rebalance");
+        conn.batch_execute("SELECT citus_rebalance_wait()")
+            .expect("waiting for the rebalance");
         count(
             conn,
             &format!(
@@ -211,10 +234,15 @@ async fn shards_move_to_a_new_node_while_an_announcement_is_delivered_and_nothin
     let during = deployment.smtp.message_count();
     let answers = events.stop().await;
     println!(
-        "rebalance: {moved} shards on the new node after {:.1} s; {during} of {contacts} messages had arrived by then",
-        took.as_secs_f64()
+        "rebalance: {moved} shards on the new node after {:.1} s; {} of {contacts} messages arrived during it ({before} before)",
+        took.as_secs_f64(),
+        during - before
     );
     assert!(moved > 0, "the rebalance moved no shard to the new node");
+    assert!(
+        during > before,
+        "no message arrived while the shards moved ({before} before, {during} after)"
+    );
     assert_nothing_lost(
         &deployment,
         &id,
@@ -236,18 +264,7 @@ async fn the_largest_tenant_gets_a_shard_and_a_node_of_its_own_while_it_sends() 
         return;
     }
     let contacts = count_from_env("MAILROOM_CITUS_ISOLATE_CONTACTS", 5_000);
-    let deployment = Deployment::start("citus_isolate", TestSmtpOptions::default()).await;
-    let mut worker_a = deployment.start_worker("worker-a").await;
-    let mut worker_b = deployment.start_worker("worker-b").await;
-    deployment.import_contacts(contacts).await;
-    let id = deployment.announce().await;
-    deployment
-        .wait_for_deliveries(
-            contacts / 10,
-            &mut [&mut worker_a, &mut worker_b],
-            Duration::from_secs(300),
-        )
-        .await;
+    let (deployment, mut worker_a, mut worker_b, id) = sending("citus_isolate", contacts).await;
 
     let events = EventLoad::start(&deployment);
     let (host, port) = deployment.database.add_spare_node();

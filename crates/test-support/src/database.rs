@@ -322,7 +322,11 @@ fn ensure_template(admin_url: &str) -> String {
         let citus_nodes = if workers.is_empty() {
             Vec::new()
         } else {
-            workers.iter().chain(std::iter::once(&admin_url.to_owned())).cloned().collect()
+            workers
+                .iter()
+                .chain(std::iter::once(&admin_url.to_owned()))
+                .cloned()
+                .collect()
         };
         for node in &citus_nodes {
             connect(&url_with_database(node, &building).expect("a node URL"))
