@@ -8,6 +8,7 @@ use crate::ports::{
     Clock, Database, DkimKeyGenerator, DomainDns, Ids, MailServerProbe, Mailer, QueueWakeup,
     Secrets, TemplateRenderer, WebhookSender, WebhookUrlGuard,
 };
+use crate::templates::PreviewSlots;
 use crate::tokens::TokenCache;
 use crate::tracking::LinkSettings;
 
@@ -54,4 +55,6 @@ pub struct Services {
     /// Renders template previews with the delivery path's bounds (blocking; used only
     /// between transactions).
     pub renderer: Arc<dyn TemplateRenderer>,
+    /// The previews each account has rendering now, bounded per account.
+    pub previews: Arc<PreviewSlots>,
 }

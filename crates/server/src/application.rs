@@ -7,6 +7,7 @@ use mailroom_app::{
     auth::MembershipCache,
     feedback_sources::{CertificateCache, SnsSettings},
     ports::Clock,
+    templates::PreviewSlots,
     tokens::TokenCache,
     tracking::LinkSettings,
     Services,
@@ -130,10 +131,12 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
         inbound_host: config.inbound_host.clone(),
         token_cache: Arc::new(TokenCache::default()),
         membership_cache: Arc::new(MembershipCache::default()),
-        // Previews get children of their own, apart from the workers' (crate::render_sandbox).
-        renderer: Arc::new(crate::render_sandbox::Renderer::for_program(
+        // Previews get children of their own, apart from the workers', and a shorter
+        // deadline (crate::render_sandbox).
+        renderer: Arc::new(crate::render_sandbox::Renderer::for_previews(
             config.render_program.clone(),
         )),
+        previews: Arc::new(PreviewSlots::default()),
     };
     Ok((services, database))
 }

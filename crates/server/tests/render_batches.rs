@@ -3,13 +3,19 @@
 //! its batch rendered again on fresh children; a template the child did not keep is sent
 //! again (`crates/server/src/render_sandbox.rs`, docs/operations.md "Renders in batches").
 
-use std::{path::PathBuf, sync::Arc};
+use std::{
+    path::PathBuf,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use mailroom_app::rendering::{
     AccountDefaults, MessageLinks, Recipient, RenderRequest, SendData, ServerDefaults,
     TemplateFields,
 };
-use mailroom_server::render_sandbox::{RenderSandbox, BATCH_REQUESTS, CACHED_TEMPLATE_BYTES};
+use mailroom_server::render_sandbox::{
+    RenderSandbox, BATCH_REQUESTS, CACHED_TEMPLATE_BYTES, SANDBOX_CPU_SECONDS,
+};
 
 const MAILROOM: &str = env!("CARGO_BIN_EXE_mailroom");
 
@@ -104,8 +110,9 @@ fn outcomes_come_back_in_order_and_a_bomb_fails_alone() {
 fn a_template_the_child_did_not_keep_is_sent_again() {
     // Past the children's cache bound: compiled for each render and never kept, so a
     // child asked for it by digest answers that it does not hold it.
+    // (Its bulk is never rendered: a message renders to at most 2 MiB.)
     let large = template(&format!(
-        "<p>{{{{ email }}}}</p>{}",
+        "<p>{{{{ email }}}}</p>{{% if false %}}{}{{% endif %}}",
         "x".repeat(CACHED_TEMPLATE_BYTES + 1)
     ));
     let small = template("<p>small {{ email }}</p>");
@@ -124,7 +131,89 @@ fn a_template_the_child_did_not_keep_is_sent_again() {
         .into_iter()
         .map(|outcome| outcome.expect("started").expect("rendered").html)
         .collect();
-    assert!(html[0].starts_with("<p>two@example.org</p>xxx"));
+    assert_eq!(html[0], "<p>two@example.org</p>");
     assert_eq!(html[1], "<p>small three@example.org</p>");
-    assert!(html[2].starts_with("<p>four@example.org</p>xxx"));
+    assert_eq!(html[2], "<p>four@example.org</p>");
+}
+
+/// A template whose every loop turn costs a tenth of a second or more of CPU in one
+/// instruction (`"x" * 50000000`, then `upper` over it): 1,000 turns use about 5,000 of
+/// the 50,000 fuel a field may, and minutes of CPU.
+const SLOW: &str =
+    "{% for i in range(1000) %}{% set y = (\"x\" * 50000000) | upper %}{% endfor %}done";
+
+#[test]
+fn a_render_past_a_1_s_deadline_fails_alone_about_time_and_its_template_is_not_rendered_again() {
+    let greeting = template("<p>Hello {{ email }}</p>");
+    let slow = template(SLOW);
+    let requests: Vec<RenderRequest> = (0..12)
+        .map(|n| {
+            let email = format!("reader-{n}@example.org");
+            match n {
+                3 | 8 => request(&slow, &email),
+                _ => request(&greeting, &email),
+            }
+        })
+        .collect();
+    let refs: Vec<&RenderRequest> = requests.iter().collect();
+    let sandbox =
+        RenderSandbox::new(PathBuf::from(MAILROOM), 1).with_deadline(Duration::from_secs(1));
+    let started = Instant::now();
+    let outcomes = sandbox.render_all(&refs);
+    let took = started.elapsed();
+    assert_eq!(outcomes.len(), requests.len());
+    for (n, outcome) in outcomes.into_iter().enumerate() {
+        let outcome = outcome.expect("a render child started");
+        match n {
+            3 => {
+                let reason = outcome.expect_err("the slow render fails");
+                assert!(reason.contains("took longer than 1 s"), "{reason}");
+                assert!(!reason.contains("not rendered again"), "{reason}");
+            }
+            8 => {
+                let reason = outcome.expect_err("the slow template's other message fails");
+                assert!(reason.contains("took longer than 1 s"), "{reason}");
+                assert!(reason.contains("not rendered again"), "{reason}");
+            }
+            _ => assert_eq!(
+                outcome
+                    .unwrap_or_else(|reason| panic!("message {n}: {reason}"))
+                    .html,
+                format!("<p>Hello reader-{n}@example.org</p>")
+            ),
+        }
+    }
+    // One deadline for the template, not one per message: well under two.
+    assert!(
+        took < Duration::from_millis(1900),
+        "12 renders, two of a slow template, took {took:?}"
+    );
+}
+
+#[test]
+fn a_render_child_refuses_to_run_without_a_cpu_time_limit() {
+    // The address-space bound alone, as before there was a CPU-time one.
+    let output = std::process::Command::new("/bin/sh")
+        .arg("-c")
+        .arg("ulimit -v 524288 && exec \"$0\" render-sandbox")
+        .arg(MAILROOM)
+        .env_clear()
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("running render-sandbox");
+    assert!(!output.status.success(), "{:?}", output.status);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("CPU-time limit"), "{stderr}");
+    // With both it runs (and ends when its input closes).
+    let output = std::process::Command::new("/bin/sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 524288 && ulimit -t {SANDBOX_CPU_SECONDS} && exec \"$0\" render-sandbox"
+        ))
+        .arg(MAILROOM)
+        .env_clear()
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("running render-sandbox");
+    assert!(output.status.success(), "{output:?}");
 }
