@@ -142,18 +142,55 @@ impl Renderer {
         }
     }
 
-    /// Renders each job, in order; `None` for a job no render child could be started for
-    /// (the message stays claimed and is retried after its lease, like a crash).
-    pub fn render_all(&self, jobs: &[RenderJob]) -> Vec<Option<RenderOutcome>> {
+    /// Renders each job, in order, until the rendered messages take more than `budget`
+    /// bytes: the jobs after the one that passed it are [`Rendered::Deferred`].
+    pub fn render_within(&self, jobs: &[RenderJob], budget: usize) -> Vec<Rendered> {
         match self {
-            Self::InProcess => jobs
-                .iter()
-                .map(|job| Some(render_in_process(job)))
-                .collect(),
+            Self::InProcess => {
+                let mut used = 0;
+                jobs.iter()
+                    .map(|job| {
+                        if used > budget {
+                            return Rendered::Deferred;
+                        }
+                        let outcome = render_in_process(job);
+                        if let Ok(message) = &outcome {
+                            used += message.size();
+                        }
+                        Rendered::Done(outcome)
+                    })
+                    .collect()
+            }
             Self::Sandboxed(sandbox) => {
                 let requests: Vec<&RenderRequest> = jobs.iter().map(|job| &job.request).collect();
-                sandbox.render_all(&requests)
+                sandbox.render_within(&requests, budget)
             }
+        }
+    }
+}
+
+/// How one render request of a claim ended.
+// As large as the `Option<RenderOutcome>` it replaced; boxing would add an allocation
+// per message for nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+pub enum Rendered {
+    /// Rendered, or failed for a reason of its own.
+    Done(RenderOutcome),
+    /// No render child could be started: the message stays claimed and is retried after
+    /// its lease, like a crash.
+    NoRenderer,
+    /// Not rendered: the messages rendered before it took the claim's budget of bytes.
+    /// The message goes back to the queue, due at once, with no attempt spent.
+    Deferred,
+}
+
+impl Rendered {
+    /// The outcome, `None` unless rendered or failed.
+    pub fn outcome(self) -> Option<RenderOutcome> {
+        match self {
+            Self::Done(outcome) => Some(outcome),
+            Self::NoRenderer | Self::Deferred => None,
         }
     }
 }
@@ -225,6 +262,8 @@ enum Stop {
     TimedOut,
     /// The child wrote a reply line longer than [`MAX_REPLY_BYTES`].
     TooLarge,
+    /// The replies read took the budget of bytes; the child is still rendering the rest.
+    OverBudget,
 }
 
 impl Stop {
@@ -239,6 +278,7 @@ impl std::fmt::Display for Stop {
             Self::Died(error) => write!(f, "{error}"),
             Self::TimedOut => f.write_str("a render ran past its deadline"),
             Self::TooLarge => f.write_str("a reply was longer than the bound"),
+            Self::OverBudget => f.write_str("the replies took the claim's budget of bytes"),
         }
     }
 }
@@ -259,6 +299,9 @@ enum BatchEnd {
         culprit: usize,
         reason: Culprit,
     },
+    /// The replies read took the budget of bytes: `answered` stand, the rest of the
+    /// batch is deferred (the child, still rendering it, was killed).
+    OverBudget { answered: Vec<RenderOutcome> },
     /// No child could be started.
     NoChild,
 }
@@ -328,6 +371,15 @@ impl RenderSandbox {
         self.render_all(&[request]).pop().flatten()
     }
 
+    /// [`Self::render_within`] without a budget of bytes: `None` for a request no child
+    /// could be started for.
+    pub fn render_all(&self, requests: &[&RenderRequest]) -> Vec<Option<RenderOutcome>> {
+        self.render_within(requests, usize::MAX)
+            .into_iter()
+            .map(Rendered::outcome)
+            .collect()
+    }
+
     /// Why a request ran out of time.
     fn too_slow(&self) -> String {
         format!(
@@ -347,12 +399,18 @@ impl RenderSandbox {
     /// these `requests` with the same template fail with the same reason without being
     /// rendered: one template's slowness costs one deadline per call (per claim), not
     /// one per message.
-    pub fn render_all(&self, requests: &[&RenderRequest]) -> Vec<Option<RenderOutcome>> {
+    ///
+    /// Once the rendered messages read take more than `budget` bytes, the requests left
+    /// are [`Rendered::Deferred`] (a child still rendering them is killed), so what one
+    /// claim holds is bounded by the budget and one message.
+    pub fn render_within(&self, requests: &[&RenderRequest], budget: usize) -> Vec<Rendered> {
         let mut outcomes: Vec<Option<Option<RenderOutcome>>> = vec![None; requests.len()];
         let mut pending: VecDeque<usize> = (0..requests.len()).collect();
         // The templates (by digest) that ran past the deadline in this call.
         let mut slow: HashSet<Arc<str>> = HashSet::new();
-        while !pending.is_empty() {
+        let mut used = 0usize;
+        let size = |outcome: &RenderOutcome| outcome.as_ref().map_or(0, RenderedMessage::size);
+        while !pending.is_empty() && used <= budget {
             let mut batch: Vec<usize> = Vec::new();
             while batch.len() < BATCH_REQUESTS {
                 let Some(index) = pending.pop_front() else {
@@ -368,7 +426,7 @@ impl RenderSandbox {
                 continue;
             }
             let refs: Vec<&RenderRequest> = batch.iter().map(|&index| requests[index]).collect();
-            let (taken, end) = self.render_batch(&refs);
+            let (taken, end) = self.render_batch(&refs, budget - used);
             for &index in batch[taken..].iter().rev() {
                 pending.push_front(index);
             }
@@ -376,8 +434,17 @@ impl RenderSandbox {
             match end {
                 BatchEnd::Answered(answered) => {
                     for (&index, outcome) in batch.iter().zip(answered) {
+                        used = used.saturating_add(size(&outcome));
                         outcomes[index] = Some(Some(outcome));
                     }
+                }
+                BatchEnd::OverBudget { answered } => {
+                    for (&index, outcome) in batch.iter().zip(answered) {
+                        used = used.saturating_add(size(&outcome));
+                        outcomes[index] = Some(Some(outcome));
+                    }
+                    // Past the budget: the rest of the batch and of the call are deferred.
+                    used = used.max(budget.saturating_add(1));
                 }
                 BatchEnd::NoChild => {
                     for &index in batch {
@@ -421,7 +488,14 @@ impl RenderSandbox {
                 }
             }
         }
-        outcomes.into_iter().map(Option::flatten).collect()
+        outcomes
+            .into_iter()
+            .map(|outcome| match outcome {
+                Some(Some(outcome)) => Rendered::Done(outcome),
+                Some(None) => Rendered::NoRenderer,
+                None => Rendered::Deferred,
+            })
+            .collect()
     }
 
     /// Renders one request in a batch of its own.
@@ -433,8 +507,10 @@ impl RenderSandbox {
         if self.is_slow(request, slow) {
             return Some(Err(self.slow_sibling()));
         }
-        match self.render_batch(&[request]).1 {
-            BatchEnd::Answered(mut answered) => answered.pop(),
+        match self.render_batch(&[request], usize::MAX).1 {
+            BatchEnd::Answered(mut answered) | BatchEnd::OverBudget { mut answered } => {
+                answered.pop()
+            }
             BatchEnd::NoChild => None,
             BatchEnd::Died {
                 mut answered,
@@ -497,7 +573,7 @@ impl RenderSandbox {
 
     /// Sends one batch from the front of `requests` to a child and reads its replies:
     /// how many requests the batch took, and how it ended.
-    fn render_batch(&self, requests: &[&RenderRequest]) -> (usize, BatchEnd) {
+    fn render_batch(&self, requests: &[&RenderRequest], budget: usize) -> (usize, BatchEnd) {
         let mut child = self.take_child();
         if child
             .as_ref()
@@ -519,7 +595,7 @@ impl RenderSandbox {
             return (requests.len().min(BATCH_REQUESTS), BatchEnd::NoChild);
         };
         let started = Instant::now();
-        let (taken, result) = exchange_batch(running, requests, self.deadline);
+        let (taken, result) = exchange_batch(running, requests, self.deadline, budget);
         running.busy += started.elapsed();
         match result {
             Ok(answered) => (taken, BatchEnd::Answered(answered)),
@@ -536,6 +612,7 @@ impl RenderSandbox {
                 let answered = failure.answered;
                 tracing::warn!(error = %failure.stop, %status, answered = answered.len(), taken, "a render process stopped; starting a fresh one");
                 let end = match (failure.stop, failure.culprit) {
+                    (Stop::OverBudget, _) => BatchEnd::OverBudget { answered },
                     (Stop::TimedOut, Some(culprit)) => BatchEnd::Stopped {
                         answered,
                         culprit,
@@ -643,13 +720,15 @@ impl Failure {
 
 /// Writes one batch (one line: a JSON array of requests, a template's fields sent only
 /// the first time this child gets them) and reads one reply line per request, each within
-/// `deadline` of the one before; then each request the child answered `Uncached` (it
-/// evicted the template) goes again alone, with the fields. Returns how many requests the
-/// batch took, and their outcomes, or how it failed.
+/// `deadline` of the one before, stopping once the rendered messages read take more than
+/// `budget` bytes; then each request the child answered `Uncached` (it evicted the
+/// template) goes again alone, with the fields. Returns how many requests the batch took,
+/// and their outcomes, or how it failed.
 fn exchange_batch(
     child: &mut RenderChild,
     requests: &[&RenderRequest],
     deadline: Duration,
+    budget: usize,
 ) -> (usize, Result<Vec<RenderOutcome>, Failure>) {
     let mut line = b"[".to_vec();
     let mut sending: HashSet<&Arc<str>> = HashSet::new();
@@ -680,9 +759,29 @@ fn exchange_batch(
         return (taken, Err(Failure::died(error)));
     }
     let mut replies = Vec::with_capacity(taken);
+    let mut used = 0usize;
     for _ in 0..taken {
+        if used > budget {
+            let answered = replies
+                .into_iter()
+                .take_while(|reply| !matches!(reply, SandboxReply::Uncached))
+                .collect();
+            return (
+                taken,
+                Err(Failure {
+                    stop: Stop::OverBudget,
+                    answered: outcomes_of(answered),
+                    culprit: None,
+                }),
+            );
+        }
         match read_reply(child, deadline) {
-            Ok(reply) => replies.push(reply),
+            Ok(reply) => {
+                if let SandboxReply::Rendered(message) = &reply {
+                    used = used.saturating_add(message.size());
+                }
+                replies.push(reply);
+            }
             Err(stop) => {
                 // The request being rendered is the first unanswered one. Keep what was
                 // answered up to the first `Uncached`: it and the rest are rendered again.
@@ -1076,7 +1175,11 @@ mod tests {
 
         // A template larger than the byte bound is rendered and not kept; large ones
         // evict others to stay within the bound.
-        let huge = fields(&"x".repeat(CACHED_TEMPLATE_BYTES + 1));
+        // (Their bulk is never rendered: a message renders to at most 2 MiB.)
+        let huge = fields(&format!(
+            "{{% if false %}}{}{{% endif %}}",
+            "x".repeat(CACHED_TEMPLATE_BYTES + 1)
+        ));
         let huge_digest = huge.digest();
         html(render_in_child(
             &mut cache,
@@ -1084,7 +1187,10 @@ mod tests {
         ));
         assert!(cache.get(&huge_digest).is_none());
         for n in 0..3 {
-            let large = fields(&format!("{n}{}", "y".repeat(CACHED_TEMPLATE_BYTES / 2)));
+            let large = fields(&format!(
+                "{n}{{% if false %}}{}{{% endif %}}",
+                "y".repeat(CACHED_TEMPLATE_BYTES / 2)
+            ));
             let digest = large.digest();
             html(render_in_child(
                 &mut cache,

@@ -74,7 +74,12 @@ async fn a_memory_bomb_preview_is_a_400_and_the_api_process_keeps_answering() {
     let (status, problem) = preview(&deployment, &bomb).await;
     assert_eq!(status, 400, "{problem}");
     let detail = problem["detail"].as_str().expect("detail");
-    assert!(detail.contains("render process ended"), "{detail}");
+    // Whichever bound stops it first: the address space, or (on a loaded machine, where
+    // building the first gigabytes takes a while) the preview's 2 s deadline.
+    assert!(
+        detail.contains("render process ended") || detail.contains("took longer than 2 s"),
+        "{detail}"
+    );
 
     // The next preview gets a fresh child; the API process never held the bomb's values.
     let (status, rendered) = preview(&deployment, &template).await;

@@ -14,7 +14,7 @@ use mailroom_app::rendering::{
     TemplateFields,
 };
 use mailroom_server::render_sandbox::{
-    RenderSandbox, BATCH_REQUESTS, CACHED_TEMPLATE_BYTES, SANDBOX_CPU_SECONDS,
+    RenderSandbox, Rendered, BATCH_REQUESTS, CACHED_TEMPLATE_BYTES, SANDBOX_CPU_SECONDS,
 };
 
 const MAILROOM: &str = env!("CARGO_BIN_EXE_mailroom");
@@ -216,4 +216,66 @@ fn a_render_child_refuses_to_run_without_a_cpu_time_limit() {
         .output()
         .expect("running render-sandbox");
     assert!(output.status.success(), "{output:?}");
+}
+
+#[test]
+fn past_a_budget_of_1_mb_the_rest_of_a_claim_is_deferred_unrendered() {
+    // 300,000 bytes each: the fourth takes the claim past 1,000,000 bytes.
+    let large = template("{{ 'x' * 300000 }}");
+    let requests: Vec<RenderRequest> = (0..10)
+        .map(|n| request(&large, &format!("reader-{n}@example.org")))
+        .collect();
+    let refs: Vec<&RenderRequest> = requests.iter().collect();
+    let sandbox = sandbox();
+    let outcomes = sandbox.render_within(&refs, 1_000_000);
+    let rendered = outcomes
+        .iter()
+        .take_while(|outcome| matches!(outcome, Rendered::Done(Ok(_))))
+        .count();
+    assert_eq!(rendered, 4, "{outcomes:?}");
+    assert!(
+        outcomes[4..]
+            .iter()
+            .all(|outcome| matches!(outcome, Rendered::Deferred)),
+        "{outcomes:?}"
+    );
+    // The child that was still rendering them is gone; a fresh one renders the next claim.
+    let again = sandbox.render_all(&[&request(&large, "after@example.org")]);
+    assert_eq!(
+        again[0]
+            .clone()
+            .expect("started")
+            .expect("rendered")
+            .html
+            .len(),
+        300_000
+    );
+}
+
+#[test]
+fn a_reply_past_4_mib_once_encoded_fails_as_too_large() {
+    // 2,000,000 control characters fit the 2 MiB message bound, but each is encoded as
+    // six bytes (`\u0001`) on its way back: 12 MB.
+    let controls = template("{{ c * 2000000 }}");
+    let mut heavy = request(&controls, "controls@example.org");
+    heavy.data.insert(
+        "c".to_owned(),
+        serde_json::Value::String("\u{1}".to_owned()),
+    );
+    let greeting = template("<p>Hello {{ email }}</p>");
+    let after = request(&greeting, "after@example.org");
+    let outcomes = sandbox().render_all(&[&heavy, &after]);
+    let reason = outcomes[0]
+        .clone()
+        .expect("started")
+        .expect_err("too large once encoded");
+    assert!(reason.contains("too large"), "{reason}");
+    assert_eq!(
+        outcomes[1]
+            .clone()
+            .expect("started")
+            .expect("rendered")
+            .html,
+        "<p>Hello after@example.org</p>"
+    );
 }
