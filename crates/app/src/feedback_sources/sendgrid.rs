@@ -98,6 +98,7 @@ pub fn reports(body: &[u8]) -> Result<Vec<FeedbackReport>, String> {
                 kind,
                 original_message_id: event["smtp-id"].as_str().and_then(message_id),
                 recipient: event["email"].as_str().and_then(plain_address),
+                original_to: None,
             })
         })
         .collect()

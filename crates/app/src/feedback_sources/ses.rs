@@ -170,6 +170,7 @@ pub fn reports(message: &str) -> Result<Vec<FeedbackReport>, String> {
         kind,
         original_message_id: original.clone(),
         recipient,
+        original_to: None,
     };
     match kind {
         "Bounce" => {
