@@ -176,7 +176,12 @@ pub struct HttpOptions {
     /// The public pages' templates (`MAILROOM_PAGE_TEMPLATES`); `None`: the compiled-in
     /// defaults.
     pub page_templates: Option<Arc<pages::PageTemplates>>,
+    /// How long a contact import's upload may send nothing before it is abandoned (408).
+    pub import_idle_timeout: std::time::Duration,
 }
+
+/// [`HttpOptions::import_idle_timeout`] by default (`MAILROOM_IMPORT_IDLE_TIMEOUT`).
+pub const DEFAULT_IMPORT_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Default for HttpOptions {
     fn default() -> Self {
@@ -188,6 +193,7 @@ impl Default for HttpOptions {
             trusted_proxies: Vec::new(),
             serve_metrics: true,
             page_templates: None,
+            import_idle_timeout: DEFAULT_IMPORT_IDLE_TIMEOUT,
         }
     }
 }
@@ -220,6 +226,10 @@ pub fn serve(
         options.trusted_proxies.clone(),
     ));
     let exposure = web::Data::new(metrics::MetricsExposure(options.serve_metrics));
+    let import_limits = web::Data::new(routes::contacts_import::ImportLimits {
+        idle: options.import_idle_timeout,
+        overall: routes::contacts_import::IMPORT_DEADLINE,
+    });
     let page_templates = web::Data::from(match &options.page_templates {
         Some(templates) => templates.clone(),
         None => Arc::new(pages::PageTemplates::load(None).map_err(std::io::Error::other)?),
@@ -238,6 +248,7 @@ pub fn serve(
             .app_data(auth_failures.clone())
             .app_data(exposure.clone())
             .app_data(page_templates.clone())
+            .app_data(import_limits.clone())
             .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
             .app_data(web::QueryConfig::default().error_handler(problem::query_error))
             .app_data(web::PathConfig::default().error_handler(problem::path_error))

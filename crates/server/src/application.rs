@@ -7,7 +7,7 @@ use mailroom_app::{
     auth::MembershipCache,
     feedback_sources::{CertificateCache, SnsSettings},
     ports::Clock,
-    templates::PreviewSlots,
+    templates::{AccountSlots, PreviewSlots, MAX_IMPORTS_PER_ACCOUNT},
     tokens::TokenCache,
     tracking::LinkSettings,
     Services,
@@ -137,6 +137,7 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
             config.render_program.clone(),
         )),
         previews: Arc::new(PreviewSlots::default()),
+        imports: Arc::new(AccountSlots::with_limit(MAX_IMPORTS_PER_ACCOUNT)),
     };
     Ok((services, database))
 }
@@ -193,6 +194,7 @@ impl Application {
             rate_limit: config.rate_limit,
             auth_failure_limit: config.auth_failure_limit,
             trusted_proxies: config.trusted_proxies.clone(),
+            import_idle_timeout: config.import_idle_timeout,
             serve_metrics: metrics_port.is_none(),
             page_templates: Some(page_templates),
             ..HttpOptions::default()

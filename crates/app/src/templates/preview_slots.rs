@@ -1,10 +1,10 @@
-//! The previews one account may render at once.
+//! What one account may run at once: previews, contact imports.
 //!
 //! A preview holds one of the API's blocking threads and one render child until its
-//! render ends, at most the preview deadline later. Without a bound per account, one
-//! member could send enough previews of a slow template to hold every preview child and
-//! every blocking thread; with it, the member's further previews answer 429 at once and
-//! other accounts' previews find a child.
+//! render ends, at most the preview deadline later; an import holds a blocking thread
+//! while its upload lasts. Without a bound per account, one member could start enough of
+//! either to hold every preview child or blocking thread; with it, the member's further
+//! ones answer 429 at once and other accounts' find room.
 
 use std::{
     collections::HashMap,
@@ -16,10 +16,25 @@ use mailroom_domain::AccountId;
 /// How many previews one account may have rendering at once, per API process.
 pub const MAX_PREVIEWS_PER_ACCOUNT: usize = 2;
 
-/// Previews in flight per account, in this process.
-#[derive(Debug, Default)]
+/// How many contact imports (API or console) one account may run at once, per API
+/// process.
+pub const MAX_IMPORTS_PER_ACCOUNT: usize = 2;
+
+/// Work in flight per account, in this process, at most `limit` each.
+#[derive(Debug)]
 pub struct PreviewSlots {
+    limit: usize,
     in_flight: Mutex<HashMap<AccountId, usize>>,
+}
+
+/// The same bound for another kind of work.
+pub type AccountSlots = PreviewSlots;
+
+impl Default for PreviewSlots {
+    /// [`MAX_PREVIEWS_PER_ACCOUNT`] each.
+    fn default() -> Self {
+        Self::with_limit(MAX_PREVIEWS_PER_ACCOUNT)
+    }
 }
 
 /// One account's preview in flight; the slot is given back when it is dropped.
@@ -30,15 +45,28 @@ pub struct PreviewSlot {
 }
 
 impl PreviewSlots {
-    /// A slot for one more preview of `account`, or `None` when it already has
-    /// [`MAX_PREVIEWS_PER_ACCOUNT`] in flight.
+    /// At most `limit` at once per account.
+    pub fn with_limit(limit: usize) -> Self {
+        Self {
+            limit,
+            in_flight: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The most each account may have in flight.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// A slot for one more of `account`, or `None` when it already has its limit in
+    /// flight.
     pub fn enter(self: &Arc<Self>, account: AccountId) -> Option<PreviewSlot> {
         let mut in_flight = self
             .in_flight
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let count = in_flight.entry(account).or_insert(0);
-        if *count >= MAX_PREVIEWS_PER_ACCOUNT {
+        if *count >= self.limit {
             return None;
         }
         *count += 1;
