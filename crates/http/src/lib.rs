@@ -100,6 +100,29 @@ fn api_reference() -> utoipa_swagger_ui::SwaggerUi {
     )
 }
 
+/// The API reference's own policy: its scripts, styles and images come from this server
+/// only (Swagger UI sets inline styles, so `style-src` allows them; it runs no inline
+/// script), it talks only to this origin (the document, "Try it out"), and no other site
+/// may frame it.
+const API_REFERENCE_POLICY: &str = "default-src 'none'; script-src 'self'; \
+     style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; \
+     connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+fn api_reference_headers(headers: &mut header::HeaderMap) {
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        header::HeaderValue::from_static(API_REFERENCE_POLICY),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        header::HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        header::HeaderValue::from_static("no-referrer"),
+    );
+}
+
 /// `/docs` → `/docs/`: the page loads its files by relative paths.
 async fn api_reference_redirect() -> HttpResponse {
     HttpResponse::PermanentRedirect()
@@ -269,6 +292,9 @@ pub fn serve(
                 async move {
                     let mut response = response.await?;
                     rate_limit::stamp_headers(&mut response);
+                    if response.request().path().starts_with("/docs/") {
+                        api_reference_headers(response.headers_mut());
+                    }
                     let route = response
                         .request()
                         .match_pattern()
