@@ -868,3 +868,49 @@ async fn a_certificate_sns_does_not_serve_is_a_failed_authentication() {
     assert_eq!(response.status(), 429);
     assert_eq!(missing.requests().len(), 2);
 }
+
+#[tokio::test]
+async fn a_source_that_authenticated_from_one_address_is_not_exempt_from_another() {
+    let setup = Delivery::new(|config| {
+        config.auth_failure_limit = Some(mailroom_server::config::RateLimit {
+            per_second: 3.0 / 60.0,
+            burst: 3,
+        });
+        // Clients are named by X-Forwarded-For from the loopback proxy.
+        config.trusted_proxies = vec!["127.0.0.1".parse().unwrap()];
+    })
+    .await;
+    let working = create_source(&setup, json!({"provider": "postmark"})).await;
+    let body = json!({"RecordType": "SpamComplaint", "Email": "a@example.com"}).to_string();
+    let url = working["url"].as_str().unwrap();
+    let auth = basic_auth(working["secret"].as_str().unwrap());
+    let from = |address: &str, auth: Option<&(&'static str, String)>| {
+        let mut headers = vec![("x-forwarded-for", address.to_owned())];
+        headers.extend(auth.cloned());
+        headers
+    };
+    // The provider's address authenticates the source.
+    let provider = "203.0.113.1";
+    let answer = post_event(&setup, url, body.clone(), &from(provider, Some(&auth))).await;
+    expect_json(answer, 200).await;
+
+    // Another address spends its allowance, then names the same source, with or without
+    // its secret: 429 before any lookup (its ids are public).
+    let stranger = "198.51.100.7";
+    for _ in 0..3 {
+        let response = post_event(&setup, url, body.clone(), &from(stranger, None)).await;
+        expect_problem(response, 401).await;
+    }
+    for auth in [None, Some(&auth)] {
+        let response = post_event(&setup, url, body.clone(), &from(stranger, auth)).await;
+        assert_eq!(response.status(), 429);
+    }
+    // The provider's address, its allowance spent too, still reaches the source it
+    // authenticated from there.
+    for _ in 0..3 {
+        let response = post_event(&setup, url, body.clone(), &from(provider, None)).await;
+        assert!(matches!(response.status().as_u16(), 401 | 429));
+    }
+    let answer = post_event(&setup, url, body, &from(provider, Some(&auth))).await;
+    expect_json(answer, 200).await;
+}
