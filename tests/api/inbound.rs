@@ -665,3 +665,34 @@ async fn rcpts_beyond_4_times_what_the_accepted_messages_carry_get_450_per_addre
         "{transcript}"
     );
 }
+
+#[tokio::test]
+async fn a_session_idling_between_noops_gets_421_once_its_2_s_of_waiting_are_spent() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let inbound =
+        Inbound::new(|config| config.idle_budget = std::time::Duration::from_secs(2)).await;
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", inbound.port))
+        .await
+        .unwrap();
+    smtp_exchange(&mut stream, &[]).await;
+    let started = std::time::Instant::now();
+    let mut buffer = vec![0u8; 4096];
+    let mut noops = 0;
+    let closed = loop {
+        assert!(noops < 20, "NOOP every 400 ms for ever");
+        tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+        if stream.write_all(b"NOOP\r\n").await.is_err() {
+            break String::new();
+        }
+        noops += 1;
+        let n = stream.read(&mut buffer).await.unwrap_or(0);
+        let text = String::from_utf8_lossy(&buffer[..n]).into_owned();
+        if !text.starts_with("250") {
+            break text;
+        }
+    };
+    let took = started.elapsed();
+    assert!(closed.starts_with("421 4.4.2 Idle too long"), "{closed:?}");
+    assert!(noops <= 7, "{noops} NOOPs before the 421");
+    assert!(took < std::time::Duration::from_secs(4), "{took:?}");
+}

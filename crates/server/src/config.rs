@@ -194,6 +194,9 @@ pub struct InboundConfig {
     /// Messages accepted per client address per minute
     /// (`MAILROOM_INBOUND_MESSAGES_PER_MINUTE`, default 60).
     pub messages_per_minute: u32,
+    /// The longest a session may wait for its commands in all (2 minutes; not read from
+    /// the environment).
+    pub idle_budget: Duration,
 }
 
 impl Default for InboundConfig {
@@ -205,6 +208,7 @@ impl Default for InboundConfig {
             max_connections: 100,
             max_connections_per_ip: 10,
             messages_per_minute: 60,
+            idle_budget: Duration::from_secs(120),
         }
     }
 }

@@ -105,6 +105,9 @@ pub struct InboundSettings {
     pub command_timeout: Duration,
     /// The longest a whole `DATA` may take.
     pub data_timeout: Duration,
+    /// The longest a session may spend waiting for its commands, all waits together: a
+    /// client that sends `NOOP` just inside the command timeout holds its slot no longer.
+    pub idle_budget: Duration,
     /// The certificate `STARTTLS` presents; `None` does not offer `STARTTLS`.
     pub tls: Option<Arc<rustls::ServerConfig>>,
 }
@@ -120,6 +123,7 @@ impl Default for InboundSettings {
             max_recipients: 5,
             command_timeout: Duration::from_secs(60),
             data_timeout: Duration::from_secs(300),
+            idle_budget: Duration::from_secs(120),
             tls: None,
         }
     }
@@ -139,6 +143,7 @@ impl std::fmt::Debug for InboundSettings {
             .field("max_recipients", &self.max_recipients)
             .field("command_timeout", &self.command_timeout)
             .field("data_timeout", &self.data_timeout)
+            .field("idle_budget", &self.idle_budget)
             .field("tls", &self.tls.is_some())
             .finish()
     }
@@ -360,6 +365,7 @@ impl Shared {
         let mut idle_commands = 0u32;
         // The recipients this session verified, by the path as written.
         let mut verified: HashMap<String, ReturnPathTarget> = HashMap::new();
+        let mut idle = Duration::ZERO;
         let mut line = Vec::new();
         loop {
             if errors >= MAX_ERRORS {
@@ -375,12 +381,33 @@ impl Shared {
                 .await?;
                 return Ok(None);
             }
+            let left = settings.idle_budget.saturating_sub(idle);
+            if left.is_zero() {
+                (self.observer)("too_many_commands");
+                reply(
+                    &mut conn,
+                    "421 4.4.2 Idle too long in this session, closing",
+                )
+                .await?;
+                return Ok(None);
+            }
+            let waiting = Instant::now();
             let read = tokio::time::timeout(
-                settings.command_timeout,
+                settings.command_timeout.min(left),
                 read_line(&mut conn, MAX_COMMAND_LINE, &mut line),
             )
             .await;
+            idle += waiting.elapsed();
             let read = match read {
+                Err(_) if idle >= settings.idle_budget => {
+                    (self.observer)("too_many_commands");
+                    reply(
+                        &mut conn,
+                        "421 4.4.2 Idle too long in this session, closing",
+                    )
+                    .await?;
+                    return Ok(None);
+                }
                 Err(_) => {
                     reply(&mut conn, "421 4.4.2 Idle too long, closing").await?;
                     return Ok(None);
