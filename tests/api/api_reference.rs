@@ -50,6 +50,21 @@ async fn docs_serves_an_offline_api_reference_reading_the_served_document() {
         .await
         .expect("GET /docs/");
     assert_eq!(page.status(), 200);
+    // A policy of its own: scripts, styles and images from this server only, no framing.
+    let policy = page.headers()[header::CONTENT_SECURITY_POLICY]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    for directive in [
+        "default-src 'none'",
+        "script-src 'self'",
+        "connect-src 'self'",
+        "frame-ancestors 'none'",
+    ] {
+        assert!(policy.contains(directive), "{directive} not in {policy}");
+    }
+    assert!(!policy.contains("unsafe-eval"), "{policy}");
+    assert_eq!(page.headers()[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
     let content_type = page.headers()[header::CONTENT_TYPE]
         .to_str()
         .expect("ascii")

@@ -607,13 +607,18 @@ async fn mail_from_a_verified_domain_is_dkim_signed_and_verifies_independently()
         .to_owned();
 
     // A multipart message (text and HTML), a single-part one, and an automation's (with
-    // List-Unsubscribe and List-Unsubscribe-Post).
+    // List-Unsubscribe and List-Unsubscribe-Post). The multipart one has 46 copies: its
+    // Cc header is folded after signing, which relaxed canonicalization undoes.
+    let copies: Vec<String> = (0..46)
+        .map(|n| format!("copy-{n:02}@example.net"))
+        .collect();
     let both = setup
         .post(
             "/templates",
             &json!({
                 "name": "Both", "slug": "both", "subject": "Ünïcode subject, long enough to be folded by the encoder at some point",
-                "content": "<p>Hello   there</p>\n<p>Line two</p>", "textContent": "Hello there\nLine two"
+                "content": "<p>Hello   there</p>\n<p>Line two</p>", "textContent": "Hello there\nLine two",
+                "cc": copies.join(", ")
             }),
         )
         .await;
@@ -642,6 +647,15 @@ async fn mail_from_a_verified_domain_is_dkim_signed_and_verifies_independently()
     setup.drain().await;
     let messages = setup.smtp.messages();
     assert_eq!(messages.len(), 4);
+    let copied = messages
+        .iter()
+        .find(|m| m.data.contains("copy-45@example.net"))
+        .expect("a message with copies");
+    assert!(
+        copied.data.contains(",\r\n copy-"),
+        "Cc folded: {}",
+        copied.data
+    );
     let listed = messages
         .iter()
         .find(|m| m.data.contains("List-Unsubscribe-Post:"))

@@ -399,3 +399,123 @@ async fn a_complaint_about_a_deleted_contacts_message_flags_whoever_holds_the_ad
     let contact = setup.contact(&again["_id"]).await;
     assert!(contact["complaintDate"].is_string(), "{contact}");
 }
+
+/// A DSN of `header` whose one recipient block names no recipient.
+fn dsn_without_recipient(header: &str) -> String {
+    format!(
+        "From: MAILER-DAEMON@mx.example.net\r\nMIME-Version: 1.0\r\n\
+         Content-Type: multipart/report; report-type=delivery-status; boundary=b\r\n\r\n\
+         --b\r\nContent-Type: message/delivery-status\r\n\r\n\
+         Reporting-MTA: dns; mx.example.net\r\n\r\n\
+         Action: failed\r\nStatus: 5.1.1\r\n\r\n\
+         --b\r\nContent-Type: text/rfc822-headers\r\n\r\n\
+         Message-ID: {header}\r\nTo: grace@example.org\r\n\r\n--b--\r\n"
+    )
+}
+
+#[tokio::test]
+async fn late_reports_about_a_cc_or_bcc_recipient_are_noted_on_the_message_and_leave_its_contact() {
+    let setup = Delivery::new(|_| {}).await;
+    subscribe(&setup, "contact.bounced").await;
+    let template = json!({
+        "name": "Copied", "slug": "copied", "subject": "Order", "content": "<p>Order</p>",
+        "cc": "boss@example.net", "bcc": "archive@example.net"
+    });
+    setup.post("/templates", &template).await;
+    let queued = setup
+        .post(
+            "/messages",
+            &json!({"slug": "copied", "email": "grace@example.org"}),
+        )
+        .await;
+    setup.drain().await;
+    let message = setup.message(&queued["_id"]).await;
+    assert_eq!(message["status"], "sent", "{message}");
+    let header = message["messageId"].as_str().unwrap();
+
+    // A dead Bcc: the message stays sent, the contact is not hard-bounced.
+    let bounce = fixture("dsn-postfix.eml", header, "archive@example.net");
+    let answer = expect_json(
+        post_feedback(&setup, &setup.token, bounce.clone()).await,
+        200,
+    )
+    .await;
+    assert_eq!(answer["type"], "bounce");
+    assert_eq!(answer["recorded"], true);
+    assert!(
+        answer["reason"]
+            .as_str()
+            .is_some_and(|reason| reason.contains("archive@example.net")),
+        "{answer}"
+    );
+    // A Cc'd person's complaint: the contact is not marked as complaining.
+    let complaint = fixture("arf-yahoo.eml", header, "boss@example.net");
+    let answer = expect_json(post_feedback(&setup, &setup.token, complaint).await, 200).await;
+    assert_eq!(
+        (answer["type"].clone(), answer["recorded"].clone()),
+        (json!("complaint"), json!(true))
+    );
+    // A bounce that names no recipient, of a message with copies: nobody is blamed.
+    let unnamed = dsn_without_recipient(header);
+    let answer = expect_json(post_feedback(&setup, &setup.token, unnamed).await, 200).await;
+    assert_eq!(
+        (answer["type"].clone(), answer["recorded"].clone()),
+        (json!("bounce"), json!(true))
+    );
+
+    let noted = setup.message(&message["_id"]).await;
+    assert_eq!(noted["status"], "sent", "{noted}");
+    let reply = noted["lastReply"].as_str().expect("a last reply");
+    for copy in [
+        "late report: copy recipient archive@example.net bounced (550 5.1.1",
+        "late report: copy recipient boss@example.net complained",
+        "late report: copy recipient a recipient the report does not name bounced (5.1.1)",
+    ] {
+        assert!(reply.contains(copy), "{copy:?} not in {reply:?}");
+    }
+    let contact = setup.contact(&message["contactId"]).await;
+    assert!(contact["hardBounced"].is_null(), "{contact}");
+    assert!(contact["complaintDate"].is_null(), "{contact}");
+    let today = setup.today().await;
+    assert_eq!(
+        (today["bounced"].clone(), today["complained"].clone()),
+        (json!(0), json!(0))
+    );
+    assert!(events(&setup, "contact.bounced").await.is_empty());
+
+    // The same report again notes nothing twice.
+    let again = expect_json(post_feedback(&setup, &setup.token, bounce).await, 200).await;
+    assert_eq!(again["recorded"], false);
+    assert_eq!(
+        setup.message(&message["_id"]).await["lastReply"],
+        noted["lastReply"]
+    );
+
+    // A report naming the contact's own address still bounces it.
+    let own = fixture("dsn-postfix.eml", header, "Grace@Example.org");
+    let answer = expect_json(post_feedback(&setup, &setup.token, own).await, 200).await;
+    assert_eq!(
+        (answer["type"].clone(), answer["recorded"].clone()),
+        (json!("bounce"), json!(true))
+    );
+    assert_eq!(setup.message(&message["_id"]).await["status"], "bounced");
+    assert!(setup.contact(&message["contactId"]).await["hardBounced"].is_string());
+}
+
+#[tokio::test]
+async fn a_bounce_naming_no_recipient_of_a_message_without_copies_bounces_its_contact() {
+    let setup = Delivery::new(|_| {}).await;
+    let message = delivered(&setup, "grace@example.org").await;
+    let header = message["messageId"].as_str().unwrap();
+    let answer = expect_json(
+        post_feedback(&setup, &setup.token, dsn_without_recipient(header)).await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        answer,
+        json!({"type": "bounce", "messageId": message["_id"], "contactId": message["contactId"], "recorded": true})
+    );
+    assert_eq!(setup.message(&message["_id"]).await["status"], "bounced");
+    assert!(setup.contact(&message["contactId"]).await["hardBounced"].is_string());
+}

@@ -603,3 +603,117 @@ async fn at_most_1_000_rejections_are_listed_and_all_are_counted() {
     assert_eq!(errors[0]["line"], 2);
     assert_eq!(errors[999]["line"], 1_001);
 }
+
+/// Starts an import over a raw connection that announces 1 MiB, sends `sent` and then
+/// nothing more; answers the status, the body and how long the answer took. The
+/// connection stays open (the writer is held) until the answer arrives.
+async fn stalled_import(app: &TestApp, token: &str, account: &str, sent: &[u8]) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = app.address.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(address)
+        .await
+        .expect("connect");
+    let head = format!(
+        "POST /v2/accounts/{account}/contacts/import HTTP/1.1\r\nHost: {address}\r\n\
+         Authorization: Bearer {token}\r\nContent-Type: text/csv\r\n\
+         Content-Length: {MIB}\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await.expect("head");
+    stream.write_all(sent).await.expect("body");
+    let (mut reader, _writer) = stream.into_split();
+    let mut answer = vec![0u8; 8192];
+    let n = tokio::time::timeout(std::time::Duration::from_secs(20), reader.read(&mut answer))
+        .await
+        .expect("an answer within 20 s")
+        .expect("read");
+    let answer = String::from_utf8_lossy(&answer[..n]).into_owned();
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .expect("status");
+    let body = answer
+        .split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned();
+    (status, body)
+}
+
+#[tokio::test]
+async fn an_upload_that_stalls_for_2_s_is_a_408_and_an_account_runs_2_imports_at_once() {
+    let app = mailroom_tests::spawn_app_with(|config| {
+        config.import_idle_timeout = std::time::Duration::from_secs(2);
+    })
+    .await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Acme").await;
+    let other = app.create_account(&token, "Other").await;
+
+    // A header and one row, then silence: 408 about 2 s later, the row before kept out
+    // (a stalled upload is not a whole file).
+    let started = std::time::Instant::now();
+    let (status, body) =
+        stalled_import(&app, &token, &account, b"email\nstalled@example.org\n").await;
+    let took = started.elapsed();
+    assert_eq!(status, 408, "{body}");
+    assert!(body.contains("sent nothing for 2 s"), "{body}");
+    assert!(took < std::time::Duration::from_secs(6), "{took:?}");
+    // Nothing at all after the head: 408 too.
+    let (status, body) = stalled_import(&app, &token, &account, b"").await;
+    assert_eq!(status, 408, "{body}");
+
+    // Two stalled uploads of one account hold its two slots: a third is a 429 at once,
+    // while another account's import goes through.
+    let app = std::sync::Arc::new(app);
+    let holders: Vec<_> = (0..2)
+        .map(|_| {
+            let (app, token, account) =
+                (std::sync::Arc::clone(&app), token.clone(), account.clone());
+            tokio::spawn(async move { stalled_import(&app, &token, &account, b"email\n").await })
+        })
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let third = import(
+        &app,
+        &token,
+        &account,
+        "text/csv",
+        "email\nthird@example.org\n".into(),
+    )
+    .await;
+    let problem = expect_problem(third, 429).await;
+    assert!(
+        problem["detail"]
+            .as_str()
+            .is_some_and(|detail| detail.contains("already runs 2 imports")),
+        "{problem}"
+    );
+    let elsewhere = import(
+        &app,
+        &token,
+        &other,
+        "text/csv",
+        "email\nother@example.org\n".into(),
+    )
+    .await;
+    assert_eq!(expect_json(elsewhere, 200).await["created"], 1);
+    for holder in holders {
+        assert_eq!(holder.await.expect("holder").0, 408);
+    }
+    // The slots are given back.
+    let after = import(
+        &app,
+        &token,
+        &account,
+        "text/csv",
+        "email\nafter@example.org\n".into(),
+    )
+    .await;
+    assert_eq!(expect_json(after, 200).await["created"], 1);
+    assert_eq!(
+        contact_count(&app, &token, &account).await,
+        1,
+        "only the whole upload"
+    );
+}

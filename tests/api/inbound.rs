@@ -554,3 +554,145 @@ async fn connections_recipients_lines_and_accepted_messages_are_bounded_per_clie
         Err("450".to_owned())
     );
 }
+
+#[tokio::test]
+async fn a_session_looping_mail_rcpt_rset_gets_421_within_100_rcpts_and_one_lookup() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let inbound = Inbound::new(|_| {}).await;
+    let (_, mail_from) = inbound.delivered("grace@example.org").await;
+    let lookups_before = inbound_count("recipient_lookup");
+
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", inbound.port))
+        .await
+        .unwrap();
+    let greeting = smtp_exchange(&mut stream, &["EHLO mx.example.net"]).await;
+    assert!(greeting.contains("250 "), "{greeting}");
+    // Up to 1,000 cycles of MAIL, five RCPTs of one valid address, RSET.
+    let mut cycle = vec!["MAIL FROM:<>".to_owned()];
+    cycle.extend((0..5).map(|_| format!("RCPT TO:<{mail_from}>")));
+    cycle.push("RSET".to_owned());
+    let mut buffer = vec![0u8; 4096];
+    let mut rcpts = 0;
+    let mut closed = None;
+    'cycles: for _ in 0..1_000 {
+        for command in &cycle {
+            if stream
+                .write_all(format!("{command}\r\n").as_bytes())
+                .await
+                .is_err()
+            {
+                break 'cycles;
+            }
+            if command.starts_with("RCPT") {
+                rcpts += 1;
+            }
+            let read =
+                tokio::time::timeout(std::time::Duration::from_secs(5), stream.read(&mut buffer))
+                    .await
+                    .expect("a reply within 5 s");
+            let text = String::from_utf8_lossy(&buffer[..read.unwrap_or(0)]).into_owned();
+            if text.starts_with("421") || text.is_empty() {
+                closed = Some(text);
+                break 'cycles;
+            }
+        }
+    }
+    let closed = closed.expect("the session was closed");
+    assert!(
+        closed.starts_with("421 4.7.0 Too many commands"),
+        "{closed}"
+    );
+    assert_eq!(rcpts, 101, "the 101st RCPT is refused with 421");
+    // One address, looked up once for the whole session.
+    assert_eq!(inbound_count("recipient_lookup") - lookups_before, 1);
+    assert_eq!(inbound_count("too_many_commands"), 1);
+}
+
+#[tokio::test]
+async fn a_session_sending_only_noop_gets_421_after_50() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let inbound = Inbound::new(|_| {}).await;
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", inbound.port))
+        .await
+        .unwrap();
+    smtp_exchange(&mut stream, &[]).await;
+    let mut buffer = vec![0u8; 4096];
+    let mut sent = 0;
+    let closed = loop {
+        assert!(sent < 1_000, "NOOP for ever");
+        stream.write_all(b"NOOP\r\n").await.unwrap();
+        sent += 1;
+        let n = stream.read(&mut buffer).await.unwrap();
+        let text = String::from_utf8_lossy(&buffer[..n]).into_owned();
+        if !text.starts_with("250") {
+            break text;
+        }
+    };
+    assert!(
+        closed.starts_with("421 4.7.0 Too many commands"),
+        "{closed}"
+    );
+    assert_eq!(sent, 51);
+}
+
+#[tokio::test]
+async fn rcpts_beyond_4_times_what_the_accepted_messages_carry_get_450_per_address() {
+    // One message a minute of at most 5 recipients: 20 RCPTs a minute per address.
+    let inbound = Inbound::new(|config| config.messages_per_minute = 1).await;
+    let (_, mail_from) = inbound.delivered("grace@example.org").await;
+    let rcpt = format!("RCPT TO:<{mail_from}>");
+    let mut transcript = String::new();
+    for _ in 0..2 {
+        // Two sessions, so no session bound is what stops them.
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", inbound.port))
+            .await
+            .unwrap();
+        let mut commands = vec!["EHLO mx.example.net", "MAIL FROM:<>"];
+        for _ in 0..12 {
+            commands.push(&rcpt);
+            if commands.len() % 6 == 1 {
+                commands.push("RSET");
+                commands.push("MAIL FROM:<>");
+            }
+        }
+        commands.push("QUIT");
+        transcript.push_str(&smtp_exchange(&mut stream, &commands).await);
+    }
+    assert_eq!(transcript.matches("250 2.1.5").count(), 20, "{transcript}");
+    assert_eq!(
+        transcript.matches("450 4.7.1 Too many recipients").count(),
+        4,
+        "{transcript}"
+    );
+}
+
+#[tokio::test]
+async fn a_session_idling_between_noops_gets_421_once_its_2_s_of_waiting_are_spent() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let inbound =
+        Inbound::new(|config| config.idle_budget = std::time::Duration::from_secs(2)).await;
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", inbound.port))
+        .await
+        .unwrap();
+    smtp_exchange(&mut stream, &[]).await;
+    let started = std::time::Instant::now();
+    let mut buffer = vec![0u8; 4096];
+    let mut noops = 0;
+    let closed = loop {
+        assert!(noops < 20, "NOOP every 400 ms for ever");
+        tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+        if stream.write_all(b"NOOP\r\n").await.is_err() {
+            break String::new();
+        }
+        noops += 1;
+        let n = stream.read(&mut buffer).await.unwrap_or(0);
+        let text = String::from_utf8_lossy(&buffer[..n]).into_owned();
+        if !text.starts_with("250") {
+            break text;
+        }
+    };
+    let took = started.elapsed();
+    assert!(closed.starts_with("421 4.4.2 Idle too long"), "{closed:?}");
+    assert!(noops <= 7, "{noops} NOOPs before the 421");
+    assert!(took < std::time::Duration::from_secs(4), "{took:?}");
+}

@@ -137,6 +137,21 @@ async fn only_the_owner_and_admins_manage_members() {
     )
     .await;
     expect_problem(remove(&app, &bob, &account, &carol_id).await, 403).await;
+    // Nor the owner: the role is checked before the owner rule (403, not 400).
+    let ada_id = id_of(&members(&app, &ada, &account).await[0]);
+    for role in ["member", "admin"] {
+        let problem =
+            expect_problem(set_role(&app, &bob, &account, &ada_id, role).await, 403).await;
+        assert_eq!(
+            problem["detail"],
+            "only the owner and admins manage members"
+        );
+    }
+    let problem = expect_problem(remove(&app, &bob, &account, &ada_id).await, 403).await;
+    assert_eq!(
+        problem["detail"],
+        "only the owner and admins manage members"
+    );
 
     // An admin may.
     let promoted = expect_json(set_role(&app, &ada, &account, &bob_id, "admin").await, 200).await;

@@ -52,6 +52,15 @@ impl FakeSns {
     /// Signs `message` (an SNS JSON object without its signature fields) as SNS does,
     /// with SignatureVersion `version`, naming `cert_url` as its certificate.
     fn sign(&self, mut message: Value, version: &str, cert_url: &str) -> Value {
+        // Published now, as SNS would stamp it (a message an hour old is refused), unless
+        // the test stamped it itself (`"Timestamp": "keep:…"`).
+        let stamped = message["Timestamp"]
+            .as_str()
+            .and_then(|text| text.strip_prefix("keep:"))
+            .map(str::to_owned);
+        message["Timestamp"] = json!(stamped.unwrap_or_else(|| {
+            mailroom_domain::Timestamp::from_datetime(time::OffsetDateTime::now_utc()).to_string()
+        }));
         let kind = message["Type"].as_str().unwrap().to_owned();
         let names: &[&str] = if kind == "Notification" {
             &[
@@ -272,6 +281,25 @@ async fn ses_through_sns_confirms_the_subscription_and_records_a_signed_bounce_o
     assert_eq!(setup.message(&message["_id"]).await["status"], "sent");
     assert!(events_of(&setup, "contact.bounced").await.is_empty());
 
+    // Signed, but published 61 minutes ago, or 6 minutes ahead: refused before any
+    // certificate is fetched (a replay buys no fetch).
+    let fetches = sns.server.requests().len();
+    for minutes in [-61, 6] {
+        let mut stale = notification.clone();
+        let at = mailroom_domain::Timestamp::from_datetime(
+            time::OffsetDateTime::now_utc() + time::Duration::minutes(minutes),
+        );
+        stale["Timestamp"] = json!(format!("keep:{at}"));
+        let stale = sns.sign(stale, "2", &sns.cert_url());
+        expect_problem(post_event(&setup, &url, stale.to_string(), &[]).await, 401).await;
+    }
+    assert_eq!(
+        sns.server.requests().len(),
+        fetches,
+        "no certificate fetched"
+    );
+    assert_eq!(setup.message(&message["_id"]).await["status"], "sent");
+
     // Signed (version 2): the message bounces, the contact is flagged, counted, notified.
     let signed = sns.sign(notification, "2", &sns.cert_url());
     let answer = expect_json(post_event(&setup, &url, signed.to_string(), &[]).await, 200).await;
@@ -450,7 +478,8 @@ async fn sendgrid_signed_batches_record_bounces_and_spam_reports_and_unsigned_on
         {"email": "example@test.com", "timestamp": 1513299569, "event": "dropped", "reason": "Bounced Address", "status": "5.0.0"}
     ])
     .to_string();
-    let timestamp = "1600112502";
+    let now = setup.app.clock.now().unix_millis() / 1000;
+    let timestamp = &now.to_string();
     let signature: Signature = signing.sign(&[timestamp.as_bytes(), body.as_bytes()].concat());
     let signature = base64::engine::general_purpose::STANDARD.encode(signature.to_der().as_bytes());
 
@@ -464,6 +493,18 @@ async fn sendgrid_signed_batches_record_bounces_and_spam_reports_and_unsigned_on
         ),
     ];
     expect_problem(post_event(&setup, url, tampered, &headers).await, 401).await;
+    // Signed 301 s ago (or ahead): refused as stale.
+    for skew in [-301, 301] {
+        let at = (now + skew).to_string();
+        let signature: Signature = signing.sign(&[at.as_bytes(), body.as_bytes()].concat());
+        let signature =
+            base64::engine::general_purpose::STANDARD.encode(signature.to_der().as_bytes());
+        let stale = [
+            ("X-Twilio-Email-Event-Webhook-Signature", signature),
+            ("X-Twilio-Email-Event-Webhook-Timestamp", at),
+        ];
+        expect_problem(post_event(&setup, url, body.clone(), &stale).await, 401).await;
+    }
     assert_eq!(setup.message(&bounced["_id"]).await["status"], "sent");
     assert!(events_of(&setup, "contact.complained").await.is_empty());
 
@@ -826,4 +867,50 @@ async fn a_certificate_sns_does_not_serve_is_a_failed_authentication() {
     let response = post_event(&setup, url, signed.to_string(), &[]).await;
     assert_eq!(response.status(), 429);
     assert_eq!(missing.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn a_source_that_authenticated_from_one_address_is_not_exempt_from_another() {
+    let setup = Delivery::new(|config| {
+        config.auth_failure_limit = Some(mailroom_server::config::RateLimit {
+            per_second: 3.0 / 60.0,
+            burst: 3,
+        });
+        // Clients are named by X-Forwarded-For from the loopback proxy.
+        config.trusted_proxies = vec!["127.0.0.1".parse().unwrap()];
+    })
+    .await;
+    let working = create_source(&setup, json!({"provider": "postmark"})).await;
+    let body = json!({"RecordType": "SpamComplaint", "Email": "a@example.com"}).to_string();
+    let url = working["url"].as_str().unwrap();
+    let auth = basic_auth(working["secret"].as_str().unwrap());
+    let from = |address: &str, auth: Option<&(&'static str, String)>| {
+        let mut headers = vec![("x-forwarded-for", address.to_owned())];
+        headers.extend(auth.cloned());
+        headers
+    };
+    // The provider's address authenticates the source.
+    let provider = "203.0.113.1";
+    let answer = post_event(&setup, url, body.clone(), &from(provider, Some(&auth))).await;
+    expect_json(answer, 200).await;
+
+    // Another address spends its allowance, then names the same source, with or without
+    // its secret: 429 before any lookup (its ids are public).
+    let stranger = "198.51.100.7";
+    for _ in 0..3 {
+        let response = post_event(&setup, url, body.clone(), &from(stranger, None)).await;
+        expect_problem(response, 401).await;
+    }
+    for auth in [None, Some(&auth)] {
+        let response = post_event(&setup, url, body.clone(), &from(stranger, auth)).await;
+        assert_eq!(response.status(), 429);
+    }
+    // The provider's address, its allowance spent too, still reaches the source it
+    // authenticated from there.
+    for _ in 0..3 {
+        let response = post_event(&setup, url, body.clone(), &from(provider, None)).await;
+        assert!(matches!(response.status().as_u16(), 401 | 429));
+    }
+    let answer = post_event(&setup, url, body, &from(provider, Some(&auth))).await;
+    expect_json(answer, 200).await;
 }

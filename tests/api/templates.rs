@@ -510,3 +510,92 @@ async fn another_accounts_template_is_404_for_patch_and_delete() {
     let unchanged = expect_json(f.app.get(&f.path(&format!("/{id}")), &f.token).await, 200).await;
     assert_eq!(unchanged["name"], "Receipt");
 }
+
+/// The value of `name` in the `Set-Cookie` headers of `response`.
+fn set_cookie(response: &reqwest::Response, name: &str) -> String {
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .find_map(|value| {
+            let (pair, _) = value.split_once(';').unwrap_or((value, ""));
+            let (key, value) = pair.split_once('=')?;
+            (key.trim() == name).then(|| value.to_owned())
+        })
+        .unwrap_or_else(|| panic!("no {name} cookie"))
+}
+
+#[tokio::test]
+async fn the_consoles_preview_frame_loads_no_remote_image() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Acme").await;
+    let template = expect_json(
+        app.send_json(
+            Method::POST,
+            &format!("/v2/accounts/{account}/templates"),
+            &token,
+            &json!({"name": "Pixel", "slug": "pixel", "subject": "Hi",
+                    "content": "<img src=\"https://tracker.example/opened.gif\">"}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    let template = template["_id"].as_str().expect("id").to_owned();
+
+    // Sign in to the console with the token, as a browser would.
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    let form = http
+        .get(format!("{}/console/sign-in", app.address))
+        .send()
+        .await
+        .expect("the sign-in form");
+    let form_cookie = set_cookie(&form, "mailroom_console_form");
+    let page = form.text().await.expect("page");
+    let form_token = page
+        .split("name=\"form_token\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a form token")
+        .to_owned();
+    let signed_in = http
+        .post(format!("{}/console/sign-in", app.address))
+        .header("cookie", format!("mailroom_console_form={form_cookie}"))
+        .form(&[
+            ("form_token", form_token.as_str()),
+            ("token", token.as_str()),
+        ])
+        .send()
+        .await
+        .expect("signed in");
+    assert_eq!(signed_in.status(), 303);
+    let session = set_cookie(&signed_in, "mailroom_console");
+
+    let frame = http
+        .get(format!(
+            "{}/console/accounts/{account}/templates/{template}/preview",
+            app.address
+        ))
+        .header("cookie", format!("mailroom_console={session}"))
+        .send()
+        .await
+        .expect("the preview frame");
+    assert_eq!(frame.status(), 200);
+    let policy = frame.headers()["content-security-policy"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    assert!(policy.contains("img-src data:;"), "{policy}");
+    assert!(!policy.contains("https:"), "{policy}");
+    assert!(policy.starts_with("sandbox"), "{policy}");
+    let html = frame.text().await.expect("html");
+    assert!(
+        html.contains("tracker.example"),
+        "the frame shows the template: {html}"
+    );
+}

@@ -347,3 +347,61 @@ async fn forged_unsubscribe_tokens_are_404_and_change_nothing() {
     assert_eq!(setup.today().await["unsubscribed"], 0);
     assert!(subject.events().await.is_empty());
 }
+
+#[tokio::test]
+async fn a_topic_form_naming_10000_topics_is_a_400_and_a_repeated_topic_is_written_once() {
+    let subject = Unsubscribing::new().await;
+    let setup = &subject.setup;
+    // 10,000 copies of one topic (about 400 KB), where the account has two topics.
+    let mut body = "action=topics".to_owned();
+    for _ in 0..10_000 {
+        body.push_str("&topic=");
+        body.push_str(&subject.news);
+    }
+    let started = std::time::Instant::now();
+    let problem = expect_problem(subject.post(&subject.url, &body).await, 400).await;
+    let took = started.elapsed();
+    assert!(
+        problem["detail"]
+            .as_str()
+            .is_some_and(|detail| detail.contains("names 10000 topics; the account has 2")),
+        "{problem}"
+    );
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    let contact = subject.contact().await;
+    assert_eq!(contact["topicUnsubscriptions"], json!([]), "{contact}");
+    assert_eq!(setup.today().await["unsubscribed"], 0);
+    assert!(subject.events().await.is_empty());
+
+    // The same topic twice (no more than the account's two): one unsubscription.
+    let twice = format!("action=topics&topic={0}&topic={0}", subject.news);
+    let page = expect_json_free(subject.post(&subject.url, &twice).await).await;
+    assert!(
+        page.contains("Product &lt;news&gt; (unsubscribed)"),
+        "{page}"
+    );
+    let contact = subject.contact().await;
+    assert_eq!(contact["topicUnsubscriptions"], json!([subject.news]));
+    assert_eq!(setup.today().await["unsubscribed"], 1);
+    assert_eq!(subject.events().await.len(), 1);
+
+    // Both topics, one already unsubscribed: only the other is new.
+    let both = format!(
+        "action=topics&topic={}&topic={}",
+        subject.news, subject.offers
+    );
+    expect_json_free(subject.post(&subject.url, &both).await).await;
+    let contact = subject.contact().await;
+    let mut unsubscribed: Vec<String> = contact["topicUnsubscriptions"]
+        .as_array()
+        .expect("topics")
+        .iter()
+        .map(|topic| topic.as_str().expect("an id").to_owned())
+        .collect();
+    unsubscribed.sort();
+    let mut expected = vec![subject.news.clone(), subject.offers.clone()];
+    expected.sort();
+    assert_eq!(unsubscribed, expected);
+    assert_eq!(setup.today().await["unsubscribed"], 2);
+    assert_eq!(subject.events().await.len(), 2);
+}

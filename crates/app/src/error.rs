@@ -34,6 +34,10 @@ pub enum AppError {
     /// the load may pass, or the client may narrow the request).
     #[error("statement timed out: {0}")]
     TimedOut(String),
+    /// The caller has as much of something in flight as it may (previews rendering at
+    /// once, say); retrying once one ends may succeed (429).
+    #[error("too many at once: {0}")]
+    TooManyAtOnce(String),
     /// An unexpected failure: a bug or a broken invariant.
     #[error("internal error: {0}")]
     Internal(String),

@@ -13,9 +13,10 @@
 //! - undefined variables render as the empty string, and so do attribute lookups on them
 //!   (`{{ missing.deeper }}`); they are never an error;
 //! - only the HTML body (`content`) auto-escapes; every other field is plain text;
-//! - each field's render is bounded by [`RENDER_FUEL`] instructions and
-//!   [`MAX_RENDERED_BYTES`] of output, so a hostile template can neither loop forever nor
-//!   stream unbounded output;
+//! - each field's render is bounded by [`RENDER_FUEL`] instructions; the whole message by
+//!   [`MAX_MESSAGE_BYTES`] of output across its fields, and each header field (subject,
+//!   names, cc, bcc, reply-to) by [`MAX_HEADER_BYTES`], so a hostile template can neither
+//!   loop forever nor stream unbounded output;
 //! - a trailing newline in a field's source is kept (bodies are sent as written).
 //!
 //! Errors name the field by its wire name: `subject`, `content`, `textContent`,
@@ -35,10 +36,16 @@ mod tests;
 /// with [`RenderError::OutOfFuel`]. Ordinary templates use a few hundred.
 pub const RENDER_FUEL: u64 = 50_000;
 
-/// The most output, in bytes, one field may render to before it is stopped with
-/// [`RenderError::TooLarge`]. Stored templates are far smaller (request bodies are capped
-/// at 1 MiB); the cap only bites on templates that multiply their input in loops.
-pub const MAX_RENDERED_BYTES: usize = 10 * 1024 * 1024;
+/// The most output, in bytes, one message may render to across all its fields before it
+/// is stopped with [`RenderError::TooLarge`]. Stored templates are far smaller (request
+/// bodies are capped at 1 MiB); the cap only bites on templates that multiply their input
+/// in loops. It bounds what a render child sends back and what a worker holds per
+/// message.
+pub const MAX_MESSAGE_BYTES: usize = 2 * 1024 * 1024;
+
+/// The most output, in bytes, one header field (`subject`, `fromName`, `rcptName`, `cc`,
+/// `bcc`, `replyTo`) may render to, before its line breaks are collapsed.
+pub const MAX_HEADER_BYTES: usize = 4 * 1024;
 
 /// Wire names of the rendered fields, used in errors.
 const SUBJECT: &str = "subject";
@@ -127,6 +134,23 @@ pub struct RenderedMessage {
     pub open_tracking: bool,
 }
 
+impl RenderedMessage {
+    /// The bytes of its text fields together: what holding it costs, about.
+    pub fn size(&self) -> usize {
+        let optional = |field: &Option<String>| field.as_ref().map_or(0, String::len);
+        self.subject.len()
+            + self.html.len()
+            + optional(&self.text)
+            + optional(&self.from.name)
+            + self.from.email.len()
+            + optional(&self.to.name)
+            + self.to.email.len()
+            + optional(&self.cc)
+            + optional(&self.bcc)
+            + optional(&self.reply_to)
+    }
+}
+
 /// A template field that does not parse.
 ///
 /// Displays as `content: line 3: syntax error: unexpected end of input, expected end of
@@ -167,11 +191,15 @@ pub enum RenderError {
         /// The field's wire name.
         field: &'static str,
     },
-    /// The field rendered to more than [`MAX_RENDERED_BYTES`].
-    #[error("{field}: rendered output exceeds {MAX_RENDERED_BYTES} bytes")]
+    /// The field rendered to more than its bound: [`MAX_HEADER_BYTES`] for a header
+    /// field, else what was left of [`MAX_MESSAGE_BYTES`] after the fields before it.
+    #[error("{field}: the rendered output is too large ({})", too_large_bound(*.header))]
     TooLarge {
         /// The field's wire name.
         field: &'static str,
+        /// Whether the field's own bound ([`MAX_HEADER_BYTES`]) stopped it, rather than
+        /// the message's.
+        header: bool,
     },
     /// Evaluation failed, e.g. an unknown filter or an invalid operation on a value.
     #[error("{field}: {}{message}", line_prefix(*.line))]
@@ -190,10 +218,21 @@ impl RenderError {
     pub fn field(&self) -> &'static str {
         match self {
             Self::Syntax(error) => error.field,
-            Self::OutOfFuel { field } | Self::TooLarge { field } | Self::Failed { field, .. } => {
-                field
-            }
+            Self::OutOfFuel { field }
+            | Self::TooLarge { field, .. }
+            | Self::Failed { field, .. } => field,
         }
+    }
+}
+
+fn too_large_bound(header: bool) -> String {
+    if header {
+        format!("more than {MAX_HEADER_BYTES} bytes in a header field")
+    } else {
+        format!(
+            "more than {} MiB in the message's fields together",
+            MAX_MESSAGE_BYTES / (1024 * 1024)
+        )
     }
 }
 
@@ -435,6 +474,7 @@ impl CompiledTemplate {
         let renderer = Renderer {
             compiled: self,
             vars: Value::from_serialize(variables(recipient, data, links)),
+            used: std::cell::Cell::new(0),
         };
         render_fields(&renderer, server, recipient, account)
     }
@@ -540,16 +580,20 @@ fn variables(recipient: &Recipient, data: &SendData, links: &MessageLinks) -> Ma
     vars
 }
 
-/// One send's compiled template and variables.
+/// One send's compiled template and variables, and the bytes its fields rendered so far.
 struct Renderer<'a> {
     compiled: &'a CompiledTemplate,
     vars: Value,
+    used: std::cell::Cell<usize>,
 }
 
 impl Renderer<'_> {
     /// Renders one field, bounded by fuel and output size; `None` when the template has
     /// no such field.
     fn render_optional(&self, field: &'static str) -> Result<Option<String>, RenderError> {
+        let left = MAX_MESSAGE_BYTES.saturating_sub(self.used.get());
+        let header = is_header(field) && MAX_HEADER_BYTES < left;
+        let limit = if header { MAX_HEADER_BYTES } else { left };
         if let Some(error) = self
             .compiled
             .syntax_errors
@@ -561,16 +605,19 @@ impl Renderer<'_> {
         let Ok(template) = self.compiled.env.get_template(template_name(field)) else {
             return Ok(None);
         };
-        let mut out = CappedBuffer::default();
+        let mut out = CappedBuffer::new(limit);
         match template.render_captured_to(&self.vars, &mut out) {
-            Ok(_) => String::from_utf8(out.bytes)
-                .map(Some)
-                .map_err(|_| RenderError::Failed {
-                    field,
-                    line: None,
-                    message: "rendered output is not UTF-8".to_owned(),
-                }),
-            Err(_) if out.overflowed => Err(RenderError::TooLarge { field }),
+            Ok(_) => {
+                self.used.set(self.used.get() + out.bytes.len());
+                String::from_utf8(out.bytes)
+                    .map(Some)
+                    .map_err(|_| RenderError::Failed {
+                        field,
+                        line: None,
+                        message: "rendered output is not UTF-8".to_owned(),
+                    })
+            }
+            Err(_) if out.overflowed => Err(RenderError::TooLarge { field, header }),
             Err(error) if error.kind() == ErrorKind::OutOfFuel => {
                 Err(RenderError::OutOfFuel { field })
             }
@@ -617,17 +664,32 @@ fn non_empty(text: String) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
-/// An in-memory sink that refuses to grow past [`MAX_RENDERED_BYTES`]; minijinja aborts
-/// the render when a write fails.
-#[derive(Default)]
+/// Whether `field` is a header field, bounded by [`MAX_HEADER_BYTES`].
+fn is_header(field: &'static str) -> bool {
+    matches!(field, SUBJECT | FROM_NAME | RCPT_NAME | CC | BCC | REPLY_TO)
+}
+
+/// An in-memory sink that refuses to grow past its limit; minijinja aborts the render
+/// when a write fails.
 struct CappedBuffer {
     bytes: Vec<u8>,
+    limit: usize,
     overflowed: bool,
+}
+
+impl CappedBuffer {
+    fn new(limit: usize) -> Self {
+        Self {
+            bytes: Vec::new(),
+            limit,
+            overflowed: false,
+        }
+    }
 }
 
 impl io::Write for CappedBuffer {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if self.bytes.len() + buf.len() > MAX_RENDERED_BYTES {
+        if self.bytes.len() + buf.len() > self.limit {
             self.overflowed = true;
             return Err(io::Error::other("rendered output too large"));
         }

@@ -8,6 +8,7 @@ use crate::ports::{
     Clock, Database, DkimKeyGenerator, DomainDns, Ids, MailServerProbe, Mailer, QueueWakeup,
     Secrets, TemplateRenderer, WebhookSender, WebhookUrlGuard,
 };
+use crate::templates::{AccountSlots, PreviewSlots};
 use crate::tokens::TokenCache;
 use crate::tracking::LinkSettings;
 
@@ -54,4 +55,8 @@ pub struct Services {
     /// Renders template previews with the delivery path's bounds (blocking; used only
     /// between transactions).
     pub renderer: Arc<dyn TemplateRenderer>,
+    /// The previews each account has rendering now, bounded per account.
+    pub previews: Arc<PreviewSlots>,
+    /// The contact imports each account has running now, bounded per account.
+    pub imports: Arc<AccountSlots>,
 }

@@ -130,6 +130,9 @@ pub enum MemberChangeRefusal {
 /// member who manages members: that is what "the last admin cannot leave the account
 /// without one" comes to while the owner stays.
 ///
+/// The acting role is checked first: a plain member is refused for managing members
+/// whoever the target is, the owner included, before the owner rule is considered.
+///
 /// # Errors
 /// [`MemberChangeRefusal`] naming the rule.
 pub fn check_member_change(
@@ -137,13 +140,13 @@ pub fn check_member_change(
     target: Role,
     leaving: bool,
 ) -> Result<(), MemberChangeRefusal> {
+    if acting.is_some_and(|role| !role.manages_members()) && !leaving {
+        return Err(MemberChangeRefusal::NotAManager);
+    }
     if target == Role::Owner {
         return Err(MemberChangeRefusal::OwnerStays);
     }
-    match acting {
-        Some(role) if !role.manages_members() && !leaving => Err(MemberChangeRefusal::NotAManager),
-        _ => Ok(()),
-    }
+    Ok(())
 }
 
 /// An account as stored.
@@ -236,6 +239,11 @@ mod tests {
         assert_eq!(
             check_member_change(None, Role::Owner, false),
             Err(OwnerStays)
+        );
+        // A plain member is no manager, whoever the target: the role comes first.
+        assert_eq!(
+            check_member_change(Some(Role::Member), Role::Owner, false),
+            Err(NotAManager)
         );
         assert_eq!(Role::parse_assignable("owner"), Err(InvalidRole));
         assert_eq!(Role::from_stored("admin"), Role::Admin);

@@ -38,10 +38,14 @@ pub struct FeedbackReport {
     /// The original message's `Message-ID` in `<…>` form, when the report carries the
     /// original message or its headers.
     pub original_message_id: Option<String>,
-    /// The recipient the report is about (`Original-Rcpt-To`, `Original-Recipient`,
-    /// `Final-Recipient`, or the
-    /// original's `To`).
+    /// The recipient the report says it is about (`Original-Rcpt-To`,
+    /// `Original-Recipient`, `Final-Recipient`, a provider event's recipient). Only this
+    /// decides whether the report is about the message's contact or one of its copies.
     pub recipient: Option<EmailAddress>,
+    /// The `To` of the original message the report quotes: used to find the message
+    /// when nothing else does, never as the report's recipient (a report about a Cc or
+    /// Bcc recipient quotes the same `To`).
+    pub original_to: Option<EmailAddress>,
 }
 
 /// One per-recipient block of a delivery status notification (RFC 3464 §2.3), with the

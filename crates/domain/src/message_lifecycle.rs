@@ -232,6 +232,15 @@ impl Message {
         self.updated_at = now;
     }
 
+    /// Puts a claimed message back to `queued`, due at `now`, without spending an attempt:
+    /// the worker did not render it in this claim (the messages rendered before it took
+    /// the bytes a claim may hold). Its `lastReply` stays.
+    pub fn defer(&mut self, now: Timestamp) {
+        self.status = MessageStatus::Queued;
+        self.next_attempt_at = Some(now);
+        self.updated_at = now;
+    }
+
     /// Whether a claim that is the `claims_without_outcome`-th since the message's last
     /// outcome must quarantine it instead of sending it.
     pub fn must_quarantine(claims_without_outcome: u32) -> bool {

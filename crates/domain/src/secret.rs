@@ -6,8 +6,8 @@ use std::fmt;
 const SUFFIX_CHARS: usize = 4;
 
 /// The shortest secret whose last four characters are shown: at eight, at least half of
-/// it stays hidden. Webhook credentials are required to be this long
-/// ([`crate::webhook`]); stored ones from before that rule read fully masked.
+/// it stays hidden. A shorter one (a webhook credential may be any non-empty value,
+/// [`crate::webhook`]) reads fully masked.
 pub const MIN_SECRET_WITH_SUFFIX: usize = 8;
 
 /// A secret string (password, token, signing secret). `Debug` and `Display` print

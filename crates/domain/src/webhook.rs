@@ -5,10 +5,7 @@ use std::fmt;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
-use crate::{
-    secret::{SecretString, MIN_SECRET_WITH_SUFFIX},
-    ValidationErrors,
-};
+use crate::{secret::SecretString, ValidationErrors};
 
 /// The lifecycle notifications a webhook can deliver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -367,17 +364,8 @@ impl WebhookSettings {
         if password.as_ref().is_some_and(|p| p.expose().len() > 1024) {
             errors.push("passwordOrToken", "must be at most 1024 characters");
         }
-        // Reads show `****` and the last four characters: of a shorter credential that
-        // would be most or all of it.
-        if password
-            .as_ref()
-            .is_some_and(|p| p.expose().chars().count() < MIN_SECRET_WITH_SUFFIX)
-        {
-            errors.push(
-                "passwordOrToken",
-                format!("must be at least {MIN_SECRET_WITH_SUFFIX} characters"),
-            );
-        }
+        // Any non-empty credential: the customer's endpoint decides its own. Reads of one
+        // shorter than `MIN_SECRET_WITH_SUFFIX` show `****` alone (`SecretString::suffix`).
         let signing_secret = match input.signing_secret {
             None => None,
             Some(text) => errors.collect("signingSecret", SigningSecret::parse(text)),

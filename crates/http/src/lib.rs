@@ -100,6 +100,29 @@ fn api_reference() -> utoipa_swagger_ui::SwaggerUi {
     )
 }
 
+/// The API reference's own policy: its scripts, styles and images come from this server
+/// only (Swagger UI sets inline styles, so `style-src` allows them; it runs no inline
+/// script), it talks only to this origin (the document, "Try it out"), and no other site
+/// may frame it.
+const API_REFERENCE_POLICY: &str = "default-src 'none'; script-src 'self'; \
+     style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; \
+     connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+fn api_reference_headers(headers: &mut header::HeaderMap) {
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        header::HeaderValue::from_static(API_REFERENCE_POLICY),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        header::HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        header::HeaderValue::from_static("no-referrer"),
+    );
+}
+
 /// `/docs` → `/docs/`: the page loads its files by relative paths.
 async fn api_reference_redirect() -> HttpResponse {
     HttpResponse::PermanentRedirect()
@@ -176,7 +199,12 @@ pub struct HttpOptions {
     /// The public pages' templates (`MAILROOM_PAGE_TEMPLATES`); `None`: the compiled-in
     /// defaults.
     pub page_templates: Option<Arc<pages::PageTemplates>>,
+    /// How long a contact import's upload may send nothing before it is abandoned (408).
+    pub import_idle_timeout: std::time::Duration,
 }
+
+/// [`HttpOptions::import_idle_timeout`] by default (`MAILROOM_IMPORT_IDLE_TIMEOUT`).
+pub const DEFAULT_IMPORT_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Default for HttpOptions {
     fn default() -> Self {
@@ -188,6 +216,7 @@ impl Default for HttpOptions {
             trusted_proxies: Vec::new(),
             serve_metrics: true,
             page_templates: None,
+            import_idle_timeout: DEFAULT_IMPORT_IDLE_TIMEOUT,
         }
     }
 }
@@ -220,6 +249,10 @@ pub fn serve(
         options.trusted_proxies.clone(),
     ));
     let exposure = web::Data::new(metrics::MetricsExposure(options.serve_metrics));
+    let import_limits = web::Data::new(routes::contacts_import::ImportLimits {
+        idle: options.import_idle_timeout,
+        overall: routes::contacts_import::IMPORT_DEADLINE,
+    });
     let page_templates = web::Data::from(match &options.page_templates {
         Some(templates) => templates.clone(),
         None => Arc::new(pages::PageTemplates::load(None).map_err(std::io::Error::other)?),
@@ -238,6 +271,7 @@ pub fn serve(
             .app_data(auth_failures.clone())
             .app_data(exposure.clone())
             .app_data(page_templates.clone())
+            .app_data(import_limits.clone())
             .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
             .app_data(web::QueryConfig::default().error_handler(problem::query_error))
             .app_data(web::PathConfig::default().error_handler(problem::path_error))
@@ -258,6 +292,9 @@ pub fn serve(
                 async move {
                     let mut response = response.await?;
                     rate_limit::stamp_headers(&mut response);
+                    if response.request().path().starts_with("/docs/") {
+                        api_reference_headers(response.headers_mut());
+                    }
                     let route = response
                         .request()
                         .match_pattern()

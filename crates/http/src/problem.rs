@@ -205,6 +205,11 @@ impl From<AppError> for ApiError {
                      retry later, or narrow the request",
                 )
             }
+            AppError::TooManyAtOnce(detail) => {
+                let mut error = Self::new(StatusCode::TOO_MANY_REQUESTS, detail);
+                error.retry_after_secs = Some(1);
+                error
+            }
             AppError::Internal(cause) => {
                 tracing::error!(%cause, "internal error");
                 Self::new(

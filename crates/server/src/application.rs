@@ -7,6 +7,7 @@ use mailroom_app::{
     auth::MembershipCache,
     feedback_sources::{CertificateCache, SnsSettings},
     ports::Clock,
+    templates::{AccountSlots, PreviewSlots, MAX_IMPORTS_PER_ACCOUNT},
     tokens::TokenCache,
     tracking::LinkSettings,
     Services,
@@ -130,10 +131,13 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
         inbound_host: config.inbound_host.clone(),
         token_cache: Arc::new(TokenCache::default()),
         membership_cache: Arc::new(MembershipCache::default()),
-        // Previews get children of their own, apart from the workers' (crate::render_sandbox).
-        renderer: Arc::new(crate::render_sandbox::Renderer::for_program(
+        // Previews get children of their own, apart from the workers', and a shorter
+        // deadline (crate::render_sandbox).
+        renderer: Arc::new(crate::render_sandbox::Renderer::for_previews(
             config.render_program.clone(),
         )),
+        previews: Arc::new(PreviewSlots::default()),
+        imports: Arc::new(AccountSlots::with_limit(MAX_IMPORTS_PER_ACCOUNT)),
     };
     Ok((services, database))
 }
@@ -190,6 +194,7 @@ impl Application {
             rate_limit: config.rate_limit,
             auth_failure_limit: config.auth_failure_limit,
             trusted_proxies: config.trusted_proxies.clone(),
+            import_idle_timeout: config.import_idle_timeout,
             serve_metrics: metrics_port.is_none(),
             page_templates: Some(page_templates),
             ..HttpOptions::default()

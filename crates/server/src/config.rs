@@ -65,6 +65,9 @@ pub struct Config {
     pub monthly_send_limit: Option<u64>,
     /// The bound on each step of an SMTP session (`MAILROOM_SMTP_TIMEOUT`, seconds).
     pub smtp_timeout: Duration,
+    /// How long a contact import's upload may send nothing (`MAILROOM_IMPORT_IDLE_TIMEOUT`,
+    /// seconds).
+    pub import_idle_timeout: Duration,
     /// How long a claimed message stays leased to the worker holding it unless renewed
     /// (`MAILROOM_MESSAGE_LEASE`, seconds, 5 to 3600; default 30). The worker renews the
     /// leases of everything it holds every third of this, so a worker that dies holding
@@ -144,6 +147,7 @@ impl std::fmt::Debug for Config {
             .field("message_max_attempts", &self.message_max_attempts)
             .field("monthly_send_limit", &self.monthly_send_limit)
             .field("smtp_timeout", &self.smtp_timeout)
+            .field("import_idle_timeout", &self.import_idle_timeout)
             .field("message_lease", &self.message_lease)
             .field("render_program", &self.render_program)
             .field("smtp_hello_name", &self.smtp_hello_name)
@@ -190,6 +194,9 @@ pub struct InboundConfig {
     /// Messages accepted per client address per minute
     /// (`MAILROOM_INBOUND_MESSAGES_PER_MINUTE`, default 60).
     pub messages_per_minute: u32,
+    /// The longest a session may wait for its commands in all (2 minutes; not read from
+    /// the environment).
+    pub idle_budget: Duration,
 }
 
 impl Default for InboundConfig {
@@ -201,6 +208,7 @@ impl Default for InboundConfig {
             max_connections: 100,
             max_connections_per_ip: 10,
             messages_per_minute: 60,
+            idle_budget: Duration::from_secs(120),
         }
     }
 }
@@ -298,6 +306,7 @@ impl Config {
             message_max_attempts: DEFAULT_MESSAGE_MAX_ATTEMPTS,
             monthly_send_limit: None,
             smtp_timeout: DEFAULT_SMTP_TIMEOUT,
+            import_idle_timeout: mailroom_http::DEFAULT_IMPORT_IDLE_TIMEOUT,
             message_lease: DEFAULT_MESSAGE_LEASE,
             render_program: None,
             smtp_hello_name: None,
@@ -376,6 +385,18 @@ impl Config {
                     .filter(|n| (1..=600).contains(n))
                     .ok_or_else(|| {
                         anyhow!("MAILROOM_SMTP_TIMEOUT must be whole seconds from 1 to 600")
+                    })?,
+            );
+        }
+        if let Ok(seconds) = std::env::var("MAILROOM_IMPORT_IDLE_TIMEOUT") {
+            config.import_idle_timeout = Duration::from_secs(
+                seconds
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=600).contains(n))
+                    .ok_or_else(|| {
+                        anyhow!("MAILROOM_IMPORT_IDLE_TIMEOUT must be whole seconds from 1 to 600")
                     })?,
             );
         }

@@ -39,6 +39,7 @@ pub fn inbound_settings(config: &Config) -> Result<InboundSettings> {
         max_connections: inbound.max_connections,
         max_connections_per_ip: inbound.max_connections_per_ip,
         messages_per_ip_per_minute: inbound.messages_per_minute,
+        idle_budget: inbound.idle_budget,
         tls,
         ..InboundSettings::default()
     })

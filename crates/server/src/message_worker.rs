@@ -62,7 +62,7 @@ use tokio::{
 };
 
 use crate::{
-    render_sandbox::Renderer,
+    render_sandbox::{Rendered, Renderer},
     workers::{claim_room, run_steps, ClaimRoom, Next},
     Config,
 };
@@ -74,6 +74,14 @@ pub const BATCH_SIZE: u32 = 128;
 pub const PARALLEL_ROUNDS: usize = 2;
 /// The most messages one worker process holds (claimed, outcome not yet recorded).
 pub const MAX_HELD: usize = BATCH_SIZE as usize * 4;
+/// The rendered bytes one worker process holds at most, for the messages it rendered
+/// that wait for or are in their sessions ([`mailroom_app::rendering::RenderedMessage::size`]),
+/// plus one message per claim loop: a claim renders only while the worker is under it,
+/// and its messages past it go back to the queue unrendered.
+pub const MAX_HELD_RENDERED_BYTES: usize = 64 * 1024 * 1024;
+/// The most of [`MAX_HELD_RENDERED_BYTES`] one claim may render, so the claim loops can
+/// render side by side.
+pub const CLAIM_RENDERED_BYTES: usize = MAX_HELD_RENDERED_BYTES / PARALLEL_ROUNDS;
 /// A lane holding this many times its session bound is full: claims skip its account.
 pub const LANE_BACKLOG: usize = 2;
 /// How long an idle loop waits before looking for due messages again.
@@ -117,6 +125,8 @@ struct Shared {
     /// Every message this worker holds a lease on, for the renewal.
     /// With each message's account: the renewal runs one statement per account.
     held: Mutex<HashMap<MessageId, AccountId>>,
+    /// The rendered bytes this worker holds ([`MAX_HELD_RENDERED_BYTES`]).
+    rendered: Mutex<RenderedBytes>,
     /// Signalled when a held message is released (to every waiting loop) and when messages
     /// were queued (to each loop, waiting or not: [`MessageWorker::hear`]).
     wake: Notify,
@@ -128,6 +138,15 @@ struct Shared {
     /// (the worker's bound on held messages, full lanes); rendering and sending run side
     /// by side.
     claiming: tokio::sync::Mutex<()>,
+}
+
+/// The rendered messages a worker holds, by size, and the budgets of the claims
+/// rendering now.
+#[derive(Default)]
+struct RenderedBytes {
+    sizes: HashMap<MessageId, usize>,
+    /// The sizes, and the budgets reserved by claims that are rendering.
+    total: usize,
 }
 
 /// Runs message delivery.
@@ -155,6 +174,7 @@ impl MessageWorker {
                 lane_sessions: config.smtp_connections_per_server.max(1),
                 lanes: Mutex::new(HashMap::new()),
                 held: Mutex::new(HashMap::new()),
+                rendered: Mutex::new(RenderedBytes::default()),
                 wake: Notify::new(),
                 listening: AtomicBool::new(false),
                 listening_poll: LISTENING_POLL,
@@ -255,6 +275,22 @@ impl MessageWorker {
         if limit == 0 {
             return Ok(None);
         }
+        // The bytes this claim may render, reserved until its messages are rendered.
+        let budget = {
+            let mut rendered = lock(&self.shared.rendered);
+            let budget = MAX_HELD_RENDERED_BYTES
+                .saturating_sub(rendered.total)
+                .min(CLAIM_RENDERED_BYTES);
+            rendered.total += budget;
+            budget
+        };
+        if budget == 0 {
+            return Ok(None);
+        }
+        let reserved = Reservation {
+            worker: self,
+            budget,
+        };
         let mut skip_accounts = self.full_accounts();
         if in_reserve {
             // Only the reserve is left: it is for accounts that hold nothing.
@@ -274,6 +310,7 @@ impl MessageWorker {
         .await
         .context("the claim task")?
         .map_err(|error| anyhow::anyhow!("claiming messages: {error}"))?;
+        let _reserved = reserved;
         let (lease, claimed) = (claim.lease, claim.claimed);
         let ids: Vec<MessageId> = claim.to_render.iter().map(|job| job.message.id).collect();
         self.hold(
@@ -290,14 +327,24 @@ impl MessageWorker {
         let prepared = tokio::task::spawn_blocking(move || {
             let mut rendered = Vec::with_capacity(claim.to_render.len());
             let mut unrendered = Vec::new();
-            let outcomes = shared.renderer.render_all(&claim.to_render);
+            let mut deferred = Vec::new();
+            let outcomes = shared.renderer.render_within(&claim.to_render, budget);
             for (job, outcome) in claim.to_render.into_iter().zip(outcomes) {
                 match outcome {
-                    Some(outcome) => rendered.push((job, outcome)),
-                    None => unrendered.push(job.message.id),
+                    Rendered::Done(outcome) => rendered.push((job, outcome)),
+                    Rendered::NoRenderer => unrendered.push(job.message.id),
+                    Rendered::Deferred => deferred.push(job),
                 }
             }
-            finish_rendered(&shared.services, &lease, rendered).map(|jobs| (jobs, unrendered))
+            if !deferred.is_empty() {
+                tracing::info!(
+                    messages = deferred.len(),
+                    budget,
+                    "messages queued again unrendered: the claim's rendered messages took its bytes"
+                );
+            }
+            finish_rendered(&shared.services, &lease, rendered, &deferred)
+                .map(|jobs| (jobs, unrendered))
         })
         .await
         .context("the render task");
@@ -315,6 +362,7 @@ impl MessageWorker {
                     );
                 }
                 self.release(&dropped);
+                self.hold_rendered(&jobs);
                 let jobs = jobs
                     .into_iter()
                     .map(|job| {
@@ -517,6 +565,18 @@ impl MessageWorker {
         lock(&self.shared.held).extend(messages);
     }
 
+    /// Counts the rendered messages of a claim into the bytes the worker holds.
+    fn hold_rendered(&self, jobs: &[MessageJob]) {
+        let mut rendered = lock(&self.shared.rendered);
+        for job in jobs {
+            let size = job.mail.rendered.size();
+            if let Some(old) = rendered.sizes.insert(job.message.id, size) {
+                rendered.total -= old;
+            }
+            rendered.total += size;
+        }
+    }
+
     /// Forgets held messages, and wakes the waiting claim loops when that lets a claim take
     /// what it could not before: more room in the worker, or any release while only the
     /// reserve was left (an account that now holds nothing may use it). A lane that stops
@@ -535,10 +595,38 @@ impl MessageWorker {
         }
         let after = held.len();
         drop(held);
+        let bytes_were_full = {
+            let mut rendered = lock(&self.shared.rendered);
+            let was_full = rendered.total >= MAX_HELD_RENDERED_BYTES;
+            for id in ids {
+                if let Some(size) = rendered.sizes.remove(id) {
+                    rendered.total -= size;
+                }
+            }
+            was_full && rendered.total < MAX_HELD_RENDERED_BYTES
+        };
         let room = |held| claim_room(held, MAX_HELD, BATCH_SIZE as usize);
         let was = room(before);
-        if was.in_reserve || was != room(after) {
+        if was.in_reserve || was != room(after) || bytes_were_full {
             self.shared.wake.notify_waiters();
+        }
+    }
+}
+
+/// A claim's budget of rendered bytes, given back when its messages are rendered (or
+/// the claim fails): their own sizes count from then on.
+struct Reservation<'a> {
+    worker: &'a MessageWorker,
+    budget: usize,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        let mut rendered = lock(&self.worker.shared.rendered);
+        let was_full = rendered.total >= MAX_HELD_RENDERED_BYTES;
+        rendered.total -= self.budget;
+        if was_full && rendered.total < MAX_HELD_RENDERED_BYTES {
+            self.worker.shared.wake.notify_waiters();
         }
     }
 }

@@ -18,7 +18,15 @@
 //!   data ends), [`InboundSettings::max_recipients`] per message, and
 //!   [`MAX_ERRORS`] refused or unknown commands per connection before a `421`;
 //! - rate: [`InboundSettings::messages_per_ip_per_minute`] accepted messages per client
-//!   address (`450` at `MAIL FROM` beyond).
+//!   address (`450` at `MAIL FROM` beyond), and [`RECIPIENT_RATE_FACTOR`] times as many
+//!   `RCPT`s as those messages may carry ([`InboundSettings::max_recipients`] each) per
+//!   client address (`450` beyond);
+//! - database work: every `RCPT` counts, accepted or not: [`MAX_RECIPIENT_COMMANDS`] per
+//!   session, and [`MAX_IDLE_COMMANDS`] commands that move no message forward (`RSET`,
+//!   `NOOP`, `EHLO`, `HELO`, `VRFY`), before a `421`; a session looks each address up
+//!   once (verified recipients are kept for the session), and the listener runs at most
+//!   [`MAX_LOOKUPS_AT_ONCE`] lookups at once, so the pool it shares keeps connections for
+//!   everyone else.
 //!
 //! `RCPT TO` is judged by [`return_path::check_recipient`] (no relaying: `550`); the
 //! message by [`return_path::receive_report`], on the blocking pool, before the reply to
@@ -62,6 +70,20 @@ pub const MAX_ERRORS: u32 = 10;
 /// Client addresses the rate limiter remembers at most; beyond, refilled ones are
 /// forgotten first.
 const MAX_TRACKED_CLIENTS: usize = 65_536;
+/// `RCPT` commands one session may send, accepted or refused, before it is closed with
+/// `421`: 20 messages of the most recipients each.
+pub const MAX_RECIPIENT_COMMANDS: u32 = 100;
+/// Commands that move no message forward (`RSET`, `NOOP`, `EHLO`, `HELO`, `VRFY`) one
+/// session may send before it is closed with `421`.
+pub const MAX_IDLE_COMMANDS: u32 = 50;
+/// `RCPT`s a client address may send per minute, as a multiple of what its accepted
+/// messages may carry (`messages_per_ip_per_minute` × `max_recipients`): room for
+/// refused recipients and retried sessions, not for loops.
+pub const RECIPIENT_RATE_FACTOR: f64 = 4.0;
+/// Recipient lookups the listener runs at once, on the pool it shares with the API.
+pub const MAX_LOOKUPS_AT_ONCE: usize = 4;
+/// How long a `RCPT` waits for one of [`MAX_LOOKUPS_AT_ONCE`] before `451`.
+const LOOKUP_WAIT: Duration = Duration::from_secs(10);
 
 /// What the listener allows; the defaults are the documented ones
 /// (docs/configuration.md).
@@ -83,6 +105,9 @@ pub struct InboundSettings {
     pub command_timeout: Duration,
     /// The longest a whole `DATA` may take.
     pub data_timeout: Duration,
+    /// The longest a session may spend waiting for its commands, all waits together: a
+    /// client that sends `NOOP` just inside the command timeout holds its slot no longer.
+    pub idle_budget: Duration,
     /// The certificate `STARTTLS` presents; `None` does not offer `STARTTLS`.
     pub tls: Option<Arc<rustls::ServerConfig>>,
 }
@@ -98,6 +123,7 @@ impl Default for InboundSettings {
             max_recipients: 5,
             command_timeout: Duration::from_secs(60),
             data_timeout: Duration::from_secs(300),
+            idle_budget: Duration::from_secs(120),
             tls: None,
         }
     }
@@ -117,6 +143,7 @@ impl std::fmt::Debug for InboundSettings {
             .field("max_recipients", &self.max_recipients)
             .field("command_timeout", &self.command_timeout)
             .field("data_timeout", &self.data_timeout)
+            .field("idle_budget", &self.idle_budget)
             .field("tls", &self.tls.is_some())
             .finish()
     }
@@ -183,6 +210,8 @@ pub const LABELS: &[&str] = &[
     "rate_limited",
     "too_many_connections",
     "protocol_error",
+    "too_many_commands",
+    "recipient_lookup",
 ];
 
 struct Shared {
@@ -192,6 +221,9 @@ struct Shared {
     connections: Arc<Semaphore>,
     per_ip: Mutex<HashMap<IpAddr, usize>>,
     rates: Mutex<HashMap<IpAddr, Bucket>>,
+    /// `RCPT`s per client address, as `rates` counts accepted messages.
+    recipient_rates: Mutex<HashMap<IpAddr, Bucket>>,
+    lookups: Semaphore,
 }
 
 /// A bound inbound listener; [`InboundListener::run`] serves it.
@@ -223,6 +255,8 @@ impl InboundListener {
                 observer,
                 per_ip: Mutex::new(HashMap::new()),
                 rates: Mutex::new(HashMap::new()),
+                recipient_rates: Mutex::new(HashMap::new()),
+                lookups: Semaphore::new(MAX_LOOKUPS_AT_ONCE),
             }),
         })
     }
@@ -327,18 +361,53 @@ impl Shared {
         let mut sender: Option<String> = None;
         let mut targets: Vec<ReturnPathTarget> = Vec::new();
         let mut errors = 0u32;
+        let mut recipient_commands = 0u32;
+        let mut idle_commands = 0u32;
+        // The recipients this session verified, by the path as written.
+        let mut verified: HashMap<String, ReturnPathTarget> = HashMap::new();
+        let mut idle = Duration::ZERO;
         let mut line = Vec::new();
         loop {
             if errors >= MAX_ERRORS {
                 reply(&mut conn, "421 4.7.0 Too many errors, closing").await?;
                 return Ok(None);
             }
+            if recipient_commands > MAX_RECIPIENT_COMMANDS || idle_commands > MAX_IDLE_COMMANDS {
+                (self.observer)("too_many_commands");
+                reply(
+                    &mut conn,
+                    "421 4.7.0 Too many commands in one session, closing",
+                )
+                .await?;
+                return Ok(None);
+            }
+            let left = settings.idle_budget.saturating_sub(idle);
+            if left.is_zero() {
+                (self.observer)("too_many_commands");
+                reply(
+                    &mut conn,
+                    "421 4.4.2 Idle too long in this session, closing",
+                )
+                .await?;
+                return Ok(None);
+            }
+            let waiting = Instant::now();
             let read = tokio::time::timeout(
-                settings.command_timeout,
+                settings.command_timeout.min(left),
                 read_line(&mut conn, MAX_COMMAND_LINE, &mut line),
             )
             .await;
+            idle += waiting.elapsed();
             let read = match read {
+                Err(_) if idle >= settings.idle_budget => {
+                    (self.observer)("too_many_commands");
+                    reply(
+                        &mut conn,
+                        "421 4.4.2 Idle too long in this session, closing",
+                    )
+                    .await?;
+                    return Ok(None);
+                }
                 Err(_) => {
                     reply(&mut conn, "421 4.4.2 Idle too long, closing").await?;
                     return Ok(None);
@@ -360,6 +429,14 @@ impl Shared {
             let (verb, argument) = text.split_once(' ').unwrap_or((text, ""));
             let verb = verb.to_ascii_uppercase();
             let argument = argument.trim();
+            match verb.as_str() {
+                "RSET" | "NOOP" | "EHLO" | "HELO" | "VRFY" => idle_commands += 1,
+                "RCPT" => recipient_commands += 1,
+                _ => {}
+            }
+            if recipient_commands > MAX_RECIPIENT_COMMANDS || idle_commands > MAX_IDLE_COMMANDS {
+                continue;
+            }
             match verb.as_str() {
                 "EHLO" | "HELO" if argument.is_empty() => {
                     errors += 1;
@@ -432,14 +509,21 @@ impl Shared {
                     } else if targets.len() >= settings.max_recipients {
                         (self.observer)("too_many_recipients");
                         reply(&mut conn, "452 4.5.3 Too many recipients").await?;
+                    } else if !self.take_recipient(ip) {
+                        (self.observer)("rate_limited");
+                        reply(
+                            &mut conn,
+                            "450 4.7.1 Too many recipients from your address, try again later",
+                        )
+                        .await?;
                     } else if let Some((path, _)) = path_of(argument, "TO:") {
-                        let services = self.services.clone();
-                        let checked = tokio::task::spawn_blocking(move || {
-                            return_path::check_recipient(&services, &path)
-                        })
-                        .await;
+                        let checked = match verified.get(&path) {
+                            Some(target) => Ok(Ok(Ok(*target))),
+                            None => self.look_up(path.clone()).await,
+                        };
                         match checked {
                             Ok(Ok(Ok(target))) => {
+                                verified.insert(path, target);
                                 targets.push(target);
                                 reply(&mut conn, "250 2.1.5 OK").await?;
                             }
@@ -539,6 +623,53 @@ impl Shared {
             (self.observer)(outcome.label());
         }
         outcomes
+    }
+
+    /// Looks a recipient up, one of at most [`MAX_LOOKUPS_AT_ONCE`]; an `Err` when no
+    /// lookup could run in time or its task failed.
+    async fn look_up(
+        &self,
+        path: String,
+    ) -> Result<
+        Result<Result<ReturnPathTarget, return_path::RecipientRefusal>, mailroom_app::AppError>,
+        (),
+    > {
+        let Ok(Ok(_permit)) = tokio::time::timeout(LOOKUP_WAIT, self.lookups.acquire()).await
+        else {
+            return Err(());
+        };
+        (self.observer)("recipient_lookup");
+        let services = self.services.clone();
+        tokio::task::spawn_blocking(move || return_path::check_recipient(&services, &path))
+            .await
+            .map_err(|_| ())
+    }
+
+    /// Takes one `RCPT` from `ip`'s bucket; `false` when it is empty.
+    fn take_recipient(&self, ip: IpAddr) -> bool {
+        let capacity = f64::from(self.settings.messages_per_ip_per_minute)
+            * self.settings.max_recipients as f64
+            * RECIPIENT_RATE_FACTOR;
+        let mut rates = self
+            .recipient_rates
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if rates.len() >= MAX_TRACKED_CLIENTS {
+            rates.retain(|_, bucket| {
+                bucket.refill(capacity);
+                bucket.tokens < capacity
+            });
+        }
+        let bucket = rates.entry(ip).or_insert(Bucket {
+            tokens: capacity,
+            at: Instant::now(),
+        });
+        bucket.refill(capacity);
+        if bucket.tokens < 1.0 {
+            return false;
+        }
+        bucket.tokens -= 1.0;
+        true
     }
 
     /// Whether `ip` has a message left in its bucket (taken by [`Shared::sent`]).

@@ -715,6 +715,16 @@ fn mailboxes(list: &str, field: &str) -> Result<Mailboxes, AttemptFault> {
         .map_err(|error| AttemptFault::Permanent(format!("{field}: {error}")))
 }
 
+/// The most Cc and Bcc recipients one message may have together (RFC 5321's minimum a
+/// server must take per message is 100 recipients): each is one more `RCPT` past the
+/// contact's suppression and the send limit, so a `cc` that renders to hundreds of
+/// addresses fails its message instead.
+pub const MAX_COPY_RECIPIENTS: usize = 100;
+
+/// The length a folded address header's lines keep to (RFC 5322 recommends 78, and
+/// allows no line past 998).
+const FOLD_AT: usize = 78;
+
 /// The MIME message and its envelope (To, Cc and Bcc as recipients; Bcc not in the
 /// headers).
 fn build_message(mail: &OutgoingMail) -> Result<(Envelope, Vec<u8>), AttemptFault> {
@@ -781,6 +791,12 @@ fn build_message(mail: &OutgoingMail) -> Result<(Envelope, Vec<u8>), AttemptFaul
         ),
         None => Either::Single(html),
     };
+    let copies = recipients.len() - 1;
+    if copies > MAX_COPY_RECIPIENTS {
+        return Err(AttemptFault::Permanent(format!(
+            "the message has {copies} Cc and Bcc recipients; at most {MAX_COPY_RECIPIENTS} are sent"
+        )));
+    }
     let envelope = Envelope::new(Some(sender), recipients).map_err(|error| {
         AttemptFault::Permanent(format!("the envelope cannot be built: {error}"))
     })?;
@@ -803,7 +819,78 @@ fn build_message(mail: &OutgoingMail) -> Result<(Envelope, Vec<u8>), AttemptFaul
             message
         }
     };
-    Ok((message.envelope().clone(), message.formatted()))
+    Ok((
+        message.envelope().clone(),
+        fold_address_headers(message.formatted()),
+    ))
+}
+
+/// Folds the `Cc` and `Reply-To` header lines past [`FOLD_AT`] characters between their
+/// addresses (lettre writes an address list on one line: about 42 addresses pass RFC
+/// 5322's 998, and a strict server answers "500 Line too long"). A fold is a CRLF before
+/// the space after a comma outside quotes, so unfolding gives the field back as it was,
+/// which is also what DKIM's relaxed canonicalization signs.
+fn fold_address_headers(message: Vec<u8>) -> Vec<u8> {
+    let Some(end) = message.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return message;
+    };
+    let long = message[..end].split(|&b| b == b'\n').any(|line| {
+        line.len() > FOLD_AT + 1 && (line.starts_with(b"Cc: ") || line.starts_with(b"Reply-To: "))
+    });
+    if !long {
+        return message;
+    }
+    let mut out = Vec::with_capacity(message.len() + 64);
+    for line in message[..end].split_inclusive(|&b| b == b'\n') {
+        let folds = line.starts_with(b"Cc: ") || line.starts_with(b"Reply-To: ");
+        if folds && line.len() > FOLD_AT + 2 {
+            fold_line(line, &mut out);
+        } else {
+            out.extend_from_slice(line);
+        }
+    }
+    out.extend_from_slice(&message[end..]);
+    out
+}
+
+/// Writes one header line (CRLF included) folded at the spaces after commas outside
+/// quoted strings, each line kept to [`FOLD_AT`] where an address allows.
+fn fold_line(line: &[u8], out: &mut Vec<u8>) {
+    let body = line.strip_suffix(b"\r\n").unwrap_or(line);
+    // Where a fold may go: the index of each space that follows a comma outside quotes.
+    let mut breaks = Vec::new();
+    let mut quoted = false;
+    let mut escaped = false;
+    for (index, &byte) in body.iter().enumerate() {
+        match byte {
+            _ if escaped => escaped = false,
+            b'\\' if quoted => escaped = true,
+            b'"' => quoted = !quoted,
+            b' ' if !quoted && index > 0 && body[index - 1] == b',' => breaks.push(index),
+            _ => {}
+        }
+    }
+    let mut start = 0;
+    let mut last_break = None;
+    for &at in &breaks {
+        if at - start > FOLD_AT {
+            if let Some(fold) = last_break.filter(|&fold| fold > start) {
+                out.extend_from_slice(&body[start..fold]);
+                out.extend_from_slice(b"\r\n");
+                start = fold;
+            }
+        }
+        last_break = Some(at);
+    }
+    if body.len() - start > FOLD_AT {
+        if let Some(fold) = last_break.filter(|&fold| fold > start) {
+            out.extend_from_slice(&body[start..fold]);
+            out.extend_from_slice(b"\r\n");
+            start = fold;
+        }
+    }
+    out.extend_from_slice(&body[start..]);
+    out.extend_from_slice(b"\r\n");
 }
 
 /// The message's MIME body: HTML alone, or text and HTML as alternatives.
@@ -854,6 +941,82 @@ mod tests {
             dkim: None,
             return_path: None,
         }
+    }
+
+    #[test]
+    fn cc_past_78_characters_is_folded_between_addresses_and_unfolds_to_the_same() {
+        let mut many = mail(None);
+        // 46 addresses: one line of about 1,050 characters, past RFC 5322's 998.
+        let list: Vec<String> = (0..45)
+            .map(|n| format!("person-{n:02}@example.org"))
+            .collect();
+        many.rendered.cc = Some(format!(
+            "\"Doe, Jane\" <jane@example.org>, {}",
+            list.join(", ")
+        ));
+        let (envelope, bytes) = build_message(&many).unwrap();
+        assert_eq!(envelope.to().len(), 47);
+        let text = String::from_utf8(bytes).unwrap();
+        let head = text.split("\r\n\r\n").next().unwrap();
+        let longest = head.split("\r\n").map(str::len).max().unwrap();
+        assert!(
+            longest <= 78,
+            "a header line of {longest} characters:\n{head}"
+        );
+        let cc = head
+            .split("\r\nCc: ")
+            .nth(1)
+            .unwrap()
+            .split("\r\n")
+            .take_while(|_| true)
+            .collect::<Vec<_>>();
+        // The field is the lines up to the next header; unfolded, the addresses as before.
+        let mut field = String::new();
+        for (n, line) in cc.iter().enumerate() {
+            if n > 0 && !line.starts_with(' ') {
+                break;
+            }
+            field.push_str(line);
+        }
+        // Unfolded, the field lettre wrote (the quoted name as an encoded word).
+        assert_eq!(
+            field,
+            format!(
+                "=?utf-8?b?RG9lLCBKYW5l?= <jane@example.org>, {}",
+                list.join(", ")
+            )
+        );
+        // A comma inside a quoted display name is no place to fold.
+        let quoted = format!(
+            "Reply-To: \"{}, Jane\" <jane@example.org>, other@example.org\r\n",
+            "D".repeat(90)
+        );
+        let mut folded = Vec::new();
+        fold_line(quoted.as_bytes(), &mut folded);
+        assert_eq!(
+            String::from_utf8(folded).unwrap(),
+            format!(
+                "Reply-To: \"{}, Jane\" <jane@example.org>,\r\n other@example.org\r\n",
+                "D".repeat(90)
+            )
+        );
+    }
+
+    #[test]
+    fn more_than_100_cc_and_bcc_recipients_fail_the_message() {
+        let mut many = mail(None);
+        let list: Vec<String> = (0..60).map(|n| format!("c{n}@example.org")).collect();
+        many.rendered.cc = Some(list.join(", "));
+        let list: Vec<String> = (0..41).map(|n| format!("b{n}@example.org")).collect();
+        many.rendered.bcc = Some(list.join(", "));
+        match build_message(&many) {
+            Err(AttemptFault::Permanent(reason)) => {
+                assert!(reason.contains("101 Cc and Bcc recipients"), "{reason}");
+            }
+            other => panic!("expected a permanent failure: {other:?}"),
+        }
+        many.rendered.bcc = Some(list[..40].join(", "));
+        assert_eq!(build_message(&many).unwrap().0.to().len(), 101);
     }
 
     #[test]

@@ -198,7 +198,8 @@ async fn an_envelope_of_more_than_100_recipients_goes_one_command_at_a_time() {
     let server = server_pipelining(true, TestSmtpOptions::default());
     let mailer = mailer(SmtpPoolSettings::default());
     let mut many = mail(&server, SmtpSecurity::StartTlsOpportunistic, 0);
-    let copies: Vec<String> = (0..150).map(|n| format!("copy{n}@acme.example")).collect();
+    // 100 copies, the most a message may have: 101 recipients.
+    let copies: Vec<String> = (0..100).map(|n| format!("copy{n}@acme.example")).collect();
     many.rendered.bcc = Some(copies.join(", "));
     mailer.send(&many).await.expect("accepted");
     mailer
@@ -206,8 +207,8 @@ async fn an_envelope_of_more_than_100_recipients_goes_one_command_at_a_time() {
         .await
         .expect("accepted");
     let received = server.messages();
-    assert_eq!(received[0].recipients.len(), 151);
-    assert!(!received[0].pipelined, "151 recipients went pipelined");
+    assert_eq!(received[0].recipients.len(), 101);
+    assert!(!received[0].pipelined, "101 recipients went pipelined");
     assert!(
         received[1].pipelined,
         "one recipient went one command at a time"

@@ -32,14 +32,12 @@ pub fn parse_feedback(raw: &[u8]) -> Result<FeedbackReport, NotAReport> {
     let original = original_message(&message);
     if let Some(report) = part_of_type(&message, &[("message", "feedback-report")]) {
         let fields = Fields::parse(report.contents());
-        let recipient = fields
-            .get("Original-Rcpt-To")
-            .and_then(plain_address)
-            .or(original.to);
+        let recipient = fields.get("Original-Rcpt-To").and_then(plain_address);
         return Ok(FeedbackReport {
             kind: complaint_kind(fields.get("Feedback-Type").unwrap_or_default()),
             original_message_id: original.message_id,
             recipient,
+            original_to: original.to,
         });
     }
     let status_types = [
@@ -53,7 +51,8 @@ pub fn parse_feedback(raw: &[u8]) -> Result<FeedbackReport, NotAReport> {
         return Ok(FeedbackReport {
             kind: deciding.kind(),
             original_message_id: original.message_id,
-            recipient: deciding.address().or(original.to),
+            recipient: deciding.address(),
+            original_to: original.to,
         });
     }
     Err(NotAReport(

@@ -63,6 +63,12 @@ pub struct FeedbackOutcome {
 /// The report is matched by the original `Message-ID`, else by its recipient (the most
 /// recent message to that address), else to the contact with that address.
 ///
+/// A report acts on the contact only when it is about the contact: its recipient is the
+/// message's address, or the message had no copies (its template names no `cc` or
+/// `bcc`, so the contact was its only recipient). A report of a message with copies that
+/// names another recipient, or none, is a copy refusal: it is noted on the message's last
+/// reply, once, and the contact is left as it is.
+///
 /// # Errors
 /// [`AppError::BadRequest`] when the body is not a report or matches nothing of the
 /// account.
@@ -95,6 +101,11 @@ pub fn record_report(
     in_transaction(services.db.as_ref(), |tx| {
         let (message, contact) = find_target(tx, account, known_message, report)?;
         let message_id = message.as_ref().map(|message| message.id);
+        if let Some(message) = &message {
+            if let Some(copy) = copy_recipient(tx, account, message, report)? {
+                return note_copy(tx, account, message, &contact, &copy, report, now);
+            }
+        }
         let outcome = |kind, recorded, reason| FeedbackOutcome {
             kind,
             message_id,
@@ -145,8 +156,90 @@ pub fn record_report(
     })
 }
 
+/// Who the report is about when it may not be the message's contact: its recipient, or
+/// "a recipient the report does not name", when the message may have had copies and the
+/// report does not name the message's address. `None` when it is about the contact.
+fn copy_recipient(
+    tx: &mut dyn UnitOfWork,
+    account: AccountId,
+    message: &Message,
+    report: &FeedbackReport,
+) -> Result<Option<String>, AppError> {
+    if matches!(report.kind, FeedbackKind::Ignored { .. }) {
+        return Ok(None);
+    }
+    if report
+        .recipient
+        .as_ref()
+        .is_some_and(|recipient| recipient.normalized() == message.email.to_lowercase())
+    {
+        return Ok(None);
+    }
+    // The message's copies are not stored: its template says whether it had any (a
+    // template that is gone may have had them). A message without copies had one
+    // recipient, the contact: a report naming another address (a forward, an alias, a
+    // redacted one) can only be about it.
+    let copies = tx
+        .find_template(account, message.template_id)?
+        .is_none_or(|template| {
+            [&template.cc, &template.bcc].into_iter().any(|field| {
+                field
+                    .as_deref()
+                    .is_some_and(|value| !value.trim().is_empty())
+            })
+        });
+    if !copies {
+        return Ok(None);
+    }
+    Ok(Some(report.recipient.as_ref().map_or_else(
+        || "a recipient the report does not name".to_owned(),
+        ToString::to_string,
+    )))
+}
+
+/// Records a report about one of the message's copies: a note on the message, once.
+fn note_copy(
+    tx: &mut dyn UnitOfWork,
+    account: AccountId,
+    message: &Message,
+    contact: &Contact,
+    copy: &str,
+    report: &FeedbackReport,
+    now: Timestamp,
+) -> Result<FeedbackOutcome, AppError> {
+    let (kind, what) = match &report.kind {
+        FeedbackKind::Complaint => (FeedbackType::Complaint, "complained".to_owned()),
+        FeedbackKind::Bounce { diagnostic } => {
+            (FeedbackType::Bounce, format!("bounced ({diagnostic})"))
+        }
+        FeedbackKind::Ignored { reason } => {
+            return Ok(FeedbackOutcome {
+                kind: FeedbackType::Ignored,
+                message_id: Some(message.id),
+                contact_id: contact.id,
+                recorded: false,
+                reason: Some(reason.clone()),
+            })
+        }
+    };
+    let note = format!("late report: copy recipient {copy} {what}");
+    let recorded = tx.note_copy_refusal(account, message.id, &note, now)?;
+    Ok(FeedbackOutcome {
+        kind,
+        message_id: Some(message.id),
+        contact_id: contact.id,
+        recorded,
+        reason: Some(format!(
+            "the report is about {copy}, not the message's contact {}: noted on the \
+             message, the contact is left as it is",
+            message.email
+        )),
+    })
+}
+
 /// The message and contact the report is about: by `Message-ID`, else the latest message
-/// to the recipient, else the contact with the recipient's address.
+/// to the recipient (or the quoted original's `To`), else the contact with the
+/// recipient's address.
 fn find_target(
     tx: &mut dyn UnitOfWork,
     account: AccountId,
@@ -172,7 +265,7 @@ fn find_target(
         }
     }
     if message.is_none() {
-        if let Some(recipient) = &report.recipient {
+        if let Some(recipient) = report.recipient.as_ref().or(report.original_to.as_ref()) {
             message = tx.find_latest_message_to(account, recipient)?;
         }
     }

@@ -125,6 +125,7 @@ impl MailgunRequest {
             kind,
             original_message_id,
             recipient,
+            original_to: None,
         })
     }
 }

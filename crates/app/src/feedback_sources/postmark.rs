@@ -81,6 +81,7 @@ pub fn report(body: &[u8]) -> Result<FeedbackReport, String> {
         // `MessageID` is Postmark's own id, not the message's header.
         original_message_id: None,
         recipient: value["Email"].as_str().and_then(plain_address),
+        original_to: None,
     })
 }
 

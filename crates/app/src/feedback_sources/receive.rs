@@ -96,6 +96,10 @@ pub fn receive_provider_events(
             if !source.topic_arns.contains(&message.topic_arn) {
                 return Err(AppError::Unauthorized);
             }
+            // Before any certificate is fetched: a replayed old message costs no fetch.
+            if !message.fresh(now) {
+                return Err(AppError::Unauthorized);
+            }
             let key = signing_key(services, &message.signing_cert_url)?;
             message.verify(&key).map_err(|_| AppError::Unauthorized)?;
             match message.kind.as_str() {
@@ -143,6 +147,10 @@ pub fn receive_provider_events(
             let (Some(signature), Some(timestamp)) = (signature, timestamp) else {
                 return Err(AppError::Unauthorized);
             };
+            let unix_now = i64::try_from(now.unix_millis() / 1000).unwrap_or(i64::MAX);
+            if !sendgrid::fresh(timestamp, unix_now) {
+                return Err(AppError::Unauthorized);
+            }
             if !sendgrid::verify(&key, signature, timestamp, &request.body) {
                 return Err(AppError::Unauthorized);
             }

@@ -16,6 +16,18 @@ pub const SIGNATURE_HEADER: &str = "x-twilio-email-event-webhook-signature";
 /// The timestamp header.
 pub const TIMESTAMP_HEADER: &str = "x-twilio-email-event-webhook-timestamp";
 
+/// How far the signed timestamp (Unix seconds) may be from now, in seconds, either way:
+/// a signed request replayed later than this is refused (as Mailgun's are).
+pub const MAX_SKEW_SECS: i64 = 300;
+
+/// Whether the signed timestamp header is within [`MAX_SKEW_SECS`] of `now_unix`.
+pub fn fresh(timestamp: &str, now_unix: i64) -> bool {
+    timestamp
+        .trim()
+        .parse::<i64>()
+        .is_ok_and(|at| (now_unix - at).abs() <= MAX_SKEW_SECS)
+}
+
 /// The verification key, from its base64 DER text.
 ///
 /// # Errors
@@ -98,6 +110,7 @@ pub fn reports(body: &[u8]) -> Result<Vec<FeedbackReport>, String> {
                 kind,
                 original_message_id: event["smtp-id"].as_str().and_then(message_id),
                 recipient: event["email"].as_str().and_then(plain_address),
+                original_to: None,
             })
         })
         .collect()

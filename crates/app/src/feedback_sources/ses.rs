@@ -16,6 +16,14 @@ use sha2::{Digest as _, Sha256};
 /// The most recipients of one SES event read (SES itself sends at most 50).
 pub const MAX_RECIPIENTS: usize = 100;
 
+/// How old an SNS message's `Timestamp` (its publication) may be: SNS keeps retrying a
+/// delivery for a while with the same timestamp, so this is longer than the 5 minutes of
+/// Mailgun and SendGrid, whose requests are signed when sent.
+pub const MAX_AGE_SECS: i64 = 60 * 60;
+
+/// How far in the future an SNS message's `Timestamp` may be (clocks differ).
+pub const MAX_AHEAD_SECS: i64 = 300;
+
 /// An SNS message as posted to an HTTPS subscription.
 #[derive(Debug, Clone, Deserialize)]
 pub struct SnsMessage {
@@ -59,6 +67,16 @@ pub struct SnsMessage {
 pub struct BadSignature(pub &'static str);
 
 impl SnsMessage {
+    /// Whether its `Timestamp` is within [`MAX_AGE_SECS`] before and [`MAX_AHEAD_SECS`]
+    /// after `now`; a timestamp that does not parse is not.
+    pub fn fresh(&self, now: mailroom_domain::Timestamp) -> bool {
+        mailroom_domain::Timestamp::parse(&self.timestamp).is_ok_and(|at| {
+            let ahead_millis = at.unix_millis() - now.unix_millis();
+            ahead_millis <= i128::from(MAX_AHEAD_SECS) * 1000
+                && -ahead_millis <= i128::from(MAX_AGE_SECS) * 1000
+        })
+    }
+
     /// Reads the envelope.
     ///
     /// # Errors
@@ -170,6 +188,7 @@ pub fn reports(message: &str) -> Result<Vec<FeedbackReport>, String> {
         kind,
         original_message_id: original.clone(),
         recipient,
+        original_to: None,
     };
     match kind {
         "Bounce" => {

@@ -64,7 +64,7 @@ pub fn prepare_messages(
     let jobs = if rendered.is_empty() {
         Vec::new()
     } else {
-        finish_rendered(services, &claim.lease, rendered)?
+        finish_rendered(services, &claim.lease, rendered, &[])?
     };
     Ok(PreparedMessages {
         lease: claim.lease,
@@ -74,7 +74,8 @@ pub fn prepare_messages(
 }
 
 /// Stores the tracking links of the rendered messages and fails the ones that did not
-/// render, in one transaction; returns the messages to send.
+/// render, in one transaction; returns the messages to send. The `deferred` ones (not
+/// rendered in this claim) go back to the queue, due at once, with no attempt spent.
 ///
 /// # Errors
 /// [`AppError`] when the store fails; nothing is written then.
@@ -82,9 +83,15 @@ pub fn finish_rendered(
     services: &Services,
     lease: &Lease,
     rendered: Vec<(RenderJob, RenderOutcome)>,
+    deferred: &[RenderJob],
 ) -> Result<Vec<MessageJob>, AppError> {
     let now = services.clock.now();
     in_transaction(services.db.as_ref(), |tx| {
+        for job in deferred {
+            let mut later = job.message.clone();
+            later.defer(now);
+            tx.record_message_state(&later, lease.token)?;
+        }
         let mut jobs = Vec::with_capacity(rendered.len());
         for (job, outcome) in &rendered {
             match outcome {

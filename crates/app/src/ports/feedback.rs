@@ -52,4 +52,18 @@ pub trait FeedbackRepository {
         reply: &str,
         now: Timestamp,
     ) -> Result<bool, StoreError>;
+
+    /// Appends `note` (a late report about one of the message's copies) to the message's
+    /// last reply, whatever its state, unless the last reply already holds it; whether
+    /// it was appended (`false` for a repeat, or an unknown message).
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn note_copy_refusal(
+        &mut self,
+        account: AccountId,
+        message: MessageId,
+        note: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError>;
 }

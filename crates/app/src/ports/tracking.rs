@@ -78,16 +78,16 @@ pub trait SubscriptionRepository {
         now: Timestamp,
     ) -> Result<bool, StoreError>;
 
-    /// Records the contact's unsubscription from the topic; `true` only when this call
-    /// added it.
+    /// Records the contact's unsubscription from each of the topics, in one statement;
+    /// answers the topics this call added (those already unsubscribed are left out).
     ///
     /// # Errors
     /// [`StoreError`] on store failure, including an unknown contact or topic.
-    fn unsubscribe_contact_from_topic(
+    fn unsubscribe_contact_from_topics(
         &mut self,
         account: AccountId,
         contact: ContactId,
-        topic: TopicId,
+        topics: &[TopicId],
         now: Timestamp,
-    ) -> Result<bool, StoreError>;
+    ) -> Result<Vec<TopicId>, StoreError>;
 }

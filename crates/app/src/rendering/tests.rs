@@ -536,10 +536,54 @@ fn huge_output_is_too_large() {
     assert_eq!(
         error,
         RenderError::TooLarge {
-            field: "textContent"
+            field: "textContent",
+            header: false
         }
     );
     assert_eq!(error.field(), "textContent");
+    assert!(error.to_string().contains("too large"), "{error}");
+}
+
+#[test]
+fn the_message_is_bounded_to_2_mib_across_its_fields_and_each_header_to_4_kib() {
+    // 1.5 MiB of HTML and 1.5 MiB of text: each fits alone, not both.
+    let mut t = template();
+    t.content = "{{ 'h' * 1572864 }}".to_owned();
+    t.text_content = Some("{{ 't' * 1572864 }}".to_owned());
+    let error = render(&t).expect_err("3 MiB in all");
+    assert_eq!(
+        error,
+        RenderError::TooLarge {
+            field: "textContent",
+            header: false
+        }
+    );
+    assert_eq!(
+        error.to_string(),
+        "textContent: the rendered output is too large (more than 2 MiB in the message's \
+         fields together)"
+    );
+    t.text_content = Some("{{ 't' * 500000 }}".to_owned());
+    let message = render(&t).expect("2 MiB in all");
+    assert_eq!(
+        message.html.len() + message.text.map_or(0, |t| t.len()),
+        2_072_864
+    );
+
+    // A header field has 4 KiB of its own.
+    let mut t = template();
+    t.cc = Some("{{ 'c' * 4097 }}".to_owned());
+    let error = render(&t).expect_err("a 4097-byte cc");
+    assert_eq!(
+        error,
+        RenderError::TooLarge {
+            field: "cc",
+            header: true
+        }
+    );
+    assert!(error.to_string().contains("4096 bytes"), "{error}");
+    t.cc = Some("{{ 'c' * 4096 }}".to_owned());
+    assert_eq!(render(&t).expect("4 KiB").cc.map(|cc| cc.len()), Some(4096));
 }
 
 #[test]

@@ -5,6 +5,7 @@ mod create_template;
 mod delete_template;
 mod get_template;
 mod list_templates;
+mod preview_slots;
 mod preview_template;
 mod test_send;
 mod update_template;
@@ -14,6 +15,9 @@ pub use create_template::create_template;
 pub use delete_template::delete_template;
 pub use get_template::get_template;
 pub use list_templates::list_templates;
+pub use preview_slots::{
+    AccountSlots, PreviewSlot, PreviewSlots, MAX_IMPORTS_PER_ACCOUNT, MAX_PREVIEWS_PER_ACCOUNT,
+};
 pub use preview_template::{preview_draft, preview_template, PreviewRequest, PREVIEW_ADDRESS};
 pub use test_send::test_send;
 pub use update_template::update_template;

@@ -3,7 +3,7 @@ use mailroom_domain::{
 };
 use serde_json::{Map, Value};
 
-use super::check_template_syntax;
+use super::{check_template_syntax, MAX_PREVIEWS_PER_ACCOUNT};
 use crate::{
     auth::Member,
     messages::claim_batch::choose_server,
@@ -42,7 +42,9 @@ pub struct PreviewRequest {
 /// [`AppError::NotFound`] for an unknown template; [`AppError::Invalid`] naming the field
 /// and line of a syntax error; [`AppError::BadRequest`] when the template fails to
 /// render (unknown filter, out of fuel, too much output, out of memory), naming the
-/// field; [`AppError::Unavailable`] when no renderer could run.
+/// field, or when it runs past the preview deadline; [`AppError::TooManyAtOnce`] when the
+/// account already has `MAX_PREVIEWS_PER_ACCOUNT` previews rendering;
+/// [`AppError::Unavailable`] when no renderer could run.
 pub fn preview_template(
     services: &Services,
     member: &Member,
@@ -56,7 +58,7 @@ pub fn preview_template(
             .ok_or(AppError::NotFound)?;
         render_request(tx, services, member, &found, request)
     })?;
-    render_preview(services, &render)
+    render_preview(services, member, &render)
 }
 
 /// As [`preview_template`], for a draft of a template that is not saved (the console's
@@ -74,7 +76,7 @@ pub fn preview_draft(
     let render = in_transaction(services.db.as_ref(), |tx| {
         render_request(tx, services, member, draft, request)
     })?;
-    render_preview(services, &render)
+    render_preview(services, member, &render)
 }
 
 fn render_request(
@@ -139,8 +141,15 @@ fn render_request(
 
 fn render_preview(
     services: &Services,
+    member: &Member,
     request: &RenderRequest,
 ) -> Result<RenderedMessage, AppError> {
+    let _slot = services.previews.enter(member.account()).ok_or_else(|| {
+        AppError::TooManyAtOnce(format!(
+            "this account already has {MAX_PREVIEWS_PER_ACCOUNT} previews rendering; retry \
+             once one has answered"
+        ))
+    })?;
     services
         .renderer
         .render(request)

@@ -56,14 +56,33 @@ pub fn unsubscribe(
                 if topics.is_empty() {
                     return Err(AppError::BadRequest("choose at least one topic".into()));
                 }
-                for topic in topics {
-                    if !before.topics.iter().any(|known| known.id == *topic) {
-                        return Err(AppError::BadRequest(format!("unknown topic {topic}")));
-                    }
-                    if tx.unsubscribe_contact_from_topic(account, contact_id, *topic, now)? {
-                        changes.push(Some(*topic));
-                    }
+                // The page lists each topic once: a form naming more than the account
+                // has is not the page's, and each topic is written once.
+                if topics.len() > before.topics.len() {
+                    return Err(AppError::BadRequest(format!(
+                        "the form names {} topics; the account has {}",
+                        topics.len(),
+                        before.topics.len()
+                    )));
                 }
+                let mut chosen = topics.clone();
+                chosen.sort_unstable();
+                chosen.dedup();
+                if let Some(unknown) = chosen
+                    .iter()
+                    .find(|topic| !before.topics.iter().any(|known| known.id == **topic))
+                {
+                    return Err(AppError::BadRequest(format!("unknown topic {unknown}")));
+                }
+                let added =
+                    tx.unsubscribe_contact_from_topics(account, contact_id, &chosen, now)?;
+                // In id order (topic ids are time-ordered: the order they were created).
+                changes.extend(
+                    chosen
+                        .iter()
+                        .filter(|topic| added.contains(topic))
+                        .map(|topic| Some(*topic)),
+                );
             }
         }
         for topic_id in &changes {

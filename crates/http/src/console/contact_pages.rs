@@ -40,7 +40,9 @@ use super::{
     pages::{day_and_minute, message, require_session, see_other, CsrfForm},
     render,
 };
-use crate::routes::contacts_import::{ChannelReader, CHANNEL_CHUNKS, MAX_IMPORT_BYTES};
+use crate::routes::contacts_import::{
+    next_within, ChannelReader, ImportLimits, CHANNEL_CHUNKS, IMPORT_DEADLINE, MAX_IMPORT_BYTES,
+};
 
 /// Condition rows the segment builder shows at first, and at most.
 const FIRST_ROWS: usize = 3;
@@ -870,9 +872,29 @@ pub(super) async fn import(
         Ok(member) => member,
         Err(error) => return error_page(&error),
     };
-    let mut file = match form.next().await {
-        Some(Ok(field)) if field.name() == Some("file") => field,
+    let limits = req.app_data::<web::Data<ImportLimits>>().map_or(
+        ImportLimits {
+            idle: crate::DEFAULT_IMPORT_IDLE_TIMEOUT,
+            overall: IMPORT_DEADLINE,
+        },
+        |limits| *limits.get_ref(),
+    );
+    let started = tokio::time::Instant::now();
+    let mut file = match next_within(&mut form, limits, started).await {
+        Ok(Some(Ok(field))) if field.name() == Some("file") => field,
+        Err(stalled) => return bad_upload(&stalled.text()),
         _ => return bad_upload("Choose a CSV file to import."),
+    };
+    let Some(_slot) = services.imports.enter(member.account()) else {
+        return error_page(&AppError::TooManyAtOnce(format!(
+            "This account already runs {} imports; try again once one has finished.",
+            services.imports.limit()
+        )));
+    };
+    // No parser thread for an upload that sends nothing.
+    let mut first = match next_within(&mut file, limits, started).await {
+        Ok(first) => first,
+        Err(stalled) => return bad_upload(&stalled.text()),
     };
     let (sender, receiver) = mpsc::channel(CHANNEL_CHUNKS);
     let work = services.clone();
@@ -880,7 +902,7 @@ pub(super) async fn import(
     let pump = async move {
         let mut received: u64 = 0;
         let mut failure = None;
-        while let Some(chunk) = file.next().await {
+        while let Some(chunk) = first.take() {
             let item = match chunk {
                 Ok(bytes) => {
                     received += bytes.len() as u64;
@@ -905,6 +927,16 @@ pub(super) async fn import(
             }
             if failure.is_some() {
                 break;
+            }
+            match next_within(&mut file, limits, started).await {
+                Ok(next) => first = next,
+                Err(stalled) => {
+                    let _ = sender
+                        .send(Err(std::io::Error::other(stalled.text())))
+                        .await;
+                    failure = Some(stalled.text());
+                    break;
+                }
             }
         }
         drop(sender);

@@ -422,6 +422,9 @@ fn error_page(error: &AppError) -> HttpResponse {
                 None,
             )
         }
+        AppError::TooManyAtOnce(reason) => {
+            pages::message(StatusCode::TOO_MANY_REQUESTS, "Busy", reason, None)
+        }
         AppError::Internal(cause) => {
             tracing::error!(%cause, "console page failed");
             pages::message(

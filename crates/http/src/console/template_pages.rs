@@ -521,7 +521,9 @@ pub(super) async fn preview(
             .insert_header((header::CACHE_CONTROL, "no-store"))
             .insert_header((
                 header::CONTENT_SECURITY_POLICY,
-                "sandbox; default-src 'none'; img-src https: data:; style-src 'unsafe-inline'; \
+                // No remote loads: an image on another server would tell its owner when
+                // (and from where) a member opened the preview.
+                "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'; \
                  frame-ancestors 'self'",
             ))
             .insert_header((header::REFERRER_POLICY, "no-referrer"))

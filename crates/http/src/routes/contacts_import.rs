@@ -6,8 +6,17 @@
 //! [`contacts::import_csv`], which reads them as a `Read` (the pipeline of parser and
 //! batch writers, and its bounds, live there). The channel gives back-pressure: a client
 //! cannot upload faster than rows are stored.
+//!
+//! A slow upload holds that blocking thread, so time is bounded too: the parser starts
+//! only once the first bytes arrive, the upload may send nothing for at most
+//! [`ImportLimits::idle`] (`MAILROOM_IMPORT_IDLE_TIMEOUT`) and may take at most
+//! [`IMPORT_DEADLINE`] in all (408 past either), and an account runs at most
+//! `MAX_IMPORTS_PER_ACCOUNT` imports at once (429 beyond).
 
-use std::io::{self, Read};
+use std::{
+    io::{self, Read},
+    time::Duration,
+};
 
 use actix_web::{
     http::{header, StatusCode},
@@ -33,6 +42,68 @@ pub const MAX_IMPORT_BYTES: u64 = 200 * 1024 * 1024;
 
 /// Body chunks in flight between the network and the parser.
 pub(crate) const CHANNEL_CHUNKS: usize = 16;
+
+/// The longest an import's upload may take, start to end.
+pub const IMPORT_DEADLINE: Duration = Duration::from_secs(30 * 60);
+
+/// The time bounds of an import's upload.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ImportLimits {
+    /// The longest the upload may send nothing.
+    pub(crate) idle: Duration,
+    /// The longest it may take in all.
+    pub(crate) overall: Duration,
+}
+
+/// Why an upload stopped short.
+pub(crate) enum Stalled {
+    /// Nothing arrived for [`ImportLimits::idle`].
+    Idle(Duration),
+    /// It ran past [`ImportLimits::overall`].
+    Overall(Duration),
+}
+
+impl Stalled {
+    /// How the API answers it.
+    pub(crate) fn problem(&self) -> ApiError {
+        ApiError::new(StatusCode::REQUEST_TIMEOUT, self.text())
+    }
+
+    /// What it says.
+    pub(crate) fn text(&self) -> String {
+        match self {
+            Self::Idle(idle) => format!(
+                "the upload sent nothing for {} s; the import stopped there",
+                idle.as_secs()
+            ),
+            Self::Overall(overall) => format!(
+                "the upload took longer than {} minutes; the import stopped there",
+                overall.as_secs() / 60
+            ),
+        }
+    }
+}
+
+/// The next item of `stream`, waited for within the limits (`started` is when the upload
+/// began).
+pub(crate) async fn next_within<S>(
+    stream: &mut S,
+    limits: ImportLimits,
+    started: tokio::time::Instant,
+) -> Result<Option<S::Item>, Stalled>
+where
+    S: futures_util::Stream + Unpin,
+{
+    let left = limits.overall.saturating_sub(started.elapsed());
+    if left.is_zero() {
+        return Err(Stalled::Overall(limits.overall));
+    }
+    match tokio::time::timeout(limits.idle.min(left), stream.next()).await {
+        Ok(item) => Ok(item),
+        Err(_) if limits.idle <= left => Err(Stalled::Idle(limits.idle)),
+        Err(_) => Err(Stalled::Overall(limits.overall)),
+    }
+}
 
 /// The answer of an import.
 #[derive(Debug, Serialize, ToSchema)]
@@ -92,15 +163,18 @@ impl From<ImportSummary> for ImportReportDto {
         (status = 200, body = ImportReportDto),
         (status = 400, body = Problem),
         (status = 401, body = Problem),
-        (status = 413, body = Problem)
+        (status = 408, body = Problem, description = "The upload sent nothing for 30 s, or took longer than 30 minutes"),
+        (status = 413, body = Problem),
+        (status = 429, body = Problem, description = "The account already runs 2 imports")
     )
 )]
 #[post("/accounts/{accountId}/contacts/import")]
 pub(crate) async fn import_contacts(
     services: web::Data<Services>,
+    limits: web::Data<ImportLimits>,
     member: Membership,
     request: HttpRequest,
-    payload: web::Payload,
+    mut payload: web::Payload,
 ) -> Result<web::Json<ImportReportDto>, ApiError> {
     if !is_csv(&request) {
         return Err(ApiError::bad_request(
@@ -115,12 +189,25 @@ pub(crate) async fn import_contacts(
     if announced.is_some_and(|length| length > MAX_IMPORT_BYTES) {
         return Err(too_large());
     }
+    let _slot = services.imports.enter(member.0.account()).ok_or_else(|| {
+        ApiError::from(mailroom_app::AppError::TooManyAtOnce(format!(
+            "this account already runs {} imports; retry once one has answered",
+            services.imports.limit()
+        )))
+    })?;
+    let limits = **limits;
+    let started = tokio::time::Instant::now();
+    // No parser thread for an upload that sends nothing.
+    let first = next_within(&mut payload, limits, started)
+        .await
+        .map_err(|stalled| stalled.problem())?;
     let (sender, receiver) = mpsc::channel(CHANNEL_CHUNKS);
     let member = member.0;
     let import = run_blocking(move || {
         contacts::import_csv(&services, &member, ChannelReader::new(receiver))
     });
-    let (imported, pumped) = tokio::join!(import, pump_body(payload, sender));
+    let pump = pump_body(first, payload, sender, limits, started);
+    let (imported, pumped) = tokio::join!(import, pump);
     // A body that failed (too large, cut off) is the cause of whatever the reader then
     // reported, so it is the answer.
     pumped?;
@@ -149,11 +236,18 @@ fn too_large() -> ApiError {
 /// the rest of the body is read and dropped chunk by chunk (memory stays at one chunk),
 /// so the client, still sending, reads the answer instead of a reset connection.
 async fn pump_body(
+    first: Option<Result<Bytes, actix_web::error::PayloadError>>,
     mut payload: web::Payload,
     sender: mpsc::Sender<io::Result<Bytes>>,
+    limits: ImportLimits,
+    started: tokio::time::Instant,
 ) -> Result<(), ApiError> {
     let mut received: u64 = 0;
-    while let Some(chunk) = payload.next().await {
+    let mut next = first;
+    loop {
+        let Some(chunk) = next.take() else {
+            return Ok(());
+        };
         let (item, failure) = match chunk {
             Ok(bytes) => {
                 received += bytes.len() as u64;
@@ -180,8 +274,16 @@ async fn pump_body(
         if let Some(failure) = failure {
             return Err(failure);
         }
+        match next_within(&mut payload, limits, started).await {
+            Ok(item) => next = item,
+            Err(stalled) => {
+                // The parser stops on the error instead of taking what came for a whole
+                // file.
+                let _ = sender.send(Err(io::Error::other(stalled.text()))).await;
+                return Err(stalled.problem());
+            }
+        }
     }
-    Ok(())
 }
 
 /// A blocking `Read` over the chunks the handler forwards; end of file when the handler

@@ -142,8 +142,11 @@ pub(crate) async fn receive_provider_events(
     };
     // A provider posts from addresses it shares between all its customers, so another
     // tenant's misconfigured source can spend that address's allowance. A source that
-    // authenticated from it recently stays reachable, as a known-good token does.
-    let known = source_key(account, id);
+    // authenticated from this very address recently stays reachable from it, as a
+    // known-good token does; from any other address it is refused like the rest (its ids
+    // are in its public URL: keyed by them alone, the exemption let any refused address
+    // go on buying lookups and SNS certificate fetches).
+    let known = source_key(account, id, client);
     if let Verdict::Refuse(retry_after) = guard.before_lookup(client, &known, Instant::now()) {
         return Err(ApiError::too_many_failed_authentications(retry_after));
     }
@@ -182,11 +185,49 @@ pub(crate) async fn receive_provider_events(
     }
 }
 
-/// The key a source is remembered by in the guard's known-good set: its two ids, which
-/// are unique together (the set takes 32-byte keys).
-fn source_key(account: AccountId, id: FeedbackSourceId) -> TokenHash {
-    let mut key = [0u8; 32];
-    key[..16].copy_from_slice(account.as_uuid().as_bytes());
-    key[16..].copy_from_slice(id.as_uuid().as_bytes());
-    TokenHash(key)
+/// The key a source is remembered by in the guard's known-good set, for the client
+/// address it authenticated from: a SHA-256 of its two ids and the address (the set
+/// takes 32-byte keys).
+fn source_key(
+    account: AccountId,
+    id: FeedbackSourceId,
+    client: Option<std::net::IpAddr>,
+) -> TokenHash {
+    use sha2::Digest as _;
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(b"feedback-source\0");
+    hasher.update(account.as_uuid().as_bytes());
+    hasher.update(id.as_uuid().as_bytes());
+    hasher.update(
+        client
+            .map(|ip| ip.to_string())
+            .unwrap_or_default()
+            .as_bytes(),
+    );
+    TokenHash(hasher.finalize().into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sources_known_good_key_names_its_client_address() {
+        let account = AccountId::from_uuid(mailroom_domain::Uuid::from_u128(1));
+        let id = FeedbackSourceId::from_uuid(mailroom_domain::Uuid::from_u128(2));
+        let provider = Some("203.0.113.1".parse().unwrap());
+        let other = Some("198.51.100.7".parse().unwrap());
+        assert_eq!(
+            source_key(account, id, provider),
+            source_key(account, id, provider)
+        );
+        assert_ne!(
+            source_key(account, id, provider),
+            source_key(account, id, other)
+        );
+        assert_ne!(
+            source_key(account, id, provider),
+            source_key(account, id, None)
+        );
+    }
 }

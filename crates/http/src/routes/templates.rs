@@ -132,13 +132,14 @@ pub(crate) async fn delete_template(
 
 /// Render the stored template as a send would, without storing or sending anything:
 /// `email` lends that contact's attributes as at send time, `data` adds variables as in a
-/// send. Rendered in the render sandbox with the delivery path's time and memory bounds.
-/// A syntax error is a 400 naming the field and line; a template that fails to render is
-/// a 400 naming the field.
+/// send. Rendered in the render sandbox with the delivery path's memory bound and a
+/// deadline of 2 s. A syntax error is a 400 naming the field and line; a template that
+/// fails to render, or renders past the deadline, is a 400 naming why. An account has at
+/// most 2 previews rendering at once: a third is a 429.
 #[utoipa::path(
     tag = "templates", request_body = PreviewBody, security(("bearer" = [])),
     params(("accountId" = String, Path, description = "Account id"), ("templateId" = String, Path, description = "Template id")),
-    responses((status = 200, body = PreviewDto), (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem), (status = 503, body = Problem))
+    responses((status = 200, body = PreviewDto), (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem), (status = 429, body = Problem, description = "The account already has 2 previews rendering"), (status = 503, body = Problem))
 )]
 #[post("/accounts/{accountId}/templates/{templateId}/preview")]
 pub(crate) async fn preview_template(

@@ -17,6 +17,7 @@ use super::contacts::{set_contact_mark, ContactMark};
 use super::PgUnitOfWork;
 use crate::{
     error::store_error,
+    prepared_sql::prepared_sql,
     schema::{contacts, messages},
     upkeep::{add_to_counters, AccountCounters},
 };
@@ -112,5 +113,32 @@ impl FeedbackRepository for PgUnitOfWork<'_> {
             add_to_counters(self.conn, account.as_uuid(), &counters)?;
         }
         Ok(true)
+    }
+
+    fn note_copy_refusal(
+        &mut self,
+        account: AccountId,
+        message: MessageId,
+        note: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        // Guarded by the note itself: a repeat of the report finds it and writes nothing.
+        // Bounded: a last reply of 8,000 characters takes no more notes.
+        prepared_sql(
+            "UPDATE messages \
+             SET last_reply = CASE WHEN last_reply IS NULL OR last_reply = '' THEN $3 \
+                                   ELSE last_reply || '; ' || $3 END, \
+                 updated_at = $4 \
+             WHERE account_id = $1 AND id = $2 \
+               AND strpos(coalesce(last_reply, ''), $3) = 0 \
+               AND length(coalesce(last_reply, '')) < 8000",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
+        .bind::<diesel::sql_types::Uuid, _>(message.as_uuid())
+        .bind::<diesel::sql_types::Text, _>(note)
+        .bind::<diesel::sql_types::Timestamptz, _>(now.as_datetime())
+        .execute(self.conn)
+        .map(|n| n > 0)
+        .map_err(store_error)
     }
 }

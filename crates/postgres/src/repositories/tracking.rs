@@ -167,23 +167,33 @@ impl SubscriptionRepository for PgUnitOfWork<'_> {
         set_contact_mark(self.conn, account, contact, ContactMark::Unsubscribed, now)
     }
 
-    fn unsubscribe_contact_from_topic(
+    fn unsubscribe_contact_from_topics(
         &mut self,
         account: AccountId,
         contact: ContactId,
-        topic: TopicId,
+        topics: &[TopicId],
         now: Timestamp,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Vec<TopicId>, StoreError> {
+        if topics.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = topics
+            .iter()
+            .map(|topic| {
+                (
+                    topic_unsubscriptions::account_id.eq(account.as_uuid()),
+                    topic_unsubscriptions::contact_id.eq(contact.as_uuid()),
+                    topic_unsubscriptions::topic_id.eq(topic.as_uuid()),
+                    topic_unsubscriptions::created_at.eq(now.as_datetime()),
+                )
+            })
+            .collect::<Vec<_>>();
         diesel::insert_into(topic_unsubscriptions::table)
-            .values((
-                topic_unsubscriptions::account_id.eq(account.as_uuid()),
-                topic_unsubscriptions::contact_id.eq(contact.as_uuid()),
-                topic_unsubscriptions::topic_id.eq(topic.as_uuid()),
-                topic_unsubscriptions::created_at.eq(now.as_datetime()),
-            ))
+            .values(&rows)
             .on_conflict_do_nothing()
-            .execute(self.conn)
-            .map(|n| n > 0)
+            .returning(topic_unsubscriptions::topic_id)
+            .get_results::<uuid::Uuid>(self.conn)
+            .map(|added| added.into_iter().map(TopicId::from_uuid).collect())
             .map_err(store_error)
     }
 }
