@@ -93,6 +93,30 @@ impl CitusCluster {
         self.spare.url("postgres")
     }
 
+    /// Removes what earlier test runs left on every node: transactions a test left
+    /// prepared (a prepared transaction holds back every shard move on its node), then
+    /// the test databases (`mailroom_test_*`) that nobody is connected to.
+    pub fn drop_leftover_test_databases(&self) {
+        for node in self.nodes() {
+            let url = node.url("postgres");
+            let leftovers = psql_value(
+                &url,
+                r"SELECT string_agg(database || ' ' || gid, E'\n') FROM pg_prepared_xacts
+                  WHERE database LIKE 'mailroom\_test\_%'",
+            )
+            .unwrap_or_default();
+            for line in leftovers.lines() {
+                if let Some((database, gid)) = line.split_once(' ') {
+                    let _ = psql(
+                        &node.url(database),
+                        &format!("ROLLBACK PREPARED '{}'", gid.replace('\'', "''")),
+                    );
+                }
+            }
+            postgres::drop_leftover_test_databases(&url);
+        }
+    }
+
     /// Starts every node that is not running (creating it first if need be), with a
     /// watchdog each that stops it when xtask ends; returns the watchdogs (empty when
     /// all were running already, and are left running).

@@ -235,7 +235,7 @@ fn run_citus_tests(args: &[String]) -> Result<()> {
     postgres::ensure_libpq()?;
     let cluster = crate::citus::RunningCluster::provide()?;
     let url = cluster.cluster.url("postgres");
-    postgres::drop_leftover_test_databases(&url);
+    cluster.cluster.drop_leftover_test_databases();
     let mut tests = match TestRunner::provide() {
         TestRunner::Nextest => {
             let mut command = cargo();

@@ -42,6 +42,9 @@ fn files_citing_outside_documents() -> Vec<String> {
     tracked_files()
         .into_iter()
         .filter(|name| name != "CHANGELOG.md")
+        // CI runs in a checkout with shared/ beside it, and takes the Citus source from
+        // there; nothing else may lean on it.
+        .filter(|name| name != ".ci/run")
         .filter(|name| {
             fs::read_to_string(root.join(name)).is_ok_and(|text| {
                 text.contains(DESIGN_DOCUMENT)

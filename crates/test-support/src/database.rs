@@ -175,6 +175,11 @@ impl Drop for TestDatabase {
             .chain(citus_spare());
         for node in nodes {
             if let Ok(mut admin) = PgConnection::establish(&node) {
+                // On Citus a test that ended mid-commit can leave its two-phase commits
+                // prepared on the workers; nothing would resolve them once the database is
+                // gone, and a prepared transaction holds back every shard move on that
+                // node (a replication slot waits for it). They go first.
+                roll_back_prepared(&node, &self.name);
                 // Leftovers from a failed drop are removed by `cargo xtask test` at the
                 // next run.
                 let _ = admin.batch_execute(&format!(
@@ -182,6 +187,36 @@ impl Drop for TestDatabase {
                     self.name
                 ));
             }
+        }
+    }
+}
+
+/// Rolls back the transactions left prepared in database `name` of the node whose
+/// maintenance URL is `node_url` (none off Citus, or after a clean test).
+fn roll_back_prepared(node_url: &str, name: &str) {
+    use diesel::{sql_types::Text, QueryableByName, RunQueryDsl};
+    #[derive(QueryableByName)]
+    struct Prepared {
+        #[diesel(sql_type = Text)]
+        gid: String,
+    }
+    let Ok(mut admin) = PgConnection::establish(node_url) else {
+        return;
+    };
+    let prepared: Vec<Prepared> =
+        diesel::sql_query("SELECT gid FROM pg_prepared_xacts WHERE database = $1")
+            .bind::<Text, _>(name)
+            .load(&mut admin)
+            .unwrap_or_default();
+    if prepared.is_empty() {
+        return;
+    }
+    let Some(url) = url_with_database(node_url, name) else {
+        return;
+    };
+    if let Ok(mut conn) = PgConnection::establish(&url) {
+        for Prepared { gid } in prepared {
+            let _ = conn.batch_execute(&format!("ROLLBACK PREPARED '{}'", gid.replace('\'', "''")));
         }
     }
 }
