@@ -246,7 +246,13 @@ fn build_and_install(binaries: &Binaries, source: &Path) -> Result<()> {
         ));
     }
     let pg_config = binaries.dir.join("pg_config");
-    let major = pg_major(&pg_config).unwrap_or_default();
+    // The server's own version: pg_config comes with the -dev package, not yet installed.
+    let major = server_major(&binaries.dir.join("postgres")).ok_or_else(|| {
+        format!(
+            "cannot tell the version of {}",
+            binaries.dir.join("postgres").display()
+        )
+    })?;
     note(&format!(
         "Citus: not installed; building it from {} for PostgreSQL {major} (a few minutes)",
         source.display()
@@ -351,12 +357,12 @@ fn build_step(words: &[&str], pg_config: &Path, tree: &Path, log: &Path) -> Resu
     ))
 }
 
-fn pg_major(pg_config: &Path) -> Option<u32> {
-    let output = Command::new(pg_config).arg("--version").output().ok()?;
-    // `PostgreSQL 15.20 (Debian …)`
+/// `postgres (PostgreSQL) 15.20 (Debian …)` → 15.
+fn server_major(postgres: &Path) -> Option<u32> {
+    let output = Command::new(postgres).arg("--version").output().ok()?;
     let text = String::from_utf8_lossy(&output.stdout);
     text.split_whitespace()
-        .nth(1)?
+        .nth(2)?
         .split('.')
         .next()?
         .parse()
