@@ -7,7 +7,7 @@
 //! were 17 % of the worker's CPU for a 5 KB HTML body. Here one scan picks the encoding
 //! and the writer copies whole runs of literal bytes: the output is the same kind of body
 //! lettre builds (7bit when it can be, quoted-printable for mostly-ASCII text, the rest
-//! left to lettre's base64), checked against a MIME parser in the tests below.
+//! left to lettre's base64 encoder), checked against a MIME parser in the tests below.
 
 use lettre::message::{header::ContentTransferEncoding, Body};
 
@@ -53,7 +53,10 @@ pub(crate) fn encode_text(text: &str) -> Body {
             ContentTransferEncoding::QuotedPrintable,
         );
     }
-    Body::new(text.to_owned())
+    // Base64 by name: lettre's own choice would send a text with a bare CR (which no other
+    // encoding here can carry) as 7bit, CR and all.
+    Body::new_with_encoding(text.to_owned(), ContentTransferEncoding::Base64)
+        .unwrap_or_else(|_| Body::new(text.to_owned()))
 }
 
 /// Whether `bytes` may go as they are: ASCII without NUL, every `\r` the start of a CRLF,
