@@ -1,4 +1,4 @@
-//! Rendering isolation (issue 13, defect 2): a template that builds gigabytes of values in
+//! Rendering isolation: a template that builds gigabytes of values in
 //! a few instructions (fuel bounds instructions, not memory) fails its own message,
 //! visibly, and the real `mailroom worker` process keeps delivering everyone else's mail
 //! with its memory bounded: it renders in `render-sandbox` children whose address space
@@ -16,6 +16,41 @@ use support::Deployment;
 /// 100,000,000 bytes, then doubled six times: 6.4 GB if nothing stops it.
 const MEMORY_BOMB: &str = "{% set x = \"x\" * 100000000 %}{% set x = x ~ x %}{% set x = x ~ x %}\
 {% set x = x ~ x %}{% set x = x ~ x %}{% set x = x ~ x %}{% set x = x ~ x %}{{ x | length }}";
+
+/// A second account of the deployment's user, sending through the deployment's SMTP
+/// server (from `hello@<name in lower case>.example`), with one template; its id.
+async fn account_with_template(
+    deployment: &Deployment,
+    name: &str,
+    template: serde_json::Value,
+) -> String {
+    let account = deployment
+        .call(Method::POST, "/v2/accounts", Some(json!({ "name": name })))
+        .await["_id"]
+        .as_str()
+        .expect("account id")
+        .to_owned();
+    let sender = format!("hello@{}.example", name.to_lowercase());
+    deployment
+        .call(
+            Method::POST,
+            &format!("/v2/accounts/{account}/mail-servers"),
+            Some(json!({
+                "serviceType": "smtp", "host": "127.0.0.1", "port": deployment.smtp.port(),
+                "secure": false, "requireTLS": false, "user": "", "password": "",
+                "defaultFromEmail": sender, "defaultFromName": name
+            })),
+        )
+        .await;
+    deployment
+        .call(
+            Method::POST,
+            &format!("/v2/accounts/{account}/templates"),
+            Some(template),
+        )
+        .await;
+    account
+}
 
 /// The peak resident set of a process (`VmHWM` of `/proc/<pid>/status`), in bytes.
 fn peak_rss(pid: u32) -> u64 {
@@ -36,31 +71,12 @@ fn peak_rss(pid: u32) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_memory_bomb_template_fails_its_message_and_the_worker_delivers_the_rest() {
     let deployment = Deployment::start("render_bomb", TestSmtpOptions::default()).await;
-    let bomb = deployment
-        .call(Method::POST, "/v2/accounts", Some(json!({"name": "Bomb"})))
-        .await["_id"]
-        .as_str()
-        .expect("account id")
-        .to_owned();
-    deployment
-        .call(
-            Method::POST,
-            &format!("/v2/accounts/{bomb}/mail-servers"),
-            Some(json!({
-                "serviceType": "smtp", "host": "127.0.0.1", "port": deployment.smtp.port(),
-                "secure": false, "requireTLS": false, "user": "", "password": "",
-                "defaultFromEmail": "hello@bomb.example", "defaultFromName": "Bomb"
-            })),
-        )
-        .await;
-    deployment
-        .call(
-            Method::POST,
-            &format!("/v2/accounts/{bomb}/templates"),
-            Some(json!({"name": "Bomb", "slug": "bomb", "subject": "Boom",
-                        "content": MEMORY_BOMB})),
-        )
-        .await;
+    let bomb = account_with_template(
+        &deployment,
+        "Bomb",
+        json!({"name": "Bomb", "slug": "bomb", "subject": "Boom", "content": MEMORY_BOMB}),
+    )
+    .await;
     let bombed = deployment
         .call(
             Method::POST,
@@ -144,30 +160,12 @@ const SLOW: &str =
 async fn a_template_past_the_5_s_render_deadline_fails_and_another_accounts_20_arrive_within_30_s()
 {
     let deployment = Deployment::start("render_slow", TestSmtpOptions::default()).await;
-    let slow = deployment
-        .call(Method::POST, "/v2/accounts", Some(json!({"name": "Slow"})))
-        .await["_id"]
-        .as_str()
-        .expect("account id")
-        .to_owned();
-    deployment
-        .call(
-            Method::POST,
-            &format!("/v2/accounts/{slow}/mail-servers"),
-            Some(json!({
-                "serviceType": "smtp", "host": "127.0.0.1", "port": deployment.smtp.port(),
-                "secure": false, "requireTLS": false, "user": "", "password": "",
-                "defaultFromEmail": "hello@slow.example", "defaultFromName": "Slow"
-            })),
-        )
-        .await;
-    deployment
-        .call(
-            Method::POST,
-            &format!("/v2/accounts/{slow}/templates"),
-            Some(json!({"name": "Slow", "slug": "slow", "subject": "Slow", "content": SLOW})),
-        )
-        .await;
+    let slow = account_with_template(
+        &deployment,
+        "Slow",
+        json!({"name": "Slow", "slug": "slow", "subject": "Slow", "content": SLOW}),
+    )
+    .await;
     let mut slowed = Vec::new();
     for n in 0..5 {
         slowed.push(
@@ -271,31 +269,7 @@ const HUGE: &str = "{{ 'x' * 9000000 }}";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_template_of_18_mb_to_128_contacts_fails_too_large_and_the_worker_stays_under_160_mib() {
     let deployment = Deployment::start("render_huge", TestSmtpOptions::default()).await;
-    let huge = deployment
-        .call(Method::POST, "/v2/accounts", Some(json!({"name": "Huge"})))
-        .await["_id"]
-        .as_str()
-        .expect("account id")
-        .to_owned();
-    deployment
-        .call(
-            Method::POST,
-            &format!("/v2/accounts/{huge}/mail-servers"),
-            Some(json!({
-                "serviceType": "smtp", "host": "127.0.0.1", "port": deployment.smtp.port(),
-                "secure": false, "requireTLS": false, "user": "", "password": "",
-                "defaultFromEmail": "hello@huge.example", "defaultFromName": "Huge"
-            })),
-        )
-        .await;
-    deployment
-        .call(
-            Method::POST,
-            &format!("/v2/accounts/{huge}/templates"),
-            Some(json!({"name": "Huge", "slug": "huge", "subject": "Huge",
-                        "content": HUGE, "textContent": HUGE})),
-        )
-        .await;
+    let huge = account_with_template(&deployment, "Huge", json!({"name": "Huge", "slug": "huge", "subject": "Huge", "content": HUGE, "textContent": HUGE})).await;
     for n in 0..128 {
         deployment
             .call(
