@@ -30,6 +30,13 @@ pub enum AppError {
     /// A dependency (the database) is unreachable; retrying later may succeed.
     #[error("service unavailable: {0}")]
     Unavailable(String),
+    /// The part of the store that holds one account's rows cannot be reached, or its
+    /// statement waited past the timeout (a Citus worker node is away, or a shard of the
+    /// account is being moved): other accounts' work may go on. Answered like
+    /// [`AppError::Unavailable`]; the workers leave the account out of their claims for a
+    /// while instead of failing every claim on it.
+    #[error("the store of account {0} is unavailable: {1}")]
+    AccountUnavailable(mailroom_domain::AccountId, String),
     /// A statement ran past the transaction's statement timeout and was cancelled (503:
     /// the load may pass, or the client may narrow the request).
     #[error("statement timed out: {0}")]
@@ -77,6 +84,20 @@ pub enum StoreError {
     /// Anything else.
     #[error("store failure: {0}")]
     Other(String),
+}
+
+impl StoreError {
+    /// This error of a statement that reads or writes only `account`'s rows: a store that
+    /// could not be reached, or a statement that timed out, is that account's
+    /// ([`AppError::AccountUnavailable`]); anything else converts as usual.
+    pub fn of_account(self, account: mailroom_domain::AccountId) -> AppError {
+        match self {
+            StoreError::Unavailable(reason) | StoreError::TimedOut(reason) => {
+                AppError::AccountUnavailable(account, reason)
+            }
+            other => other.into(),
+        }
+    }
 }
 
 impl From<StoreError> for AppError {

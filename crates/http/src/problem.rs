@@ -190,7 +190,7 @@ impl From<AppError> for ApiError {
             AppError::Unauthorized => Self::unauthorized(),
             AppError::NotFound => Self::not_found(),
             AppError::Forbidden(detail) => Self::new(StatusCode::FORBIDDEN, detail),
-            AppError::Unavailable(reason) => {
+            AppError::Unavailable(reason) | AppError::AccountUnavailable(_, reason) => {
                 tracing::warn!(%reason, "dependency unavailable");
                 Self::new(
                     StatusCode::SERVICE_UNAVAILABLE,

@@ -63,6 +63,9 @@ pub struct PgDatabase {
     session_statement_timeout: Option<Duration>,
     /// What opens a transaction here (`begin_sql`), made once rather than per transaction.
     begin: Cow<'static, str>,
+    /// Whether the database is a Citus coordinator, learnt on the first connection that
+    /// asks (some statements take another form there: `PgUnitOfWork::on_citus`).
+    on_citus: Arc<std::sync::OnceLock<bool>>,
 }
 
 /// `timeout` as the milliseconds `statement_timeout` takes; at least 1, since 0 would turn
@@ -118,7 +121,20 @@ impl PgDatabase {
             statement_timeout: None,
             session_statement_timeout,
             begin: begin_sql(None, session_statement_timeout),
+            on_citus: Arc::default(),
         })
+    }
+
+    /// Whether the database is a Citus coordinator (asked once; a failed question is asked
+    /// again on the next connection, and the statement that follows fails the same way).
+    fn on_citus(&self, conn: &mut PgConnection) -> bool {
+        if let Some(known) = self.on_citus.get() {
+            return *known;
+        }
+        match crate::citus::is_citus(conn) {
+            Ok(found) => *self.on_citus.get_or_init(|| found),
+            Err(_) => false,
+        }
     }
 
     /// The same pool, with every transaction's statements limited to `timeout` (`SET
@@ -159,6 +175,7 @@ impl Database for PgDatabase {
         let mut conn = checkout(&self.pool, &self.health, self.connection_timeout)
             .map_err(AppError::Unavailable)?;
         let conn: &mut PgConnection = &mut conn;
+        let on_citus = self.on_citus(conn);
         if let Err(error) = AnsiTransactionManager::begin_transaction_sql(conn, &self.begin) {
             // Diesel counts the transaction as open only when the whole batch succeeded;
             // close whatever the server opened so the connection goes back clean.
@@ -168,7 +185,7 @@ impl Database for PgDatabase {
         // The rest as diesel's `Connection::transaction`: commit on success, roll back on
         // failure and answer the work's error, unless the rollback itself failed.
         let outcome = {
-            let mut unit = PgUnitOfWork::new(conn);
+            let mut unit = PgUnitOfWork::new(conn, on_citus);
             work(&mut unit)
         };
         match outcome {
@@ -192,7 +209,8 @@ impl Database for PgDatabase {
         }
         let mut conn = checkout(&self.pool, &self.health, self.connection_timeout)
             .map_err(AppError::Unavailable)?;
-        let mut unit = PgUnitOfWork::new(&mut conn);
+        let on_citus = self.on_citus(&mut conn);
+        let mut unit = PgUnitOfWork::new(&mut conn, on_citus);
         work(&mut unit)
     }
 

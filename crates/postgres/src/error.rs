@@ -5,6 +5,17 @@ use mailroom_app::StoreError;
 /// (server messages are English unless `lc_messages` says otherwise).
 const STATEMENT_TIMEOUT_MESSAGE: &str = "canceling statement due to statement timeout";
 
+/// How the server words the error of a statement that met a server going away (diesel
+/// exposes no SQLSTATE): Citus could not reach a worker node (08006: stopped, restarting
+/// or cut off), or a server ended the session for a shutdown (57P01, also passed on by
+/// Citus from a worker) or a crash of one of its processes (57P02).
+const SERVER_AWAY_MESSAGES: [&str; 4] = [
+    "connection to the remote node ",
+    "could not establish any connections to the node ",
+    "terminating connection due to administrator command",
+    "terminating connection because of crash of another server process",
+];
+
 /// Translates a diesel error into the port's error vocabulary.
 pub fn store_error(error: DieselError) -> StoreError {
     match error {
@@ -16,6 +27,12 @@ pub fn store_error(error: DieselError) -> StoreError {
                     StoreError::ForeignKeyViolation(constraint)
                 }
                 DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand => {
+                    StoreError::Unavailable(info.message().to_owned())
+                }
+                _ if SERVER_AWAY_MESSAGES
+                    .iter()
+                    .any(|start| info.message().starts_with(start)) =>
+                {
                     StoreError::Unavailable(info.message().to_owned())
                 }
                 // SQLSTATE 57014 (query_canceled); diesel does not expose the code, and
@@ -55,7 +72,35 @@ fn constraint_name(field: Option<&str>, message: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::constraint_name;
+    use super::{constraint_name, store_error};
+    use diesel::result::{DatabaseErrorKind, Error as DieselError};
+    use mailroom_app::StoreError;
+
+    fn database_error(message: &str) -> DieselError {
+        DieselError::DatabaseError(DatabaseErrorKind::Unknown, Box::new(message.to_owned()))
+    }
+
+    #[test]
+    fn a_server_or_citus_node_going_away_is_an_unavailable_store() {
+        for message in [
+            "terminating connection due to administrator command",
+            "connection to the remote node postgres@127.0.0.1:55443 failed with the following \
+             error: Connection refused",
+            "could not establish any connections to the node 127.0.0.1:55443 after 30000 ms",
+        ] {
+            assert!(
+                matches!(
+                    store_error(database_error(message)),
+                    StoreError::Unavailable(_)
+                ),
+                "{message}"
+            );
+        }
+        assert!(matches!(
+            store_error(database_error("relation \"nowhere\" does not exist")),
+            StoreError::Other(_)
+        ));
+    }
 
     #[test]
     fn a_shards_constraint_is_named_as_the_schema_names_it() {

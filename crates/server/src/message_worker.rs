@@ -33,7 +33,7 @@
 //! another worker about one lease later, however long a live worker's sessions take.
 
 use std::{
-    collections::{HashMap, HashSet},
+    collections::{BTreeMap, HashMap, HashSet},
     sync::{
         atomic::{AtomicBool, AtomicUsize, Ordering},
         Arc, Mutex,
@@ -63,7 +63,7 @@ use tokio::{
 
 use crate::{
     render_sandbox::{Rendered, Renderer},
-    workers::{claim_room, run_steps, ClaimRoom, Next},
+    workers::{claim_room, run_steps, ClaimRoom, Next, UnreachableAccounts},
     Config,
 };
 
@@ -138,6 +138,14 @@ struct Shared {
     /// (the worker's bound on held messages, full lanes); rendering and sending run side
     /// by side.
     claiming: tokio::sync::Mutex<()>,
+    /// Accounts claims leave out for now: their part of the store was away.
+    unreachable: UnreachableAccounts,
+}
+
+/// Why recording outcomes failed: the store was away (worth retrying), or anything else.
+enum RecordFailure {
+    Unavailable(String),
+    Other(String),
 }
 
 /// The rendered messages a worker holds, by size, and the budgets of the claims
@@ -179,6 +187,7 @@ impl MessageWorker {
                 listening: AtomicBool::new(false),
                 listening_poll: LISTENING_POLL,
                 claiming: tokio::sync::Mutex::new(()),
+                unreachable: UnreachableAccounts::default(),
             }),
         }
     }
@@ -292,6 +301,7 @@ impl MessageWorker {
             budget,
         };
         let mut skip_accounts = self.full_accounts();
+        skip_accounts.extend(self.shared.unreachable.current());
         if in_reserve {
             // Only the reserve is left: it is for accounts that hold nothing.
             skip_accounts.extend(lock(&self.shared.held).values().copied());
@@ -309,7 +319,12 @@ impl MessageWorker {
         })
         .await
         .context("the claim task")?
-        .map_err(|error| anyhow::anyhow!("claiming messages: {error}"))?;
+        .map_err(|error| {
+            if let AppError::AccountUnavailable(account, _) = &error {
+                self.shared.unreachable.note(*account);
+            }
+            anyhow::anyhow!("claiming messages: {error}")
+        })?;
         let _reserved = reserved;
         let (lease, claimed) = (claim.lease, claim.claimed);
         let ids: Vec<MessageId> = claim.to_render.iter().map(|job| job.message.id).collect();
@@ -428,35 +443,93 @@ impl MessageWorker {
     }
 
     async fn record(&self, group: Vec<(MessageJob, SendOutcome)>, lease: Lease) {
-        let count = group.len();
-        let group = Arc::new(group);
-        // The messages have been handed to their server: while the database is away, keep
-        // trying to record that (a little longer than an outage of a restart takes) rather
-        // than leave them `sending` until the lease runs out and send them a second time.
+        // One transaction for the group; when the store is away for it, each account's
+        // part is retried on its own, so an account whose shard is away (Citus) holds up
+        // no other account's records.
+        let mut parts: BTreeMap<AccountId, Vec<(MessageJob, SendOutcome)>> = BTreeMap::new();
+        for item in group {
+            parts
+                .entry(item.0.message.account_id)
+                .or_default()
+                .push(item);
+        }
+        let parts: Vec<Arc<Vec<(MessageJob, SendOutcome)>>> =
+            parts.into_values().map(Arc::new).collect();
         let started = std::time::Instant::now();
+        let reason = match self.record_once(&parts, lease).await {
+            Ok(()) => return,
+            Err(RecordFailure::Unavailable(reason)) => reason,
+            Err(RecordFailure::Other(error)) => {
+                tracing::warn!(messages = count(&parts), %error, "recording message outcomes failed");
+                return;
+            }
+        };
+        tracing::warn!(messages = count(&parts), %reason, "recording message outcomes failed; retrying");
+        join_all(
+            parts
+                .into_iter()
+                .map(|part| self.record_retrying(part, lease, started)),
+        )
+        .await;
+
+        fn count(parts: &[Arc<Vec<(MessageJob, SendOutcome)>>]) -> usize {
+            parts.iter().map(|part| part.len()).sum()
+        }
+    }
+
+    /// Records one account's part of a group. The messages have been handed to their
+    /// server: while the database is away, keep trying to record that (a little longer
+    /// than an outage of a restart takes) rather than leave them `sending` until the lease
+    /// runs out and send them a second time.
+    async fn record_retrying(
+        &self,
+        part: Arc<Vec<(MessageJob, SendOutcome)>>,
+        lease: Lease,
+        started: std::time::Instant,
+    ) {
+        let count = part.len();
         loop {
-            let shared = self.shared.clone();
-            let batch = group.clone();
-            let recorded = tokio::task::spawn_blocking(move || {
-                let pairs: Vec<_> = batch.iter().map(|(job, outcome)| (job, outcome)).collect();
-                record_message_outcomes(&shared.services, &shared.settings, &lease, &pairs)
-            })
-            .await;
-            match recorded {
-                Ok(Ok(_)) => return,
-                Ok(Err(AppError::Unavailable(reason))) if started.elapsed() < RECORD_RETRY_FOR => {
+            tokio::time::sleep(RECORD_RETRY_PAUSE).await;
+            match self.record_once(std::slice::from_ref(&part), lease).await {
+                Ok(()) => return,
+                Err(RecordFailure::Unavailable(reason)) if started.elapsed() < RECORD_RETRY_FOR => {
                     tracing::warn!(messages = count, %reason, "recording message outcomes failed; retrying");
-                    tokio::time::sleep(RECORD_RETRY_PAUSE).await;
                 }
-                Ok(Err(error)) => {
+                Err(RecordFailure::Unavailable(error) | RecordFailure::Other(error)) => {
                     tracing::warn!(messages = count, %error, "recording message outcomes failed");
                     return;
                 }
-                Err(error) => {
-                    tracing::warn!(messages = count, %error, "the record task failed");
-                    return;
-                }
             }
+        }
+    }
+
+    /// One transaction recording every outcome of `parts`.
+    async fn record_once(
+        &self,
+        parts: &[Arc<Vec<(MessageJob, SendOutcome)>>],
+        lease: Lease,
+    ) -> std::result::Result<(), RecordFailure> {
+        let shared = self.shared.clone();
+        let parts = parts.to_vec();
+        let recorded = tokio::task::spawn_blocking(move || {
+            let pairs: Vec<_> = parts
+                .iter()
+                .flat_map(|part| part.iter().map(|(job, outcome)| (job, outcome)))
+                .collect();
+            record_message_outcomes(&shared.services, &shared.settings, &lease, &pairs)
+        })
+        .await;
+        match recorded {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(
+                AppError::Unavailable(reason)
+                | AppError::AccountUnavailable(_, reason)
+                | AppError::TimedOut(reason),
+            )) => Err(RecordFailure::Unavailable(reason)),
+            Ok(Err(error)) => Err(RecordFailure::Other(error.to_string())),
+            Err(error) => Err(RecordFailure::Other(format!(
+                "the record task failed: {error}"
+            ))),
         }
     }
 

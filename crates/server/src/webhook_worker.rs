@@ -33,7 +33,7 @@ use mailroom_app::{
         claim_webhook_deliveries, record_webhook_attempts, send_webhook_delivery, AccountRoom,
         AttemptReport, ClaimedDelivery, DeliveryRound, DeliverySettings,
     },
-    Services,
+    AppError, Services,
 };
 use mailroom_domain::{webhook_event::RetrySchedule, AccountId};
 use tokio::{
@@ -43,7 +43,7 @@ use tokio::{
 
 use crate::{
     metrics::delivery_counters,
-    workers::{claim_room, run_steps, ClaimRoom, Next},
+    workers::{claim_room, run_steps, ClaimRoom, Next, UnreachableAccounts},
     Config,
 };
 
@@ -79,6 +79,8 @@ struct Shared {
     /// Claims of this process run one at a time, so each sees the accounts the previous
     /// one saturated (the sends run side by side).
     claiming: tokio::sync::Mutex<()>,
+    /// Accounts claims leave out for now: their part of the store was away.
+    unreachable: UnreachableAccounts,
 }
 
 /// Runs webhook delivery.
@@ -104,6 +106,7 @@ impl WebhookWorker {
                 in_flight: Mutex::new(InFlight::default()),
                 released: Notify::new(),
                 claiming: tokio::sync::Mutex::new(()),
+                unreachable: UnreachableAccounts::default(),
             }),
         }
     }
@@ -132,7 +135,8 @@ impl WebhookWorker {
             let held = in_flight.by_account.values().sum::<usize>() + in_flight.reserved;
             let ClaimRoom { room, in_reserve } =
                 claim_room(held, MAX_IN_FLIGHT, BATCH_SIZE as usize);
-            let account_room = account_room(&in_flight.by_account, in_reserve);
+            let mut account_room = account_room(&in_flight.by_account, in_reserve);
+            account_room.skip.extend(self.shared.unreachable.current());
             in_flight.reserved += room;
             (room, account_room)
         };
@@ -148,9 +152,12 @@ impl WebhookWorker {
         .await;
         let mut in_flight = lock(&self.shared.in_flight);
         in_flight.reserved -= room;
-        let batch = claimed
-            .context("the claim task")?
-            .map_err(|error| anyhow::anyhow!("claiming webhook events: {error}"))?;
+        let batch = claimed.context("the claim task")?.map_err(|error| {
+            if let AppError::AccountUnavailable(account, _) = &error {
+                self.shared.unreachable.note(*account);
+            }
+            anyhow::anyhow!("claiming webhook events: {error}")
+        })?;
         for delivery in &batch.deliveries {
             *in_flight
                 .by_account

@@ -6,9 +6,14 @@
 //! ([`crate::announcement_worker`]) and the event-name fold ([`crate::event_names_worker`]). On SIGTERM or SIGINT the loops finish their current round
 //! (bounded by the webhook and SMTP timeouts) and stop.
 
-use std::{future::Future, time::Duration};
+use std::{
+    collections::HashMap,
+    future::Future,
+    time::{Duration, Instant},
+};
 
 use mailroom_app::Services;
+use mailroom_domain::AccountId;
 use tokio::{
     signal,
     sync::{watch, Notify},
@@ -125,6 +130,40 @@ pub enum Next {
 
 /// How long a loop waits after a failed step.
 pub const FAILED_STEP_PAUSE: Duration = Duration::from_secs(1);
+
+/// How long claims leave out an account whose rows could not be reached.
+pub const UNREACHABLE_ACCOUNT_PAUSE: Duration = Duration::from_secs(5);
+
+/// Accounts whose claim failed because their part of the store was away (a Citus worker
+/// node stopped, or a shard of theirs locked by a move past the statement timeout).
+/// Claims leave each out for [`UNREACHABLE_ACCOUNT_PAUSE`] and then try it again: every
+/// claim locks the earliest-due lanes first, so without this one account on a stopped node
+/// would fail every claim, and no account on the other nodes would send.
+#[derive(Default)]
+pub struct UnreachableAccounts(std::sync::Mutex<HashMap<AccountId, Instant>>);
+
+impl UnreachableAccounts {
+    /// Leaves `account` out of claims for the pause, from now.
+    pub fn note(&self, account: AccountId) {
+        self.lock()
+            .insert(account, Instant::now() + UNREACHABLE_ACCOUNT_PAUSE);
+    }
+
+    /// The accounts left out now; those whose pause ended are forgotten.
+    pub fn current(&self) -> Vec<AccountId> {
+        let now = Instant::now();
+        let mut accounts = self.lock();
+        accounts.retain(|_, until| *until > now);
+        accounts.keys().copied().collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<AccountId, Instant>> {
+        // A panic while holding it leaves a map that is still whole.
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
 
 /// The one loop every worker runs (messages, webhooks, announcements): calls `step` until
 /// `shutdown` turns true, pausing as the step says; a step that fails is logged (`what`

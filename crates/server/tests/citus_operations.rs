@@ -23,7 +23,7 @@ use diesel::{
     RunQueryDsl,
 };
 use mailroom_server::message_worker::MAX_HELD;
-use mailroom_test_support::{on_citus, TestSmtpOptions};
+use mailroom_test_support::{on_citus, TestSmtpOptions, TestSmtpServer};
 use serde_json::json;
 use support::{count_from_env, Deliveries, Deployment};
 
@@ -61,13 +61,10 @@ struct EventLoad {
 }
 
 impl EventLoad {
-    fn start(deployment: &Deployment) -> Self {
+    fn start(deployment: &Deployment, account: &str) -> Self {
         let running = Arc::new(AtomicBool::new(true));
         let answers = Arc::new(Mutex::new(EventAnswers::default()));
-        let url = format!(
-            "{}/v2/accounts/{}/events",
-            deployment.base, deployment.account
-        );
+        let url = format!("{}/v2/accounts/{account}/events", deployment.base);
         let (http, token) = (deployment.http.clone(), deployment.token.clone());
         let task = tokio::spawn({
             let (running, answers) = (running.clone(), answers.clone());
@@ -206,7 +203,7 @@ async fn shards_move_to_a_new_node_while_an_announcement_is_delivered_and_nothin
     let contacts = count_from_env("MAILROOM_CITUS_REBALANCE_CONTACTS", 20_000);
     let (deployment, mut worker_a, mut worker_b, id) = sending("citus_rebalance", contacts).await;
 
-    let events = EventLoad::start(&deployment);
+    let events = EventLoad::start(&deployment, &deployment.account);
     let before = deployment.smtp.message_count();
     let (_, port) = deployment.database.add_spare_node();
     let url = deployment.database.url().to_owned();
@@ -268,7 +265,7 @@ async fn the_largest_tenant_gets_a_shard_and_a_node_of_its_own_while_it_sends() 
     let contacts = count_from_env("MAILROOM_CITUS_ISOLATE_CONTACTS", 5_000);
     let (deployment, mut worker_a, mut worker_b, id) = sending("citus_isolate", contacts).await;
 
-    let events = EventLoad::start(&deployment);
+    let events = EventLoad::start(&deployment, &deployment.account);
     let (host, port) = deployment.database.add_spare_node();
     let url = deployment.database.url().to_owned();
     let account = deployment.account.clone();
@@ -317,4 +314,196 @@ async fn the_largest_tenant_gets_a_shard_and_a_node_of_its_own_while_it_sends() 
         "tenant isolation",
     )
     .await;
+}
+
+/// How long the node stays away.
+const AWAY: Duration = Duration::from_secs(30);
+
+/// One tenant's shards live alone on a node of their own (the spare node, added for them),
+/// the other tenant's on the cluster's two workers. Both announce to `contacts` contacts
+/// (`MAILROOM_CITUS_AWAY_CONTACTS` overrides) through two workers, each to its own SMTP
+/// server, and the node stops (fast shutdown) for 30 s in the middle. While it is away the
+/// other tenant keeps sending and its events are recorded, and the away tenant's API
+/// answers 503 with `Retry-After`; once it is back, both announcements complete with
+/// every contact reached and duplicates within what was in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_away_for_30_s_holds_up_only_the_tenant_on_it_and_nothing_is_lost() {
+    if !on_citus() {
+        return;
+    }
+    let contacts = count_from_env("MAILROOM_CITUS_AWAY_CONTACTS", 3_000);
+    let slow_smtp = || TestSmtpOptions {
+        accept_delay: Some(Duration::from_millis(40)),
+        ..TestSmtpOptions::default()
+    };
+    let deployment = Deployment::start("citus_node_away", slow_smtp()).await;
+    let away = deployment.tenant();
+    let other_smtp = TestSmtpServer::start(slow_smtp());
+    let other = deployment.add_tenant("Beta", other_smtp.port()).await;
+
+    // The away tenant's rows get shards of their own, moved to the spare node (both while
+    // the tenant holds only its starter data: writes wait for a moment, nothing else).
+    let (host, port) = deployment.database.add_spare_node();
+    let (away_account, other_account) = (away.account.clone(), other.account.clone());
+    blocking_sql(deployment.database.url().to_owned(), move |conn| {
+        let shard = count(
+            conn,
+            &format!(
+                "SELECT isolate_tenant_to_new_shard('accounts', '{away_account}'::uuid, \
+                 'CASCADE', shard_transfer_mode => 'block_writes') AS count"
+            ),
+        );
+        let source = count(
+            conn,
+            &format!(
+                "SELECT n.nodeport::bigint AS count FROM pg_dist_placement p \
+                 JOIN pg_dist_node n ON n.groupid = p.groupid WHERE p.shardid = {shard}"
+            ),
+        );
+        conn.batch_execute(&format!(
+            "SELECT citus_move_shard_placement({shard}, '127.0.0.1', {source}, '{host}', \
+             {port}, shard_transfer_mode => 'block_writes')"
+        ))
+        .expect("moving the away tenant's shards to the spare node");
+        let other_on_spare = count(
+            conn,
+            &format!(
+                "SELECT count(*) AS count FROM pg_dist_placement p \
+                 JOIN pg_dist_node n ON n.groupid = p.groupid \
+                 WHERE p.shardid = get_shard_id_for_distribution_column('accounts', \
+                       '{other_account}'::uuid) AND n.nodeport = {port}"
+            ),
+        );
+        assert_eq!(
+            other_on_spare, 0,
+            "the other tenant's shard is on the spare node"
+        );
+    })
+    .await;
+
+    deployment.import_contacts_of(&away, contacts).await;
+    deployment.import_contacts_of(&other, contacts).await;
+    let mut worker_a = deployment.start_worker("worker-a").await;
+    let mut worker_b = deployment.start_worker("worker-b").await;
+    let away_id = deployment.announce_of(&away).await;
+    let other_id = deployment.announce_of(&other).await;
+    // Both announcements expanded (the expansion's candidates are read from every node)
+    // and sending before the node goes.
+    let started = Instant::now();
+    loop {
+        let expanded = [(&away, &away_id), (&other, &other_id)];
+        let mut all = true;
+        for (tenant, id) in expanded {
+            all &= deployment.announcement_of(tenant, id).await["audienceSize"] == contacts;
+        }
+        if all && deployment.smtp.message_count() >= contacts / 10 {
+            break;
+        }
+        worker_a.assert_running();
+        worker_b.assert_running();
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "the announcements were not expanded and sending within 300 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let events = EventLoad::start(&deployment, &other.account);
+    let stopped = tokio::task::spawn_blocking(mailroom_test_support::stop_spare_node)
+        .await
+        .expect("stopping the spare node");
+    let (away_before, other_before) = (deployment.smtp.message_count(), other_smtp.message_count());
+    // The away tenant's API, asked throughout: 503 with Retry-After, nothing else.
+    let mut away_answers = Vec::new();
+    let away_url = format!(
+        "{}/v2/accounts/{}/announcements/{away_id}",
+        deployment.base, away.account
+    );
+    let gone = Instant::now();
+    while gone.elapsed() < AWAY {
+        let response = deployment
+            .http
+            .get(&away_url)
+            .bearer_auth(&deployment.token)
+            .send()
+            .await
+            .expect("GET the away tenant's announcement");
+        let retry_after = response.headers().contains_key("retry-after");
+        away_answers.push((response.status().as_u16(), retry_after));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let (away_during, other_during) = (
+        deployment.smtp.message_count() - away_before,
+        other_smtp.message_count() - other_before,
+    );
+    let answers = events.stop().await;
+    tokio::task::spawn_blocking(move || stopped.start())
+        .await
+        .expect("starting the spare node");
+    println!(
+        "node away for {AWAY:?}: the tenant on it received {away_during} messages meanwhile \
+         (sessions already open), the other tenant {other_during} ({other_before} before); \
+         the other tenant's events: {} answered 2xx, {} 503 with Retry-After; the away \
+         tenant's API answered {} times, {} of them 503 with Retry-After",
+        answers.ok,
+        answers.retry_later,
+        away_answers.len(),
+        away_answers
+            .iter()
+            .filter(|&&(status, retry_after)| status == 503 && retry_after)
+            .count()
+    );
+    assert!(
+        away_answers
+            .iter()
+            .all(|&(status, retry_after)| status == 503 && retry_after),
+        "the away tenant's API answered other than 503 with Retry-After: {away_answers:?}"
+    );
+    assert!(
+        away_during <= IN_FLIGHT,
+        "the away tenant received {away_during} messages while its node was away, more than \
+         the {IN_FLIGHT} that can be in flight"
+    );
+    let other_left = contacts.saturating_sub(other_before);
+    assert!(
+        other_during >= other_left.min(100),
+        "the other tenant received only {other_during} messages while the node was away \
+         ({other_left} were left)"
+    );
+
+    for (tenant, id, smtp) in [
+        (&away, &away_id, &deployment.smtp),
+        (&other, &other_id, &other_smtp),
+    ] {
+        let announcement = deployment
+            .wait_for_completion_of(
+                tenant,
+                id,
+                &mut [&mut worker_a, &mut worker_b],
+                Duration::from_secs(600),
+            )
+            .await;
+        assert_eq!(announcement["audienceSize"], contacts, "{announcement}");
+        let deliveries = Deliveries::of(&smtp.messages());
+        deliveries.assert_every_contact_reached(contacts, false);
+        assert!(
+            deliveries.duplicates() <= IN_FLIGHT,
+            "{} duplicates, more than the {IN_FLIGHT} messages in flight",
+            deliveries.duplicates()
+        );
+        deployment.assert_every_message_final_of(tenant).await;
+    }
+    assert!(
+        answers.other.is_empty(),
+        "the other tenant's events were answered other than 2xx or 503: {:?}",
+        answers.other
+    );
+    assert!(answers.ok > 0, "no event of the other tenant was recorded");
+    assert!(
+        answers.retry_later * 100 <= answers.ok,
+        "{} of the other tenant's events were answered 503 while the node was away ({} 2xx): \
+         its own shards were all there",
+        answers.retry_later,
+        answers.ok
+    );
 }

@@ -10,7 +10,9 @@
 //! - [`TestDnsServer`]: a real DNS server on loopback (UDP, hickory's message types)
 //!   over a zone the test edits, for `MAILROOM_DNS_SERVER`.
 //! - [`loopback_mail`]: a message for the `Mailer` port to a server on loopback.
+//! - [`stop_spare_node`]: the Citus spare node stopped, and started again, mid-test.
 
+mod citus_node;
 mod clock;
 mod database;
 mod dns_server;
@@ -19,6 +21,7 @@ mod outgoing_mail;
 mod smtp_server;
 mod webhook_receiver;
 
+pub use citus_node::{stop_spare_node, StoppedNode};
 pub use clock::TestClock;
 pub use database::{
     admin_url, assertion_connection, citus_workers, host_and_port, on_citus, RowUpdates,

@@ -116,7 +116,11 @@ pub fn claim_messages(
         if let Ok(count) = u32::try_from(lanes.len()) {
             let share = request.limit.checked_div(count).unwrap_or(0).max(1);
             for account in &lanes {
-                let claimed = tx.claim_due_messages(*account, now, &lease, share)?;
+                // A shard that is away fails this account's claim, not the others': the
+                // error names the account, and the workers leave it out for a while.
+                let claimed = tx
+                    .claim_due_messages(*account, now, &lease, share)
+                    .map_err(|error| error.of_account(*account))?;
                 served.push((*account, claimed.len() >= share as usize));
                 claims.extend(claimed);
             }
@@ -368,11 +372,37 @@ pub fn renew_message_leases(
     for (account, id) in messages {
         by_account.entry(*account).or_default().push(*id);
     }
-    in_transaction(services.db.as_ref(), |tx| {
+    let renew_all = in_transaction(services.db.as_ref(), |tx| {
         let mut renewed = 0;
         for (account, ids) in &by_account {
-            renewed += tx.renew_message_leases(lease_token, *account, ids, until)?;
+            renewed += tx
+                .renew_message_leases(lease_token, *account, ids, until)
+                .map_err(|error| error.of_account(*account))?;
         }
         Ok(renewed)
-    })
+    });
+    match renew_all {
+        // One account's shard is away (Citus): the others' leases must not run out with
+        // it, so each account is renewed on its own.
+        Err(AppError::AccountUnavailable(..)) if by_account.len() > 1 => {
+            let mut renewed = 0;
+            let mut first_failure = None;
+            for (account, ids) in &by_account {
+                match in_transaction(services.db.as_ref(), |tx| {
+                    Ok(tx.renew_message_leases(lease_token, *account, ids, until)?)
+                }) {
+                    Ok(count) => renewed += count,
+                    Err(error) => {
+                        tracing::warn!(%account, %error, "renewing one account's message leases failed");
+                        first_failure.get_or_insert(error);
+                    }
+                }
+            }
+            match first_failure {
+                Some(error) if renewed == 0 => Err(error),
+                _ => Ok(renewed),
+            }
+        }
+        other => other,
+    }
 }

@@ -25,19 +25,28 @@ pub fn authenticate(services: &Services, raw: &RawToken) -> Result<Actor, AppErr
             return Ok(actor_of(token));
         }
     }
-    let token = in_transaction(services.db.as_ref(), |tx| {
-        let mut token = tx
+    let mut token = in_transaction(services.db.as_ref(), |tx| {
+        let token = tx
             .find_token_by_hash(&hash)?
             .ok_or(AppError::Unauthorized)?;
         if token.revoked_at.is_some() || is_expired(&token, now) {
             return Err(AppError::Unauthorized);
         }
-        if last_used_is_stale(&token, now) {
-            tx.touch_token(token.id, now, now.plus(-LAST_USED_WRITE_INTERVAL))?;
-            token.last_used_at = Some(now);
-        }
         Ok(token)
     })?;
+    if last_used_is_stale(&token, now) {
+        // `lastUsedAt` is a hint for the token's owner, not part of the proof: a write
+        // that fails must not refuse the request. On Citus `tokens` is a reference table,
+        // written on every node, so while any node is away the write fails and only the
+        // tenants on that node may be refused.
+        let touched = in_transaction(services.db.as_ref(), |tx| {
+            Ok(tx.touch_token(token.id, now, now.plus(-LAST_USED_WRITE_INTERVAL))?)
+        });
+        if let Err(error) = touched {
+            tracing::warn!(token = %token.id, %error, "recording when the token was last used failed");
+        }
+        token.last_used_at = Some(now);
+    }
     services.token_cache.put(hash, token.clone(), now);
     Ok(actor_of(token))
 }

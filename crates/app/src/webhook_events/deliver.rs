@@ -161,7 +161,8 @@ pub fn claim_webhook_deliveries(
                 let claimed = if allowed == 0 {
                     Vec::new()
                 } else {
-                    tx.claim_due_webhook_events(account, now, &lease, allowed)?
+                    tx.claim_due_webhook_events(account, now, &lease, allowed)
+                        .map_err(|error| error.of_account(account))?
                 };
                 served.push((account, claimed.len() >= allowed as usize));
                 events.extend(claimed);

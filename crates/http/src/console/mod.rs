@@ -413,7 +413,9 @@ fn error_page(error: &AppError) -> HttpResponse {
         AppError::BadRequest(reason) => {
             pages::message(StatusCode::BAD_REQUEST, "Bad request", reason, None)
         }
-        AppError::Unavailable(reason) | AppError::TimedOut(reason) => {
+        AppError::Unavailable(reason)
+        | AppError::TimedOut(reason)
+        | AppError::AccountUnavailable(_, reason) => {
             tracing::warn!(%reason, "console page unavailable");
             pages::message(
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -1086,6 +1086,11 @@ impl ContactRepository for PgUnitOfWork<'_> {
         account: AccountId,
         event: &EventOfEmail<'_>,
     ) -> Result<Option<ContactId>, StoreError> {
+        // On Citus the event is several routed statements (`record_event_in_steps`),
+        // which need the transaction the use case then opens.
+        if self.on_citus {
+            return Ok(None);
+        }
         Ok(self
             .record_event_retried(account, event, true)?
             .map(|recorded| recorded.contact_id))
@@ -1417,7 +1422,11 @@ impl PgUnitOfWork<'_> {
         // statement again, with a new snapshot, finds it; a third miss means the contact
         // is being created and deleted under it, which a client retry settles.
         for _ in 0..3 {
-            let row = self.record_event_once(account, event, unless_listened)?;
+            let row = if self.on_citus {
+                self.record_event_in_steps(account, event)?
+            } else {
+                self.record_event_once(account, event, unless_listened)?
+            };
             match row.id {
                 Some(id) => {
                     return Ok(Some(RecordedEvent {
@@ -1432,6 +1441,96 @@ impl PgUnitOfWork<'_> {
         Err(StoreError::Unavailable(
             "the event's contact was created and deleted concurrently three times".into(),
         ))
+    }
+
+    /// The statement of `record_event_once` as routed statements, one after another in
+    /// the caller's transaction, for Citus. There the one statement's WITH parts run as
+    /// steps whose results are copied to every node, so it costs a round trip to each
+    /// node and fails for every tenant while any node is away; each statement here names
+    /// the account and goes to its shard alone.
+    fn record_event_in_steps(
+        &mut self,
+        account: AccountId,
+        event: &EventOfEmail<'_>,
+    ) -> Result<RecordedEventRow, StoreError> {
+        #[derive(QueryableByName)]
+        struct Found {
+            #[diesel(sql_type = Bool)]
+            yes: bool,
+        }
+        #[derive(QueryableByName)]
+        struct Id {
+            #[diesel(sql_type = diesel::sql_types::Uuid)]
+            id: Uuid,
+        }
+        let account_id = account.as_uuid();
+        let triggers = prepared_sql(
+            "SELECT EXISTS (SELECT 1 FROM automations \
+                            WHERE account_id = $1 AND trigger_event_slug = $2 AND is_enabled) \
+                    AS yes",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(account_id)
+        .bind::<Text, _>(event.slug.as_str())
+        .get_result::<Found>(self.conn)
+        .map_err(store_error)?
+        .yes;
+        let inserted = prepared_sql(
+            "INSERT INTO contacts (account_id, id, email, created_at) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (account_id, email_lower) DO NOTHING RETURNING id",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(account_id)
+        .bind::<diesel::sql_types::Uuid, _>(event.new_contact.as_uuid())
+        .bind::<Text, _>(event.email.as_str())
+        .bind::<diesel::sql_types::Timestamptz, _>(event.occurred_at.as_datetime())
+        .get_result::<Id>(self.conn)
+        .optional()
+        .map_err(store_error)?;
+        let contact = match inserted {
+            Some(row) => Some(row.id),
+            None => {
+                prepared_sql("SELECT id FROM contacts WHERE account_id = $1 AND email_lower = $2")
+                    .bind::<diesel::sql_types::Uuid, _>(account_id)
+                    .bind::<Text, _>(event.email.normalized())
+                    .get_result::<Id>(self.conn)
+                    .optional()
+                    .map_err(store_error)?
+                    .map(|row| row.id)
+            }
+        };
+        let Some(contact) = contact else {
+            // Created and deleted by others between the two statements: asked again.
+            return Ok(RecordedEventRow { id: None, triggers });
+        };
+        // The same writes as the one statement's WITH parts, in the same order; each
+        // statement sends only the values its placeholders name.
+        let writes = [
+            "INSERT INTO attribute_metas (account_id, slug, attribute_type, source, created_at) \
+             VALUES ($1, 'event.' || $3, $5, $6, $4) ON CONFLICT (account_id, slug) DO NOTHING",
+            "INSERT INTO contact_events (account_id, id, contact_id, slug, occurred_at) \
+             VALUES ($1, $7, $2, $3, $4)",
+            "INSERT INTO contact_event_increments (account_id, slug, count, last_seen) \
+             VALUES ($1, $3, 1, $4)",
+            "INSERT INTO contact_attributes (account_id, contact_id, slug, date_value) \
+             VALUES ($1, $2, 'event.' || $3, $4) \
+             ON CONFLICT (account_id, contact_id, slug) \
+             DO UPDATE SET date_value = GREATEST(contact_attributes.date_value, excluded.date_value)",
+        ];
+        for sql in writes {
+            prepared_sql(sql)
+                .bind::<diesel::sql_types::Uuid, _>(account_id)
+                .bind::<diesel::sql_types::Uuid, _>(contact)
+                .bind::<Text, _>(event.slug.as_str())
+                .bind::<diesel::sql_types::Timestamptz, _>(event.occurred_at.as_datetime())
+                .bind::<Text, _>(AttributeType::Date.as_str())
+                .bind::<Text, _>(AttributeSource::Event.as_str())
+                .bind::<diesel::sql_types::Uuid, _>(event.id.as_uuid())
+                .execute(self.conn)
+                .map_err(store_error)?;
+        }
+        Ok(RecordedEventRow {
+            id: Some(contact),
+            triggers,
+        })
     }
 
     fn record_event_once(

@@ -30,11 +30,15 @@ use time::OffsetDateTime;
 /// One open transaction; every repository trait is implemented on it.
 pub struct PgUnitOfWork<'c> {
     conn: &'c mut PgConnection,
+    /// The database is a Citus coordinator: a statement whose one-statement form Citus
+    /// would run as several steps sent to every node takes a form of routed statements
+    /// instead (the event, `contacts.rs`).
+    on_citus: bool,
 }
 
 impl<'c> PgUnitOfWork<'c> {
-    pub(crate) fn new(conn: &'c mut PgConnection) -> Self {
-        Self { conn }
+    pub(crate) fn new(conn: &'c mut PgConnection, on_citus: bool) -> Self {
+        Self { conn, on_citus }
     }
 }
 

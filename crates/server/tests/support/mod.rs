@@ -322,6 +322,13 @@ impl Deliveries {
     }
 }
 
+/// An account of the deployment's user, ready to send: its id and its template's.
+#[derive(Debug, Clone)]
+pub struct Tenant {
+    pub account: String,
+    pub template: String,
+}
+
 /// A database, an SMTP test server, an API-only `mailroom serve`, and an account ready to
 /// send: a mail server on the SMTP server and a template.
 pub struct Deployment {
@@ -403,33 +410,10 @@ impl Deployment {
             database,
             _one_at_a_time: one_at_a_time,
         };
-        let account = deployment
-            .call(Method::POST, "/v2/accounts", Some(json!({"name": "Acme"})))
-            .await;
-        deployment.account = account["_id"].as_str().expect("account id").to_owned();
         let smtp_port = deployment.smtp.port();
-        deployment
-            .account_call(
-                Method::POST,
-                "/mail-servers",
-                Some(json!({
-                    "serviceType": "smtp", "host": "127.0.0.1", "port": smtp_port,
-                    "secure": false, "requireTLS": false, "user": "", "password": "",
-                    "defaultFromEmail": "hello@acme.example", "defaultFromName": "Acme"
-                })),
-            )
-            .await;
-        let template = deployment
-            .account_call(
-                Method::POST,
-                "/templates",
-                Some(json!({
-                    "name": "News", "slug": "news", "subject": "News for {{ email }}",
-                    "content": "<p>Hello {{ email }}</p>"
-                })),
-            )
-            .await;
-        deployment.template = template["_id"].as_str().expect("template id").to_owned();
+        let acme = deployment.add_tenant("Acme", smtp_port).await;
+        deployment.account = acme.account;
+        deployment.template = acme.template;
         deployment
     }
 
@@ -452,6 +436,46 @@ impl Deployment {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         worker
+    }
+
+    /// Another account of the same user (`POST /v2/accounts`), with a mail server on the
+    /// SMTP server at `smtp_port` and a template, as the deployment's own account has.
+    pub async fn add_tenant(&self, name: &str, smtp_port: u16) -> Tenant {
+        let account = self
+            .call(Method::POST, "/v2/accounts", Some(json!({"name": name})))
+            .await;
+        let account = account["_id"].as_str().expect("account id").to_owned();
+        let path = |rest: &str| format!("/v2/accounts/{account}{rest}");
+        self.call(
+            Method::POST,
+            &path("/mail-servers"),
+            Some(json!({
+                "serviceType": "smtp", "host": "127.0.0.1", "port": smtp_port,
+                "secure": false, "requireTLS": false, "user": "", "password": "",
+                "defaultFromEmail": "hello@acme.example", "defaultFromName": name
+            })),
+        )
+        .await;
+        let template = self
+            .call(
+                Method::POST,
+                &path("/templates"),
+                Some(json!({
+                    "name": "News", "slug": "news", "subject": "News for {{ email }}",
+                    "content": "<p>Hello {{ email }}</p>"
+                })),
+            )
+            .await;
+        let template = template["_id"].as_str().expect("template id").to_owned();
+        Tenant { account, template }
+    }
+
+    /// The deployment's own account as a [`Tenant`].
+    pub fn tenant(&self) -> Tenant {
+        Tenant {
+            account: self.account.clone(),
+            template: self.template.clone(),
+        }
     }
 
     /// A call to the API expecting 200 and a JSON body.
@@ -481,6 +505,11 @@ impl Deployment {
 
     /// Imports contacts `1..=count` with one CSV upload (`POST …/contacts/import`).
     pub async fn import_contacts(&self, count: usize) {
+        self.import_contacts_of(&self.tenant(), count).await;
+    }
+
+    /// [`Deployment::import_contacts`] into `tenant`.
+    pub async fn import_contacts_of(&self, tenant: &Tenant, count: usize) {
         let mut csv = String::with_capacity(32 * (count + 1));
         csv.push_str("email\n");
         for number in 1..=count {
@@ -491,7 +520,7 @@ impl Deployment {
             .http
             .post(format!(
                 "{}/v2/accounts/{}/contacts/import",
-                self.base, self.account
+                self.base, tenant.account
             ))
             .bearer_auth(&self.token)
             .header("content-type", "text/csv")
@@ -504,8 +533,12 @@ impl Deployment {
         assert_eq!(status, 200, "the import answered {status}: {report}");
         assert_eq!(report["created"], count, "import report: {report}");
         assert_eq!(
-            self.account_call(Method::GET, "/contacts/count", None)
-                .await["count"],
+            self.call(
+                Method::GET,
+                &format!("/v2/accounts/{}/contacts/count", tenant.account),
+                None
+            )
+            .await["count"],
             count
         );
     }
@@ -513,12 +546,17 @@ impl Deployment {
     /// Creates (and so starts) an announcement of the template to every subscribed
     /// contact; returns its id.
     pub async fn announce(&self) -> String {
+        self.announce_of(&self.tenant()).await
+    }
+
+    /// [`Deployment::announce`] of `tenant`'s template to its contacts.
+    pub async fn announce_of(&self, tenant: &Tenant) -> String {
         let created = self
-            .account_call(
+            .call(
                 Method::POST,
-                "/announcements",
+                &format!("/v2/accounts/{}/announcements", tenant.account),
                 Some(json!({
-                    "name": "Launch", "templateId": self.template,
+                    "name": "Launch", "templateId": tenant.template,
                     "includeUnsubscribed": false
                 })),
             )
@@ -528,8 +566,17 @@ impl Deployment {
     }
 
     pub async fn announcement(&self, id: &str) -> Value {
-        self.account_call(Method::GET, &format!("/announcements/{id}"), None)
-            .await
+        self.announcement_of(&self.tenant(), id).await
+    }
+
+    /// `tenant`'s announcement `id`.
+    pub async fn announcement_of(&self, tenant: &Tenant, id: &str) -> Value {
+        self.call(
+            Method::GET,
+            &format!("/v2/accounts/{}/announcements/{id}", tenant.account),
+            None,
+        )
+        .await
     }
 
     /// The ids of every message in `status` (`GET …/messages?status=…`, page by page).
@@ -557,9 +604,17 @@ impl Deployment {
 
     /// `GET …/messages/count?status=…`.
     pub async fn message_count(&self, status: &str) -> u64 {
-        self.account_call(
+        self.message_count_of(&self.tenant(), status).await
+    }
+
+    /// [`Deployment::message_count`] of `tenant`.
+    pub async fn message_count_of(&self, tenant: &Tenant, status: &str) -> u64 {
+        self.call(
             Method::GET,
-            &format!("/messages/count?status={status}"),
+            &format!(
+                "/v2/accounts/{}/messages/count?status={status}",
+                tenant.account
+            ),
             None,
         )
         .await["count"]
@@ -608,9 +663,21 @@ impl Deployment {
         processes: &mut [&mut Process],
         within: Duration,
     ) -> Value {
+        self.wait_for_completion_of(&self.tenant(), id, processes, within)
+            .await
+    }
+
+    /// [`Deployment::wait_for_completion`] of `tenant`'s announcement.
+    pub async fn wait_for_completion_of(
+        &self,
+        tenant: &Tenant,
+        id: &str,
+        processes: &mut [&mut Process],
+        within: Duration,
+    ) -> Value {
         let started = Instant::now();
         loop {
-            let announcement = self.announcement(id).await;
+            let announcement = self.announcement_of(tenant, id).await;
             if announcement["status"] == "completed" {
                 return announcement;
             }
@@ -628,9 +695,14 @@ impl Deployment {
 
     /// Asserts that no message is left `queued` or `sending`.
     pub async fn assert_every_message_final(&self) {
+        self.assert_every_message_final_of(&self.tenant()).await;
+    }
+
+    /// [`Deployment::assert_every_message_final`] of `tenant`.
+    pub async fn assert_every_message_final_of(&self, tenant: &Tenant) {
         for status in ["queued", "sending"] {
             assert_eq!(
-                self.message_count(status).await,
+                self.message_count_of(tenant, status).await,
                 0,
                 "messages still {status}"
             );
