@@ -367,7 +367,7 @@ pub(super) fn push_intersection(
 }
 
 /// A slug's typed slot: the column of `contact_slots` that holds its values (migration 31,
-/// docs/operations.md "Typed slots"). The type is the slug's stored type, not the
+/// docs/operations.md "What lists and counts read"). The type is the slug's stored type, not the
 /// condition's family; the number is 1 to 4.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SlotColumn {
