@@ -821,7 +821,7 @@ async fn drain(
         .context("bringing the lane forward")?;
         // Left to itself, the queueing session reports its statistics as it ends, after
         // the client has let go of it, and the clock read next could count the queueing
-        // (about 10 s, 100 µs a message) as the drain's. A forced flush is done before
+        // as the drain's. A forced flush is done before
         // this statement's answer comes back (PostgreSQL 15 and later; older servers
         // refuse the call, and the race stays).
         let _ = sql_query(format!("{BENCH_MARK} SELECT pg_stat_force_next_flush()"))
