@@ -69,8 +69,8 @@ const SITTING: &str = concat!("sess", "ion");
 const ROUND: &str = concat!("wa", "ve");
 
 const ORDINALS: [&str; 12] = [
-    "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
-    "tenth", "eleventh", "twelfth",
+    "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
+    "eleventh", "twelfth",
 ];
 
 /// A number written as an ordinal: `9th`, `21st`.
@@ -118,7 +118,10 @@ fn journal_phrases(text: &str) -> Vec<String> {
             found.push(format!("{word} of {}", words[index + 2]));
         }
     }
-    for possessive in [format!("this {SITTING}'s"), format!("this {SITTING}\u{2019}s")] {
+    for possessive in [
+        format!("this {SITTING}'s"),
+        format!("this {SITTING}\u{2019}s"),
+    ] {
         if lower.contains(&possessive) {
             found.push(possessive);
         }
@@ -361,7 +364,10 @@ fn tidy_checks_catch_what_they_look_for() {
         format!("this {sitting}'s machine"),
         format!("the second {ROUND}"),
     ] {
-        assert!(!journal_phrases(&dated).is_empty(), "{dated:?} went unnoticed");
+        assert!(
+            !journal_phrases(&dated).is_empty(),
+            "{dated:?} went unnoticed"
+        );
     }
     for legit in [
         format!("421 4.4.2 Idle too long in this {sitting}, closing"),
