@@ -20,7 +20,7 @@ for d in "$root"/migrations/*/; do
   psql -X -q -v ON_ERROR_STOP=1 -1 -d "$DB" -f "$d/up.sql" >/dev/null
 done
 psql -X -q -v ON_ERROR_STOP=1 -d "$DB" -f "$here/seed.sql"
-# The functions and triggers of a version of migration 25, renamed with a suffix.
+# The functions and triggers of a version of migration `2026-11-25-000025_announcement_counters`, renamed with a suffix.
 copy() { # copy SUFFIX < up.sql
   python3 -c '
 import sys

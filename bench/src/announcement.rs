@@ -23,7 +23,7 @@
 //! `audience`); only the announcement path is timed. Their ids rise with creation, as the
 //! service's UUIDv7 ids do, so id order is insertion order as in production.
 //!
-//! Target (issue 6): expansion at least 50,000 contacts/s; the `POST` under 100 ms.
+//! Target: expansion at least 50,000 contacts/s; the `POST` under 100 ms.
 
 use std::time::{Duration, Instant};
 

@@ -424,9 +424,8 @@ async fn measure(
         events::CLIENTS
     ));
     // The first timed side would otherwise read from disk what the sides after it find
-    // in the OS's cache: at 3M contacts the API's known-contacts side, always first, ran
-    // at 0.45× with p99 300 ms while pgbench right after it did not (docs/operations.md,
-    // "One statement per event, pages from the slots").
+    // in the OS's cache, and at 3M contacts the first side collapsed while pgbench right
+    // after it did not (docs/performance.md, "Measuring").
     let started = Instant::now();
     let warmed = sql.run(warm_event_relations).await;
     report.line(

@@ -9,8 +9,8 @@
 //! `MAILROOM_BENCH_BIN` (the `mailroom` binary).
 //!
 //! Setup goes through the API (account, mail server, template) and bulk SQL (N contacts
-//! and N queued messages of about 5 KB, committed at once). One run prints every figure
-//! of issue 13 beside the reference measured in the same run: the end-to-end rate at 8
+//! and N queued messages of about 5 KB, committed at once). One run prints every target
+//! figure beside the reference measured in the same run: the end-to-end rate at 8
 //! connections and at 1 as ratios to `smtp-source`, the worker's CPU time per message
 //! (its own and its render children's user + system time, from `/proc`), PostgreSQL time
 //! per message (`pg_stat_statements` when the server can load it, else the database's
@@ -590,7 +590,7 @@ async fn measure(options: &Options, tools: &Tools, url: &str) -> Result<()> {
 
     let cpu_per_message = drained.cpu.total().as_secs_f64() * 1e6 / options.messages as f64;
     let pg_per_message = drained.pg_ms * 1000.0 / options.messages as f64;
-    println!("\n== Targets (issue 13; load {})", load());
+    println!("\n== Targets (load {})", load());
     println!(
         "  ≥ 0.4 × raw, {CONNECTIONS} conns.  {:>10}  {} ({:.0} vs {:.0} messages/s)",
         ratio(drained.rate, reference),
@@ -821,7 +821,7 @@ async fn drain(
         .context("bringing the lane forward")?;
         // Left to itself, the queueing session reports its statistics as it ends, after
         // the client has let go of it, and the clock read next could count the queueing
-        // (about 10 s, 100 µs a message) as the drain's. A forced flush is done before
+        // as the drain's. A forced flush is done before
         // this statement's answer comes back (PostgreSQL 15 and later; older servers
         // refuse the call, and the race stays).
         let _ = sql_query(format!("{BENCH_MARK} SELECT pg_stat_force_next_flush()"))

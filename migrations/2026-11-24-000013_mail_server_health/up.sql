@@ -1,4 +1,4 @@
--- Mail server health (issue 13): set when the server refuses Mailroom itself (AUTH 535,
+-- Mail server health: set when the server refuses Mailroom itself (AUTH 535,
 -- a 5xx to the greeting or EHLO, "authentication required" to MAIL FROM), cleared by the
 -- next message it takes and by every save. Both NULL: healthy.
 ALTER TABLE mail_servers

@@ -1,7 +1,7 @@
 -- Due lanes: one row per account that has messages waiting, so a worker finds the accounts
 -- with due mail in a small table and claims each account's messages with `account_id` in
 -- the WHERE clause (one shard on Citus), instead of one claim across every account's rows
--- (docs/operations.md, "Delivery lanes").
+-- (docs/operations.md, "Delivery engine").
 --
 -- A claim locks the lane rows it serves with FOR UPDATE SKIP LOCKED (workers spread over
 -- accounts, never waiting for each other), claims those accounts' messages, and before it

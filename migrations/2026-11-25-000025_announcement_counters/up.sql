@@ -1,4 +1,4 @@
--- Console API additions (issue 17): per-announcement counters, the message log's
+-- Console API additions: per-announcement counters, the message log's
 -- announcement filter, and test sends.
 --
 -- Counters. An announcement's read shows how many of its messages are in each state and

@@ -1,4 +1,4 @@
--- The branding of an account's public pages (issue 17): each part optional. The
+-- The branding of an account's public pages: each part optional. The
 -- checks repeat the domain's bounds so nothing written around the API breaks a page.
 ALTER TABLE accounts
     ADD COLUMN brand_display_name text

@@ -1,5 +1,5 @@
 -- Typed slots: a per-contact row with one typed column per attribute, for segment counts
--- that read one table at the pace of a flat table (docs/operations.md, "Typed slots").
+-- that read one table at the pace of a flat table (docs/operations.md, "What lists and counts read").
 --
 -- `contact_attributes` stays the truth and serves every read of values. The first four
 -- custom attributes of each type in an account (in the order their metas were created)
@@ -20,7 +20,7 @@
 --
 -- `event.*` dates get no slot: an event moves its date forward on every event, the
 -- hottest write of the audience, and a slot would turn each into a new slot row version
--- with an entry in every filled slot index (docs/operations.md, "Typed slots").
+-- with an entry in every filled slot index (docs/operations.md, "What lists and counts read").
 --
 -- Writers of the audience wait while this migration runs: the copy below reads every
 -- attribute row once (32 s for a million contacts with eight attributes each, see

@@ -8,7 +8,7 @@
 -- The price is the contact list sorted by `messageCount`, which now reads the account's
 -- contacts and keeps the top of them (a top-N sort) instead of walking an index: about
 -- 0.1 s at a million contacts, against about 1 ms before. Every other sort keeps its
--- index. docs/operations.md ("Contact counts without an index") has the figures and why
+-- index. docs/performance.md ("Design choices, measured") has the figures and why
 -- this trade was made.
 DROP INDEX IF EXISTS contacts_message_count_idx;
 

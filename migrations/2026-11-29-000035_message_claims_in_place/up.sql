@@ -5,7 +5,7 @@
 -- columns no index names, so the new version can stay on its page (a HOT update) and no
 -- index is touched. A message in flight is stored as `queued` with a lease; `sending` is
 -- what the API, the counters and the metrics call such a row, never a stored value.
--- docs/operations.md ("Claims in place") has the figures and the trade.
+-- docs/performance.md ("Design choices, measured") has the figures and the trade.
 
 -- The one definition of a message's state as the API names it, for SQL that counts by
 -- state (a plain SQL function: the planner inlines it).

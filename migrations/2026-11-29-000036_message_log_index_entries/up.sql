@@ -1,5 +1,5 @@
--- Two fewer index entries for most message writes (docs/operations.md, "Delivery
--- engine", "The message log's indexes, migration 36"). A record (queued → sent) is never
+-- Two fewer index entries for most message writes (docs/operations.md, "What lists and
+-- counts read"; docs/performance.md, "Design choices, measured"). A record (queued → sent) is never
 -- HOT, since it changes `status` and `next_attempt_at`, so it writes an entry into every
 -- index whose predicate the new row version matches.
 

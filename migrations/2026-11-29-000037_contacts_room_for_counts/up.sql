@@ -1,5 +1,5 @@
--- Room on each page of `contacts` for a copy of every row on it (docs/operations.md,
--- "Contacts with room for their first count", migration 37). A record batch counts the
+-- Room on each page of `contacts` for a copy of every row on it (docs/performance.md,
+-- "Design choices, measured", migration 37). A record batch counts the
 -- delivered messages of up to a few dozen contacts in one UPDATE, and an announcement's
 -- contacts are counted in about the order they were stored, so one statement updates many
 -- rows of the same page. Its new versions must fit on that page to be heap-only, and the

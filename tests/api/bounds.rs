@@ -171,8 +171,8 @@ async fn a_search_past_a_300_ms_statement_timeout_is_a_503_with_retry_after() {
     assert_eq!(page["items"].as_array().map(Vec::len), Some(1));
 }
 
-/// An event nothing listens to is one statement outside a transaction (docs/operations.md,
-/// "An event without a listener in one round trip"): the sessions' statement timeout
+/// An event nothing listens to is one statement outside a transaction (docs/performance.md,
+/// "Design choices, measured"): the sessions' statement timeout
 /// bounds it as `SET LOCAL` bounds a transaction. An event that waits on a row another
 /// session holds is a 503 after about 300 ms, and succeeds once the row is free.
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! The API additions the console reads (issue 17): per-announcement counters on the
+//! The API additions the console reads: per-announcement counters on the
 //! announcement read, the message log's `announcementId` filter, template previews
 //! rendered as a send would, and test sends.
 

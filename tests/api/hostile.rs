@@ -1,4 +1,4 @@
-//! A generated hostile-input run (issue 8): 10,000 requests spread over every documented
+//! A generated hostile-input run: 10,000 requests spread over every documented
 //! route, each with a body built from a seeded random generator that knows the route's
 //! field names (taken from the OpenAPI document, so values reach the validation behind the
 //! JSON parser), wrong types, huge and strange strings, deep nesting, invalid UTF-8,

@@ -1,5 +1,4 @@
-//! Delivery fairness and quarantine (issue 13, defect 2; docs/operations.md, "Delivery
-//! engine"): a mail server that stalls fills its own lane only, a webhook endpoint that
+//! Delivery fairness and quarantine (docs/operations.md, "Delivery engine"): a mail server that stalls fills its own lane only, a webhook endpoint that
 //! hangs holds only its own account's events, and a message whose claims keep ending
 //! without an outcome is quarantined instead of being claimed forever.
 

@@ -1,4 +1,4 @@
-//! The public pages (issue 17): the unsubscribe and preferences page and the console's
+//! The public pages: the unsubscribe and preferences page and the console's
 //! sign-in form in the reader's language (`Accept-Language`), the account's branding on
 //! the unsubscribe page (set through the account PATCH, escaped, validated), and the
 //! operator's template overrides (`MAILROOM_PAGE_TEMPLATES`), which a broken file stops

@@ -1,4 +1,4 @@
-//! Issue 13, the SMTP side: sessions are never shared between accounts or across a
+//! Delivery's SMTP side: connections are never shared between accounts or across a
 //! password change, and a refusal blames the party it is about (the contact only for its
 //! own `RCPT TO`; the mail server for a refused login). Real loopback SMTP servers with
 //! scripted replies; the worker's `run_once` is called directly.

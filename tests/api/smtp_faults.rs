@@ -1,4 +1,4 @@
-//! SMTP faults at random (issue 8): a server that answers each delivery attempt at random
+//! SMTP faults at random: a server that answers each delivery attempt at random
 //! with 250, 421, 450, 451, 550 5.1.1 or 552, drops the connection after DATA, or stalls.
 //! After the worker has run until nothing is pending, every message is in the state the
 //! rules give for the replies it got (read from the server's own record of each attempt),

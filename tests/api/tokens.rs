@@ -425,7 +425,7 @@ async fn a_revocation_by_another_process_takes_effect_within_the_cache_window() 
     expect_json(app.get("/v2/users/me/tokens", &raw).await, 200).await;
     app.clock.advance(Duration::seconds(4));
     expect_json(app.get("/v2/users/me/tokens", &raw).await, 200).await;
-    // Past the window (docs/operations.md, "Token cache"), the database answers again.
+    // Past the window (docs/operations.md, "Token and membership caches"), the database answers again.
     app.clock.advance(Duration::seconds(1));
     expect_problem(app.get("/v2/users/me/tokens", &raw).await, 401).await;
 }

@@ -4,6 +4,9 @@
 //!   nor the shared folder beside it: what they said is in `docs/` now (`docs/design.md`,
 //!   `docs/api.md`). `CHANGELOG.md` may name them, as history.
 //! - `docs/ARCHITECTURE.md` names only paths that exist, and says nothing twice.
+//! - No tracked file but the changelog dates its text by the work that wrote it: no
+//!   tracker numbers, no numbered or "earlier" work sittings, no numbered rounds of work. Code, tests and
+//!   docs name the behaviour instead; `CHANGELOG.md` keeps the history.
 //!
 //! Tests only (`cargo xtask test` runs them with the rest of the workspace).
 
@@ -51,6 +54,100 @@ fn files_citing_outside_documents() -> Vec<String> {
                     || text.contains(DESIGN_SECTION)
                     || text.contains(SHARED_DIRECTORY)
             })
+        })
+        .collect()
+}
+
+/// The word for a tracker's item, spelled in two parts so that this file does not match
+/// its own rule.
+const TRACKER_ITEM: &str = concat!("iss", "ue");
+/// The word for a sitting of work, which is also a real word here (SMTP sessions,
+/// console sessions, database sessions): only the journal's phrasings around it count.
+const SITTING: &str = concat!("sess", "ion");
+
+/// The word for a round of work, spelled in two parts for the same reason.
+const ROUND: &str = concat!("wa", "ve");
+
+const ORDINALS: [&str; 12] = [
+    "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
+    "eleventh", "twelfth",
+];
+
+/// A number written as an ordinal: `9th`, `21st`.
+fn is_numbered_ordinal(word: &str) -> bool {
+    let digits = word.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let suffix = &word[digits.len()..];
+    !digits.is_empty()
+        && digits.chars().all(|c| c.is_ascii_digit())
+        && ["st", "nd", "rd", "th"].contains(&suffix)
+}
+
+/// Phrases in `text` that date it by the work that wrote it rather than name what it
+/// describes: a tracker number (`<item> 13`, `<item>s 8 and 9`, `<item> #21`), a
+/// numbered, earlier or previous sitting (`the ninth <sitting>`, `an earlier <sitting>`,
+/// `the <sitting> of 2026-11-25`, `this <sitting>'s machine`), and the word for a round of work. What an SMTP
+/// or console session does ("in this session", "one session", "per session") passes.
+fn journal_phrases(text: &str) -> Vec<String> {
+    let lower = text.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .collect();
+    let items = format!("{TRACKER_ITEM}s");
+    let mut found = Vec::new();
+    for (index, pair) in words.windows(2).enumerate() {
+        let (word, next) = (pair[0], pair[1]);
+        let next_is_number = next.chars().all(|c| c.is_ascii_digit());
+        if (word == TRACKER_ITEM || word == items) && next_is_number {
+            found.push(format!("{word} {next}"));
+        }
+        let sitting = next == SITTING || next.strip_suffix('s') == Some(SITTING);
+        if sitting
+            && (ORDINALS.contains(&word)
+                || is_numbered_ordinal(word)
+                || ["earlier", "previous"].contains(&word))
+        {
+            found.push(format!("{word} {next}"));
+        }
+        if word == SITTING
+            && next == "of"
+            && words
+                .get(index + 2)
+                .is_some_and(|year| year.len() == 4 && year.starts_with("20"))
+        {
+            found.push(format!("{word} of {}", words[index + 2]));
+        }
+    }
+    for possessive in [
+        format!("this {SITTING}'s"),
+        format!("this {SITTING}\u{2019}s"),
+    ] {
+        if lower.contains(&possessive) {
+            found.push(possessive);
+        }
+    }
+    found.extend(
+        words
+            .iter()
+            .filter(|word| **word == ROUND || word.strip_suffix('s') == Some(ROUND))
+            .map(|word| (*word).to_owned()),
+    );
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// The tracked text files (other than the changelog) with journal phrases, and the
+/// phrases each has.
+fn files_with_journal_phrases() -> Vec<(String, Vec<String>)> {
+    let root = system::workspace_root();
+    tracked_files()
+        .into_iter()
+        .filter(|name| name != "CHANGELOG.md")
+        .filter_map(|name| {
+            let text = fs::read_to_string(root.join(&name)).ok()?;
+            let phrases = journal_phrases(&text);
+            (!phrases.is_empty()).then_some((name, phrases))
         })
         .collect()
 }
@@ -191,6 +288,16 @@ fn tidy_no_file_cites_documents_outside_the_repository() {
 }
 
 #[test]
+fn tidy_no_file_dates_its_text_by_the_work_that_wrote_it() {
+    let dated = files_with_journal_phrases();
+    assert!(
+        dated.is_empty(),
+        "these files name tracker numbers or sittings of work instead of the behaviour \
+         (the history belongs in CHANGELOG.md): {dated:#?}"
+    );
+}
+
+#[test]
 fn tidy_architecture_map_names_existing_paths_once() {
     let root = system::workspace_root();
     let map = fs::read_to_string(root.join("docs/ARCHITECTURE.md")).expect("docs/ARCHITECTURE.md");
@@ -242,6 +349,35 @@ fn tidy_checks_catch_what_they_look_for() {
         "First, {passage}; more.\n\nSecond: {passage} and again.\n"
     ));
     assert!(!repeated.is_empty(), "a pasted passage went unnoticed");
+    // Journal phrases are caught; the real sessions of SMTP, the console and the
+    // database pass.
+    let item = TRACKER_ITEM;
+    let sitting = SITTING;
+    for dated in [
+        format!("Where {item} 13's targets stand"),
+        format!("({item} #21)"),
+        format!("{item}s 8 and 9"),
+        format!("end of the ninth {sitting}"),
+        format!("measured in the 7th {sitting}"),
+        format!("an earlier {sitting} found"),
+        format!("the {sitting} of 2026-11-25"),
+        format!("this {sitting}'s machine"),
+        format!("the second {ROUND}"),
+    ] {
+        assert!(
+            !journal_phrases(&dated).is_empty(),
+            "{dated:?} went unnoticed"
+        );
+    }
+    for legit in [
+        format!("421 4.4.2 Idle too long in this {sitting}, closing"),
+        format!("at most 100 per {sitting}; one {sitting} per connection"),
+        format!("<strong>(this {sitting})</strong> and `console_{sitting}s`"),
+        format!("the queueing {sitting} reports its statistics"),
+        format!("an operator {item}s one with `mailroom user create`"),
+    ] {
+        assert_eq!(journal_phrases(&legit), Vec::<String>::new(), "{legit:?}");
+    }
     // Different paragraphs pass.
     assert!(duplicated_paragraphs(
         "Requests arrive over HTTP and become calls to use cases in the app crate.\n\n\

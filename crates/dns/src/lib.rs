@@ -16,7 +16,7 @@
 //!   with a name that timed out remembered as timing out for [`TIMEOUT_REMEMBERED`]: a
 //!   tenant's name whose nameserver never answers costs one slot now and then, never
 //!   all of them, and never delays a lookup of a name already known
-//!   (docs/operations.md, "DNS");
+//!   (docs/operations.md, "Configuration");
 //! - **the egress check** ([`mailroom_domain::egress::check_addresses`]) on every address
 //!   of the answer, so the callers connect only to checked addresses and never resolve a
 //!   second time (DNS rebinding).

@@ -626,7 +626,7 @@ pub fn message_id_header(id: MessageId, domain: &str) -> String {
 /// The id of the message whose `Message-ID` header is `header`, read back from the
 /// `<id@domain>` form [`message_id_header`] writes; `None` for any other text. Feedback
 /// finds the message a report quotes by this id (the store keeps every header in this
-/// form, docs/operations.md "The message log's indexes").
+/// form, docs/operations.md "What lists and counts read").
 pub fn message_id_in_header(header: &str) -> Option<MessageId> {
     let (id, _domain) = header.strip_prefix('<')?.split_once('@')?;
     MessageId::parse(id).ok()

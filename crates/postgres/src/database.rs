@@ -76,7 +76,7 @@ fn timeout_millis(timeout: Duration) -> u128 {
 
 /// What opens a transaction whose statements are limited to `ours` on a session limited to
 /// `session`. BEGIN and a `SET LOCAL` travel in one message, so the transaction's first
-/// round trip also sets its timeout (docs/operations.md, "Audience at scale"); `TO
+/// round trip also sets its timeout (docs/performance.md, "Design choices, measured"); `TO
 /// DEFAULT` is the value the session started with, that is the server's setting.
 fn begin_sql(ours: Option<Duration>, session: Option<Duration>) -> Cow<'static, str> {
     match ours {

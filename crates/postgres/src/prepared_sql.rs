@@ -6,7 +6,7 @@
 //! and write, the delivery claim and record, the import's batches) that was most of
 //! PostgreSQL's time: `pgbench` running the event's statements reached 1,476–1,508
 //! transactions/s unprepared against 2,582–2,661 prepared on the same database (see
-//! docs/operations.md, "Prepared hand-written statements").
+//! docs/performance.md, "Design choices, measured").
 //!
 //! [`prepared_sql`] takes text from a closed set (a literal, or one formatted from
 //! constants and closed enums, never from data), so the cache stays as small as the code.

@@ -3,7 +3,7 @@
 //! (`webhook_events`, `webhook_lanes`), and the lane lock the message outbox shares (its
 //! claim and reschedule are its own: a message in flight is stored as `queued` with a
 //! lease, so its partial indexes name one status and it has no index of leased rows;
-//! `repositories/messages.rs`; docs/operations.md, "Claims in place").
+//! `repositories/messages.rs`; docs/operations.md, "Delivery engine").
 //!
 //! A queue table follows one convention:
 //!

@@ -169,7 +169,7 @@ diesel::table! {
 
 diesel::table! {
     /// One row per contact: the values of its account's slotted attributes
-    /// (migration 31, docs/operations.md "Typed slots"), kept by the repository's writes
+    /// (migration 31, docs/operations.md "What lists and counts read"), kept by the repository's writes
     /// (`crate::upkeep`).
     contact_slots (account_id, contact_id) {
         account_id -> Uuid,

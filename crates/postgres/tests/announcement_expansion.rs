@@ -4,7 +4,7 @@
 //! key of `contact_attributes`; none reads a condition's whole set into a hash table or
 //! sorts. The planner, left to choose, read the whole set (500,000 ids at 1,000,000
 //! contacts) in later batches, hashed or walked from its start: per-batch cost grew with
-//! the batch's position (docs/operations.md, "Announcement expansion").
+//! the batch's position (docs/operations.md, "Delivery engine").
 
 use diesel::connection::SimpleConnection;
 use mailroom_app::ports::AudienceBatch;

@@ -1,6 +1,6 @@
 //! Counting delivered messages to their contacts is a heap-only (HOT) update: no index of
 //! `contacts` holds `message_count` and the table keeps room on its pages for the new
-//! versions (migration 34, docs/operations.md "Contact counts without an index"). A
+//! versions (migration 34, docs/performance.md "Design choices, measured"). A
 //! non-HOT update wrote a new entry into each of the table's indexes, the email filter's
 //! two GIN indexes among them, for every delivered message. Each page keeps half its
 //! room free (migration 37, "Contacts with room for their first count"), so a record

@@ -1,4 +1,4 @@
-//! The typed slots (migration 31, docs/operations.md "Typed slots") against a real
+//! The typed slots (migration 31, docs/operations.md "What lists and counts read") against a real
 //! database: after writes of every kind the repository makes (a contact's attributes, an
 //! event, an import that creates and updates, a delete), every contact's `contact_slots`
 //! row equals the pivot of its attribute rows (event dates take no slot); and metas

@@ -1,7 +1,6 @@
 //! A claim writes only the lease, columns no index of `messages` names, so its new row
 //! versions are heap-only (HOT) where the page has room: a message in flight is stored as
-//! `queued` with a lease and read as `sending` (migration 35, docs/operations.md "Claims in
-//! place"). Before, the claim set `status = 'sending'`, and each claimed message cost a
+//! `queued` with a lease and read as `sending` (migration 35, docs/operations.md "Delivery engine"). Before, the claim set `status = 'sending'`, and each claimed message cost a
 //! new entry in every index of the table.
 
 use diesel::{connection::SimpleConnection, sql_query, sql_types, QueryableByName, RunQueryDsl};

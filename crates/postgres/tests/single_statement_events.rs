@@ -1,6 +1,5 @@
 //! An event nothing listens to is written by one statement outside a transaction
-//! (`Database::run_single_statement`, docs/operations.md "An event without a listener in
-//! one round trip"), against a real database: it writes everything the transactional
+//! (`Database::run_single_statement`, docs/performance.md "Design choices, measured"), against a real database: it writes everything the transactional
 //! event writes; with a listening automation it writes nothing (that event must be
 //! written with the messages it queues); and the statement is bounded by the session's
 //! statement timeout, while the workers' transactions keep the server's setting.

@@ -15,7 +15,7 @@
 //! the child's allocation fail and the child abort; the worker sees the pipe close, keeps
 //! the replies it read, and renders the rest of that batch one request at a time on fresh
 //! children, so the request that kills a child fails alone, with the reason
-//! (docs/operations.md, "Renders in batches"). The child runs with an empty environment:
+//! (docs/operations.md, "Delivery engine"). The child runs with an empty environment:
 //! it needs no secret and gets none.
 //!
 //! Fuel does not bound time either: one instruction may build or scan a string of tens of

@@ -1,4 +1,4 @@
-//! Load (issue 8): 64 concurrent clients record contact events for 60 s against the real
+//! Load: 64 concurrent clients record contact events for 60 s against the real
 //! `mailroom serve` while an announcement to 20,000 contacts is being sent through a
 //! loopback SMTP server. Every request must answer 200 within the client's 5 s bound;
 //! the figures (requests, p50/p99/max latency, messages sent in the window) are printed.

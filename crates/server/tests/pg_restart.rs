@@ -1,5 +1,5 @@
 //! PostgreSQL goes away and comes back while the real `mailroom serve` takes contact
-//! events and delivers transactional mail (issue 8, "PostgreSQL restart").
+//! events and delivers transactional mail (docs/operations.md, "Recovering").
 //!
 //! The test runs its own throwaway cluster (see `outage_support::PrivateCluster`), so it
 //! can stop it without disturbing the shared server other tests use. Promises checked:

@@ -1,5 +1,5 @@
 //! Several real `mailroom` processes on one database, with the delivery of an announcement
-//! under scale-out, SIGKILL and SIGTERM (issues 8 and 9; docs/design.md#8-delivery and docs/design.md#12-scaling-out).
+//! under scale-out, SIGKILL and SIGTERM (docs/design.md#8-delivery and docs/design.md#12-scaling-out).
 //!
 //! Each test starts an API-only `mailroom serve` (MAILROOM_WORKERS=false) and worker-only
 //! `mailroom worker` processes against a database of its own, imports contacts through
@@ -28,7 +28,7 @@ use support::{count_from_env, describe, Deliveries, Deployment, MESSAGE_LEASE, S
 /// the SMTP server, outcome not yet recorded): what it holds at most.
 const IN_FLIGHT_PER_PROCESS: usize = MAX_HELD;
 
-/// Scale-out (issue 9): one API-only process and two worker-only processes on one database
+/// Scale-out: one API-only process and two worker-only processes on one database
 /// deliver an announcement to 20,000 contacts (`MAILROOM_SCALE_OUT_CONTACTS` overrides).
 ///
 /// Afterwards each contact received exactly one message (counted by recipient at the SMTP
@@ -91,7 +91,7 @@ async fn two_worker_processes_share_an_announcement_and_send_each_contact_one_me
     assert_eq!(deployment.sent_today().await, contacts as u64);
 }
 
-/// Crash during an announcement (issue 8): 10,000 contacts (`MAILROOM_CRASH_CONTACTS`
+/// Crash during an announcement: 10,000 contacts (`MAILROOM_CRASH_CONTACTS`
 /// overrides), two worker processes, one of them SIGKILLed three times at random moments
 /// (after a random 10–15 %, 40–45 % and 70–75 % of the messages arrived) and restarted
 /// at once each time.
@@ -128,7 +128,7 @@ async fn killing_a_worker_three_times_loses_nothing_and_repeats_only_messages_in
     let id = deployment.announce().await;
     let moments: Vec<(f64, u64)> = {
         let mut rng = rand::thread_rng();
-        // A pause after the threshold, so the kill does not fall on the instant a wave of
+        // A pause after the threshold, so the kill does not fall on the instant a burst of
         // messages was accepted.
         [10.0, 40.0, 70.0]
             .map(|base| (base + rng.gen_range(0.0..5.0), rng.gen_range(0..50)))
@@ -253,7 +253,7 @@ async fn wait_until_settled(deployment: &Deployment, ids: &[String], within: Dur
     }
 }
 
-/// Graceful shutdown (issue 8): SIGTERM to a worker process while it delivers. It
+/// Graceful shutdown: SIGTERM to a worker process while it delivers. It
 /// finishes the rounds in flight (each outcome recorded), stops claiming, and exits 0
 /// within a bound (its sessions are bounded by three SMTP timeouts); the other worker
 /// sends the rest. Nobody receives a message twice.
@@ -294,7 +294,7 @@ async fn sigterm_lets_a_worker_finish_its_messages_and_another_sends_the_rest() 
             .unwrap_or(0)
     };
     // Signal while worker-a has messages in the server's accept delay: sessions in flight.
-    // (With three overlapping rounds per process there may be no gap between waves to
+    // (With three overlapping rounds per process there may be no gap between bursts to
     // wait for; any message held in the delay is a session in flight.)
     let waiting = Instant::now();
     while deployment.smtp.in_flight("worker-a") == 0 {
@@ -305,7 +305,7 @@ async fn sigterm_lets_a_worker_finish_its_messages_and_another_sends_the_rest() 
         );
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-    // Let the rest of the wave reach the server (well inside the 200 ms delay).
+    // Let the rest of the burst reach the server (well inside the 200 ms delay).
     tokio::time::sleep(Duration::from_millis(50)).await;
     let before_signal = from_a(&deployment);
     let in_flight = deployment.smtp.in_flight("worker-a");

@@ -1,7 +1,7 @@
 //! Render children take requests in batches (one write, one read of the replies) and the
 //! outcomes come back in order; a request that kills its child fails alone, the rest of
 //! its batch rendered again on fresh children; a template the child did not keep is sent
-//! again (`crates/server/src/render_sandbox.rs`, docs/operations.md "Renders in batches").
+//! again (`crates/server/src/render_sandbox.rs`, docs/operations.md "Delivery engine").
 
 use std::{
     path::PathBuf,

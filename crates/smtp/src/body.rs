@@ -1,5 +1,5 @@
 //! The transfer encoding of a message's text and HTML parts, in one pass over the
-//! rendered text (docs/operations.md, "The MIME body in one pass").
+//! rendered text (docs/performance.md, "Design choices, measured").
 //!
 //! lettre's `Body::new` makes three passes over a part (it picks the encoding, turns line
 //! ends into CRLF by inserting one `\r` at a time, then hands the text to the

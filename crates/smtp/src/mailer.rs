@@ -11,7 +11,7 @@
 //! When the server offers `PIPELINING` (RFC 2920), the envelope (`MAIL FROM`, every
 //! `RCPT TO`, `DATA`) goes in one write and its replies are read in order, so a message
 //! costs two round trips instead of three plus one per recipient (docs/operations.md,
-//! "SMTP pipelining and the content in one write"). lettre keeps only the EHLO keywords
+//! "Delivery engine"). lettre keeps only the EHLO keywords
 //! it acts on, and `PIPELINING` is not one of them, so a new connection asks EHLO once
 //! more before AUTH and reads the keyword itself. The content then goes with its final
 //! dot in one write ([`Content`]). Every reply is still read and blamed on its own
@@ -581,7 +581,7 @@ async fn pipelined_envelope(
 /// before every line that starts with a dot, then `CRLF . CRLF`, in one write. lettre's
 /// `AsyncSmtpConnection::message` does the same byte by byte and writes the ending
 /// separately: its loop was 18 % of the mailer's CPU in the delivery bench's profile
-/// (docs/operations.md, "SMTP pipelining and the content in one write"). Lines end in
+/// (docs/operations.md, "Delivery engine"). Lines end in
 /// CRLF in what lettre formats, and only a dot after CRLF (or at the start) is doubled,
 /// as lettre does.
 struct Content<'a>(&'a str);

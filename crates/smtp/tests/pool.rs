@@ -111,7 +111,7 @@ async fn concurrent_messages_reuse_at_most_the_bound_of_connections() {
         server.connection_count()
     );
     assert!(server.peak_open_connections() <= 3);
-    // A second wave reuses the same connections.
+    // A second round reuses the same connections.
     let before = server.connection_count();
     send_all(&mailer, &mails[..10]).await;
     assert_eq!(server.connection_count(), before);
@@ -288,7 +288,7 @@ async fn a_refusal_after_data_is_not_sent_again() {
             matches!(&refused, AttemptFault::Reply(SmtpStage::Data { contact_only: true }, reply) if reply.code == 451),
             "{refused:?}"
         );
-        assert_eq!(server.connection_count(), 1, "no second session");
+        assert_eq!(server.connection_count(), 1, "no second connection");
         // The refused content ended the transaction: the next one starts cleanly on the
         // same connection (a left-over transaction would be answered 503).
         let again = mailer

@@ -57,8 +57,8 @@ pub fn record_event(
         occurred_at: now,
     };
     // The usual event (no attributes, no automation listening) is one statement, so it
-    // runs without BEGIN and COMMIT: one round trip instead of three (docs/operations.md,
-    // "An event without a listener in one round trip"). When an automation listens the
+    // runs without BEGIN and COMMIT: one round trip instead of three (docs/performance.md,
+    // "Design choices, measured"). When an automation listens the
     // statement writes nothing and the event goes the transactional way below.
     if attributes.is_empty() {
         let recorded = in_single_statement(services.db.as_ref(), |db| {

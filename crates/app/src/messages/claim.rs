@@ -106,7 +106,7 @@ pub fn claim_messages(
         until: lease_end(now, settings.lease),
     };
     in_transaction(services.db.as_ref(), |tx| {
-        // The due lanes first (accounts; docs/operations.md, "Delivery lanes"), then each
+        // The due lanes first (accounts; docs/operations.md, "Delivery engine"), then each
         // lane's own claim with its account in the WHERE clause, the limit shared out.
         let lanes = tx.lock_due_lanes(now, LANES_PER_CLAIM, &request.skip_accounts)?;
         let mut claims = Vec::new();

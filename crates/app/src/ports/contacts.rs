@@ -148,8 +148,7 @@ pub trait ContactRepository {
     /// contact's `event.<slug>` attribute to the event's time when later than the stored
     /// one. Answers the contact and whether the account has an enabled automation
     /// triggered by the slug, so the caller reads the automations only when one listens:
-    /// an event is one statement in the usual case (docs/operations.md, "One statement
-    /// per event, pages from the slots").
+    /// an event is one statement in the usual case (docs/performance.md, "Design choices, measured").
     ///
     /// # Errors
     /// [`StoreError`] on store failure.

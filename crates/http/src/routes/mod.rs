@@ -36,7 +36,7 @@ use utoipa_actix_web::service_config::ServiceConfig;
 pub fn v2(cfg: &mut ServiceConfig) {
     // actix tries the routes in this order, one pattern match each, until one takes the
     // request: the two that products call at high rates (an event, a send) come first, so
-    // they do not pay for matching the other sixty (docs/operations.md, "Route matching").
+    // they do not pay for matching the other sixty (docs/performance.md, "Design choices, measured").
     // Neither pattern overlaps another route's.
     cfg.service(contacts::record_event)
         .service(messages::send_message)

@@ -205,8 +205,9 @@ fn order_sql(sort: ContactSort, ascending: bool) -> String {
 
 /// Below this many matching contacts the email filter reads them all through the trigram
 /// index and sorts them; from this many on it walks the sort index, which then finds a
-/// page's worth early. Reading and sorting 11,000 matches took 11–15 ms on the bench's
-/// million contacts (docs/console.md, "The email filter's plan").
+/// page's worth early. Reading and sorting fewer than this stays well inside a page's
+/// time at a million contacts (docs/console.md, "The email filter's plan", has the
+/// figures).
 pub const FEW_MATCHES: i64 = 20_000;
 
 /// How many contacts, in the list's order, the email filter checks first: when a page's
@@ -248,9 +249,9 @@ fn has_trigram(needle: &str) -> bool {
 
 /// The part of `needle` to look up in the trigram index: up to its first `@` when that
 /// part has a trigram, else all of it. GIN reads every trigram's list of contacts, and a
-/// domain's trigrams are in most of them: a whole address (`c108983@bench.example`) took
-/// 200 ms to look up on a million contacts of one domain, its local part
-/// (`c108983@`) 0.6 ms. The whole needle is checked on the rows found.
+/// domain's trigrams are in most of them, so a whole address reads most of the index
+/// where its local part reads a few lists (docs/console.md, "The email filter's plan",
+/// has the figures). The whole needle is checked on the rows found.
 fn indexed_part(needle: &str) -> &str {
     match needle.find('@') {
         Some(at) if has_trigram(&needle[..at]) => &needle[..=at],
@@ -506,10 +507,9 @@ pub fn explain_contact_search(
 /// From this share of all contacts' addresses on (of every account, as `ANALYZE` sampled
 /// them), a [`Lookup::Pair`] or [`Lookup::Char`] is not looked up: the trigram and
 /// character indexes hold every account's addresses, so the lookup reads as many entries
-/// as the whole table has matches, before the count's cap can stop it. At 1M contacts
-/// `r2` (11 %, by email, where the first 5,000 hold none) took 64–68 ms p50 to count that
-/// way and the page 109–117 ms in all, against 42–47 ms for the planner's own choice
-/// (docs/console.md, "Short needles").
+/// as the whole table has matches, before the count's cap can stop it: for a pair in a
+/// tenth of the addresses that was slower than the planner's own choice (docs/console.md,
+/// "Short needles", has the figures).
 /// 2.5 % is three of the hundred-odd sampled addresses a histogram holds: a pair that
 /// 0.1 % of the addresses contain is sampled that often about once in 6,000 `ANALYZE`s,
 /// and then only gets the planner's choice, as before this lookup existed.
@@ -545,7 +545,7 @@ fn share_in_statistics(conn: &mut PgConnection, needle: &str) -> Result<f64, Sto
 /// through the trigram index, capped at [`FEW_MATCHES`], never from the planner's
 /// estimate, which follows the column's histogram: a rare needle that a sampled address
 /// happens to contain is estimated at 1 % of the contacts, and the planner then walked
-/// the whole sort index (116–671 ms on a million contacts; docs/console.md).
+/// the whole sort index (docs/console.md, "The email filter's plan", has the figures).
 ///
 /// The count's matches are a `MATERIALIZED` CTE: PostgreSQL plans a CTE for all its rows
 /// (the trigram index for a rare needle, a sequential scan for a needle most contacts

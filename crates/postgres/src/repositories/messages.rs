@@ -102,7 +102,7 @@ impl TryFrom<MessageRow> for Message {
 
 /// A message's state from its stored status and lease: a message in flight is stored as
 /// `queued` with a lease, and `sending` is never stored, so a claim writes only columns no
-/// index names (migration 35; docs/operations.md, "Claims in place"). SQL that counts by
+/// index names (migration 35; docs/operations.md, "Delivery engine"). SQL that counts by
 /// state uses the same rule, `message_state(status, lease_token)`.
 fn message_state(status: &str, lease_token: Option<Uuid>) -> Option<MessageStatus> {
     match MessageStatus::parse(status)? {

@@ -10,9 +10,8 @@
 //!   frequency in `pg_stats`), which autovacuum keeps fresh. Counting them would read
 //!   the whole table on every scrape.
 //!
-//! Measured on 2 shared cores with 1,000,000 messages of which 50,000 queued: the depth
-//! query 87–96 ms (it visits the 50,000 pending rows), the probe 11 ms, the estimate
-//! under 1 ms, where a full `GROUP BY status` took 145–150 ms and grows with the table.
+//! The depth query visits the pending rows only; a full `GROUP BY status` would grow with
+//! the table (docs/performance.md, "Reads that stay cheap", has the figures).
 //!
 //! A `SET LOCAL statement_timeout` bounds the whole snapshot, so a slow database makes
 //! the scrape fail rather than pile up.

@@ -11,7 +11,7 @@
 //! account's rows of `contact_slots` instead ([`SegmentPlan::Slots`], migration 31): one
 //! pass over one typed row per contact, at the pace of a flat table, where intersecting
 //! the conditions' sets of attribute rows hashed hundreds of thousands of ids per
-//! condition (docs/operations.md, "Typed slots"). A page whose every condition names a
+//! condition (docs/operations.md, "What lists and counts read"). A page whose every condition names a
 //! slotted attribute reads them too, without sizing: a slot column has per-column
 //! statistics of its own, so the planner's choice (walk the slot rows in contact order,
 //! or read the most selective slot index) rests on true estimates.
@@ -117,14 +117,13 @@ pub fn explain_audience_batch(
 /// rest of the account is large against the batch: for a late batch of an audience
 /// stored with half of each page free (migration 37), the planner read the remaining
 /// contacts by a bitmap scan, every condition probed, and sorted them to keep one batch
-/// (docs/operations.md, "Contacts with room for their first count"). With bitmap scans
+/// (docs/performance.md, "Design choices, measured"). With bitmap scans
 /// and sequential scans off, the primary key's ordered scan is the plan left.
 ///
 /// Sorts stay on, and JIT goes off: a plan that cannot avoid a disabled node (the batch's
 /// last contact is found by a sort) costs 10^10 more,
 /// far over `jit_above_cost`, and compiling its expressions took about a second per
-/// batch (0.22× the reference where the walk alone gives 0.77×; "Contacts with room for
-/// their first count").
+/// batch.
 const AUDIENCE_WALK: (&str, &str) = (
     "SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off; SET LOCAL jit = off",
     "SET LOCAL enable_bitmapscan TO DEFAULT; SET LOCAL enable_seqscan TO DEFAULT; \
@@ -137,9 +136,8 @@ const AUDIENCE_WALK: (&str, &str) = (
 /// planner (which estimates a condition's set at a hundredth of its size), later batches
 /// read the condition's whole set, since `contacts.id > after` does not bound it: a hash
 /// of all 500,000 matching ids at 1,000,000 contacts joined with the rest of the account
-/// and sorted to keep 5,000, or a nested loop over the set from its start (0.5–0.9 s a
-/// batch for the audience where the walk takes about 0.05 s; docs/operations.md,
-/// "Announcement expansion").
+/// and sorted to keep 5,000, or a nested loop over the set from its start: about ten
+/// times the walk's time per batch (docs/performance.md, "Design choices, measured").
 fn audience_batch(batch: &AudienceBatch<'_>) -> Sql {
     let mut sql = Sql::default();
     sql.push(
@@ -272,9 +270,8 @@ fn choose_plan(
         Purpose::Search => Ok(otherwise),
     };
     // A page whose every condition has a slot walks the slot rows like a flat table (a
-    // prepared lookup of the metas instead of sizing every condition's set: the first
-    // page of a 3-condition search at 1M contacts took 1.9 ms p95 sized and driven, see
-    // docs/operations.md, "One statement per event, pages from the slots").
+    // prepared lookup of the metas instead of sizing every condition's set, which cost
+    // the first page more than the walk; docs/performance.md, "Design choices, measured").
     if purpose == Purpose::Search {
         if let Some(plan) = slot_plan(conn, account, segment)? {
             return Ok(plan);

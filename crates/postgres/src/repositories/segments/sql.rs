@@ -367,7 +367,7 @@ pub(super) fn push_intersection(
 }
 
 /// A slug's typed slot: the column of `contact_slots` that holds its values (migration 31,
-/// docs/operations.md "Typed slots"). The type is the slug's stored type, not the
+/// docs/operations.md "What lists and counts read"). The type is the slug's stored type, not the
 /// condition's family; the number is 1 to 4.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SlotColumn {
@@ -437,7 +437,7 @@ pub(super) fn push_slots(
 /// indexes and probed into `contact_slots` by primary key, keeps the matching rows a bare
 /// count, which one condition's index can answer alone (an index-only scan): an anti-join
 /// needs each row's contact id, and PostgreSQL then read the whole slot table instead
-/// (86–94 ms against 44–52 ms for 500,000 of 1,000,000 contacts).
+/// (docs/performance.md, "Design choices, measured").
 pub(super) fn push_slots_count(
     sql: &mut Sql,
     account: AccountId,
