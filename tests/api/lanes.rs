@@ -149,13 +149,6 @@ async fn a_stalled_mail_server_does_not_hold_another_accounts_mail() {
 /// part of the bound kept for accounts that hold nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_stalled_accounts_of_one_user_do_not_hold_another_accounts_mail() {
-    if mailroom_test_support::on_citus() {
-        // Not yet holding on Citus: there the worker came to hold more than its bound
-        // (520 messages of 512; 542 webhook requests in flight), and the victim's work
-        // then waited. Listed in docs/operations.md ("Running on Citus").
-        eprintln!("skipped on Citus: the worker's bound is overrun there (see docs/operations.md)");
-        return;
-    }
     let app = spawn_app_with(|config| {
         config.allow_private_egress = true;
         config.smtp_timeout = Duration::from_secs(40);
@@ -386,13 +379,6 @@ async fn a_hanging_webhook_endpoint_does_not_hold_another_accounts_events() {
 /// bound kept for accounts with nothing in flight.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_hanging_accounts_of_one_user_do_not_hold_another_accounts_events() {
-    if mailroom_test_support::on_citus() {
-        // Not yet holding on Citus: there the worker came to hold more than its bound
-        // (520 messages of 512; 542 webhook requests in flight), and the victim's work
-        // then waited. Listed in docs/operations.md ("Running on Citus").
-        eprintln!("skipped on Citus: the worker's bound is overrun there (see docs/operations.md)");
-        return;
-    }
     let app = spawn_app_with(|config| {
         config.allow_private_egress = true;
         config.webhook_timeout = Duration::from_secs(20);

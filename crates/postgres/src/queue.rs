@@ -132,14 +132,18 @@ where
     // UPDATE stamps the lease, and the row locks are released when it commits. It stays
     // unprepared (`sql_query`): it returns `*` for whichever row type the queue has, and a
     // prepared `*` breaks when a migration adds a column (see `crate::prepared_sql`).
+    // The due rows are a MATERIALIZED part, read once: as a subquery a plan may scan them
+    // again per joined row and take more than the LIMIT (see the message claim).
     sql_query(format!(
-        "UPDATE {table} AS queued SET locked_until = $1, lease_token = $2 \
-         FROM (SELECT account_id, id FROM {table} \
-               WHERE account_id = $5 AND status IN ({pending}) AND next_attempt_at <= $3 \
-                 AND (locked_until IS NULL OR locked_until <= $3) \
-               ORDER BY next_attempt_at \
-               LIMIT $4 \
-               FOR UPDATE SKIP LOCKED) AS due \
+        "WITH due AS MATERIALIZED (\
+           SELECT account_id, id FROM {table} \
+           WHERE account_id = $5 AND status IN ({pending}) AND next_attempt_at <= $3 \
+             AND (locked_until IS NULL OR locked_until <= $3) \
+           ORDER BY next_attempt_at \
+           LIMIT $4 \
+           FOR UPDATE SKIP LOCKED) \
+         UPDATE {table} AS queued SET locked_until = $1, lease_token = $2 \
+         FROM due \
          WHERE queued.account_id = $5 AND queued.account_id = due.account_id \
            AND queued.id = due.id \
          RETURNING queued.*"

@@ -108,7 +108,13 @@ pub fn claim_messages(
     in_transaction(services.db.as_ref(), |tx| {
         // The due lanes first (accounts; docs/operations.md, "Delivery engine"), then each
         // lane's own claim with its account in the WHERE clause, the limit shared out.
-        let lanes = tx.lock_due_lanes(now, LANES_PER_CLAIM, &request.skip_accounts)?;
+        // No more lanes than messages the claim may take: each lane takes at least one,
+        // so more lanes would take the worker past its bound.
+        let lanes = tx.lock_due_lanes(
+            now,
+            LANES_PER_CLAIM.min(request.limit),
+            &request.skip_accounts,
+        )?;
         let mut claims = Vec::new();
         // A lane whose claim took its whole share has more waiting (it is due again now);
         // only the others need their next due time looked up.

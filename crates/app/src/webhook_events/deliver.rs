@@ -149,7 +149,10 @@ pub fn claim_webhook_deliveries(
     };
     let secrets = services.secrets.as_ref();
     let deliveries = in_transaction(services.db.as_ref(), |tx| {
-        let lanes = tx.lock_due_webhook_lanes(now, LANES_PER_CLAIM, &room.skip)?;
+        // No more lanes than events the claim may take: each lane takes at least one, so
+        // more lanes would take the worker past its bound.
+        let lanes =
+            tx.lock_due_webhook_lanes(now, LANES_PER_CLAIM.min(settings.batch_size), &room.skip)?;
         let mut events = Vec::new();
         // Whether each lane's claim took all it was allowed (more may be waiting, so the
         // lane stays due now); the others' next due time is looked up.

@@ -403,18 +403,25 @@ impl MessageRepository for PgUnitOfWork<'_> {
         // partial index `messages_account_due_idx` names; the claim leaves `status` alone,
         // so its new row versions can be HOT (see `message_state`). Each row comes back
         // with the state it was claimed from, for the domain's `Message::claim`.
+        //
+        // The due rows are a MATERIALIZED part: read once. As a subquery of the UPDATE a
+        // plan may scan them again for each row it joins (a nested loop), and each scan
+        // locks and returns rows past the LIMIT: measured on a Citus shard, 27 rows for a
+        // LIMIT of 16, and a worker that came to hold every message of its accounts.
         let mut rows: Vec<ClaimedRow> = prepared_sql(format!(
-            "UPDATE messages AS claimed \
+            "WITH due AS MATERIALIZED (\
+               SELECT account_id, id, message_state(status, lease_token) AS claimed_from \
+               FROM messages \
+               WHERE account_id = $5 AND status = '{QUEUED}' \
+                 AND next_attempt_at <= $3 \
+                 AND (locked_until IS NULL OR locked_until <= $3) \
+               ORDER BY next_attempt_at \
+               LIMIT $4 \
+               FOR UPDATE SKIP LOCKED) \
+             UPDATE messages AS claimed \
              SET locked_until = $1, lease_token = $2, \
                  claims_without_outcome = claimed.claims_without_outcome + 1 \
-             FROM (SELECT account_id, id, message_state(status, lease_token) AS claimed_from \
-                   FROM messages \
-                   WHERE account_id = $5 AND status = '{QUEUED}' \
-                     AND next_attempt_at <= $3 \
-                     AND (locked_until IS NULL OR locked_until <= $3) \
-                   ORDER BY next_attempt_at \
-                   LIMIT $4 \
-                   FOR UPDATE SKIP LOCKED) AS due \
+             FROM due \
              WHERE claimed.account_id = $5 AND claimed.account_id = due.account_id \
                AND claimed.id = due.id \
              RETURNING {CLAIMED_COLUMNS}, due.claimed_from",

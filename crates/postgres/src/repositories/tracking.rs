@@ -96,14 +96,13 @@ impl PgUnitOfWork<'_> {
         message: MessageId,
         now: Timestamp,
     ) -> Result<Option<Marked>, StoreError> {
-        let found: Option<Marked> = prepared_sql(
-            "SELECT announcement_id FROM messages WHERE account_id = $1 AND id = $2",
-        )
-        .bind::<SqlUuid, _>(account.as_uuid())
-        .bind::<SqlUuid, _>(message.as_uuid())
-        .get_result(self.conn)
-        .optional()
-        .map_err(store_error)?;
+        let found: Option<Marked> =
+            prepared_sql("SELECT announcement_id FROM messages WHERE account_id = $1 AND id = $2")
+                .bind::<SqlUuid, _>(account.as_uuid())
+                .bind::<SqlUuid, _>(message.as_uuid())
+                .get_result(self.conn)
+                .optional()
+                .map_err(store_error)?;
         let Some(found) = found else {
             return Ok(None);
         };
