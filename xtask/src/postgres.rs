@@ -1279,7 +1279,7 @@ mod tests {
         assert_ne!(bench.port, tests.port);
         assert_ne!(bench.data_dir, tests.data_dir);
         let fast = Purpose::UnsafeFastBenchmark.private_cluster();
-        assert_eq!((fast.port, fast.data_dir), (tests.port, tests.data_dir));
+        assert_eq!((fast.port, &fast.data_dir), (tests.port, &tests.data_dir));
         assert!(bench.durability().starts_with("durable"));
         assert!(tests.durability().starts_with("NOT DURABLE"));
     }
