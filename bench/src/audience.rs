@@ -462,7 +462,14 @@ async fn measure(
     };
     report!(
         "  {:<16} {:>12} {:>10} {:>10} {:>8} {:>14} {:>10} {:>8}",
-        "", "API req/s", "p50", "p99", "failed", "pgbench tps", "pg p99", "ratio"
+        "",
+        "API req/s",
+        "p50",
+        "p99",
+        "failed",
+        "pgbench tps",
+        "pg p99",
+        "ratio"
     );
     let mut all_met = true;
     let mut cpu_rows = Vec::new();
@@ -528,7 +535,10 @@ async fn measure(
     // gap can be read as CPU (the load generator shares the machine with the server).
     report!(
         "  {:<16} {:>22} {:>22} {:>22}",
-        "CPU per event", "server (API) µs", "client µs", "PostgreSQL µs"
+        "CPU per event",
+        "server (API) µs",
+        "client µs",
+        "PostgreSQL µs"
     );
     for (label, api, pgbench) in cpu_rows {
         report!(
@@ -813,7 +823,10 @@ async fn create_account(client: &reqwest::Client, address: &str, token: &str) ->
 fn print_comparison(report: &Report, api: &Latencies, flat: &Latencies) {
     report!(
         "  {:<16} {:>14} {:>14} {:>8}",
-        "", "API (HTTP)", "flat (SQL)", "ratio"
+        "",
+        "API (HTTP)",
+        "flat (SQL)",
+        "ratio"
     );
     for p in [50.0, 95.0] {
         let (a, f) = (api.percentile(p), flat.percentile(p));

@@ -83,7 +83,10 @@ pub fn take_unsafe_flag(args: &mut Vec<String>) -> bool {
 
 /// The line that opens a run's report, or the refusal: a server without production
 /// durability is measured only when `unsafe_allowed`, and then every line is marked.
-pub fn judge(durability: &Durability, unsafe_allowed: bool) -> Result<(String, Option<&'static str>)> {
+pub fn judge(
+    durability: &Durability,
+    unsafe_allowed: bool,
+) -> Result<(String, Option<&'static str>)> {
     if durability.is_production() {
         return Ok((
             format!(
@@ -195,7 +198,12 @@ mod tests {
             "{line}"
         );
         // The opt-in changes nothing on a durable server.
-        assert_eq!(judge(&settings("on", "on", "on"), true).expect("measured").1, None);
+        assert_eq!(
+            judge(&settings("on", "on", "on"), true)
+                .expect("measured")
+                .1,
+            None
+        );
     }
 
     #[test]
@@ -209,7 +217,10 @@ mod tests {
         assert_eq!(mark, Some(NOT_DURABLE_MARK));
         assert!(line.contains("NOT DURABLE"), "{line}");
         assert_eq!(
-            marked("\n== Reference\n  8 connections  100 messages/s", NOT_DURABLE_MARK),
+            marked(
+                "\n== Reference\n  8 connections  100 messages/s",
+                NOT_DURABLE_MARK
+            ),
             "\n[NOT DURABLE] == Reference\n[NOT DURABLE]   8 connections  100 messages/s"
         );
         assert_eq!(marked("a figure", ""), "a figure");

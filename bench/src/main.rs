@@ -40,7 +40,7 @@ DATABASE_URL must name a PostgreSQL maintenance database (as for the tests); the
 benchmark creates its own database there and drops it at the end. Its server must
 run with production durability (fsync, synchronous_commit and full_page_writes on;
 read with SHOW and printed first): --unsafe-fast-db measures a server without it
-anyway, and every line printed then starts with "[NOT DURABLE]".
+anyway, and every line printed then starts with `[NOT DURABLE]`.
 ";
 
 /// What to run, from the command line.
@@ -93,9 +93,7 @@ fn main() -> ExitCode {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let unsafe_allowed = durability::take_unsafe_flag(&mut args);
     if !args.is_empty() {
-        if let Err(error) =
-            durability::check(&mailroom_test_support::admin_url(), unsafe_allowed)
-        {
+        if let Err(error) = durability::check(&mailroom_test_support::admin_url(), unsafe_allowed) {
             eprintln!("mailroom-bench: {error:#}");
             return ExitCode::from(2);
         }

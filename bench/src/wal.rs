@@ -152,10 +152,7 @@ impl WalPhase {
                 per(self.syncs as f64),
                 per_second(self.syncs),
                 if self.syncs > 0 {
-                    format!(
-                        "{:.2}",
-                        self.write_transactions as f64 / self.syncs as f64
-                    )
+                    format!("{:.2}", self.write_transactions as f64 / self.syncs as f64)
                 } else {
                     "n/a".to_owned()
                 },
@@ -208,7 +205,11 @@ mod tests {
         assert_eq!(phase.syncs, 250);
         let lines = phase.lines(1_000, "message");
         assert!(lines[0].contains("1.96 per message"), "{}", lines[0]);
-        assert!(lines[2].contains("5000 bytes, 3.00 records"), "{}", lines[2]);
+        assert!(
+            lines[2].contains("5000 bytes, 3.00 records"),
+            "{}",
+            lines[2]
+        );
         assert!(lines[3].contains("125 fsyncs/s"), "{}", lines[3]);
         assert!(
             lines[3].contains("4.00 writing transactions per fsync"),

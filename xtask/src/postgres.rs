@@ -436,7 +436,12 @@ impl PrivateCluster {
     pub fn new() -> Self {
         // fsync and friends are off: this is a throwaway development and test cluster
         // under target/, and per-test CREATE DATABASE is much faster without them.
-        Self::at("pgdata", PRIVATE_CLUSTER_PORT, UNSAFE_FAST_OPTIONS, Vec::new())
+        Self::at(
+            "pgdata",
+            PRIVATE_CLUSTER_PORT,
+            UNSAFE_FAST_OPTIONS,
+            Vec::new(),
+        )
     }
 
     /// The benchmarks' cluster: `target/pgdata-durable` on 55433, with PostgreSQL's
@@ -648,8 +653,7 @@ impl PrivateCluster {
         if self.is_unsafe_fast() {
             initdb.arg("--no-sync");
         }
-        system::run(&mut initdb)
-        .map_err(|error| {
+        system::run(&mut initdb).map_err(|error| {
             format!(
                 "{error}\n(as root, the `{SUPERUSER}` user must be able to enter every \
                  directory above {})",
@@ -1237,7 +1241,8 @@ mod tests {
             password,
             Probe::RefusedForAuth("it asks for a password (scram-sha-256)".to_owned())
         );
-        let Source::PrivateCluster { reason, .. } = Source::from_probe(password, PRIVATE_CLUSTER_PORT)
+        let Source::PrivateCluster { reason, .. } =
+            Source::from_probe(password, PRIVATE_CLUSTER_PORT)
         else {
             panic!("a server that wants a password must not be used as trusted");
         };
@@ -1299,7 +1304,10 @@ mod tests {
             Source::PrivateCluster { .. }
         ));
         assert!(matches!(
-            Source::from_probe(Probe::OtherError("too many clients".into()), PRIVATE_CLUSTER_PORT),
+            Source::from_probe(
+                Probe::OtherError("too many clients".into()),
+                PRIVATE_CLUSTER_PORT
+            ),
             Source::SystemServer
         ));
     }

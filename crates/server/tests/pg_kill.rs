@@ -33,6 +33,8 @@ use support::{count_from_env, Deliveries, Deployment};
 
 /// How long PostgreSQL stays dead before it is started again.
 const OUTAGE: Duration = Duration::from_secs(3);
+/// How long the service may take to be ready again once PostgreSQL accepts connections.
+const RECOVERY_LIMIT: Duration = Duration::from_secs(30);
 
 #[derive(QueryableByName)]
 struct MessageRow {
@@ -91,10 +93,9 @@ async fn postgres_killed_during_an_announcement_loses_no_queued_message() {
             let mut sequence = 0;
             while running.load(Ordering::Relaxed) {
                 sequence += 1;
-                let request = http
-                    .post(&url)
-                    .bearer_auth(&token)
-                    .json(&json!({"slug": "news", "email": format!("receipt-{sequence}@example.com")}));
+                let request = http.post(&url).bearer_auth(&token).json(
+                    &json!({"slug": "news", "email": format!("receipt-{sequence}@example.com")}),
+                );
                 let id = match request.send().await {
                     Ok(response) if response.status() == 200 => response
                         .json::<serde_json::Value>()
@@ -114,7 +115,11 @@ async fn postgres_killed_during_an_announcement_loses_no_queued_message() {
 
     // The crash falls while the announcement's messages are going out.
     deployment
-        .wait_for_deliveries(contacts * 3 / 10, &mut [&mut worker], Duration::from_secs(300))
+        .wait_for_deliveries(
+            contacts * 3 / 10,
+            &mut [&mut worker],
+            Duration::from_secs(300),
+        )
         .await;
     let at_kill = deployment.smtp.message_count();
     let acknowledged_at_kill = acknowledged.lock().unwrap().len();
@@ -131,6 +136,24 @@ async fn postgres_killed_during_an_announcement_loses_no_queued_message() {
         .expect("the start task")
         .unwrap_or_else(|error| panic!("{error}"));
     let restarted = Instant::now();
+    // The API answers 503 until its pool reaches the server again (after the WAL replay).
+    let recovered = loop {
+        let ready = deployment
+            .http
+            .get(format!("{}/readyz", deployment.base))
+            .send()
+            .await
+            .is_ok_and(|response| response.status() == 200);
+        if ready {
+            break restarted.elapsed();
+        }
+        assert!(
+            restarted.elapsed() < RECOVERY_LIMIT,
+            "the API was not ready {RECOVERY_LIMIT:?} after PostgreSQL's restart"
+        );
+        worker.assert_running();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
 
     let completed = deployment
         .wait_for_completion(&announcement, &mut [&mut worker], Duration::from_secs(600))
@@ -168,7 +191,8 @@ async fn postgres_killed_during_an_announcement_loses_no_queued_message() {
             .iter()
             .filter(|(_, status)| *status != "sent")
             .collect();
-        if (missing.is_empty() && unsent.is_empty()) || draining.elapsed() > Duration::from_secs(180)
+        if (missing.is_empty() && unsent.is_empty())
+            || draining.elapsed() > Duration::from_secs(180)
         {
             break (
                 missing.into_iter().cloned().collect::<Vec<_>>(),
@@ -183,15 +207,15 @@ async fn postgres_killed_during_an_announcement_loses_no_queued_message() {
         missing.len(),
         missing.iter().take(10).collect::<Vec<_>>()
     );
-    assert_eq!(unsent, 0, "acknowledged messages not sent 180 s after the drain");
+    assert_eq!(
+        unsent, 0,
+        "acknowledged messages not sent 180 s after the drain"
+    );
     deployment.assert_every_message_final().await;
 
     // The announcement reached every contact; duplicates within the in-flight bound.
-    let (announced, receipts): (Vec<_>, Vec<_>) = deployment
-        .smtp
-        .messages()
-        .into_iter()
-        .partition(|message| {
+    let (announced, receipts): (Vec<_>, Vec<_>) =
+        deployment.smtp.messages().into_iter().partition(|message| {
             message
                 .recipients
                 .iter()
@@ -203,10 +227,11 @@ async fn postgres_killed_during_an_announcement_loses_no_queued_message() {
     let duplicates = announced.duplicates() + receipts.duplicates();
     println!(
         "pg_kill: SIGKILL to {killed} PostgreSQL processes after {at_kill} of {contacts} \
-         announcement messages had arrived; down {OUTAGE:?}; announcement completed {:.1} s \
-         after the restart; {} transactional messages acknowledged ({acknowledged_at_kill} \
+         announcement messages had arrived; down {OUTAGE:?}; the API ready {:.1} s and the announcement \
+         completed {:.1} s after the restart; {} transactional messages acknowledged ({acknowledged_at_kill} \
          before the kill), {refused} refused or failed; {duplicates} duplicates (bound: \
          {MAX_HELD} in flight)",
+        recovered.as_secs_f64(),
         completed_after.as_secs_f64(),
         acknowledged.len(),
     );

@@ -258,9 +258,17 @@ fn signal(name: &str, pids: &[u32]) -> Result<(), String> {
 /// The direct children of `pid` (of each of its threads).
 fn children_of(pid: u32) -> Vec<u32> {
     let mut children = Vec::new();
-    for task in fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+    for task in fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         let listed = fs::read_to_string(task.path().join("children")).unwrap_or_default();
-        children.extend(listed.split_whitespace().filter_map(|child| child.parse::<u32>().ok()));
+        children.extend(
+            listed
+                .split_whitespace()
+                .filter_map(|child| child.parse::<u32>().ok()),
+        );
     }
     children
 }
