@@ -35,6 +35,12 @@ use mailroom_test_support::TestDatabase;
 use serde_json::{json, Value};
 
 use crate::stats::{ms, ratio, thousands, verdict, Latencies};
+use crate::wal::{WalCounters, WalPhase, READING_TRANSACTIONS};
+
+/// How long the in-process server's idle sessions may keep their statistics before
+/// reporting them (PostgreSQL's idle flush interval is 10 s), so a reading after this
+/// pause has the whole phase.
+const STATISTICS_FLUSH: Duration = Duration::from_secs(11);
 
 const USAGE: &str = "\
 Usage: mailroom-bench announcement [--contacts N]
@@ -162,8 +168,8 @@ async fn measure(options: &Options, url: &str) -> Result<()> {
         .context("template id")?
         .to_owned();
 
-    println!("Mailroom announcement benchmark");
-    println!(
+    report!("Mailroom announcement benchmark");
+    report!(
         "  machine: {} cores; server in-process (release), pool 8, workers driven by the bench",
         std::thread::available_parallelism().map_or(0, usize::from)
     );
@@ -194,7 +200,7 @@ async fn measure(options: &Options, url: &str) -> Result<()> {
         ),
     )
     .await?;
-    println!(
+    report!(
         "\nSetup: {} contacts, half with plan=pro, written with SQL in {:.1} s",
         thousands(n),
         loaded.as_secs_f64()
@@ -227,6 +233,9 @@ async fn measure(options: &Options, url: &str) -> Result<()> {
     )
     .await?;
 
+    let mut readings = PgConnection::establish(url).context("connecting for the readings")?;
+    tokio::time::sleep(STATISTICS_FLUSH).await;
+    let wal_before = WalCounters::read(&mut readings)?;
     let worker = AnnouncementWorker::new(services.clone(), BATCH_SIZE);
     let expanding = Instant::now();
     let mut batches = 0u64;
@@ -244,6 +253,15 @@ async fn measure(options: &Options, url: &str) -> Result<()> {
     // ran in between (no worker ran meanwhile).
     let expansion = first_post + expanding.elapsed();
     let expansion_rate = queued as f64 / expansion.as_secs_f64();
+    let expanded = expanding.elapsed();
+    tokio::time::sleep(STATISTICS_FLUSH).await;
+    let mut wal = WalPhase::between(
+        wal_before,
+        WalCounters::read(&mut readings)?,
+        2 * READING_TRANSACTIONS,
+    );
+    // Rates per second over the expansion itself, not the pause after it.
+    wal.elapsed = expanded;
 
     // The same table, emptied as the expansion found it, one statement for another
     // announcement (the insert alone: the expansion's lane and counter upserts are two
@@ -276,40 +294,45 @@ async fn measure(options: &Options, url: &str) -> Result<()> {
     let reference_rate = queued as f64 / reference.as_secs_f64();
 
     let posts = Latencies::new(samples);
-    println!(
+    report!(
         "\nPOST …/announcements over the full audience ({} requests)",
         posts.len()
     );
-    println!(
+    report!(
         "  p50 {}, max {} (target < 100 ms: {})",
         ms(posts.percentile(50.0)),
         ms(posts.percentile(100.0)),
         verdict(posts.percentile(100.0) < Duration::from_millis(100))
     );
-    println!(
+    report!(
         "\nExpansion (production worker step, {} contacts per batch)",
         thousands(u64::from(BATCH_SIZE))
     );
-    println!(
+    report!(
         "  {} messages queued in {batches} batches, {:.2} s after the POST",
         thousands(queued),
         expansion.as_secs_f64()
     );
-    println!(
+    report!(
         "  {} contacts/s queued (target ≥ 50,000: {}); {} contacts of the account scanned/s",
         thousands(expansion_rate as u64),
         verdict(expansion_rate >= 50_000.0),
         thousands((n as f64 / expansion.as_secs_f64()) as u64)
     );
-    println!(
+    report!(
         "  reference, one INSERT … SELECT … ON CONFLICT into messages: {:.2} s, {} rows/s",
         reference.as_secs_f64(),
         thousands(reference_rate as u64)
     );
-    println!(
+    report!(
         "  ratio to the reference: {}",
         ratio(expansion_rate, reference_rate)
     );
+    report!(
+        "  the expansion's commits and WAL (worker steps only; {}):",
+        crate::durability::measured_with()
+    );
+    wal.print(queued, "message");
     ensure!(
         queued == n / 2,
         "expected {} messages, queued {queued}",

@@ -108,11 +108,11 @@ struct Report;
 
 impl Report {
     fn section(&self, title: &str) {
-        println!("\n{title}");
+        report!("\n{title}");
     }
 
     fn line(&self, label: &str, value: impl std::fmt::Display) {
-        println!("  {label:<34} {value}");
+        report!("  {label:<34} {value}");
     }
 }
 
@@ -141,9 +141,9 @@ pub async fn run(options: &Options) -> Result<()> {
     // step failed; a kept one stays for the next run.
     tokio::task::spawn_blocking(move || drop(database)).await?;
     if options.reuse {
-        println!("\nKept database {name} for the next --reuse run (drop it with DROP DATABASE).");
+        report!("\nKept database {name} for the next --reuse run (drop it with DROP DATABASE).");
     }
-    println!("\nTotal wall time: {:.0} s", wall.elapsed().as_secs_f64());
+    report!("\nTotal wall time: {:.0} s", wall.elapsed().as_secs_f64());
     outcome
 }
 
@@ -243,7 +243,7 @@ async fn measure(
         })
         .await?;
 
-    println!("Mailroom audience benchmark");
+    report!("Mailroom audience benchmark");
     report.line(
         "machine",
         format!(
@@ -459,9 +459,16 @@ async fn measure(
         user,
         token_hash_hex,
     };
-    println!(
+    report!(
         "  {:<16} {:>12} {:>10} {:>10} {:>8} {:>14} {:>10} {:>8}",
-        "", "API req/s", "p50", "p99", "failed", "pgbench tps", "pg p99", "ratio"
+        "",
+        "API req/s",
+        "p50",
+        "p99",
+        "failed",
+        "pgbench tps",
+        "pg p99",
+        "ratio"
     );
     let mut all_met = true;
     let mut cpu_rows = Vec::new();
@@ -503,7 +510,7 @@ async fn measure(
             per_event(api_cpu, api.ok as f64),
             per_event(pgbench_cpu, pgbench.tps * seconds.as_secs_f64()),
         ));
-        println!(
+        report!(
             "  {:<16} {:>12.0} {:>10} {:>10} {:>8} {:>14.0} {:>10} {:>8}",
             audience.label(),
             api.per_second,
@@ -525,19 +532,22 @@ async fn measure(
     );
     // Who spent the two cores: the API's side and pgbench's, per event, so the ratio's
     // gap can be read as CPU (the load generator shares the machine with the server).
-    println!(
+    report!(
         "  {:<16} {:>22} {:>22} {:>22}",
-        "CPU per event", "server (API) µs", "client µs", "PostgreSQL µs"
+        "CPU per event",
+        "server (API) µs",
+        "client µs",
+        "PostgreSQL µs"
     );
     for (label, api, pgbench) in cpu_rows {
-        println!(
+        report!(
             "  {:<16} {:>22.0} {:>22.0} {:>22.0}",
             format!("{label}, API"),
             api.server,
             api.load,
             api.postgres
         );
-        println!(
+        report!(
             "  {:<16} {:>22} {:>22.0} {:>22.0}",
             format!("{label}, pgbench"),
             "–",
@@ -810,13 +820,16 @@ async fn create_account(client: &reqwest::Client, address: &str, token: &str) ->
 }
 
 fn print_comparison(report: &Report, api: &Latencies, flat: &Latencies) {
-    println!(
+    report!(
         "  {:<16} {:>14} {:>14} {:>8}",
-        "", "API (HTTP)", "flat (SQL)", "ratio"
+        "",
+        "API (HTTP)",
+        "flat (SQL)",
+        "ratio"
     );
     for p in [50.0, 95.0] {
         let (a, f) = (api.percentile(p), flat.percentile(p));
-        println!(
+        report!(
             "  {:<16} {:>14} {:>14} {:>8}",
             format!("p{p:.0}"),
             ms(a),

@@ -40,7 +40,7 @@ pub fn compare(
     count: u64,
     connections: usize,
 ) -> Result<()> {
-    println!(
+    report!(
         "\n== The mailer alone (no database, no render): {} messages over {connections} connections, {ROUNDS} interleaved rounds each after a warm-up",
         thousands(count)
     );
@@ -71,7 +71,7 @@ pub fn compare(
                 .collect::<Vec<_>>()
                 .join(" / ")
         };
-        println!(
+        report!(
             "  {label:<22} {} messages/s; CPU per message: sender {} µs, smtp-sink {} µs",
             list(|round| round.rate, 0),
             list(|round| round.sender_us, 1),
@@ -82,7 +82,7 @@ pub fn compare(
         rounds.iter().map(figure).sum::<f64>() / rounds.len() as f64
     };
     let [piped, stepped] = &results;
-    println!(
+    report!(
         "  pipelined ÷ stepwise   rate {:.2}×, sender CPU {:.2}×, smtp-sink CPU {:.2}×",
         mean(piped, |round| round.rate) / mean(stepped, |round| round.rate),
         mean(piped, |round| round.sender_us) / mean(stepped, |round| round.sender_us),

@@ -7,6 +7,9 @@
 //! statements the API runs. Every loop is bounded in count or time, and the only addresses
 //! used are the server's on 127.0.0.1 and `DATABASE_URL`.
 
+// First: the other modules print their reports with its `report!`.
+#[macro_use]
+mod durability;
 mod announcement;
 mod audience;
 mod cpu;
@@ -15,12 +18,14 @@ mod delivery;
 mod events;
 mod mailer_alone;
 mod stats;
+mod wal;
 mod webhooks;
 
 use std::process::ExitCode;
 
 const USAGE: &str = "\
-Usage: mailroom-bench audience [--contacts N] [--seconds S] [--pool P] [--reuse]
+Usage: mailroom-bench <audience|webhooks|announcement|delivery> [--unsafe-fast-db] [args...]
+       mailroom-bench audience [--contacts N] [--seconds S] [--pool P] [--reuse]
 
   audience      import N contacts (default 1000000) through POST …/contacts/import,
                 then time search, search count and POST …/events (S seconds per
@@ -32,7 +37,10 @@ Usage: mailroom-bench audience [--contacts N] [--seconds S] [--pool P] [--reuse]
                 import and setup; drop it with DROP DATABASE when done.
 
 DATABASE_URL must name a PostgreSQL maintenance database (as for the tests); the
-benchmark creates its own database there and drops it at the end.
+benchmark creates its own database there and drops it at the end. Its server must
+run with production durability (fsync, synchronous_commit and full_page_writes on;
+read with SHOW and printed first): --unsafe-fast-db measures a server without it
+anyway, and every line printed then starts with `[NOT DURABLE]`.
 ";
 
 /// What to run, from the command line.
@@ -82,7 +90,14 @@ fn parse(args: &[String]) -> Result<Options, String> {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let unsafe_allowed = durability::take_unsafe_flag(&mut args);
+    if !args.is_empty() {
+        if let Err(error) = durability::check(&mailroom_test_support::admin_url(), unsafe_allowed) {
+            eprintln!("mailroom-bench: {error:#}");
+            return ExitCode::from(2);
+        }
+    }
     if args.first().map(String::as_str) == Some("webhooks") {
         return webhooks::main(&args[1..]);
     }

@@ -131,20 +131,20 @@ async fn measure(options: &Options, url: &str) -> Result<()> {
         account,
     };
 
-    println!("== Direct: wrk against the receiver ({WRK_SECONDS} s, 2 threads, 64 connections)");
+    report!("== Direct: wrk against the receiver ({WRK_SECONDS} s, 2 threads, 64 connections)");
     let direct = direct_rate();
     match direct {
-        Some(rate) => println!("  requests/s            {:>12.0}", rate),
-        None => println!("  wrk is not installed (apt-get install wrk): no direct rate"),
+        Some(rate) => report!("  requests/s            {:>12.0}", rate),
+        None => report!("  wrk is not installed (apt-get install wrk): no direct rate"),
     }
 
-    println!(
+    report!(
         "\n== Burst: {} events queued, then drained",
         thousands(options.events as u64)
     );
     let queued = Instant::now();
     queue_burst(&bench, options.events).await?;
-    println!("  queueing took         {:>12}", ms(queued.elapsed()));
+    report!("  queueing took         {:>12}", ms(queued.elapsed()));
     let (stop, stopped) = watch::channel(false);
     let started = SystemTime::now();
     let workers = start_workers(&bench, stopped);
@@ -156,10 +156,10 @@ async fn measure(options: &Options, url: &str) -> Result<()> {
         .unwrap_or(started);
     let drain = last.duration_since(started).unwrap_or_default();
     let burst_rate = options.events as f64 / drain.as_secs_f64();
-    println!("  drained in            {:>12}", ms(drain));
-    println!("  deliveries/s          {:>12.0}", burst_rate);
+    report!("  drained in            {:>12}", ms(drain));
+    report!("  deliveries/s          {:>12.0}", burst_rate);
 
-    println!(
+    report!(
         "\n== Paced: {} events at {} per second",
         thousands(options.events as u64),
         thousands(options.rate)
@@ -183,12 +183,12 @@ async fn measure(options: &Options, url: &str) -> Result<()> {
             })
             .collect(),
     );
-    println!(
+    report!(
         "  samples               {:>12}",
         thousands(latencies.len() as u64)
     );
     for p in [50.0, 90.0, 99.0, 100.0] {
-        println!(
+        report!(
             "  p{:<3}                  {:>12}",
             p,
             ms(latencies.percentile(p))
@@ -196,21 +196,21 @@ async fn measure(options: &Options, url: &str) -> Result<()> {
     }
 
     let p99 = latencies.percentile(99.0);
-    println!("\n== Targets");
-    println!(
+    report!("\n== Targets ({})", crate::durability::measured_with());
+    report!(
         "  ≥ 3,000 deliveries/s  {:>12.0}  {}",
         burst_rate,
         verdict(burst_rate >= 3_000.0)
     );
     match direct {
-        Some(rate) => println!(
+        Some(rate) => report!(
             "  ≥ 0.5 × direct        {:>12}  {}",
             ratio(burst_rate, rate),
             verdict(burst_rate >= 0.5 * rate)
         ),
-        None => println!("  ≥ 0.5 × direct        {:>12}  not measured", "n/a"),
+        None => report!("  ≥ 0.5 × direct        {:>12}  not measured", "n/a"),
     }
-    println!(
+    report!(
         "  p99 < 100 ms          {:>12}  {}",
         ms(p99),
         verdict(p99 < Duration::from_millis(100))

@@ -1,6 +1,14 @@
-//! `cargo xtask bench audience|webhooks|delivery [args…]`: the benchmarks (`bench/`,
-//! package `mailroom-bench`) in release mode against the PostgreSQL that discovery finds,
-//! the same one `test` uses. The benchmark creates and drops a database of its own there.
+//! `cargo xtask bench audience|webhooks|announcement|delivery [--unsafe-fast-db] [args…]`:
+//! the benchmarks (`bench/`, package `mailroom-bench`) in release mode against the
+//! PostgreSQL that discovery finds. The benchmark creates and drops a database of its own
+//! there.
+//!
+//! Discovery is `test`'s (`DATABASE_URL`, then the server on 127.0.0.1:5432), except that
+//! the private cluster it falls back to is a durable one (`target/pgdata-durable` on
+//! 55433), not the test cluster that runs with fsync off. `mailroom-bench` reads the
+//! durability settings from the server it measures and refuses a server without them.
+//! `--unsafe-fast-db` opts out: the fast test cluster (unless `DATABASE_URL` is set),
+//! and `mailroom-bench` marks every line it prints as measured without durability.
 //!
 //! `delivery` also needs Postfix's `smtp-sink` and `smtp-source`: they are unpacked from
 //! Debian's postfix package into `target/postfix` (`apt-get download`, `dpkg -x`; the
@@ -11,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use crate::postgres::{self, Postgres};
+use crate::postgres::{self, Postgres, Purpose};
 use crate::system::{self, note};
 use crate::Result;
 
@@ -19,6 +27,20 @@ use crate::Result;
 const BENCHMARKS: [&str; 4] = ["audience", "webhooks", "announcement", "delivery"];
 /// The benchmark compares the API with pgbench from the system's PostgreSQL tools.
 const PGBENCH: &str = "/usr/bin/pgbench";
+/// The opt-in to measure on a database without production durability; `mailroom-bench`
+/// knows the same flag.
+pub const UNSAFE_FAST_DB: &str = "--unsafe-fast-db";
+
+/// Which database a benchmark's arguments ask for: [`Purpose::UnsafeFastBenchmark`] when
+/// they hold [`UNSAFE_FAST_DB`] (which stays in them, for `mailroom-bench`), else the
+/// durable one.
+pub fn purpose(args: &[String]) -> Purpose {
+    if args.iter().any(|arg| arg == UNSAFE_FAST_DB) {
+        Purpose::UnsafeFastBenchmark
+    } else {
+        Purpose::DurableBenchmark
+    }
+}
 
 pub fn run(args: &[String]) -> Result<()> {
     let Some((name, rest)) = args.split_first() else {
@@ -74,7 +96,7 @@ pub fn run(args: &[String]) -> Result<()> {
             .unwrap_or_else(|| system::workspace_root().join("target"));
         extra_env.push(("MAILROOM_BENCH_BIN", target_dir.join("release/mailroom")));
     }
-    let mut postgres = Postgres::provide()?;
+    let mut postgres = Postgres::provide_for(purpose(rest))?;
     let url = postgres.maintenance_url();
     // A benchmark that was interrupted leaves a database of a few GiB behind.
     postgres::drop_leftover_test_databases(&url);
@@ -164,4 +186,31 @@ fn unpack_postfix() -> Result<PathBuf> {
         return Err(format!("{} is not in the postfix package", sink.display()));
     }
     Ok(target)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(line: &str) -> Vec<String> {
+        line.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn a_benchmark_is_durable_unless_the_unsafe_flag_is_given() {
+        assert_eq!(
+            purpose(&words("--messages 30000 --single 5000")),
+            Purpose::DurableBenchmark
+        );
+        assert_eq!(purpose(&[]), Purpose::DurableBenchmark);
+        assert_eq!(
+            purpose(&words("--messages 30000 --unsafe-fast-db")),
+            Purpose::UnsafeFastBenchmark
+        );
+        // Only the exact flag opts out.
+        assert_eq!(
+            purpose(&words("--unsafe-fast-database")),
+            Purpose::DurableBenchmark
+        );
+    }
 }

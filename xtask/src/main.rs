@@ -56,6 +56,15 @@ Commands:
                       their figures. Extra args go to nextest. Without
                       cargo-nextest (and no way to install it): `cargo test
                       -- --ignored`.
+  bench <name> [--unsafe-fast-db] [args...]
+                      Every benchmark runs on a database with production
+                      durability (fsync, synchronous_commit, full_page_writes on,
+                      read with SHOW and printed with the figures): discovery as
+                      for `test`, but the private cluster is a durable one in
+                      target/pgdata-durable on 127.0.0.1:55433. A server without
+                      durability is refused. --unsafe-fast-db measures on the
+                      fast test cluster instead (or DATABASE_URL as set), and
+                      every line printed is marked as not durable.
   bench audience [--contacts N] [--seconds S]
                       The audience benchmark in release mode: imports N
                       contacts (default 1000000) through the API, then times

@@ -39,50 +39,92 @@ const MAINTENANCE_DATABASE: &str = "postgres";
 const SYSTEM_SERVER_PORT: u16 = 5432;
 /// Not 5432, so a private cluster can run next to a system server.
 const PRIVATE_CLUSTER_PORT: u16 = 55432;
+/// The benchmarks' durable private cluster, beside the fast one the tests use.
+const DURABLE_CLUSTER_PORT: u16 = 55433;
+/// The fast cluster's durability settings: off, for a throwaway development and test
+/// cluster (per-test CREATE DATABASE is much faster without them).
+const UNSAFE_FAST_OPTIONS: &str = "-c fsync=off -c synchronous_commit=off -c full_page_writes=off";
 /// The superuser that `initdb -U` creates and that Debian's server runs as.
 const SUPERUSER: &str = "postgres";
 /// Setting this to `1` skips the 127.0.0.1:5432 probe, to exercise the private cluster
 /// on a machine that has a system server.
 const FORCE_PRIVATE_ENV: &str = "MAILROOM_XTASK_PRIVATE_PG";
 
+/// What a PostgreSQL is wanted for, which decides the private cluster discovery falls
+/// back to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purpose {
+    /// `up`, `test`, `ci`: the fast private cluster (`target/pgdata`, durability off).
+    Development,
+    /// `bench`: a private cluster with production durability (`target/pgdata-durable`,
+    /// fsync, synchronous_commit and full_page_writes on), so no figure is measured on a
+    /// database that would lose committed work in a power cut.
+    DurableBenchmark,
+    /// `bench --unsafe-fast-db`: the fast private cluster, whether or not a system server
+    /// runs (unless `DATABASE_URL` names one), for comparison with the durable figures.
+    UnsafeFastBenchmark,
+}
+
+impl Purpose {
+    /// The private cluster this purpose falls back to.
+    fn private_cluster(self) -> PrivateCluster {
+        match self {
+            Purpose::Development | Purpose::UnsafeFastBenchmark => PrivateCluster::new(),
+            Purpose::DurableBenchmark => PrivateCluster::durable(),
+        }
+    }
+}
+
 /// Which PostgreSQL discovery picked.
 enum Source {
     Environment(String),
     SystemServer,
-    PrivateCluster { reason: String },
+    PrivateCluster { reason: String, port: u16 },
 }
 
 impl Source {
     /// Discovery without side effects: nothing is started or installed here.
-    fn discover() -> Self {
+    fn discover(purpose: Purpose) -> Self {
         if let Some(url) = env::var("DATABASE_URL").ok().filter(|url| !url.is_empty()) {
             return Source::Environment(url);
+        }
+        let port = purpose.private_cluster().port;
+        if purpose == Purpose::UnsafeFastBenchmark {
+            return Source::PrivateCluster {
+                reason: "--unsafe-fast-db".to_owned(),
+                port,
+            };
         }
         if env::var(FORCE_PRIVATE_ENV).is_ok_and(|value| value == "1") {
             return Source::PrivateCluster {
                 reason: "MAILROOM_XTASK_PRIVATE_PG=1".to_owned(),
+                port,
             };
         }
         let address = SocketAddr::from(([127, 0, 0, 1], SYSTEM_SERVER_PORT));
-        Self::from_probe(probe_trust(address, SUPERUSER, MAINTENANCE_DATABASE))
+        Self::from_probe(probe_trust(address, SUPERUSER, MAINTENANCE_DATABASE), port)
     }
 
-    /// The system server when it lets the `postgres` role in, else the private cluster
-    /// with the reason in words.
-    fn from_probe(probe: Probe) -> Self {
+    /// The system server when it lets the `postgres` role in, else the private cluster on
+    /// `private_port` with the reason in words.
+    fn from_probe(probe: Probe, private_port: u16) -> Self {
         let address = format!("127.0.0.1:{SYSTEM_SERVER_PORT}");
+        let port = private_port;
         match probe {
             Probe::Trusted => Source::SystemServer,
             Probe::NotListening => Source::PrivateCluster {
                 reason: format!("nothing listens on {address}"),
+                port,
             },
             Probe::RefusedForAuth(why) => Source::PrivateCluster {
                 reason: format!(
                     "the server on {address} refuses the `{SUPERUSER}` role without a password: {why}"
                 ),
+                port,
             },
             Probe::NotPostgres(why) => Source::PrivateCluster {
                 reason: format!("what listens on {address} does not answer as PostgreSQL: {why}"),
+                port,
             },
             // Anything else (starting up, too many connections) is the server's to fix;
             // it lets us in, so use it and let the real error surface there.
@@ -96,7 +138,7 @@ impl Source {
         match self {
             Source::Environment(url) => url.clone(),
             Source::SystemServer => local_url(SYSTEM_SERVER_PORT, database),
-            Source::PrivateCluster { .. } => local_url(PRIVATE_CLUSTER_PORT, database),
+            Source::PrivateCluster { port, .. } => local_url(*port, database),
         }
     }
 }
@@ -250,10 +292,16 @@ pub struct Postgres {
 }
 
 impl Postgres {
-    /// Discovers a PostgreSQL, starts (and if needed creates) the private cluster when
-    /// that is the choice, and prints one line saying which one is used.
+    /// Discovers a PostgreSQL for development and tests, starts (and if needed creates)
+    /// the private cluster when that is the choice, and prints one line saying which one
+    /// is used.
     pub fn provide() -> Result<Self> {
-        let source = Source::discover();
+        Self::provide_for(Purpose::Development)
+    }
+
+    /// [`Postgres::provide`], falling back to the private cluster `purpose` asks for.
+    pub fn provide_for(purpose: Purpose) -> Result<Self> {
+        let source = Source::discover(purpose);
         let guard = match &source {
             Source::Environment(url) => {
                 note(&format!(
@@ -266,12 +314,13 @@ impl Postgres {
                 note("PostgreSQL: the server on 127.0.0.1:5432");
                 None
             }
-            Source::PrivateCluster { reason } => {
-                let cluster = PrivateCluster::new();
+            Source::PrivateCluster { reason, .. } => {
+                let cluster = purpose.private_cluster();
                 let binaries = cluster.binaries(InstallIfMissing::Yes)?;
+                let (port, durability) = (cluster.port, cluster.durability());
                 if cluster.is_running(&binaries) {
                     note(&format!(
-                        "PostgreSQL: the private cluster in {} on 127.0.0.1:{PRIVATE_CLUSTER_PORT} \
+                        "PostgreSQL: the private cluster in {} on 127.0.0.1:{port}, {durability} \
                          ({reason}; it was already running and is left running)",
                         cluster.data_dir.display()
                     ));
@@ -281,7 +330,7 @@ impl Postgres {
                     let guard = ClusterGuard::spawn(&binaries, &cluster)?;
                     cluster.start(&binaries)?;
                     note(&format!(
-                        "PostgreSQL: a private cluster in {} on 127.0.0.1:{PRIVATE_CLUSTER_PORT} \
+                        "PostgreSQL: a private cluster in {} on 127.0.0.1:{port}, {durability} \
                          ({reason}; started now, stopped when xtask ends)",
                         cluster.data_dir.display()
                     ));
@@ -337,11 +386,11 @@ impl Postgres {
 
 /// `db url`: the URL discovery would give `up`, without starting anything.
 pub fn discovered_app_url() -> (String, String) {
-    let source = Source::discover();
+    let source = Source::discover(Purpose::Development);
     let description = match &source {
         Source::Environment(_) => "DATABASE_URL from the environment".to_owned(),
         Source::SystemServer => "the server on 127.0.0.1:5432".to_owned(),
-        Source::PrivateCluster { reason } => {
+        Source::PrivateCluster { reason, .. } => {
             let state = if accepts_tcp(PRIVATE_CLUSTER_PORT) {
                 "running"
             } else {
@@ -383,15 +432,38 @@ pub struct PrivateCluster {
 }
 
 impl PrivateCluster {
+    /// The development and test cluster: `target/pgdata` on 55432, durability off.
     pub fn new() -> Self {
         // fsync and friends are off: this is a throwaway development and test cluster
         // under target/, and per-test CREATE DATABASE is much faster without them.
         Self::at(
             "pgdata",
             PRIVATE_CLUSTER_PORT,
-            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+            UNSAFE_FAST_OPTIONS,
             Vec::new(),
         )
+    }
+
+    /// The benchmarks' cluster: `target/pgdata-durable` on 55433, with PostgreSQL's
+    /// default (production) durability. A separate cluster rather than the test
+    /// cluster made durable: the tests keep their speed, and a benchmark can never
+    /// measure a cluster that a test run started with durability off.
+    pub fn durable() -> Self {
+        Self::at("pgdata-durable", DURABLE_CLUSTER_PORT, "", Vec::new())
+    }
+
+    /// Whether the server options turn durability off.
+    fn is_unsafe_fast(&self) -> bool {
+        self.options.contains("fsync=off")
+    }
+
+    /// The durability settings in words, for the line saying which cluster is used.
+    fn durability(&self) -> &'static str {
+        if self.is_unsafe_fast() {
+            "NOT DURABLE (fsync, synchronous_commit and full_page_writes off)"
+        } else {
+            "durable (fsync, synchronous_commit and full_page_writes on)"
+        }
     }
 
     /// A cluster in `<private dir>/<name>` (data) and `<name>.log`, listening on `port`.
@@ -571,16 +643,17 @@ impl PrivateCluster {
         // C.UTF-8 is built into glibc, so it exists whatever locales the machine has
         // generated; it orders by code point like C, but lower()/upper() know non-ASCII
         // letters, which case-insensitive search relies on (plain C lowers ASCII only).
-        // --no-sync: a throwaway cluster.
-        system::run(
-            binaries
-                .command("initdb", &self.target_dir)
-                .arg("-D")
-                .arg(&self.data_dir)
-                .args(["-U", SUPERUSER, "--auth=trust", "-E", "UTF8"])
-                .args(["--locale=C.UTF-8", "--no-sync"]),
-        )
-        .map_err(|error| {
+        let mut initdb = binaries.command("initdb", &self.target_dir);
+        initdb
+            .arg("-D")
+            .arg(&self.data_dir)
+            .args(["-U", SUPERUSER, "--auth=trust", "-E", "UTF8"])
+            .arg("--locale=C.UTF-8");
+        // --no-sync: a throwaway cluster that runs with fsync off anyway.
+        if self.is_unsafe_fast() {
+            initdb.arg("--no-sync");
+        }
+        system::run(&mut initdb).map_err(|error| {
             format!(
                 "{error}\n(as root, the `{SUPERUSER}` user must be able to enter every \
                  directory above {})",
@@ -1168,7 +1241,9 @@ mod tests {
             password,
             Probe::RefusedForAuth("it asks for a password (scram-sha-256)".to_owned())
         );
-        let Source::PrivateCluster { reason } = Source::from_probe(password) else {
+        let Source::PrivateCluster { reason, .. } =
+            Source::from_probe(password, PRIVATE_CLUSTER_PORT)
+        else {
             panic!("a server that wants a password must not be used as trusted");
         };
         assert!(reason.contains("refuses the `postgres` role"), "{reason}");
@@ -1199,21 +1274,40 @@ mod tests {
     }
 
     #[test]
+    fn benchmarks_fall_back_to_a_durable_cluster_of_their_own() {
+        let tests = Purpose::Development.private_cluster();
+        let bench = Purpose::DurableBenchmark.private_cluster();
+        assert!(tests.is_unsafe_fast(), "the test cluster keeps its speed");
+        assert!(!bench.is_unsafe_fast(), "{}", bench.options);
+        assert!(!bench.options.contains("=off"), "{}", bench.options);
+        // Never the test cluster, which a test run may have started without durability.
+        assert_ne!(bench.port, tests.port);
+        assert_ne!(bench.data_dir, tests.data_dir);
+        let fast = Purpose::UnsafeFastBenchmark.private_cluster();
+        assert_eq!((fast.port, &fast.data_dir), (tests.port, &tests.data_dir));
+        assert!(bench.durability().starts_with("durable"));
+        assert!(tests.durability().starts_with("NOT DURABLE"));
+    }
+
+    #[test]
     fn discovery_maps_each_probe_outcome() {
         assert!(matches!(
-            Source::from_probe(Probe::Trusted),
+            Source::from_probe(Probe::Trusted, PRIVATE_CLUSTER_PORT),
             Source::SystemServer
         ));
         assert!(matches!(
-            Source::from_probe(Probe::NotListening),
+            Source::from_probe(Probe::NotListening, PRIVATE_CLUSTER_PORT),
             Source::PrivateCluster { .. }
         ));
         assert!(matches!(
-            Source::from_probe(Probe::NotPostgres("HTTP".into())),
+            Source::from_probe(Probe::NotPostgres("HTTP".into()), PRIVATE_CLUSTER_PORT),
             Source::PrivateCluster { .. }
         ));
         assert!(matches!(
-            Source::from_probe(Probe::OtherError("too many clients".into())),
+            Source::from_probe(
+                Probe::OtherError("too many clients".into()),
+                PRIVATE_CLUSTER_PORT
+            ),
             Source::SystemServer
         ));
     }

@@ -68,6 +68,27 @@ impl TestDatabase {
         }
     }
 
+    /// [`TestDatabase::create`] on the server of `admin_url` rather than `DATABASE_URL`'s:
+    /// a test that runs a PostgreSQL of its own (one it stops, crashes and restarts). A
+    /// plain PostgreSQL server: the Citus workers of `DATABASE_URL` are not involved.
+    ///
+    /// # Panics
+    /// When that server is unreachable or a migration fails.
+    pub fn create_on(admin_url: &str) -> Self {
+        let template = ensure_template(admin_url);
+        let name = format!("{TEST_DATABASE_PREFIX}{}", uuid::Uuid::now_v7().simple());
+        clone_template(admin_url, &template, &name);
+        let url = without_tls(
+            url_with_database(admin_url, &name).expect("the admin URL names a database"),
+        );
+        Self {
+            url,
+            name,
+            admin_url: admin_url.to_owned(),
+            keep: false,
+        }
+    }
+
     /// A database kept between runs (a benchmark's generated data): `{prefix}{label}_` and
     /// the migrations' fingerprint, so changed migrations get a new one. Returns it and
     /// whether it existed already; a new one is cloned from the template. It is not

@@ -3,7 +3,7 @@
 //! on 127.0.0.1:5432, which other tests use), the `mailroom serve` process, and the
 //! bootstrap of a user, an account, a loopback mail server and a template over HTTP.
 //!
-//! Used by `pg_restart.rs` and `load.rs`; not every test uses every helper.
+//! Used by `pg_restart.rs`, `pg_kill.rs` and `load.rs`; not every test uses every helper.
 #![allow(dead_code)]
 
 use std::{
@@ -195,6 +195,35 @@ impl PrivateCluster {
         }
     }
 
+    /// SIGKILL to the postmaster and every process it started, at once, as the kernel's
+    /// OOM killer or `kill -9` of the whole server would: no shutdown, no checkpoint, no
+    /// write of anything the server had not yet written. (What the kernel had already been
+    /// given survives, as it would not in a power cut; what the server promises is that
+    /// each commit it acknowledged was flushed to the WAL first, and the restart replays
+    /// it.) Returns the number of processes killed, once every one of them is gone.
+    pub fn kill_server(&self) -> Result<usize, String> {
+        let pid_file = fs::read_to_string(self.data_dir.join("postmaster.pid"))
+            .map_err(|e| format!("reading postmaster.pid: {e}"))?;
+        let postmaster: u32 = pid_file
+            .lines()
+            .next()
+            .and_then(|line| line.trim().parse().ok())
+            .ok_or_else(|| format!("no pid in postmaster.pid: {pid_file:?}"))?;
+        // Stopped first, so it starts no backend between the listing and the kill.
+        signal("STOP", &[postmaster])?;
+        let mut victims = children_of(postmaster);
+        victims.push(postmaster);
+        signal("KILL", &victims)?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while victims.iter().any(|pid| is_alive(*pid)) {
+            if Instant::now() > deadline {
+                return Err(format!("processes {victims:?} outlived SIGKILL by 30 s"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(victims.len())
+    }
+
     pub fn log_tail(&self) -> String {
         let log = fs::read_to_string(&self.log_file).unwrap_or_default();
         let lines: Vec<&str> = log.lines().collect();
@@ -210,6 +239,47 @@ impl Drop for PrivateCluster {
         let _ = self.stop_server("immediate");
         let _ = fs::remove_dir_all(&self.root);
     }
+}
+
+/// `kill -<name> <pids>` (the workspace forbids `unsafe`, so no direct `libc::kill`).
+fn signal(name: &str, pids: &[u32]) -> Result<(), String> {
+    let status = Command::new("kill")
+        .arg(format!("-{name}"))
+        .args(pids.iter().map(u32::to_string))
+        .status()
+        .map_err(|e| format!("running kill: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`kill -{name} {pids:?}` failed: {status}"))
+    }
+}
+
+/// The direct children of `pid` (of each of its threads).
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut children = Vec::new();
+    for task in fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let listed = fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        children.extend(
+            listed
+                .split_whitespace()
+                .filter_map(|child| child.parse::<u32>().ok()),
+        );
+    }
+    children
+}
+
+/// Whether `pid` is still a live process (not gone, not a zombie waiting to be reaped).
+fn is_alive(pid: u32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
 }
 
 fn which(program: &str) -> Option<PathBuf> {

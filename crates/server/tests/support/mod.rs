@@ -351,7 +351,22 @@ impl Deployment {
     /// API probes it) and a template.
     pub async fn start(test: &str, smtp: TestSmtpOptions) -> Self {
         let one_at_a_time = ONE_AT_A_TIME.lock().await;
-        let database = TestDatabase::create();
+        Self::start_with(test, smtp, TestDatabase::create(), one_at_a_time).await
+    }
+
+    /// [`Deployment::start`] on `database`: one on a PostgreSQL server of the test's own
+    /// (`TestDatabase::create_on`), which the test may stop or crash.
+    pub async fn start_on(test: &str, smtp: TestSmtpOptions, database: TestDatabase) -> Self {
+        let one_at_a_time = ONE_AT_A_TIME.lock().await;
+        Self::start_with(test, smtp, database, one_at_a_time).await
+    }
+
+    async fn start_with(
+        test: &str,
+        smtp: TestSmtpOptions,
+        database: TestDatabase,
+        one_at_a_time: tokio::sync::MutexGuard<'static, ()>,
+    ) -> Self {
         let dir = ScratchDir::new(test);
         let smtp = TestSmtpServer::start(smtp);
         let port = free_port();
