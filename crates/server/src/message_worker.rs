@@ -671,6 +671,7 @@ mod tests {
             reply_class(&SendOutcome::Accepted(MailAccepted {
                 reply: reply("250 2.0.0 ok"),
                 refused_copies: Vec::new(),
+                copies: 0,
             })),
             SmtpReplyClass::Accepted
         );
