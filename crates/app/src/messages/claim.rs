@@ -80,6 +80,13 @@ pub struct RenderJob {
     pub(crate) owner: Option<UserId>,
 }
 
+impl RenderJob {
+    /// The owner of the message's account, when the claim found one.
+    pub fn owner(&self) -> Option<UserId> {
+        self.owner
+    }
+}
+
 /// What one claim produced.
 #[derive(Debug, Clone)]
 pub struct ClaimedMessages {
