@@ -578,7 +578,7 @@ impl MessageWorker {
     fn reserve_skips(&self) -> Vec<AccountId> {
         let holding: Vec<AccountId> = lock(&self.shared.held).values().copied().collect();
         let owners = lock(&self.shared.owners);
-        let holding_owners: std::collections::HashSet<UserId> = holding
+        let holding_owners: HashSet<UserId> = holding
             .iter()
             .filter_map(|account| owners.get(account).copied())
             .collect();
