@@ -234,3 +234,70 @@ async fn timestamps_are_utc_with_milliseconds() {
     assert_eq!(id.len(), 36);
     assert_eq!(&id[14..15], "7", "UUIDv7: {id}");
 }
+
+/// `MAILROOM_MAX_ACCOUNTS_PER_USER` (10 by default): a user's 11th account is a 403 whose
+/// detail names the bound, and another user still creates accounts.
+#[tokio::test]
+async fn a_user_owns_at_most_10_accounts_by_default_and_the_11th_is_a_403() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    for n in 0..10 {
+        app.create_account(&token, &format!("Brand {n}")).await;
+    }
+    let refused = expect_problem(
+        app.send_json(
+            Method::POST,
+            "/v2/accounts",
+            &token,
+            &json!({"name": "Brand 10"}),
+        )
+        .await,
+        403,
+    )
+    .await;
+    assert_eq!(
+        refused["detail"], "the user owns 10 accounts; this server lets a user own at most 10",
+        "{refused}"
+    );
+    let listed = expect_json(app.get("/v2/accounts", &token).await, 200).await;
+    assert_eq!(listed["items"].as_array().expect("items").len(), 10);
+    let other = app.user_token("grace@example.com").await;
+    app.create_account(&other, "Grace's").await;
+}
+
+/// The bound holds against concurrent creations: with a bound of 3, eight creations sent
+/// at once make exactly three accounts (the owner's creations take turns).
+#[tokio::test]
+async fn eight_concurrent_creations_under_a_bound_of_3_make_exactly_3_accounts() {
+    let app = mailroom_tests::spawn_app_with(|config| config.max_accounts_per_user = Some(3)).await;
+    let token = app.user_token("ada@example.com").await;
+    let creations = (0..8).map(|n| {
+        let (app, token) = (&app, &token);
+        async move {
+            app.send_json(
+                Method::POST,
+                "/v2/accounts",
+                token,
+                &json!({"name": format!("Race {n}")}),
+            )
+            .await
+            .status()
+            .as_u16()
+        }
+    });
+    let mut statuses = futures_util::future::join_all(creations).await;
+    statuses.sort_unstable();
+    assert_eq!(statuses, [200, 200, 200, 403, 403, 403, 403, 403]);
+    let listed = expect_json(app.get("/v2/accounts", &token).await, 200).await;
+    assert_eq!(listed["items"].as_array().expect("items").len(), 3);
+}
+
+/// `unlimited` lifts the bound.
+#[tokio::test]
+async fn without_a_bound_a_user_creates_an_11th_account() {
+    let app = mailroom_tests::spawn_app_with(|config| config.max_accounts_per_user = None).await;
+    let token = app.user_token("ada@example.com").await;
+    for n in 0..11 {
+        app.create_account(&token, &format!("Brand {n}")).await;
+    }
+}

@@ -1187,3 +1187,51 @@ async fn search_matches_like_metacharacters_literally() {
     .await;
     assert_eq!(count["count"], 1, "the count uses the same literal match");
 }
+
+/// An account holds at most 1,000 custom attribute slugs: once it has them, a write that
+/// would make a new one is a 400 naming the attribute and the bound, the existing slugs
+/// still take values, and an event (a `sending` token's route) cannot add one either.
+#[tokio::test]
+async fn an_account_holds_at_most_1000_custom_attributes_and_the_1001st_is_a_400() {
+    let audience = audience().await;
+    let first: serde_json::Map<String, Value> =
+        (0..1_000).map(|n| (format!("a{n}"), json!(n))).collect();
+    audience
+        .upsert(json!({"email": "ada@example.com", "attributes": first}))
+        .await;
+    let refused = expect_problem(
+        audience
+            .app
+            .send_json(
+                Method::POST,
+                &audience.path("/contacts"),
+                &audience.token,
+                &json!({"email": "grace@example.com", "attributes": {"a1": 2, "plan": "pro"}}),
+            )
+            .await,
+        400,
+    )
+    .await;
+    assert_eq!(
+        refused["errors"][0]["field"], "attributes.plan",
+        "{refused}"
+    );
+    let message = refused["errors"][0]["message"].as_str().expect("message");
+    assert!(message.contains("1000 custom attributes"), "{message}");
+    let grace = audience
+        .upsert(json!({"email": "grace@example.com", "attributes": {"a999": 5}}))
+        .await;
+    assert_eq!(grace["attributes"]["a999"], 5.0);
+    let event = audience
+        .event(
+            "grace@example.com",
+            "signed_up",
+            Some(json!({"plan": "pro"})),
+        )
+        .await;
+    let refused = expect_problem(event, 400).await;
+    assert_eq!(
+        refused["errors"][0]["field"], "attributes.plan",
+        "{refused}"
+    );
+}

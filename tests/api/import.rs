@@ -717,3 +717,54 @@ async fn an_upload_that_stalls_for_2_s_is_a_408_and_an_account_runs_2_imports_at
         "only the whole upload"
     );
 }
+
+/// An import whose header would take the account past its 1,000 custom attribute slugs is
+/// a 400 on `header` before any row is read; one that names existing slugs still imports.
+#[tokio::test]
+async fn an_import_whose_header_passes_1000_custom_attributes_is_a_400_and_imports_nothing() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Acme").await;
+    let attributes: serde_json::Map<String, Value> =
+        (0..999).map(|n| (format!("a{n}"), json!(n))).collect();
+    expect_json(
+        app.send_json(
+            Method::POST,
+            &format!("/v2/accounts/{account}/contacts"),
+            &token,
+            &json!({"email": "seed@example.com", "attributes": attributes}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    let refused = expect_problem(
+        import(
+            &app,
+            &token,
+            &account,
+            "text/csv",
+            "email,a1,plan,tier\nnew@example.com,1,pro,gold\n".to_owned(),
+        )
+        .await,
+        400,
+    )
+    .await;
+    assert_eq!(refused["errors"][0]["field"], "header", "{refused}");
+    let message = refused["errors"][0]["message"].as_str().expect("message");
+    assert!(message.contains("at most 1000"), "{message}");
+    assert_eq!(contact_count(&app, &token, &account).await, 1);
+    let report = expect_json(
+        import(
+            &app,
+            &token,
+            &account,
+            "text/csv",
+            "email,a1,plan\nnew@example.com,1,pro\n".to_owned(),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(contact_count(&app, &token, &account).await, 2, "{report}");
+}

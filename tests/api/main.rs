@@ -8,6 +8,7 @@ mod automations;
 mod bounds;
 mod campaign_setup;
 mod console_api;
+mod console_cookies;
 mod contacts;
 mod delivery_support;
 mod domains;

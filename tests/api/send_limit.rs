@@ -1,5 +1,6 @@
-//! The monthly per-account send limit (`MAILROOM_MONTHLY_SEND_LIMIT`), drained through the
-//! real worker and a real SMTP server on loopback.
+//! The monthly send limit (`MAILROOM_MONTHLY_SEND_LIMIT`), kept per owner over every
+//! account they own and counting each Cc and Bcc copy, drained through the real worker and
+//! a real SMTP server on loopback.
 
 use serde_json::Value;
 
@@ -65,20 +66,10 @@ async fn without_a_limit_everything_is_sent() {
     assert_eq!(today["freeLimitCapped"], Value::from(0));
 }
 
-#[tokio::test]
-async fn the_limit_counts_each_account_apart_and_a_new_month_starts_afresh() {
-    let setup = Delivery::new(|config| config.monthly_send_limit = Some(1)).await;
-    setup.queue("first@example.org").await;
-    setup.drain().await;
-    let capped = setup.queue("second@example.org").await;
-    setup.drain().await;
-    assert_eq!(
-        setup.message(&capped["_id"]).await["skipReason"],
-        "free_limit_capped"
-    );
-
-    // Another account of the same user has its own allowance.
-    let other = setup.app.create_account(&setup.token, "Other").await;
+/// Makes `token`'s user an account with the loopback mail server and the `order-receipt`
+/// template, and queues one send of it to `email`; returns (account, message id).
+async fn second_account_sends(setup: &Delivery, token: &str, email: &str) -> (String, String) {
+    let other = setup.app.create_account(token, "Other").await;
     let server = serde_json::json!({
         "serviceType": "smtp", "host": "127.0.0.1", "port": setup.smtp.port(),
         "secure": false, "requireTLS": false, "user": "", "password": "",
@@ -93,38 +84,67 @@ async fn the_limit_counts_each_account_apart_and_a_new_month_starts_afresh() {
             .send_json(
                 reqwest::Method::POST,
                 &format!("/v2/accounts/{other}{rest}"),
-                &setup.token,
+                token,
                 &body,
             )
             .await;
         mailroom_tests::expect_json(response, 200).await;
     }
-    let body = serde_json::json!({"slug": "order-receipt", "email": "third@example.org"});
+    let body = serde_json::json!({"slug": "order-receipt", "email": email});
     let response = setup
         .app
         .send_json(
             reqwest::Method::POST,
             &format!("/v2/accounts/{other}/messages"),
-            &setup.token,
+            token,
             &body,
         )
         .await;
     let queued = mailroom_tests::expect_json(response, 200).await;
-    setup.drain().await;
-    let message = mailroom_tests::expect_json(
+    let id = queued["_id"].as_str().expect("message id").to_owned();
+    (other, id)
+}
+
+async fn message_of(setup: &Delivery, token: &str, account: &str, id: &str) -> Value {
+    mailroom_tests::expect_json(
         setup
             .app
-            .get(
-                &format!(
-                    "/v2/accounts/{other}/messages/{}",
-                    queued["_id"].as_str().unwrap()
-                ),
-                &setup.token,
-            )
+            .get(&format!("/v2/accounts/{account}/messages/{id}"), token)
             .await,
         200,
     )
-    .await;
+    .await
+}
+
+/// With a limit of 1, a second account of the same owner is capped too (the allowance is
+/// the owner's, not each account's), while another user's account sends; and next month
+/// the first account may send again.
+#[tokio::test]
+async fn a_limit_of_1_is_the_owners_so_a_second_account_of_theirs_is_capped_and_a_new_month_starts_afresh(
+) {
+    let setup = Delivery::new(|config| config.monthly_send_limit = Some(1)).await;
+    setup.queue("first@example.org").await;
+    setup.drain().await;
+    let capped = setup.queue("second@example.org").await;
+    setup.drain().await;
+    assert_eq!(
+        setup.message(&capped["_id"]).await["skipReason"],
+        "free_limit_capped"
+    );
+
+    // Another account of the same user shares the owner's allowance: spent.
+    let (own, own_message) = second_account_sends(&setup, &setup.token, "third@example.org").await;
+    setup.drain().await;
+    let message = message_of(&setup, &setup.token, &own, &own_message).await;
+    assert_eq!(message["status"], "skipped", "{message}");
+    assert_eq!(message["skipReason"], "free_limit_capped", "{message}");
+
+    // Another user's account has an allowance of its own.
+    let grace = setup.app.user_token("grace@example.com").await;
+    let (foreign, foreign_message) =
+        second_account_sends(&setup, &grace, "fourth@example.org").await;
+    setup.drain().await;
+    let message = message_of(&setup, &grace, &foreign, &foreign_message).await;
     assert_eq!(message["status"], "sent", "{message}");
 
     // Next month the first account may send again.
@@ -134,8 +154,38 @@ async fn the_limit_counts_each_account_apart_and_a_new_month_starts_afresh() {
         .app
         .clock
         .advance(time::Duration::days(i64::from(left_in_month)));
-    let next_month = setup.queue("fourth@example.org").await;
+    let next_month = setup.queue("fifth@example.org").await;
     setup.drain().await;
     assert_eq!(setup.message(&next_month["_id"]).await["status"], "sent");
     assert_eq!(setup.smtp.messages().len(), 3);
+}
+
+/// Each Cc and Bcc copy on the wire is one send: with a limit of 4, a message with two Cc
+/// and one Bcc (four recipients) spends the month, and the next message is capped.
+#[tokio::test]
+async fn a_message_with_3_copies_spends_4_of_a_limit_of_4_and_the_next_is_capped() {
+    let setup = Delivery::new(|config| config.monthly_send_limit = Some(4)).await;
+    let template = serde_json::json!({
+        "name": "Copied", "slug": "copied", "subject": "Hi", "content": "<p>Hi</p>",
+        "cc": "boss@example.net, team@example.net", "bcc": "archive@example.net"
+    });
+    setup.post("/templates", &template).await;
+    let body = serde_json::json!({"slug": "copied", "email": "first@example.org"});
+    let copied = setup.post("/messages", &body).await;
+    setup.drain().await;
+    assert_eq!(setup.message(&copied["_id"]).await["status"], "sent");
+    assert_eq!(
+        setup.smtp.messages()[0].recipients.len(),
+        4,
+        "contact and 3 copies"
+    );
+
+    let next = setup.queue("second@example.org").await;
+    setup.drain().await;
+    let next = setup.message(&next["_id"]).await;
+    assert_eq!(next["status"], "skipped", "{next}");
+    assert_eq!(next["skipReason"], "free_limit_capped", "{next}");
+    assert_eq!(setup.smtp.messages().len(), 1);
+    // The stats count messages, as the contract says: one sent.
+    assert_eq!(setup.today().await["sent"], 1);
 }

@@ -45,6 +45,10 @@ pub struct Services {
     /// The operator's inbound mail host (`MAILROOM_INBOUND_HOST`), the target of each
     /// sending domain's return-path MX; `None` lists no return-path record.
     pub inbound_host: Option<String>,
+    /// The most accounts one user may own (`MAILROOM_MAX_ACCOUNTS_PER_USER`); `None` is no
+    /// bound. Every per-account bound (the monthly send limit aside, which is kept per
+    /// owner) multiplies with the accounts a user can make, so this bounds them all.
+    pub max_accounts_per_user: Option<u64>,
     /// Recently authenticated tokens, shared by every request of this process.
     pub token_cache: Arc<TokenCache>,
     /// Recently proven memberships, shared by every request of this process.

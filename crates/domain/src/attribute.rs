@@ -105,6 +105,18 @@ pub const EVENT_ATTRIBUTE_PREFIX: &str = "event.";
 pub const MAX_ATTRIBUTE_SLUG: usize = 100;
 /// The longest string value.
 pub const MAX_STRING_VALUE: usize = 1000;
+/// The most custom attribute slugs an account may have. Each is a row read with every
+/// contact's attributes, a column of imports and a choice in the console's filters, and a
+/// `sending` token may make them; unbounded, one tenant's key could fill the table.
+pub const MAX_CUSTOM_ATTRIBUTES: u64 = 1_000;
+
+/// Why a new custom slug is refused once the account has [`MAX_CUSTOM_ATTRIBUTES`].
+pub fn too_many_custom_attributes() -> String {
+    format!(
+        "the account has {MAX_CUSTOM_ATTRIBUTES} custom attributes, the most it may have; \
+         this one would be one more"
+    )
+}
 
 /// A typed attribute value.
 #[derive(Debug, Clone, PartialEq)]

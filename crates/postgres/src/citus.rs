@@ -34,15 +34,18 @@ use crate::store_error;
 pub const REFERENCE_TABLES: &[&str] =
     &["users", "tokens", "console_sessions", "console_login_links"];
 
-/// Kept on the coordinator. Diesel's bookkeeping; and the lanes, one small row per
+/// Kept on the coordinator. Diesel's bookkeeping; the lanes, one small row per
 /// account with work waiting, which every worker's claim locks with `FOR UPDATE SKIP
-/// LOCKED` across accounts (a statement Citus runs on one node only). A lane names an
+/// LOCKED` across accounts (a statement Citus runs on one node only); and the monthly
+/// sends, keyed by the accounts' owner, whose total over an owner's accounts the claim
+/// reads in one statement (by account, it would read every shard). A lane names an
 /// account without a foreign key on Citus: a lane left by a deleted account is claimed
 /// once, finds nothing and is cleared.
 pub const LOCAL_TABLES: &[&str] = &[
     "__diesel_schema_migrations",
     "delivery_lanes",
     "webhook_lanes",
+    "monthly_sends",
 ];
 
 /// The tenant table, distributed by its `id`.

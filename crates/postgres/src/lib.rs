@@ -7,6 +7,7 @@
 pub mod citus;
 mod database;
 mod error;
+mod listen_tls;
 mod pool_health;
 mod prepared_sql;
 mod queue;

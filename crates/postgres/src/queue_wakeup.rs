@@ -21,9 +21,12 @@ use std::{
 
 use futures_util::{stream, StreamExt};
 use mailroom_app::ports::{QueueEvent, QueueWakeup};
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
 
-use crate::PgDatabase;
+use crate::{
+    listen_tls::{connector, listener_tls, ListenerTls, RustlsConnect},
+    PgDatabase,
+};
 
 /// The channel the wake-ups travel on.
 const QUEUE_CHANNEL: &str = "mailroom_messages_queued";
@@ -118,18 +121,40 @@ fn send_until_dropped(wanted: &Weak<Wanted>, send: impl Fn() -> Result<(), Strin
 
 /// Listens on [`QUEUE_CHANNEL`] until the task is dropped, telling `on` when it listens,
 /// when messages were queued and when it stopped hearing (then it connects again after a
-/// pause). Uses its own connection to `database_url`, without TLS: where the server
-/// demands TLS the connection fails, the worker stays [`QueueEvent::Deaf`] and polls.
+/// pause). Uses its own connection to `database_url`, with TLS as the URL's `sslmode` asks
+/// ([`crate::listen_tls`]: as libpq, which the pool uses, would). A URL whose TLS settings
+/// the listener cannot honour (a client certificate, a missing root file) stops it before
+/// it connects, with the reason in the log: the worker stays [`QueueEvent::Deaf`] and
+/// polls, rather than connect with less protection than the pool.
 pub async fn listen_for_queued_messages<F>(database_url: String, on: F)
 where
     F: Fn(QueueEvent) + Send + Sync + 'static,
 {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let tls = listener_tls(
+        &database_url,
+        |name| std::env::var(name).ok(),
+        home.as_deref(),
+    )
+    .and_then(|tls| connector(&tls).map(|connector| (tls, connector)));
+    let (tls, connector) = match tls {
+        Ok(tls) => tls,
+        Err(reason) => {
+            tracing::error!(
+                %reason,
+                "the queue wake-up listener does not start: the message workers poll instead"
+            );
+            on(QueueEvent::Deaf);
+            return;
+        }
+    };
+    tracing::debug!(sslmode = ?tls.mode, verification = ?tls.verification, "queue wake-up listener");
     // Failures since the listener last listened: the first of each run is said at warn,
     // the rest quietly (a server that refuses it keeps refusing).
     let mut failures = 0_u32;
     loop {
         let listened = AtomicBool::new(false);
-        let outcome = listen_once(&database_url, &|event| {
+        let outcome = listen_once(&tls, &connector, &|event| {
             if event == QueueEvent::Listening {
                 listened.store(true, Ordering::Relaxed);
             }
@@ -159,18 +184,23 @@ where
 }
 
 /// One connection's life: `LISTEN`, then every notification until it closes.
-async fn listen_once<F>(database_url: &str, on: &F) -> Result<(), tokio_postgres::Error>
+async fn listen_once<F>(
+    tls: &ListenerTls,
+    connector: &RustlsConnect,
+    on: &F,
+) -> Result<(), tokio_postgres::Error>
 where
     F: Fn(QueueEvent),
 {
-    let mut config: tokio_postgres::Config = database_url.parse()?;
+    let mut config: tokio_postgres::Config = tls.url.parse()?;
     config
+        .ssl_mode(tls.client_mode())
         .connect_timeout(CONNECT_TIMEOUT)
         .keepalives(true)
         .keepalives_idle(KEEPALIVE_IDLE)
         .keepalives_interval(KEEPALIVE_INTERVAL)
         .keepalives_retries(KEEPALIVE_PROBES);
-    let (client, mut connection) = config.connect(NoTls).await?;
+    let (client, mut connection) = config.connect(connector.clone()).await?;
     // Polling the connection's messages also drives its requests (the LISTEN below).
     let mut messages = stream::poll_fn(move |cx| connection.poll_message(cx));
     let listen_sql = format!("LISTEN {QUEUE_CHANNEL}");

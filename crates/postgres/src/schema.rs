@@ -322,6 +322,17 @@ diesel::table! {
 }
 
 diesel::table! {
+    /// Sends on the wire (messages and their accepted copies) per owner, UTC month and
+    /// account: the monthly send limit's count (migration `2026-12-02-000001`).
+    monthly_sends (owner_id, month, account_id) {
+        owner_id -> Uuid,
+        month -> Date,
+        account_id -> Uuid,
+        sends -> Int8,
+    }
+}
+
+diesel::table! {
     /// One row per account with waiting webhook events: when its next one is due
     /// (migration 30).
     webhook_lanes (account_id) {
@@ -482,6 +493,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     messages,
     delivery_lanes,
     webhook_lanes,
+    monthly_sends,
     message_stats_daily,
     automation_firings,
     announcements,

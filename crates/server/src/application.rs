@@ -129,6 +129,7 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
         dkim_keys: Arc::new(RsaDkimKeys),
         domain_dns,
         inbound_host: config.inbound_host.clone(),
+        max_accounts_per_user: config.max_accounts_per_user,
         token_cache: Arc::new(TokenCache::default()),
         membership_cache: Arc::new(MembershipCache::default()),
         // Previews get children of their own, apart from the workers', and a shorter

@@ -22,6 +22,11 @@ pub const DEFAULT_WEBHOOK_TIMEOUT: Duration = Duration::from_secs(15);
 /// Attempts a message gets before a transient SMTP failure makes it `failed`.
 pub const DEFAULT_MESSAGE_MAX_ATTEMPTS: u32 = 8;
 
+/// The most accounts one user may own unless `MAILROOM_MAX_ACCOUNTS_PER_USER` says
+/// otherwise: enough for a business's brands and a staging account, few enough that the
+/// per-account bounds (lanes, webhook slots, imports, previews) stay bounded per user.
+pub const DEFAULT_MAX_ACCOUNTS_PER_USER: u64 = 10;
+
 /// The bound on each step of one SMTP session (connect, then the rest).
 pub const DEFAULT_SMTP_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a message claim holds unless renewed (`MAILROOM_MESSAGE_LEASE`).
@@ -63,6 +68,9 @@ pub struct Config {
     /// Messages an account may send per UTC calendar month; `None` (unset) is no limit
     /// (`MAILROOM_MONTHLY_SEND_LIMIT`).
     pub monthly_send_limit: Option<u64>,
+    /// The most accounts one user may own (`MAILROOM_MAX_ACCOUNTS_PER_USER`, default
+    /// [`DEFAULT_MAX_ACCOUNTS_PER_USER`]; `unlimited`: `None`).
+    pub max_accounts_per_user: Option<u64>,
     /// The bound on each step of an SMTP session (`MAILROOM_SMTP_TIMEOUT`, seconds).
     pub smtp_timeout: Duration,
     /// How long a contact import's upload may send nothing (`MAILROOM_IMPORT_IDLE_TIMEOUT`,
@@ -146,6 +154,7 @@ impl std::fmt::Debug for Config {
             .field("webhook_timeout", &self.webhook_timeout)
             .field("message_max_attempts", &self.message_max_attempts)
             .field("monthly_send_limit", &self.monthly_send_limit)
+            .field("max_accounts_per_user", &self.max_accounts_per_user)
             .field("smtp_timeout", &self.smtp_timeout)
             .field("import_idle_timeout", &self.import_idle_timeout)
             .field("message_lease", &self.message_lease)
@@ -305,6 +314,7 @@ impl Config {
             webhook_timeout: DEFAULT_WEBHOOK_TIMEOUT,
             message_max_attempts: DEFAULT_MESSAGE_MAX_ATTEMPTS,
             monthly_send_limit: None,
+            max_accounts_per_user: Some(DEFAULT_MAX_ACCOUNTS_PER_USER),
             smtp_timeout: DEFAULT_SMTP_TIMEOUT,
             import_idle_timeout: mailroom_http::DEFAULT_IMPORT_IDLE_TIMEOUT,
             message_lease: DEFAULT_MESSAGE_LEASE,
@@ -426,6 +436,10 @@ impl Config {
         if let Ok(limit) = std::env::var("MAILROOM_MONTHLY_SEND_LIMIT") {
             config.monthly_send_limit =
                 parse_send_limit(&limit).context("MAILROOM_MONTHLY_SEND_LIMIT")?;
+        }
+        if let Ok(most) = std::env::var("MAILROOM_MAX_ACCOUNTS_PER_USER") {
+            config.max_accounts_per_user =
+                parse_accounts_per_user(&most).context("MAILROOM_MAX_ACCOUNTS_PER_USER")?;
         }
         if let Ok(connections) = std::env::var("MAILROOM_SMTP_CONNECTIONS_PER_SERVER") {
             config.smtp_connections_per_server = connections
@@ -672,6 +686,22 @@ fn parse_send_limit(text: &str) -> Result<Option<u64>> {
         .map_err(|_| anyhow!("must be a whole number of messages, got {text:?}"))
 }
 
+/// A whole number of accounts, or `unlimited`. `0` is kept as it reads (no user may create
+/// an account), not taken for "no bound": that has to be said in words. Blank is the
+/// default, so a deployment template can leave the variable empty.
+fn parse_accounts_per_user(text: &str) -> Result<Option<u64>> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(Some(DEFAULT_MAX_ACCOUNTS_PER_USER));
+    }
+    if text.eq_ignore_ascii_case("unlimited") {
+        return Ok(None);
+    }
+    text.parse()
+        .map(Some)
+        .map_err(|_| anyhow!("must be a whole number of accounts or `unlimited`, got {text:?}"))
+}
+
 /// Decodes a base64 key of exactly 32 bytes.
 ///
 /// # Errors
@@ -787,6 +817,15 @@ mod tests {
         assert_eq!(parse_send_limit("").expect("valid"), None);
         assert!(parse_send_limit("-1").is_err());
         assert!(parse_send_limit("1e3").is_err());
+        assert_eq!(parse_accounts_per_user(" 25 ").expect("valid"), Some(25));
+        assert_eq!(parse_accounts_per_user("0").expect("valid"), Some(0));
+        assert_eq!(parse_accounts_per_user("Unlimited").expect("valid"), None);
+        assert_eq!(
+            parse_accounts_per_user("").expect("blank"),
+            Some(DEFAULT_MAX_ACCOUNTS_PER_USER)
+        );
+        assert!(parse_accounts_per_user("-1").is_err());
+        assert!(parse_accounts_per_user("many").is_err());
         assert_eq!(
             parse_mailto(" unsubscribe@acme.example ").expect("valid"),
             Some("unsubscribe@acme.example".to_owned())

@@ -47,14 +47,15 @@ use futures_util::future::join_all;
 use mailroom_app::{
     messages::{
         claim_messages, finish_rendered, record_message_outcomes, renew_message_leases,
-        send_claimed_message, ClaimRequest, DeliverySettings, Lane, MessageJob, SendOutcome,
+        send_claimed_message, ClaimRequest, DeliverySettings, Lane, MessageJob, RenderJob,
+        SendOutcome,
     },
     ports::{Lease, QueueEvent},
     AppError, Services,
 };
 use mailroom_domain::{
     message::{AttemptFault, ReplyClass},
-    AccountId, MessageId, Uuid,
+    AccountId, MessageId, UserId, Uuid,
 };
 use tokio::{
     sync::{mpsc, watch, Notify, Semaphore},
@@ -92,6 +93,8 @@ pub const LISTENING_POLL: Duration = Duration::from_secs(1);
 /// How long an outcome that could not be recorded because the database was unavailable
 /// is retried; the lease is renewed meanwhile.
 const RECORD_RETRY_FOR: Duration = Duration::from_secs(30);
+/// The most account owners a worker remembers for its reserve (a few MiB at most).
+const MAX_KNOWN_OWNERS: usize = 100_000;
 const RECORD_RETRY_PAUSE: Duration = Duration::from_millis(500);
 
 /// A message ready to send, with the lane it waits in.
@@ -125,6 +128,10 @@ struct Shared {
     /// Every message this worker holds a lease on, for the renewal.
     /// With each message's account: the renewal runs one statement per account.
     held: Mutex<HashMap<MessageId, AccountId>>,
+    /// The owner of each account this worker has claimed for: the reserve is for owners
+    /// who hold nothing ([`MessageWorker::reserve_skips`]). An account's owner never
+    /// changes, so nothing here goes stale; at most [`MAX_KNOWN_OWNERS`] are kept.
+    owners: Mutex<HashMap<AccountId, UserId>>,
     /// The rendered bytes this worker holds ([`MAX_HELD_RENDERED_BYTES`]).
     rendered: Mutex<RenderedBytes>,
     /// Signalled when a held message is released (to every waiting loop) and when messages
@@ -182,6 +189,7 @@ impl MessageWorker {
                 lane_sessions: config.smtp_connections_per_server.max(1),
                 lanes: Mutex::new(HashMap::new()),
                 held: Mutex::new(HashMap::new()),
+                owners: Mutex::new(HashMap::new()),
                 rendered: Mutex::new(RenderedBytes::default()),
                 wake: Notify::new(),
                 listening: AtomicBool::new(false),
@@ -303,8 +311,7 @@ impl MessageWorker {
         let mut skip_accounts = self.full_accounts();
         skip_accounts.extend(self.shared.unreachable.current());
         if in_reserve {
-            // Only the reserve is left: it is for accounts that hold nothing.
-            skip_accounts.extend(lock(&self.shared.held).values().copied());
+            skip_accounts.extend(self.reserve_skips());
             skip_accounts.sort_unstable();
             skip_accounts.dedup();
         }
@@ -327,6 +334,7 @@ impl MessageWorker {
         })?;
         let _reserved = reserved;
         let (lease, claimed) = (claim.lease, claim.claimed);
+        self.learn_owners(&claim.to_render);
         let ids: Vec<MessageId> = claim.to_render.iter().map(|job| job.message.id).collect();
         self.hold(
             claim
@@ -634,6 +642,44 @@ impl MessageWorker {
         accounts
     }
 
+    /// What a claim from the reserve leaves out: it is for owners who hold nothing, so
+    /// every account that holds a message, and every other account known to belong to
+    /// the same owner. Keyed by account alone, a user's other accounts would each take
+    /// the reserve's share for as many accounts as they may own; an account of theirs
+    /// this worker has not claimed for yet still takes one share, after which its owner
+    /// is known.
+    fn reserve_skips(&self) -> Vec<AccountId> {
+        let holding: Vec<AccountId> = lock(&self.shared.held).values().copied().collect();
+        let owners = lock(&self.shared.owners);
+        let holding_owners: HashSet<UserId> = holding
+            .iter()
+            .filter_map(|account| owners.get(account).copied())
+            .collect();
+        let mut skips = holding;
+        skips.extend(
+            owners
+                .iter()
+                .filter(|(_, owner)| holding_owners.contains(owner))
+                .map(|(account, _)| *account),
+        );
+        skips
+    }
+
+    /// Notes the owners of a claim's accounts.
+    fn learn_owners(&self, jobs: &[RenderJob]) {
+        let mut owners = lock(&self.shared.owners);
+        for job in jobs {
+            if let Some(owner) = job.owner() {
+                if owners.len() >= MAX_KNOWN_OWNERS && !owners.contains_key(&job.lane.account) {
+                    // A bound, not a cache policy: forgetting only lets an account take
+                    // one more reserve share before its owner is learnt again.
+                    owners.clear();
+                }
+                owners.insert(job.lane.account, owner);
+            }
+        }
+    }
+
     fn hold(&self, messages: impl Iterator<Item = (MessageId, AccountId)>) {
         lock(&self.shared.held).extend(messages);
     }
@@ -744,6 +790,7 @@ mod tests {
             reply_class(&SendOutcome::Accepted(MailAccepted {
                 reply: reply("250 2.0.0 ok"),
                 refused_copies: Vec::new(),
+                copies: 0,
             })),
             SmtpReplyClass::Accepted
         );

@@ -385,6 +385,15 @@ impl SmtpMailer {
         match outcome {
             Ok(Ok(reply)) => Ok(MailAccepted {
                 reply,
+                // The envelope's recipients are the contact and the copies; the refused
+                // ones were never sent.
+                copies: u32::try_from(
+                    envelope
+                        .to()
+                        .len()
+                        .saturating_sub(1 + progress.refused_copies.len()),
+                )
+                .unwrap_or(u32::MAX),
                 refused_copies: progress.refused_copies,
             }),
             Ok(Err(error)) => Err(refusal(&error, &progress)),

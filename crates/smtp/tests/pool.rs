@@ -335,6 +335,10 @@ async fn a_refused_copy_is_reported_and_the_others_get_the_message() {
         assert_eq!(accepted.refused_copies.len(), 1, "{accepted:?}");
         assert_eq!(accepted.refused_copies[0].0, "audit@acme.example");
         assert_eq!(accepted.refused_copies[0].1.code, 550);
+        assert_eq!(
+            accepted.copies, 1,
+            "the accepted copy counts, the refused one not"
+        );
         let received = server.messages();
         assert_eq!(
             received[0].recipients,

@@ -28,7 +28,8 @@ pub struct CreateAccountRequest {
 ///
 /// # Errors
 /// [`AppError::Invalid`] for a missing or bad name; [`AppError::Forbidden`] for a token
-/// pinned to accounts, which could not reach the account it would create.
+/// pinned to accounts, which could not reach the account it would create, and for a user
+/// who owns [`Services::max_accounts_per_user`] accounts already.
 pub fn create_account(
     services: &Services,
     actor: &Actor,
@@ -57,6 +58,12 @@ pub fn create_account(
     let starter = starter_data();
     let ids = services.ids.as_ref();
     in_transaction(services.db.as_ref(), |tx| {
+        if let Some(most) = services.max_accounts_per_user {
+            let owned = tx.lock_and_count_owned_accounts(actor.user_id)?;
+            if owned >= most {
+                return Err(AppError::Forbidden(too_many_accounts(owned, most)));
+            }
+        }
         tx.insert_account(&record, actor.user_id)?;
         let mut welcome = None;
         for template in starter.templates {
@@ -95,4 +102,38 @@ pub fn create_account(
         branding: record.branding,
         created_at: record.created_at,
     })
+}
+
+/// Why a user may not create another account.
+fn too_many_accounts(owned: u64, most: u64) -> String {
+    let accounts = |n: u64| if n == 1 { "account" } else { "accounts" };
+    if most == 0 {
+        "this server does not let users create accounts".to_owned()
+    } else {
+        format!(
+            "the user owns {owned} {}; this server lets a user own at most {most}",
+            accounts(owned)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::too_many_accounts;
+
+    #[test]
+    fn the_refusal_names_what_the_user_owns_and_the_bound() {
+        assert_eq!(
+            too_many_accounts(10, 10),
+            "the user owns 10 accounts; this server lets a user own at most 10"
+        );
+        assert_eq!(
+            too_many_accounts(1, 1),
+            "the user owns 1 account; this server lets a user own at most 1"
+        );
+        assert_eq!(
+            too_many_accounts(0, 0),
+            "this server does not let users create accounts"
+        );
+    }
 }

@@ -10,7 +10,8 @@ use std::{
 
 use mailroom_domain::{
     attribute::{
-        check_custom_slug, AttributeSource, AttributeType, AttributeValue, MAX_STRING_VALUE,
+        check_custom_slug, too_many_custom_attributes, AttributeSource, AttributeType,
+        AttributeValue, MAX_CUSTOM_ATTRIBUTES, MAX_STRING_VALUE,
     },
     email::EmailAddress,
     AccountId, ContactId, Timestamp, ValidationErrors,
@@ -204,7 +205,12 @@ pub fn start_import(
             ),
         ));
     }
-    let stored = in_transaction(services.db.as_ref(), |tx| Ok(tx.attribute_types(account)?))?;
+    let (stored, custom) = in_transaction(services.db.as_ref(), |tx| {
+        Ok((
+            tx.attribute_types(account)?,
+            tx.count_custom_attribute_metas(account)?,
+        ))
+    })?;
     let mut errors = ValidationErrors::new();
     let mut seen = std::collections::HashSet::with_capacity(header.len());
     let mut email_column = None;
@@ -242,6 +248,20 @@ pub fn start_import(
         return Err(errors.into());
     };
     errors.into_result()?;
+    let new_slugs = slugs
+        .iter()
+        .flatten()
+        .filter(|slug| !stored.contains_key(slug.as_str()))
+        .count();
+    if custom.saturating_add(new_slugs as u64) > MAX_CUSTOM_ATTRIBUTES {
+        return Err(AppError::invalid(
+            "header",
+            format!(
+                "the file names {new_slugs} new attributes and the account has {custom} custom \
+                 attributes; it may have at most {MAX_CUSTOM_ATTRIBUTES}"
+            ),
+        ));
+    }
     let planned = slugs
         .iter()
         .flatten()
@@ -395,6 +415,14 @@ fn type_rows_against_store<'a>(
         // take the metas' row locks in one order and cannot deadlock.
         metas.sort_by(|a, b| a.0.cmp(&b.0));
         let stored = tx.ensure_attribute_metas(import.account, &metas, now)?;
+        // A slug left unrecorded: the account reached its custom slugs' bound after the
+        // import started (its start refuses a file that would pass it).
+        if let Some((slug, _, _)) = metas.iter().find(|(slug, _, _)| !stored.contains_key(slug)) {
+            return Err(AppError::invalid(
+                &format!("attributes.{slug}"),
+                too_many_custom_attributes(),
+            ));
+        }
         let agreed = typed
             .newly_fixed
             .iter()

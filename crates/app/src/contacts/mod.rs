@@ -33,8 +33,8 @@ use std::collections::HashMap;
 
 use mailroom_domain::{
     attribute::{
-        check_custom_slug, check_type, AttributeSource, AttributeType, AttributeValue,
-        ResolvedAttributes, SYSTEM_ATTRIBUTES,
+        check_custom_slug, check_type, too_many_custom_attributes, AttributeSource, AttributeType,
+        AttributeValue, ResolvedAttributes, SYSTEM_ATTRIBUTES,
     },
     condition::AttributeTypes,
     contact::Contact,
@@ -131,8 +131,15 @@ fn write_custom_attributes(
     let stored = tx.ensure_attribute_metas(account, &metas, now)?;
     let mut errors = ValidationErrors::new();
     for (slug, value) in values {
-        if let Err(error) = check_type(stored.get(slug).copied(), value) {
-            errors.push(format!("attributes.{slug}"), error.to_string());
+        let field = format!("attributes.{slug}");
+        match stored.get(slug).copied() {
+            // Not recorded: the account has as many custom slugs as it may.
+            None => errors.push(field, too_many_custom_attributes()),
+            Some(stored) => {
+                if let Err(error) = check_type(Some(stored), value) {
+                    errors.push(field, error.to_string());
+                }
+            }
         }
     }
     errors.into_result()?;

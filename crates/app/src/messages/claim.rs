@@ -18,7 +18,7 @@ use mailroom_domain::{
         server_fault_delay, suppression_reason, Message, SkipReason, StatsCounter, Suppression,
     },
     message_lifecycle::lease_end,
-    AccountId, MailServerId, MessageId, Uuid,
+    AccountId, MailServerId, MessageId, UserId, Uuid,
 };
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -76,6 +76,15 @@ pub struct RenderJob {
     /// The account's opened DKIM keys; the one for the rendered From is chosen after the
     /// render.
     pub(crate) signing_keys: std::sync::Arc<[crate::ports::DkimSigning]>,
+    /// The account's owner, whose monthly count its sends go to.
+    pub(crate) owner: Option<UserId>,
+}
+
+impl RenderJob {
+    /// The owner of the message's account, when the claim found one.
+    pub fn owner(&self) -> Option<UserId> {
+        self.owner
+    }
 }
 
 /// What one claim produced.
@@ -155,7 +164,9 @@ pub fn claim_messages(
             let checked = check(tx, services, &mut batch, &message)?;
             // The monthly limit applies only to what would really be sent.
             let checked = match checked {
-                Checked::Render(_) if !send_limit.admit(tx, message.account_id, now)? => {
+                Checked::Render(job)
+                    if !send_limit.admit(tx, message.account_id, job.owner, now)? =>
+                {
                     Checked::Skip(SkipReason::FreeLimitCapped)
                 }
                 other => other,
@@ -299,6 +310,7 @@ fn check(
         endpoint,
         list_unsubscribe: links.list_unsubscribe,
         signing_keys: batch.signing_keys(account),
+        owner: batch.owner(tx, account)?,
     })))
 }
 

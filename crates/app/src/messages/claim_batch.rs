@@ -12,7 +12,7 @@ use std::{collections::HashMap, sync::Arc};
 use mailroom_domain::{
     announcement::Announcement, attribute::ResolvedAttributes, automation::Automation,
     contact::Contact, message::Message, AccountId, AnnouncementId, AutomationId, ContactId,
-    MailServerId, TemplateId,
+    MailServerId, TemplateId, UserId,
 };
 
 use crate::{
@@ -49,6 +49,7 @@ pub(super) struct ClaimBatch {
     automations: HashMap<(AccountId, AutomationId), Option<Automation>>,
     announcements: HashMap<(AccountId, AnnouncementId), Option<Announcement>>,
     signing_keys: HashMap<AccountId, Arc<[DkimSigning]>>,
+    owners: HashMap<AccountId, Option<UserId>>,
 }
 
 impl ClaimBatch {
@@ -180,6 +181,21 @@ impl ClaimBatch {
         let server = choose_server(tx, account, preferred)?;
         self.servers.insert((account, preferred), server.clone());
         Ok(server)
+    }
+
+    /// The account's owner (whose monthly allowance its messages spend), read once per
+    /// claim; an account's owner never changes.
+    pub(super) fn owner(
+        &mut self,
+        tx: &mut dyn UnitOfWork,
+        account: AccountId,
+    ) -> Result<Option<UserId>, AppError> {
+        if let Some(owner) = self.owners.get(&account) {
+            return Ok(*owner);
+        }
+        let owner = tx.account_owner(account)?;
+        self.owners.insert(account, owner);
+        Ok(owner)
     }
 
     /// The account's record; `None` when it is gone.

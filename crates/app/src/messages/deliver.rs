@@ -21,10 +21,10 @@ use mailroom_domain::{
     },
     message_lifecycle::{SessionEnd, SettleRules, Settlement},
     webhook_event::{ContactChange, ContactNotice},
-    ContactId, MessageId,
+    AccountId, ContactId, MessageId, UserId,
 };
 
-use super::claim::Lane;
+use super::{claim::Lane, send_limit::month_of};
 use crate::{
     ports::{in_transaction, Lease, MailAccepted, OutgoingMail, SavedServer, UnitOfWork},
     webhook_events::queue_webhook_event,
@@ -54,6 +54,9 @@ pub struct MessageJob {
     pub message: Message,
     /// The server it goes through.
     pub lane: Lane,
+    /// The account's owner, whose monthly count the message and its copies go to once
+    /// sent (`None`: an account without an owner, counted by its daily counters alone).
+    pub owner: Option<UserId>,
     /// What to send where.
     pub mail: OutgoingMail,
 }
@@ -162,7 +165,7 @@ pub fn record_message_outcomes(
                 .map_or(now, |unhealthy| unhealthy.since);
             unhealthy_since.push((*server, since));
         }
-        let mut counts: Vec<(mailroom_domain::AccountId, StatsCounter, u64)> = Vec::new();
+        let mut counts: Vec<(AccountId, StatsCounter, u64)> = Vec::new();
         let mut recorded: Vec<Message> = outcomes
             .iter()
             .map(|(job, _)| job.message.clone())
@@ -195,7 +198,7 @@ pub fn record_message_outcomes(
                 .collect();
             written.extend(tx.record_message_states(account, &states, lease.token)?);
         }
-        let mut contacts: Vec<(mailroom_domain::AccountId, ContactId, u32)> = order
+        let mut contacts: Vec<(AccountId, ContactId, u32)> = order
             .iter()
             .map(|&i| &settled[i].message)
             .filter(|message| written.contains(&message.id))
@@ -244,6 +247,22 @@ pub fn record_message_outcomes(
         for (account, counter, n) in counts {
             tx.add_to_stats(account, now.as_datetime().date(), counter, n)?;
         }
+        // Last, by account like the counters: what the month's send limit counts.
+        let mut sends: Vec<(AccountId, UserId, u64)> = Vec::new();
+        for settled in settled.iter().filter(|s| written.contains(&s.message.id)) {
+            let (Some(owner), true) = (settled.owner, settled.sends > 0) else {
+                continue;
+            };
+            let account = settled.message.account_id;
+            match sends.iter_mut().find(|(a, _, _)| *a == account) {
+                Some((_, _, n)) => *n += settled.sends,
+                None => sends.push((account, owner, settled.sends)),
+            }
+        }
+        sends.sort_by_key(|(account, _, _)| *account);
+        for (account, owner, n) in sends {
+            tx.add_monthly_sends(owner, account, month_of(now), n)?;
+        }
         Ok(recorded)
     })
 }
@@ -265,6 +284,11 @@ struct Settled {
     server_fault: Option<(SavedServer, String)>,
     /// The saved server took the message: it is healthy again.
     server_worked: Option<SavedServer>,
+    /// The account's owner.
+    owner: Option<UserId>,
+    /// Sends on the wire when the message is `sent`: one for the contact, one per copy the
+    /// server took (every copy counts against the monthly limit); 0 otherwise.
+    sends: u64,
 }
 
 fn settle(
@@ -295,6 +319,12 @@ fn settle(
         tracing::warn!(message = %message.id, %error, "an outcome for a message that is not sending");
         Settlement::default()
     });
+    let sends = match outcome {
+        SendOutcome::Accepted(accepted) if message.status == MessageStatus::Sent => {
+            1 + u64::from(accepted.copies)
+        }
+        _ => 0,
+    };
     Settled {
         message,
         counter: settlement.counter,
@@ -307,6 +337,8 @@ fn settle(
         } else {
             None
         },
+        owner: job.owner,
+        sends,
     }
 }
 

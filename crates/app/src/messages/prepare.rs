@@ -107,6 +107,7 @@ pub fn finish_rendered(
                     jobs.push(MessageJob {
                         message: job.message.clone(),
                         lane: job.lane,
+                        owner: job.owner,
                         mail: OutgoingMail {
                             endpoint: job.endpoint.clone(),
                             rendered,

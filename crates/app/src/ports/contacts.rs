@@ -74,7 +74,12 @@ pub trait ContactRepository {
     ) -> Result<HashMap<String, AttributeType>, StoreError>;
 
     /// Records slugs' types on first write (existing metas are kept) and returns the types
-    /// now stored for them, so a concurrent first write of another type is detected.
+    /// now stored for them, so a concurrent first write of another type is detected. A
+    /// new custom slug past [`MAX_CUSTOM_ATTRIBUTES`] custom slugs of the account is not
+    /// recorded (counted under a lock that concurrent first writes wait for), and so is
+    /// missing from the answer.
+    ///
+    /// [`MAX_CUSTOM_ATTRIBUTES`]: mailroom_domain::attribute::MAX_CUSTOM_ATTRIBUTES
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
@@ -102,6 +107,12 @@ pub trait ContactRepository {
     /// # Errors
     /// [`StoreError`] on store failure.
     fn count_attribute_metas(&mut self, account: AccountId) -> Result<u64, StoreError>;
+
+    /// How many custom attribute metas the account has.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn count_custom_attribute_metas(&mut self, account: AccountId) -> Result<u64, StoreError>;
 
     /// The contact with this email (case-insensitively), created with `new_id` when there
     /// is none; `true` when it was created. One contact per email per account, also under

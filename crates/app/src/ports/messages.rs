@@ -5,7 +5,7 @@ use mailroom_domain::{
     paging::PageRequest,
     secret::SecretString,
     sending_domain::{address_domain, DomainName},
-    AccountId, ContactId, MessageId, Timestamp, Uuid,
+    AccountId, ContactId, MessageId, Timestamp, UserId, Uuid,
 };
 use time::Date;
 
@@ -228,6 +228,31 @@ pub trait MessageRepository {
         first: Date,
         last: Date,
     ) -> Result<Vec<DailyStats>, StoreError>;
+
+    /// The account's owner; `None` only for an account without one (none is made so).
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn account_owner(&mut self, account: AccountId) -> Result<Option<UserId>, StoreError>;
+
+    /// Adds `sends` (messages and their copies on the wire) to the account's count of the
+    /// UTC month that starts on `month`, kept under its `owner`.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn add_monthly_sends(
+        &mut self,
+        owner: UserId,
+        account: AccountId,
+        month: Date,
+        sends: u64,
+    ) -> Result<(), StoreError>;
+
+    /// The sends of every account `owner` owns in the UTC month that starts on `month`.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn owner_monthly_sends(&mut self, owner: UserId, month: Date) -> Result<u64, StoreError>;
 }
 
 /// One email ready for the wire.
@@ -308,6 +333,9 @@ pub struct MailAccepted {
     /// went to the contact and the other recipients without them (docs/api-decisions.md,
     /// "Who a refusal blames").
     pub refused_copies: Vec<(String, SmtpReply)>,
+    /// How many Cc and Bcc recipients the server took (`RCPT TO` accepted): each is one
+    /// more send against the monthly limit, besides the message to the contact.
+    pub copies: u32,
 }
 
 impl MailAccepted {

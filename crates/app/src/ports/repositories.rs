@@ -75,6 +75,14 @@ pub trait AccountRepository {
     /// [`StoreError`] on store failure.
     fn insert_account(&mut self, account: &AccountRecord, owner: UserId) -> Result<(), StoreError>;
 
+    /// How many accounts `owner` owns, read after taking a lock (to the end of the
+    /// transaction) that every other call for the same owner waits for, so two
+    /// concurrent creations cannot both pass a bound on the count.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn lock_and_count_owned_accounts(&mut self, owner: UserId) -> Result<u64, StoreError>;
+
     /// The account, if it exists.
     ///
     /// # Errors

@@ -276,15 +276,43 @@ fn script(body: &'static str) -> HttpResponse {
         .body(body)
 }
 
-/// The value of cookie `name` in the request's `Cookie` headers.
+/// The prefix of the console's cookies over https. A browser stores a `__Host-` cookie only
+/// when it is `Secure`, has `Path=/` and names no `Domain`, so no sibling subdomain (and no
+/// page over plain http) can set one for this host: a cookie a sibling injects under the
+/// plain name is never read.
+const HOST_PREFIX: &str = "__Host-";
+
+/// The value of the console cookie `name` in the request's `Cookie` headers: over https
+/// only `__Host-<name>`, over http only `<name>`. A request that carries the cookie more
+/// than once has none: a browser sends every cookie whose domain and path match, the most
+/// specific path first, so over http a cookie a sibling subdomain set for a narrower path
+/// would otherwise win, and the browser would work in whatever session the sibling chose
+/// (with the prefix, a second copy can only come from a client that is not a browser).
 fn cookie(req: &HttpRequest, name: &str) -> Option<String> {
-    req.headers()
+    let name = cookie_name(req, name);
+    let mut values = req
+        .headers()
         .get_all(header::COOKIE)
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| value.to_owned())
+        .filter(|(key, _)| *key == name)
+        .map(|(_, value)| value);
+    let first = values.next()?;
+    if values.next().is_some() {
+        tracing::info!(cookie = %name, "console: a cookie sent more than once is not read");
+        return None;
+    }
+    Some(first.to_owned())
+}
+
+/// What the console cookie `name` is called on this request ([`HOST_PREFIX`] over https).
+fn cookie_name(req: &HttpRequest, name: &str) -> String {
+    if over_https(req) {
+        format!("{HOST_PREFIX}{name}")
+    } else {
+        name.to_owned()
+    }
 }
 
 /// Whether the request came over https (directly, or as a trusted proxy says):
@@ -293,11 +321,19 @@ fn over_https(req: &HttpRequest) -> bool {
     req.connection_info().scheme() == "https"
 }
 
-/// A `Set-Cookie` value: HttpOnly, SameSite=Strict, scoped to `/console`, Secure over
-/// https; `max_age` 0 deletes it.
+/// A `Set-Cookie` value, HttpOnly and SameSite=Strict; `max_age` 0 deletes it. Over https
+/// it is `__Host-<name>`, `Secure`, `Path=/` (the prefix requires both). Over plain http,
+/// where a browser keeps no `Secure` cookie except on `localhost`, it is `<name>`,
+/// scoped to `Path=/console`: local development signs in on any host name, and a
+/// deployment serves the console over https (docs/console.md).
 fn set_cookie(req: &HttpRequest, name: &str, value: &str, max_age: i64) -> String {
-    let secure = if over_https(req) { "; Secure" } else { "" };
-    format!("{name}={value}; Path=/console; Max-Age={max_age}; HttpOnly; SameSite=Strict{secure}")
+    if over_https(req) {
+        format!(
+            "{HOST_PREFIX}{name}={value}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Strict; Secure"
+        )
+    } else {
+        format!("{name}={value}; Path=/console; Max-Age={max_age}; HttpOnly; SameSite=Strict")
+    }
 }
 
 /// Refuses a state-changing request that a browser says came from another site: an

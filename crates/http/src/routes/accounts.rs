@@ -19,7 +19,10 @@ use crate::{
 /// Create an account owned by the caller, with starter data.
 #[utoipa::path(
     tag = "accounts", request_body = CreateAccountBody, security(("bearer" = [])),
-    responses((status = 200, body = AccountDto), (status = 400, body = Problem), (status = 401, body = Problem))
+    responses(
+        (status = 200, body = AccountDto), (status = 400, body = Problem), (status = 401, body = Problem),
+        (status = 403, body = Problem)
+    )
 )]
 #[post("/accounts")]
 pub(crate) async fn create_account(

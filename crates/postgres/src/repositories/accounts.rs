@@ -149,6 +149,30 @@ impl AccountRepository for PgUnitOfWork<'_> {
             .map_err(store_error)
     }
 
+    fn lock_and_count_owned_accounts(&mut self, owner: UserId) -> Result<u64, StoreError> {
+        // An advisory lock, not a row lock: `users` is a reference table on Citus, whose
+        // rows every node holds, and the lock runs where the transaction runs (the
+        // coordinator). It orders the creations of one owner; other owners never wait.
+        crate::prepared_sql::prepared_sql(
+            "SELECT pg_advisory_xact_lock(hashtextextended('account owner ' || $1::text, 0))",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(owner.as_uuid())
+        .execute(self.conn)
+        .map_err(store_error)?;
+        // A user's memberships are found by user, not by account: on Citus every shard.
+        // Only account creation asks, which is rare; the hot paths never count accounts
+        // across shards.
+        let owned: i64 = crate::citus::fan_out(self.conn, |conn| {
+            memberships::table
+                .filter(memberships::user_id.eq(owner.as_uuid()))
+                .filter(memberships::role.eq(Role::Owner.as_str()))
+                .count()
+                .get_result(conn)
+                .map_err(store_error)
+        })?;
+        Ok(u64::try_from(owned).unwrap_or(0))
+    }
+
     fn find_account(&mut self, id: AccountId) -> Result<Option<AccountRecord>, StoreError> {
         accounts::table
             .find(id.as_uuid())

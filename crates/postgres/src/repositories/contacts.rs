@@ -15,6 +15,7 @@ use mailroom_app::{
 use mailroom_domain::{
     attribute::{
         AttributeMeta, AttributeSource, AttributeType, AttributeValue, ResolvedAttributes,
+        MAX_CUSTOM_ATTRIBUTES,
     },
     contact::{Contact, ContactQuery, ContactSort, StatusFilter},
     email::EmailAddress,
@@ -845,7 +846,7 @@ impl ContactRepository for PgUnitOfWork<'_> {
         }
         // The missing metas, each slug once (the first one given, as before).
         let mut seen = HashSet::new();
-        let missing: Vec<&(String, AttributeType, AttributeSource)> = metas
+        let mut missing: Vec<&(String, AttributeType, AttributeSource)> = metas
             .iter()
             .filter(|(slug, _, _)| !found.contains_key(slug) && seen.insert(slug.as_str()))
             .collect();
@@ -862,6 +863,21 @@ impl ContactRepository for PgUnitOfWork<'_> {
             .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
             .execute(self.conn)
             .map_err(store_error)?;
+            // Counted after the lock, so the metas of a concurrent first write are in the
+            // count: the new custom ones past the bound are left out, in the order given.
+            let mut room =
+                MAX_CUSTOM_ATTRIBUTES.saturating_sub(self.count_custom_attribute_metas(account)?);
+            missing.retain(|(_, _, source)| {
+                if *source != AttributeSource::Custom {
+                    return true;
+                }
+                let admitted = room > 0;
+                room = room.saturating_sub(1);
+                admitted
+            });
+            if missing.is_empty() {
+                return self.types_of_slugs(account, &slugs);
+            }
         }
         // The k-th new custom meta of a type (in the order given) takes the k-th free slot
         // of the type, none when there are fewer. A slug a concurrent statement inserts
@@ -950,6 +966,16 @@ impl ContactRepository for PgUnitOfWork<'_> {
                 })
             })
             .collect()
+    }
+
+    fn count_custom_attribute_metas(&mut self, account: AccountId) -> Result<u64, StoreError> {
+        attribute_metas::table
+            .filter(attribute_metas::account_id.eq(account.as_uuid()))
+            .filter(attribute_metas::source.eq(AttributeSource::Custom.as_str()))
+            .count()
+            .get_result::<i64>(self.conn)
+            .map(|n| u64::try_from(n).unwrap_or(0))
+            .map_err(store_error)
     }
 
     fn count_attribute_metas(&mut self, account: AccountId) -> Result<u64, StoreError> {

@@ -14,7 +14,7 @@ use mailroom_domain::{
         DailyStats, Message, MessageFilter, MessageKind, MessageStatus, SkipReason, StatsCounter,
     },
     paging::PageRequest,
-    AccountId, AnnouncementId, AutomationId, ContactId, MessageId, TemplateId, Timestamp,
+    AccountId, AnnouncementId, AutomationId, ContactId, MessageId, TemplateId, Timestamp, UserId,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -713,5 +713,59 @@ impl MessageRepository for PgUnitOfWork<'_> {
             .load(self.conn)
             .map_err(store_error)?;
         Ok(rows.into_iter().map(StatsRow::into_stats).collect())
+    }
+
+    fn account_owner(&mut self, account: AccountId) -> Result<Option<UserId>, StoreError> {
+        use crate::schema::memberships;
+        memberships::table
+            .filter(memberships::account_id.eq(account.as_uuid()))
+            .filter(memberships::role.eq(mailroom_domain::account::Role::Owner.as_str()))
+            .select(memberships::user_id)
+            .first::<Uuid>(self.conn)
+            .optional()
+            .map(|owner| owner.map(UserId::from_uuid))
+            .map_err(store_error)
+    }
+
+    fn add_monthly_sends(
+        &mut self,
+        owner: UserId,
+        account: AccountId,
+        month: Date,
+        sends: u64,
+    ) -> Result<(), StoreError> {
+        // A local table on Citus (crate::citus::LOCAL_TABLES): the statement runs on the
+        // coordinator, beside the record's statements on the account's shard.
+        prepared_sql(
+            "INSERT INTO monthly_sends (owner_id, month, account_id, sends) \
+             VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (owner_id, month, account_id) \
+             DO UPDATE SET sends = monthly_sends.sends + EXCLUDED.sends",
+        )
+        .bind::<SqlUuid, _>(owner.as_uuid())
+        .bind::<SqlDate, _>(month)
+        .bind::<SqlUuid, _>(account.as_uuid())
+        .bind::<BigInt, _>(i64::try_from(sends).unwrap_or(i64::MAX))
+        .execute(self.conn)
+        .map(drop)
+        .map_err(store_error)
+    }
+
+    fn owner_monthly_sends(&mut self, owner: UserId, month: Date) -> Result<u64, StoreError> {
+        #[derive(QueryableByName)]
+        struct Total {
+            #[diesel(sql_type = BigInt)]
+            sends: i64,
+        }
+        // One owner's rows, by the primary key's prefix: as many rows as accounts owned.
+        prepared_sql(
+            "SELECT coalesce(sum(sends), 0)::bigint AS sends FROM monthly_sends \
+             WHERE owner_id = $1 AND month = $2",
+        )
+        .bind::<SqlUuid, _>(owner.as_uuid())
+        .bind::<SqlDate, _>(month)
+        .get_result::<Total>(self.conn)
+        .map(|total| u64::try_from(total.sends).unwrap_or(0))
+        .map_err(store_error)
     }
 }

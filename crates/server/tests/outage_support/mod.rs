@@ -144,6 +144,27 @@ impl PrivateCluster {
         self.port
     }
 
+    /// Writes `contents` to `name` in the data directory, readable by the server's user
+    /// alone (as PostgreSQL wants its TLS key).
+    pub fn write_private_file(&self, name: &str, contents: &str) -> Result<(), String> {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.data_dir.join(name);
+        fs::write(&path, contents).map_err(|e| format!("writing {name}: {e}"))?;
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o600))
+            .map_err(|e| format!("chmod {name}: {e}"))?;
+        if self.as_postgres {
+            let chown = Command::new("chown")
+                .arg(format!("{SUPERUSER}:"))
+                .arg(&path)
+                .status()
+                .map_err(|e| format!("running chown: {e}"))?;
+            if !chown.success() {
+                return Err(format!("chown of {name} failed"));
+            }
+        }
+        Ok(())
+    }
+
     pub fn url(&self, database: &str) -> String {
         format!("postgres://{SUPERUSER}@127.0.0.1:{}/{database}", self.port)
     }

@@ -1,0 +1,1 @@
+DROP TABLE monthly_sends;
