@@ -63,7 +63,7 @@ impl WalCounters {
     /// The counters now, as a fresh statistics snapshot has them (statistics reach it
     /// when a session flushes them: at its end, or about once a second while it works).
     pub fn read(sql: &mut PgConnection) -> Result<(Self, Instant)> {
-        // This session's own counts first (PostgreSQL 15 and later flush them as the
+        // The bench connection's own counts first (PostgreSQL 15 and later flush them as the
         // statement ends; older servers refuse the call and report them within a second).
         let _ = sql.batch_execute("/* bench */ SELECT pg_stat_force_next_flush()");
         sql.batch_execute("/* bench */ SELECT pg_stat_clear_snapshot()")?;

@@ -429,8 +429,12 @@ async fn post_sign_in(
 async fn the_session_cookie_is_http_only_strict_secure_over_https_and_expires() {
     let app = spawn_app().await;
     let token = app.user_token("ada@example.com").await;
-    let mut last_session = String::new();
-    for (forwarded_proto, secure) in [(None, false), (Some("https"), true)] {
+    // Over https the cookie is `__Host-` prefixed, which needs `Secure` and `Path=/`.
+    let mut plain_session = String::new();
+    for (forwarded_proto, name, path, secure) in [
+        (None, "mailroom_console=", "; Path=/console", false),
+        (Some("https"), "__Host-mailroom_console=", "; Path=/;", true),
+    ] {
         let signed_in = post_sign_in(&app, &token, forwarded_proto).await;
         assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);
         let session = signed_in
@@ -438,22 +442,25 @@ async fn the_session_cookie_is_http_only_strict_secure_over_https_and_expires() 
             .get_all(header::SET_COOKIE)
             .iter()
             .filter_map(|value| value.to_str().ok())
-            .find(|value| value.starts_with("mailroom_console="))
+            .find(|value| value.starts_with(name))
             .expect("a session cookie")
             .to_owned();
         assert!(session.contains("; HttpOnly"), "{session}");
         assert!(session.contains("; SameSite=Strict"), "{session}");
-        assert!(session.contains("; Path=/console"), "{session}");
+        assert!(format!("{session};").contains(path), "{session}");
         assert!(session.contains("; Max-Age=43200"), "{session}");
         assert_eq!(session.contains("; Secure"), secure, "{session}");
-        last_session = session.split(';').next().expect("name=value").to_owned();
+        assert!(!session.contains("Domain="), "{session}");
+        if !secure {
+            plain_session = session.split(';').next().expect("name=value").to_owned();
+        }
     }
 
     // The session ends 12 hours after sign-in, whatever its use.
     let accounts = || {
         client()
             .get(format!("{}/console/accounts", app.address))
-            .header(header::COOKIE, last_session.clone())
+            .header(header::COOKIE, plain_session.clone())
             .send()
     };
     assert_eq!(accounts().await.expect("page").status(), StatusCode::OK);

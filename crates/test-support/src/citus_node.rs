@@ -126,9 +126,16 @@ impl StoppedNode {
             .stderr(output)
             // Its own process group: the test's signals and its end are not the node's.
             .process_group(0);
-        // The server refuses to run as root; it runs as the owner of its data.
+        // The server refuses to run as root; it runs as the owner of its data, without the
+        // test's HOME: libpq in the server (a shard move's subscription) looks for client
+        // certificates under ~/.postgresql, and a HOME it may not read is an error there,
+        // which left a rebalance onto the restarted node waiting for ever. Without HOME
+        // libpq takes the owner's home from the password database.
         if self.owner.0 != 0 {
-            command.uid(self.owner.0).gid(self.owner.1);
+            command
+                .uid(self.owner.0)
+                .gid(self.owner.1)
+                .env_remove("HOME");
         }
         let status = command.status().expect("starting the spare node again");
         assert!(status.success(), "starting the spare node again: {status}");
