@@ -265,17 +265,38 @@ impl CustomizeConnection<PgConnection, R2d2Error> for OpenSession {
 /// [`StoreError::Unavailable`] when the server cannot be reached, [`StoreError::Other`]
 /// when a migration fails.
 pub fn run_migrations(url: &str) -> Result<Vec<String>, StoreError> {
+    migrate(url, None)
+}
+
+/// [`run_migrations`] stopping after the migration named `last` (its directory name): the
+/// schema as a release that ended there left it, which the upgrade tests then migrate
+/// the rest of the way.
+///
+/// # Errors
+/// As [`run_migrations`], and [`StoreError::Other`] when no migration has that name.
+pub fn run_migrations_through(url: &str, last: &str) -> Result<Vec<String>, StoreError> {
+    let names = embedded_migration_names();
+    let position = names
+        .iter()
+        .position(|name| name == last)
+        .ok_or_else(|| StoreError::Other(format!("no migration is named {last}")))?;
+    migrate(url, Some(position + 1))
+}
+
+/// Applies the pending migrations among the first `count` (all when `None`), each one
+/// statement at a time (src/migration_script.rs), then, on a Citus coordinator,
+/// distributes the tables they created (crates/postgres/src/citus.rs).
+fn migrate(url: &str, count: Option<usize>) -> Result<Vec<String>, StoreError> {
     let mut conn =
         PgConnection::establish(url).map_err(|e| StoreError::Unavailable(e.to_string()))?;
     conn.batch_execute(&format!("SELECT pg_advisory_lock({MIGRATION_LOCK_KEY})"))
         .map_err(store_error)?;
-    let applied = conn
-        .run_pending_migrations(MIGRATIONS)
-        .map(|versions| versions.iter().map(ToString::to_string).collect())
-        .map_err(|e| StoreError::Other(format!("migration failed: {e}")))
+    let failed = |e: Box<dyn std::error::Error + Send + Sync>| {
+        StoreError::Other(format!("migration failed: {e}"))
+    };
+    let applied = pending_migrations(&mut conn, count)
+        .map_err(failed)
         .and_then(|applied: Vec<String>| {
-            // On a Citus coordinator the tables the migrations created are distributed
-            // (crates/postgres/src/citus.rs); elsewhere nothing happens.
             if crate::citus::is_citus(&mut conn)? {
                 crate::citus::distribute(&mut conn)?;
             }
@@ -284,6 +305,33 @@ pub fn run_migrations(url: &str) -> Result<Vec<String>, StoreError> {
     conn.batch_execute(&format!("SELECT pg_advisory_unlock({MIGRATION_LOCK_KEY})"))
         .map_err(store_error)?;
     applied
+}
+
+/// Runs the migrations among the first `count` (all when `None`) that `conn` has not
+/// applied, in order; returns their versions.
+fn pending_migrations(
+    conn: &mut PgConnection,
+    count: Option<usize>,
+) -> diesel::migration::Result<Vec<String>> {
+    let mut migrations = MigrationSource::<diesel::pg::Pg>::migrations(&MIGRATIONS)?;
+    migrations.sort_by(|a, b| a.name().version().cmp(&b.name().version()));
+    let applied = conn.applied_migrations()?;
+    let mut ran = Vec::new();
+    for migration in migrations.iter().take(count.unwrap_or(usize::MAX)) {
+        let version = migration.name().version();
+        if applied.contains(&version) {
+            continue;
+        }
+        let name = migration.name().to_string();
+        let up = crate::migration_script::up_script(&name)
+            .ok_or_else(|| format!("migration {name} has no up.sql in this build"))?;
+        conn.run_migration(&crate::migration_script::OneStatementAtATime {
+            migration: migration.as_ref(),
+            up,
+        })?;
+        ran.push(version.to_string());
+    }
+    Ok(ran)
 }
 
 /// The names of the migrations this build carries (embedded when the crate compiled), in

@@ -8,6 +8,7 @@ pub mod citus;
 mod database;
 mod error;
 mod listen_tls;
+mod migration_script;
 mod pool_health;
 mod prepared_sql;
 mod queue;
@@ -17,10 +18,11 @@ pub mod schema;
 mod upkeep;
 
 pub use database::{
-    embedded_migration_names, ensure_database_exists, run_migrations, url_with_database,
-    PgDatabase, PoolSettings,
+    embedded_migration_names, ensure_database_exists, run_migrations, run_migrations_through,
+    url_with_database, PgDatabase, PoolSettings,
 };
 pub use error::store_error;
+pub use migration_script::statements as migration_statements;
 pub use queue_wakeup::{listen_for_queued_messages, PgQueueWakeup};
 pub use repositories::contacts::{
     contact_search_plan, explain_contact_search, list_contact_ids_with, ContactSearchPlan,

@@ -10,7 +10,7 @@ use diesel::{
 };
 use mailroom_postgres::{
     citus::{self, Placement},
-    run_migrations, url_with_database,
+    migration_statements, run_migrations, run_migrations_through, url_with_database,
 };
 use mailroom_test_support::{admin_url, on_citus, TestDatabase};
 
@@ -85,15 +85,13 @@ fn shape(conn: &mut PgConnection, tables: &[String]) -> BTreeMap<String, Vec<Str
     by_table
 }
 
-#[test]
-fn the_schema_on_citus_equals_the_plain_schema_with_every_table_placed() {
-    if !on_citus() {
-        return;
-    }
-    let distributed = TestDatabase::create();
+/// Asserts that the distributed database `cluster` (named `name`) has the schema the
+/// migrations make on plain PostgreSQL, table by table, and every table placed as
+/// [`citus::placement`] says.
+fn assert_equals_the_plain_schema(cluster: &mut PgConnection, name: &str) {
     // The plain schema: the same migrations in a database of the coordinator that has no
     // Citus extension (nothing is distributed there).
-    let plain_name = format!("{}_plain", distributed.name());
+    let plain_name = format!("{name}_plain");
     let admin = admin_url();
     PgConnection::establish(&admin)
         .expect("coordinator")
@@ -102,12 +100,11 @@ fn the_schema_on_citus_equals_the_plain_schema_with_every_table_placed() {
     let plain_url = url_with_database(&admin, &plain_name).expect("plain URL");
     run_migrations(&plain_url).expect("migrating the plain database");
     let mut plain = PgConnection::establish(&plain_url).expect("plain database");
-    let mut cluster = distributed.connection();
 
     let plain_tables = tables(&mut plain);
     let names: Vec<String> = plain_tables.iter().map(|(name, _)| name.clone()).collect();
     let plain_shape = shape(&mut plain, &names);
-    let mut cluster_shape = shape(&mut cluster, &names);
+    let mut cluster_shape = shape(cluster, &names);
     drop(plain);
     PgConnection::establish(&admin)
         .expect("coordinator")
@@ -154,7 +151,7 @@ fn the_schema_on_citus_equals_the_plain_schema_with_every_table_placed() {
         "SELECT table_name::text, citus_table_type AS kind, distribution_column AS column, \
                 colocation_id::text AS group FROM citus_tables",
     )
-    .load::<Distribution>(&mut cluster)
+    .load::<Distribution>(cluster)
     .expect("citus_tables")
     .into_iter()
     .map(|row| (row.table_name.clone(), row))
@@ -187,10 +184,115 @@ fn the_schema_on_citus_equals_the_plain_schema_with_every_table_placed() {
         "misplaced tables:\n  {}",
         misplaced.join("\n  ")
     );
+}
+
+#[test]
+fn the_schema_on_citus_equals_the_plain_schema_with_every_table_placed() {
+    if !on_citus() {
+        return;
+    }
+    let distributed = TestDatabase::create();
+    let mut cluster = distributed.connection();
+    assert_equals_the_plain_schema(&mut cluster, distributed.name());
 
     // Running the migrations again converts nothing.
     assert_eq!(
         citus::distribute(&mut cluster).expect("a second conversion"),
         Vec::<String>::new()
+    );
+}
+
+/// The last migration of the first schema that ran distributed: everything after it is a
+/// migration written for a database that may already be on Citus.
+const FIRST_DISTRIBUTED_SCHEMA: &str = "2026-12-01-000001_upkeep_without_triggers";
+
+#[test]
+fn a_later_migration_runs_on_an_already_distributed_database_with_its_data() {
+    if !on_citus() {
+        return;
+    }
+    let database = TestDatabase::create_empty();
+    run_migrations_through(database.url(), FIRST_DISTRIBUTED_SCHEMA)
+        .expect("the first distributed schema");
+    let mut cluster = database.connection();
+    cluster
+        .batch_execute(
+            "INSERT INTO users (id, email, created_at) \
+                 VALUES ('00000000-0000-7000-8000-000000000001', 'owner@example.com', now()); \
+             INSERT INTO accounts (id, name, click_tracking, open_tracking, created_at) \
+                 VALUES ('00000000-0000-7000-8000-0000000000a1', 'Shop', false, false, now()); \
+             INSERT INTO memberships (account_id, user_id, role, created_at) \
+                 VALUES ('00000000-0000-7000-8000-0000000000a1', \
+                         '00000000-0000-7000-8000-000000000001', 'owner', now()); \
+             INSERT INTO message_stats_daily (account_id, day, sent) \
+                 VALUES ('00000000-0000-7000-8000-0000000000a1', \
+                         (now() AT TIME ZONE 'UTC')::date, 42)",
+        )
+        .expect("an account with sends this month, on the distributed schema");
+
+    // The migrations written since, applied to the distributed database with its rows.
+    let applied = run_migrations(database.url()).expect("the later migrations on Citus");
+    assert!(!applied.is_empty(), "no later migration ran");
+    let backfilled = sql_query(
+        "SELECT sends::text AS table_name, owner_id::text AS line FROM monthly_sends \
+         WHERE account_id = '00000000-0000-7000-8000-0000000000a1'",
+    )
+    .load::<Line>(&mut cluster)
+    .expect("the backfilled month");
+    assert_eq!(
+        backfilled,
+        vec![Line {
+            table_name: "42".into(),
+            line: "00000000-0000-7000-8000-000000000001".into()
+        }],
+        "the month's sends, read from the distributed counters into the local table"
+    );
+    assert_equals_the_plain_schema(&mut cluster, database.name());
+
+    // What a migration yet to be written does: a new account-owned table with a foreign
+    // key to accounts, a column and an index on a distributed table. Run as the
+    // migrations run (one transaction, one statement at a time: Citus forwards an index
+    // on a distributed table to the workers as the text of the query it came in), then
+    // the conversion places what is new.
+    let later = "CREATE TABLE account_notes (
+                     account_id uuid NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+                     id uuid NOT NULL, body text NOT NULL, PRIMARY KEY (account_id, id));
+                 -- a comment; with a semicolon
+                 ALTER TABLE contacts ADD COLUMN note_count integer NOT NULL DEFAULT 0;
+                 CREATE INDEX contacts_note_count ON contacts (account_id, note_count);";
+    cluster.batch_execute("BEGIN").expect("BEGIN");
+    for statement in migration_statements(later) {
+        cluster
+            .batch_execute(statement)
+            .unwrap_or_else(|error| panic!("{statement}: {error}"));
+    }
+    cluster.batch_execute("COMMIT").expect("COMMIT");
+    assert_eq!(
+        citus::distribute(&mut cluster).expect("placing the new table"),
+        vec!["account_notes".to_owned()]
+    );
+    let group = sql_query(
+        "SELECT table_name::text, colocation_id::text AS line FROM citus_tables \
+         WHERE table_name::text IN ('accounts', 'account_notes') ORDER BY 1",
+    )
+    .load::<Line>(&mut cluster)
+    .expect("the new table's placement");
+    assert_eq!(group.len(), 2, "the new table is distributed: {group:?}");
+    assert_eq!(group[0].line, group[1].line, "co-located with accounts");
+    cluster
+        .batch_execute(
+            "INSERT INTO account_notes (account_id, id, body) VALUES \
+             ('00000000-0000-7000-8000-0000000000a1', gen_random_uuid(), 'kept')",
+        )
+        .expect("a row of an existing account");
+    let orphan = cluster.batch_execute(
+        "INSERT INTO account_notes (account_id, id, body) VALUES \
+         ('00000000-0000-7000-8000-0000000000ff', gen_random_uuid(), 'orphan')",
+    );
+    assert!(
+        orphan
+            .as_ref()
+            .is_err_and(|error| error.to_string().contains("foreign key")),
+        "the foreign key holds on the shards: {orphan:?}"
     );
 }

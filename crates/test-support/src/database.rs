@@ -68,6 +68,23 @@ impl TestDatabase {
         }
     }
 
+    /// A database with no migrations applied (on Citus, on every node and with the
+    /// workers registered): a test that migrates it itself, in steps.
+    ///
+    /// # Panics
+    /// When PostgreSQL is unreachable.
+    pub fn create_empty() -> Self {
+        let admin_url = admin_url();
+        let name = format!("{TEST_DATABASE_PREFIX}{}", uuid::Uuid::now_v7().simple());
+        let url = without_tls(create_cluster_database(&admin_url, &name));
+        Self {
+            url,
+            name,
+            admin_url,
+            keep: false,
+        }
+    }
+
     /// [`TestDatabase::create`] on the server of `admin_url` rather than `DATABASE_URL`'s:
     /// a test that runs a PostgreSQL of its own (one it stops, crashes and restarts). A
     /// plain PostgreSQL server: the Citus workers of `DATABASE_URL` are not involved.
@@ -351,25 +368,7 @@ fn ensure_template(admin_url: &str) -> String {
             ))
             .expect("dropping a half-built template");
         let workers = citus_workers();
-        for worker in &workers {
-            let mut node = connect(worker);
-            node.batch_execute(&format!(
-                "DROP DATABASE IF EXISTS \"{building}\" WITH (FORCE)"
-            ))
-            .and_then(|()| node.batch_execute(&format!("CREATE DATABASE \"{building}\"")))
-            .expect("creating the template database on a Citus worker");
-            connect(&url_with_database(worker, &building).expect("a worker URL"))
-                .batch_execute("CREATE EXTENSION citus")
-                .expect("the citus extension on a worker");
-        }
-        admin
-            .batch_execute(&format!("CREATE DATABASE \"{building}\""))
-            .expect("creating the template database");
-        let building_url =
-            url_with_database(admin_url, &building).expect("DATABASE_URL names a database");
-        if !workers.is_empty() {
-            register_citus_workers(&building_url, &workers);
-        }
+        let building_url = create_cluster_database(admin_url, &building);
         run_migrations(&building_url).unwrap_or_else(|e| panic!("migrating the template: {e}"));
         // Citus records the database itself among its distributed objects, by the
         // template's oid; in a clone that row would name the template, and a node added
@@ -416,6 +415,30 @@ fn ensure_template(admin_url: &str) -> String {
         .batch_execute(&format!("SELECT pg_advisory_unlock({TEMPLATE_LOCK_KEY})"))
         .expect("template unlock");
     name
+}
+
+/// An empty database named `name` on the server of `admin_url`; on Citus on every node,
+/// with the extension, and the workers registered on the coordinator's copy. Returns its
+/// URL.
+fn create_cluster_database(admin_url: &str, name: &str) -> String {
+    let workers = citus_workers();
+    for worker in &workers {
+        let mut node = connect(worker);
+        node.batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+            .and_then(|()| node.batch_execute(&format!("CREATE DATABASE \"{name}\"")))
+            .expect("creating a database on a Citus worker");
+        connect(&url_with_database(worker, name).expect("a worker URL"))
+            .batch_execute("CREATE EXTENSION citus")
+            .expect("the citus extension on a worker");
+    }
+    connect(admin_url)
+        .batch_execute(&format!("CREATE DATABASE \"{name}\""))
+        .expect("creating a database");
+    let url = url_with_database(admin_url, name).expect("DATABASE_URL names a database");
+    if !workers.is_empty() {
+        register_citus_workers(&url, &workers);
+    }
+    url
 }
 
 /// The coordinator's half of a Citus database: the extension, the coordinator's own
