@@ -296,3 +296,40 @@ fn a_later_migration_runs_on_an_already_distributed_database_with_its_data() {
         "the foreign key holds on the shards: {orphan:?}"
     );
 }
+
+#[tokio::test]
+async fn the_queue_listener_hears_over_the_tls_a_citus_node_starts_with() {
+    use mailroom_app::ports::QueueEvent;
+    if !on_citus() {
+        return;
+    }
+    // Every Citus node serves TLS with a self-made X.509 version 1 certificate. A URL
+    // that names no sslmode prefers TLS, as libpq does (the tests' own URLs disable it).
+    let database = TestDatabase::create();
+    let preferring = database.url().replace("sslmode=disable", "sslmode=prefer");
+    let (heard, mut events) = tokio::sync::mpsc::unbounded_channel();
+    let listener = tokio::spawn(mailroom_postgres::listen_for_queued_messages(
+        preferring,
+        move |event| {
+            let _ = heard.send(event);
+        },
+    ));
+    let first = tokio::time::timeout(std::time::Duration::from_secs(10), events.recv()).await;
+    assert_eq!(
+        first.ok().flatten(),
+        Some(QueueEvent::Listening),
+        "the listener connects to the coordinator"
+    );
+    let over_tls = sql_query(
+        "SELECT count(*)::text AS table_name, ''::text AS line FROM pg_stat_ssl s \
+         JOIN pg_stat_activity a ON a.pid = s.pid WHERE s.ssl AND a.query LIKE 'LISTEN%' \
+         AND a.datname = current_database()",
+    )
+    .load::<Line>(&mut database.connection())
+    .expect("pg_stat_ssl");
+    assert_eq!(
+        over_tls[0].table_name, "1",
+        "the LISTEN connection is encrypted"
+    );
+    listener.abort();
+}
