@@ -304,7 +304,10 @@ pub(crate) struct WrittenValues<'a> {
 /// `NULL` in the pivot and keeps its value: a written value is never `NULL` (one typed
 /// column of a row is set, and a slug's type is fixed by its meta), and attribute rows are
 /// never deleted alone. From the values the app wrote, so nothing is read back; contacts
-/// written no slotted value are not touched. One statement, `account_id` on every table.
+/// written no slotted value are not touched. One statement, `account_id` on every table;
+/// the row's `account_id` is the meta's column, not the parameter, so Citus runs the
+/// whole `INSERT … SELECT` on the account's shard (with the parameter it pulls the rows
+/// to the coordinator and pushes them back, and commits in two phases).
 pub(crate) fn copy_into_slots(
     conn: &mut PgConnection,
     account: Uuid,
@@ -317,13 +320,13 @@ pub(crate) fn copy_into_slots(
         "INSERT INTO contact_slots AS s (account_id, contact_id, string_1, string_2, string_3, \
              string_4, number_1, number_2, number_3, number_4, boolean_1, boolean_2, boolean_3, \
              boolean_4, date_1, date_2, date_3, date_4) \
-         SELECT $1, a.contact_id, ",
+         SELECT m.account_id, a.contact_id, ",
         slot_pivot!(),
         " FROM unnest($2::uuid[], $3::text[], $4::text[], $5::float8[], $6::boolean[], \
                       $7::timestamptz[]) \
               AS a(contact_id, slug, string_value, number_value, bool_value, date_value) \
          JOIN attribute_metas m ON m.account_id = $1 AND m.slug = a.slug AND m.slot IS NOT NULL \
-         GROUP BY a.contact_id \
+         GROUP BY m.account_id, a.contact_id \
          ORDER BY a.contact_id \
          ON CONFLICT (account_id, contact_id) DO UPDATE SET \
            string_1 = coalesce(excluded.string_1, s.string_1), \
