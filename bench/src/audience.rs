@@ -13,7 +13,7 @@ use diesel::{
     pg::PgConnection,
     sql_query,
     sql_types::{BigInt, Double, Text},
-    Connection, QueryableByName, RunQueryDsl,
+    QueryableByName, RunQueryDsl,
 };
 use mailroom_app::{
     ports::{in_transaction, UnitOfWork},
@@ -28,6 +28,8 @@ use mailroom_domain::{
 };
 use mailroom_server::{Application, Config};
 use mailroom_test_support::TestDatabase;
+
+use crate::comparison::{Figure, Goal};
 use serde_json::{json, Value};
 
 use crate::{
@@ -210,8 +212,9 @@ async fn measure(
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(1800))
         .build()?;
+    // The bench's own statements may read every shard on Citus.
     let sql = Sql(Arc::new(Mutex::new(
-        PgConnection::establish(url).context("connecting for setup")?,
+        mailroom_test_support::assertion_connection(url),
     )));
     let account = match reused.clone() {
         Some(account) => {
@@ -404,6 +407,10 @@ async fn measure(
                 "count (api / flat)",
                 format!("{} / {}", answer["count"], flat_answer),
             );
+            crate::comparison::record(
+                "count_p95",
+                latencies.percentile(95.0).as_secs_f64() * 1000.0,
+            );
             report.line(
                 "target API p95 ≤ 150 ms",
                 verdict(latencies.percentile(95.0) <= Duration::from_millis(150)),
@@ -521,6 +528,15 @@ async fn measure(
             ms(pgbench.latencies.percentile(99.0)),
             ratio(api.per_second, pgbench.tps)
         );
+        let key = match audience {
+            Audience::Known => "events_known",
+            Audience::New => "events_new",
+        };
+        crate::comparison::record(key, api.per_second);
+        crate::comparison::record(
+            &format!("{key}_p99"),
+            api.latencies.percentile(99.0).as_secs_f64() * 1000.0,
+        );
         all_met &= api.ok > 0
             && api.per_second >= 0.8 * pgbench.tps
             && api.latencies.percentile(99.0) <= Duration::from_millis(50);
@@ -555,6 +571,33 @@ async fn measure(
             pgbench.postgres
         );
     }
+    crate::comparison::print(&[
+        Figure {
+            name: "count_p95",
+            label: "segment count p95, ms",
+            target: Goal::AtMost(2.0),
+        },
+        Figure {
+            name: "events_known",
+            label: "events of known contacts, req/s",
+            target: Goal::AtLeast(0.7),
+        },
+        Figure {
+            name: "events_known_p99",
+            label: "  their p99, ms",
+            target: Goal::None,
+        },
+        Figure {
+            name: "events_new",
+            label: "events of new contacts, req/s",
+            target: Goal::AtLeast(0.7),
+        },
+        Figure {
+            name: "events_new_p99",
+            label: "  their p99, ms",
+            target: Goal::None,
+        },
+    ]);
     Ok(())
 }
 

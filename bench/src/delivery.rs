@@ -43,7 +43,7 @@ use diesel::{
     pg::PgConnection,
     sql_query,
     sql_types::{BigInt, Double, Text},
-    Connection, QueryableByName, RunQueryDsl,
+    QueryableByName, RunQueryDsl,
 };
 use mailroom_app::users::{bootstrap_user, BootstrapRequest};
 use mailroom_server::{Application, Config};
@@ -51,6 +51,7 @@ use mailroom_test_support::TestDatabase;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use crate::comparison::{Figure, Goal};
 use crate::cpu::{process_cpu, CpuSplit, MachineCpu};
 use crate::stats::{ms, ratio, thousands, verdict, Latencies};
 use crate::wal::{WalCounters, WalPhase, READING_TRANSACTIONS};
@@ -530,7 +531,8 @@ async fn measure(options: &Options, tools: &Tools, url: &str) -> Result<()> {
         stepwise_sink.port
     };
     let bench = api.account("Delivery bench", mailroom_port).await?;
-    let mut sql = PgConnection::establish(url).context("connecting for setup")?;
+    // The bench's own statements may read every shard on Citus.
+    let mut sql = mailroom_test_support::assertion_connection(url);
     let clock = PgClock::detect(&mut sql);
     report!("  PostgreSQL time from   {}", clock.describe());
 
@@ -639,8 +641,39 @@ async fn measure(options: &Options, tools: &Tools, url: &str) -> Result<()> {
         idle,
         verdict(idle < 20.0)
     );
+    crate::comparison::record("delivery_8", drained.rate);
+    crate::comparison::record("delivery_1", single.rate);
+    crate::comparison::record("delivery_cpu", cpu_per_message);
+    crate::comparison::record("post_to_data_p50", ms_of(latencies.percentile(50.0)));
+    crate::comparison::print(&[
+        Figure {
+            name: "delivery_8",
+            label: "delivery, 8 connections, msg/s",
+            target: Goal::AtLeast(0.7),
+        },
+        Figure {
+            name: "delivery_1",
+            label: "delivery, 1 connection, msg/s",
+            target: Goal::None,
+        },
+        Figure {
+            name: "delivery_cpu",
+            label: "worker CPU per message, µs",
+            target: Goal::None,
+        },
+        Figure {
+            name: "post_to_data_p50",
+            label: "POST → DATA p50, ms",
+            target: Goal::None,
+        },
+    ]);
     drop(sink);
     Ok(())
+}
+
+/// `duration` in milliseconds.
+fn ms_of(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
 }
 
 /// The bench message's HTML after its greeting: about [`BODY_BYTES`] of filler
@@ -817,7 +850,7 @@ async fn drain(
         to = offset + count - 1,
     );
     {
-        let mut queueing = PgConnection::establish(url).context("connecting to queue")?;
+        let mut queueing = mailroom_test_support::assertion_connection(url);
         sql_query(statement)
             .execute(&mut queueing)
             .context("queueing messages")?;

@@ -12,6 +12,7 @@
 mod durability;
 mod announcement;
 mod audience;
+mod comparison;
 mod cpu;
 mod data;
 mod delivery;

@@ -30,6 +30,10 @@ const PGBENCH: &str = "/usr/bin/pgbench";
 /// The opt-in to measure on a database without production durability; `mailroom-bench`
 /// knows the same flag.
 pub const UNSAFE_FAST_DB: &str = "--unsafe-fast-db";
+/// Runs the benchmark on one server, then on the Citus cluster, and compares.
+const CITUS: &str = "--citus";
+/// The benchmarks `--citus` compares.
+const CITUS_BENCHMARKS: [&str; 2] = ["delivery", "audience"];
 
 /// Which database a benchmark's arguments ask for: [`Purpose::UnsafeFastBenchmark`] when
 /// they hold [`UNSAFE_FAST_DB`] (which stays in them, for `mailroom-bench`), else the
@@ -96,28 +100,56 @@ pub fn run(args: &[String]) -> Result<()> {
             .unwrap_or_else(|| system::workspace_root().join("target"));
         extra_env.push(("MAILROOM_BENCH_BIN", target_dir.join("release/mailroom")));
     }
-    let mut postgres = Postgres::provide_for(purpose(rest))?;
+    let on_citus = rest.iter().any(|arg| arg == CITUS);
+    let rest: Vec<String> = rest.iter().filter(|arg| *arg != CITUS).cloned().collect();
+    if on_citus && purpose(&rest) == Purpose::UnsafeFastBenchmark {
+        return Err(format!(
+            "{CITUS} compares durable servers: the Citus nodes run with fsync on, so \
+             {UNSAFE_FAST_DB} would compare unlike databases"
+        ));
+    }
+    if on_citus && !CITUS_BENCHMARKS.contains(&name.as_str()) {
+        return Err(format!(
+            "{CITUS} is measured for {} only",
+            CITUS_BENCHMARKS.join(" and ")
+        ));
+    }
+    let started = Instant::now();
+    let figures = system::workspace_root().join("target/bench-figures");
+    let single_figures = figures.join(format!("{name}-one-server.txt"));
+    let citus_figures = figures.join(format!("{name}-citus.txt"));
+    if on_citus {
+        std::fs::create_dir_all(&figures)
+            .map_err(|error| format!("creating {}: {error}", figures.display()))?;
+        for file in [&single_figures, &citus_figures] {
+            let _ = std::fs::remove_file(file);
+        }
+        extra_env.push((crate::citus::FIGURES_ENV, single_figures.clone()));
+    }
+
+    let mut postgres = Postgres::provide_for(purpose(&rest))?;
     let url = postgres.maintenance_url();
     // A benchmark that was interrupted leaves a database of a few GiB behind.
     postgres::drop_leftover_test_databases(&url);
-
-    let mut bench = Command::new("cargo");
-    bench
-        .args(["run", "--release", "--package", "mailroom-bench", "--"])
-        .arg(name)
-        .args(rest)
-        .env("DATABASE_URL", &url)
-        .envs(extra_env);
-    eprintln!("$ {}", system::describe(&bench));
-    let started = Instant::now();
-    let mut child = bench
-        .spawn()
-        .map_err(|error| format!("could not run `{}`: {error}", system::describe(&bench)))?;
-    postgres.watch_child(child.id());
-    let status = child.wait();
-    postgres.child_finished();
+    let mut bench = bench_command(name, &rest, &url, &extra_env);
+    let status = run_bench(&mut bench, Some(&mut postgres));
     postgres.finish()?;
-    let status = status.map_err(|error| format!("could not wait for the benchmark: {error}"))?;
+    let mut status = status?;
+
+    if on_citus && status.success() {
+        // The same benchmark on the cluster's coordinator, the test suite's cluster:
+        // the figures above travel in a file, and this run prints both side by side.
+        let cluster = crate::citus::RunningCluster::provide()?;
+        cluster.cluster.drop_leftover_test_databases();
+        extra_env.retain(|(key, _)| *key != crate::citus::FIGURES_ENV);
+        extra_env.push((crate::citus::FIGURES_ENV, citus_figures));
+        extra_env.push((crate::citus::BASELINE_ENV, single_figures));
+        let mut bench = bench_command(name, &rest, &cluster.cluster.url("postgres"), &extra_env);
+        bench.env(crate::citus::WORKERS_ENV, cluster.cluster.worker_urls());
+        let outcome = run_bench(&mut bench, None);
+        cluster.finish()?;
+        status = outcome?;
+    }
     note(&format!(
         "bench {name} finished in {}",
         system::format_duration(started.elapsed())
@@ -127,6 +159,41 @@ pub fn run(args: &[String]) -> Result<()> {
     } else {
         Err(format!("the benchmark failed ({status})"))
     }
+}
+
+/// `cargo run --release -p mailroom-bench -- <name> <rest…>` against the maintenance
+/// database `url`.
+fn bench_command(name: &str, rest: &[String], url: &str, extra_env: &[(&str, PathBuf)]) -> Command {
+    let mut bench = Command::new("cargo");
+    bench
+        .args(["run", "--release", "--package", "mailroom-bench", "--"])
+        .arg(name)
+        .args(rest)
+        .env("DATABASE_URL", url)
+        .envs(extra_env.iter().map(|(key, value)| (key, value)));
+    bench
+}
+
+/// Runs `bench` to its end, telling the private cluster's watchdog about it when there is
+/// one.
+fn run_bench(
+    bench: &mut Command,
+    postgres: Option<&mut Postgres>,
+) -> Result<std::process::ExitStatus> {
+    eprintln!("$ {}", system::describe(bench));
+    let mut child = bench
+        .spawn()
+        .map_err(|error| format!("could not run `{}`: {error}", system::describe(bench)))?;
+    match postgres {
+        Some(postgres) => {
+            postgres.watch_child(child.id());
+            let status = child.wait();
+            postgres.child_finished();
+            status
+        }
+        None => child.wait(),
+    }
+    .map_err(|error| format!("could not wait for the benchmark: {error}"))
 }
 
 /// `target/postfix` with `usr/sbin/smtp-sink` and `usr/sbin/smtp-source` (and the postfix

@@ -31,6 +31,10 @@ pub const SOURCE_ENV: &str = "MAILROOM_CITUS_SOURCE";
 pub const WORKERS_ENV: &str = "MAILROOM_CITUS_WORKERS";
 /// The spare node's maintenance URL for test-support, set by `test --citus`.
 pub const SPARE_ENV: &str = "MAILROOM_CITUS_SPARE";
+/// Where `mailroom-bench` writes its headline figures (bench/src/comparison.rs).
+pub const FIGURES_ENV: &str = "MAILROOM_BENCH_FIGURES";
+/// The single server's figures, which the run on Citus prints beside its own.
+pub const BASELINE_ENV: &str = "MAILROOM_BENCH_BASELINE";
 /// The database `citus up` prepares for `mailroom serve`.
 const APP_DATABASE: &str = "mailroom";
 

@@ -38,7 +38,7 @@ use tokio_postgres::{
 use tokio_rustls::rustls::{
     self,
     client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier},
-    crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider},
+    crypto::CryptoProvider,
     pki_types::{pem::PemObject, CertificateDer, ServerName, UnixTime},
     DigitallySignedStruct, RootCertStore, SignatureScheme,
 };
