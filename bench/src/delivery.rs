@@ -1041,23 +1041,23 @@ async fn smtp_session(
 }
 
 /// The in-process API the setup goes through.
-struct Api {
+pub struct Api {
     address: String,
     token: String,
     client: reqwest::Client,
 }
 
 /// An account with one mail server and one template.
-struct BenchAccount {
-    account: String,
-    template: String,
+pub struct BenchAccount {
+    pub account: String,
+    pub template: String,
 }
 
 /// The slug of the latency account's template.
 const LATENCY_SLUG: &str = "bench-newsletter";
 
 impl Api {
-    async fn start(url: &str) -> Result<Self> {
+    pub async fn start(url: &str) -> Result<Self> {
         let mut config = Config::new(url, SECRET_KEY);
         config.listen = ([127, 0, 0, 1], 0).into();
         config.db_pool_size = 4;
@@ -1089,7 +1089,7 @@ impl Api {
         })
     }
 
-    async fn post(&self, path: String, body: Value) -> Result<Value> {
+    pub async fn post(&self, path: String, body: Value) -> Result<Value> {
         let response = self
             .client
             .post(format!("{}{path}", self.address))
@@ -1107,7 +1107,7 @@ impl Api {
 
     /// A new account whose one mail server is the SMTP server on `smtp_port`, with a
     /// template of about [`BODY_BYTES`] once rendered.
-    async fn account(&self, name: &str, smtp_port: u16) -> Result<BenchAccount> {
+    pub async fn account(&self, name: &str, smtp_port: u16) -> Result<BenchAccount> {
         let account = self
             .post("/v2/accounts".into(), json!({"name": name}))
             .await?;

@@ -13,6 +13,7 @@ mod durability;
 mod announcement;
 mod audience;
 mod comparison;
+mod conversion;
 mod cpu;
 mod data;
 mod delivery;
@@ -25,7 +26,7 @@ mod webhooks;
 use std::process::ExitCode;
 
 const USAGE: &str = "\
-Usage: mailroom-bench <audience|webhooks|announcement|delivery> [--unsafe-fast-db] [args...]
+Usage: mailroom-bench <audience|webhooks|announcement|delivery|conversion> [--unsafe-fast-db] [args...]
        mailroom-bench audience [--contacts N] [--seconds S] [--pool P] [--reuse]
 
   audience      import N contacts (default 1000000) through POST …/contacts/import,
@@ -104,6 +105,9 @@ fn main() -> ExitCode {
     }
     if args.first().map(String::as_str) == Some("announcement") {
         return announcement::main(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("conversion") {
+        return conversion::main(&args[1..]);
     }
     if args.first().map(String::as_str) == Some("delivery") {
         return delivery::main(&args[1..]);

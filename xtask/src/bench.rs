@@ -24,7 +24,15 @@ use crate::system::{self, note};
 use crate::Result;
 
 /// The benchmarks `mailroom-bench` knows.
-const BENCHMARKS: [&str; 4] = ["audience", "webhooks", "announcement", "delivery"];
+const BENCHMARKS: [&str; 5] = [
+    "audience",
+    "webhooks",
+    "announcement",
+    "delivery",
+    "conversion",
+];
+/// The benchmarks measured on the Citus cluster only.
+const CITUS_ONLY: [&str; 1] = ["conversion"];
 /// The benchmark compares the API with pgbench from the system's PostgreSQL tools.
 const PGBENCH: &str = "/usr/bin/pgbench";
 /// The opt-in to measure on a database without production durability; `mailroom-bench`
@@ -100,7 +108,8 @@ pub fn run(args: &[String]) -> Result<()> {
             .unwrap_or_else(|| system::workspace_root().join("target"));
         extra_env.push(("MAILROOM_BENCH_BIN", target_dir.join("release/mailroom")));
     }
-    let on_citus = rest.iter().any(|arg| arg == CITUS);
+    let citus_only = CITUS_ONLY.contains(&name.as_str());
+    let on_citus = citus_only || rest.iter().any(|arg| arg == CITUS);
     let rest: Vec<String> = rest.iter().filter(|arg| *arg != CITUS).cloned().collect();
     if on_citus && purpose(&rest) == Purpose::UnsafeFastBenchmark {
         return Err(format!(
@@ -108,7 +117,7 @@ pub fn run(args: &[String]) -> Result<()> {
              {UNSAFE_FAST_DB} would compare unlike databases"
         ));
     }
-    if on_citus && !CITUS_BENCHMARKS.contains(&name.as_str()) {
+    if on_citus && !citus_only && !CITUS_BENCHMARKS.contains(&name.as_str()) {
         return Err(format!(
             "{CITUS} is measured for {} only",
             CITUS_BENCHMARKS.join(" and ")
@@ -127,29 +136,34 @@ pub fn run(args: &[String]) -> Result<()> {
         extra_env.push((crate::citus::FIGURES_ENV, single_figures.clone()));
     }
 
-    let mut postgres = Postgres::provide_for(purpose(&rest))?;
-    let url = postgres.maintenance_url();
-    // A benchmark that was interrupted leaves a database of a few GiB behind.
-    postgres::drop_leftover_test_databases(&url);
-    let mut bench = bench_command(name, &rest, &url, &extra_env);
-    let status = run_bench(&mut bench, Some(&mut postgres));
-    postgres.finish()?;
-    let mut status = status?;
-
-    if on_citus && status.success() {
+    let mut status = None;
+    if !citus_only {
+        let mut postgres = Postgres::provide_for(purpose(&rest))?;
+        let url = postgres.maintenance_url();
+        // A benchmark that was interrupted leaves a database of a few GiB behind.
+        postgres::drop_leftover_test_databases(&url);
+        let mut bench = bench_command(name, &rest, &url, &extra_env);
+        let outcome = run_bench(&mut bench, Some(&mut postgres));
+        postgres.finish()?;
+        status = Some(outcome?);
+    }
+    if on_citus && status.is_none_or(|status: std::process::ExitStatus| status.success()) {
         // The same benchmark on the cluster's coordinator, the test suite's cluster:
         // the figures above travel in a file, and this run prints both side by side.
         let cluster = crate::citus::RunningCluster::provide()?;
         cluster.cluster.drop_leftover_test_databases();
         extra_env.retain(|(key, _)| *key != crate::citus::FIGURES_ENV);
         extra_env.push((crate::citus::FIGURES_ENV, citus_figures));
-        extra_env.push((crate::citus::BASELINE_ENV, single_figures));
+        if !citus_only {
+            extra_env.push((crate::citus::BASELINE_ENV, single_figures));
+        }
         let mut bench = bench_command(name, &rest, &cluster.cluster.url("postgres"), &extra_env);
         bench.env(crate::citus::WORKERS_ENV, cluster.cluster.worker_urls());
         let outcome = run_bench(&mut bench, None);
         cluster.finish()?;
-        status = outcome?;
+        status = Some(outcome?);
     }
+    let status = status.ok_or("the benchmark did not run")?;
     note(&format!(
         "bench {name} finished in {}",
         system::format_duration(started.elapsed())
