@@ -65,32 +65,75 @@ struct Count {
 }
 
 async fn run(contacts: u64) -> Result<()> {
-    let workers = citus_workers();
-    if workers.is_empty() {
-        bail!("the conversion is measured on a Citus cluster: run `cargo xtask bench conversion`");
-    }
-    let admin = admin_url();
-    let name = format!("mailroom_test_conversion_{}", uuid::Uuid::now_v7().simple());
-    let url = url_with_database(&admin, &name).context("the coordinator's URL")?;
-    let node_urls: Vec<String> = workers
-        .iter()
-        .map(|worker| url_with_database(worker, &name).context("a worker's URL"))
-        .collect::<Result<_>>()?;
-    for (worker, node_url) in workers.iter().zip(&node_urls) {
-        PgConnection::establish(worker)?.batch_execute(&format!("CREATE DATABASE \"{name}\""))?;
-        PgConnection::establish(node_url)?.batch_execute("CREATE EXTENSION citus")?;
-    }
-    PgConnection::establish(&admin)?.batch_execute(&format!("CREATE DATABASE \"{name}\""))?;
-    let outcome = measure(contacts, &url, &workers).await;
-    for node in std::iter::once(&admin).chain(&workers) {
-        if let Ok(mut conn) = PgConnection::establish(node) {
-            let _ = conn.batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"));
-        }
-    }
-    outcome
+    let database = ClusterDatabase::create("conversion")?;
+    measure(contacts, &database).await
 }
 
-async fn measure(contacts: u64, url: &str, workers: &[String]) -> Result<()> {
+/// A database of its own on every node of the Citus cluster the bench runs on (the
+/// workers' copies with the extension; the coordinator's plain), dropped on every node
+/// when the value is.
+pub struct ClusterDatabase {
+    pub url: String,
+    pub workers: Vec<String>,
+    admin: String,
+    name: String,
+}
+
+impl ClusterDatabase {
+    pub fn create(label: &str) -> Result<Self> {
+        let workers = citus_workers();
+        if workers.is_empty() {
+            bail!("this benchmark runs on a Citus cluster: run it through `cargo xtask bench`");
+        }
+        let admin = admin_url();
+        let name = format!("mailroom_test_{label}_{}", uuid::Uuid::now_v7().simple());
+        let url = url_with_database(&admin, &name).context("the coordinator's URL")?;
+        let database = Self {
+            url,
+            workers,
+            admin,
+            name,
+        };
+        for worker in &database.workers {
+            let node_url = url_with_database(worker, &database.name).context("a worker's URL")?;
+            PgConnection::establish(worker)?
+                .batch_execute(&format!("CREATE DATABASE \"{}\"", database.name))?;
+            PgConnection::establish(&node_url)?.batch_execute("CREATE EXTENSION citus")?;
+        }
+        PgConnection::establish(&database.admin)?
+            .batch_execute(&format!("CREATE DATABASE \"{}\"", database.name))?;
+        Ok(database)
+    }
+
+    /// Creates the extension on the coordinator's copy and registers the workers.
+    pub fn register_workers(&self, sql: &mut PgConnection) -> Result<()> {
+        let (host, port) = host_and_port(&self.url);
+        sql.batch_execute(&format!(
+            "CREATE EXTENSION citus; SELECT citus_set_coordinator_host('{host}', {port});"
+        ))?;
+        for worker in &self.workers {
+            let (host, port) = host_and_port(worker);
+            sql.batch_execute(&format!("SELECT citus_add_node('{host}', {port})"))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for ClusterDatabase {
+    fn drop(&mut self) {
+        for node in std::iter::once(&self.admin).chain(&self.workers) {
+            if let Ok(mut conn) = PgConnection::establish(node) {
+                let _ = conn.batch_execute(&format!(
+                    "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
+                    self.name
+                ));
+            }
+        }
+    }
+}
+
+async fn measure(contacts: u64, database: &ClusterDatabase) -> Result<()> {
+    let (url, workers) = (database.url.as_str(), &database.workers);
     report!(
         "== Converting a schema with {} contacts to Citus (coordinator and {} workers on this machine)",
         thousands(contacts),
@@ -101,7 +144,10 @@ async fn measure(contacts: u64, url: &str, workers: &[String]) -> Result<()> {
     // One account with a template, made as the API makes them.
     let api = crate::delivery::Api::start(url).await?;
     let account = api
-        .post("/v2/accounts".into(), serde_json::json!({"name": "Conversion bench"}))
+        .post(
+            "/v2/accounts".into(),
+            serde_json::json!({"name": "Conversion bench"}),
+        )
         .await?["_id"]
         .as_str()
         .context("the account's id")?
@@ -144,7 +190,8 @@ async fn measure(contacts: u64, url: &str, workers: &[String]) -> Result<()> {
     ))
     .context("loading the data")?;
     // Apart: VACUUM refuses to run in the transaction a multi-statement batch is.
-    sql.batch_execute("VACUUM ANALYZE").context("VACUUM ANALYZE")?;
+    sql.batch_execute("VACUUM ANALYZE")
+        .context("VACUUM ANALYZE")?;
     let size = sql_query("SELECT pg_size_pretty(pg_database_size(current_database())) AS value")
         .get_result::<Row>(&mut sql)?
         .value;
@@ -153,14 +200,7 @@ async fn measure(contacts: u64, url: &str, workers: &[String]) -> Result<()> {
         started.elapsed().as_secs_f64()
     );
 
-    let (host, port) = host_and_port(url);
-    sql.batch_execute(&format!(
-        "CREATE EXTENSION citus; SELECT citus_set_coordinator_host('{host}', {port});"
-    ))?;
-    for worker in workers {
-        let (host, port) = host_and_port(worker);
-        sql.batch_execute(&format!("SELECT citus_add_node('{host}', {port})"))?;
-    }
+    database.register_workers(&mut sql)?;
 
     let stop = Arc::new(AtomicBool::new(false));
     let probes: Vec<_> = [Probe::Read, Probe::Write, Probe::Locks]

@@ -18,6 +18,7 @@ mod cpu;
 mod data;
 mod delivery;
 mod events;
+mod lanes;
 mod mailer_alone;
 mod stats;
 mod wal;
@@ -26,7 +27,7 @@ mod webhooks;
 use std::process::ExitCode;
 
 const USAGE: &str = "\
-Usage: mailroom-bench <audience|webhooks|announcement|delivery|conversion> [--unsafe-fast-db] [args...]
+Usage: mailroom-bench <audience|webhooks|announcement|delivery|conversion|lanes> [--unsafe-fast-db] [args...]
        mailroom-bench audience [--contacts N] [--seconds S] [--pool P] [--reuse]
 
   audience      import N contacts (default 1000000) through POST …/contacts/import,
@@ -105,6 +106,9 @@ fn main() -> ExitCode {
     }
     if args.first().map(String::as_str) == Some("announcement") {
         return announcement::main(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("lanes") {
+        return lanes::main(&args[1..]);
     }
     if args.first().map(String::as_str) == Some("conversion") {
         return conversion::main(&args[1..]);

@@ -1,4 +1,5 @@
-//! `cargo xtask bench audience|webhooks|announcement|delivery [--unsafe-fast-db] [args…]`:
+//! `cargo xtask bench audience|webhooks|announcement|delivery|conversion|lanes [--unsafe-fast-db]
+//! [--citus] [args…]`:
 //! the benchmarks (`bench/`, package `mailroom-bench`) in release mode against the
 //! PostgreSQL that discovery finds. The benchmark creates and drops a database of its own
 //! there.
@@ -9,6 +10,11 @@
 //! durability settings from the server it measures and refuses a server without them.
 //! `--unsafe-fast-db` opts out: the fast test cluster (unless `DATABASE_URL` is set),
 //! and `mailroom-bench` marks every line it prints as measured without durability.
+//!
+//! `--citus` (delivery and audience) runs the benchmark twice: on that database, then on
+//! the Citus cluster of `cargo xtask citus` (started if need be), whose run prints the
+//! headline figures of both side by side (bench/src/comparison.rs). `conversion` and
+//! `lanes` run on the Citus cluster only.
 //!
 //! `delivery` also needs Postfix's `smtp-sink` and `smtp-source`: they are unpacked from
 //! Debian's postfix package into `target/postfix` (`apt-get download`, `dpkg -x`; the
@@ -24,15 +30,16 @@ use crate::system::{self, note};
 use crate::Result;
 
 /// The benchmarks `mailroom-bench` knows.
-const BENCHMARKS: [&str; 5] = [
+const BENCHMARKS: [&str; 6] = [
     "audience",
     "webhooks",
     "announcement",
     "delivery",
     "conversion",
+    "lanes",
 ];
 /// The benchmarks measured on the Citus cluster only.
-const CITUS_ONLY: [&str; 1] = ["conversion"];
+const CITUS_ONLY: [&str; 2] = ["conversion", "lanes"];
 /// The benchmark compares the API with pgbench from the system's PostgreSQL tools.
 const PGBENCH: &str = "/usr/bin/pgbench";
 /// The opt-in to measure on a database without production durability; `mailroom-bench`

@@ -76,6 +76,18 @@ Commands:
                       smtp-sink (unpacked from the postfix package into
                       target/postfix), beside smtp-source → smtp-sink; then M
                       messages over one connection. Rates, worker CPU and RSS.
+  bench delivery|audience --citus [args...]
+                      The benchmark on one server, then on the Citus cluster of
+                      `citus up`, with the headline figures side by side.
+  bench conversion [--contacts N]
+                      On the Citus cluster: a plain schema holding N contacts
+                      (default 1000000) with attributes, events and messages
+                      converted by `mailroom migrate`, timed, with what a read
+                      and a write of a contact met during it.
+  bench lanes [--seconds S]
+                      On the Citus cluster: the lane half of a claim (lock a due
+                      lane, move it on) with pgbench, on a lane table local to
+                      the coordinator, a reference table and a distributed one.
   fuzz [--minutes N] [--max-examples N] [--release] [-- schemathesis args...]
                       schemathesis (PyPI, in target/fuzz-venv) against the real
                       server's /v2/openapi.json with a real token and account:
