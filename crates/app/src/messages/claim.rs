@@ -18,7 +18,7 @@ use mailroom_domain::{
         server_fault_delay, suppression_reason, Message, SkipReason, StatsCounter, Suppression,
     },
     message_lifecycle::lease_end,
-    AccountId, MailServerId, MessageId, UserId, Uuid,
+    AccountId, MessageId, UserId, Uuid,
 };
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -26,8 +26,9 @@ use std::collections::BTreeMap;
 use super::{
     claim_batch::ClaimBatch,
     count,
-    deliver::{jitter, DeliverySettings},
+    lane::Lane,
     send_limit::MonthlySendLimit,
+    settings::{jitter, DeliverySettings},
 };
 use crate::{
     ports::{in_transaction, Lease, ListUnsubscribe, SavedServer, SmtpEndpoint, UnitOfWork},
@@ -35,16 +36,6 @@ use crate::{
     tracking::delivery::mint_links,
     AppError, Services,
 };
-
-/// The mail server a message goes through: the unit of the worker's send concurrency, so
-/// one slow server only fills its own lane.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Lane {
-    /// The account the server belongs to.
-    pub account: AccountId,
-    /// The server.
-    pub server: MailServerId,
-}
 
 /// The most lanes (accounts) one claim serves; each gets an equal share of the claim's
 /// limit.

@@ -12,7 +12,7 @@
 //! runs out; the next claim takes them back, so at most the messages in flight are sent
 //! twice.
 
-use std::{collections::HashSet, time::Duration};
+use std::collections::HashSet;
 
 use mailroom_domain::{
     message::{
@@ -24,28 +24,16 @@ use mailroom_domain::{
     AccountId, ContactId, MessageId, UserId,
 };
 
-use super::{claim::Lane, send_limit::month_of};
+use super::{
+    lane::Lane,
+    send_limit::month_of,
+    settings::{jitter, DeliverySettings},
+};
 use crate::{
     ports::{in_transaction, Lease, MailAccepted, OutgoingMail, SavedServer, UnitOfWork},
     webhook_events::queue_webhook_event,
     AppError, Services,
 };
-
-/// How the message worker runs.
-#[derive(Debug, Clone)]
-pub struct DeliverySettings {
-    /// How long a claim holds unless renewed: the worker renews the leases of everything
-    /// it holds well before they run out, so a crashed worker's messages are taken back
-    /// soon after this.
-    pub lease: Duration,
-    /// The most messages claimed (and sent concurrently) per round.
-    pub batch_size: u32,
-    /// Attempts a message gets before a transient failure becomes `failed`.
-    pub max_attempts: u32,
-    /// Messages an account may send per UTC calendar month; `None` is no limit. Beyond
-    /// it, messages are `skipped` with `free_limit_capped` (see `send_limit`).
-    pub monthly_send_limit: Option<u64>,
-}
 
 /// One claimed, rendered message, ready to send.
 #[derive(Debug, Clone)]
@@ -369,14 +357,4 @@ fn flag_bounce(
         }
     }
     Ok(())
-}
-
-/// A uniform draw from `[0, 1)` for the backoff's jitter.
-pub(super) fn jitter(services: &Services) -> f64 {
-    let mut bytes = [0u8; 8];
-    services.secrets.fill_random(&mut bytes);
-    // The top 53 bits fill an f64 mantissa exactly.
-    #[allow(clippy::cast_precision_loss)]
-    let draw = (u64::from_le_bytes(bytes) >> 11) as f64;
-    draw / (1u64 << 53) as f64
 }

@@ -9,27 +9,28 @@ pub mod claim;
 pub(crate) mod claim_batch;
 pub mod deliver;
 mod get_message;
+mod lane;
 mod list_messages;
 mod message_stats;
 pub(crate) mod outbox;
 pub mod prepare;
 mod send_limit;
 mod send_message;
+mod settings;
 
-pub use claim::{
-    claim_messages, renew_message_leases, ClaimRequest, ClaimedMessages, Lane, RenderJob,
-};
+pub use claim::{claim_messages, renew_message_leases, ClaimRequest, ClaimedMessages, RenderJob};
 pub use deliver::{
-    record_message_outcome, record_message_outcomes, send_claimed_message, DeliverySettings,
-    MessageJob, SendOutcome,
+    record_message_outcome, record_message_outcomes, send_claimed_message, MessageJob, SendOutcome,
 };
 pub use get_message::get_message;
+pub use lane::Lane;
 pub use list_messages::{count_messages, list_messages};
 pub use message_stats::message_stats;
 pub use prepare::{
     finish_rendered, prepare_messages, render_in_process, PreparedMessages, RenderOutcome,
 };
 pub use send_message::{send_transactional, TransactionalSend, IDEMPOTENCY_WINDOW};
+pub use settings::DeliverySettings;
 
 use mailroom_domain::{message::StatsCounter, AccountId, Timestamp};
 

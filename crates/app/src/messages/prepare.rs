@@ -9,7 +9,8 @@ use mailroom_domain::message::{Message, StatsCounter};
 use super::{
     claim::{ClaimRequest, RenderJob},
     claim_messages, count,
-    deliver::{DeliverySettings, MessageJob},
+    deliver::MessageJob,
+    settings::DeliverySettings,
 };
 use crate::{
     ports::{in_transaction, DkimSigning, Lease, OutgoingMail},
