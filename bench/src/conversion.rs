@@ -27,8 +27,8 @@ use diesel::{
     connection::SimpleConnection, pg::PgConnection, sql_query, sql_types::BigInt, sql_types::Text,
     Connection, QueryableByName, RunQueryDsl,
 };
-use mailroom_postgres::{run_migrations, url_with_database};
-use mailroom_test_support::{admin_url, citus_workers, host_and_port};
+use mailroom_postgres::run_migrations;
+use mailroom_test_support::{citus_workers, on_citus, register_citus_workers, TestDatabase};
 
 use crate::stats::thousands;
 
@@ -65,75 +65,17 @@ struct Count {
 }
 
 async fn run(contacts: u64) -> Result<()> {
-    let database = ClusterDatabase::create("conversion")?;
-    measure(contacts, &database).await
-}
-
-/// A database of its own on every node of the Citus cluster the bench runs on (the
-/// workers' copies with the extension; the coordinator's plain), dropped on every node
-/// when the value is.
-pub struct ClusterDatabase {
-    pub url: String,
-    pub workers: Vec<String>,
-    admin: String,
-    name: String,
-}
-
-impl ClusterDatabase {
-    pub fn create(label: &str) -> Result<Self> {
-        let workers = citus_workers();
-        if workers.is_empty() {
-            bail!("this benchmark runs on a Citus cluster: run it through `cargo xtask bench`");
-        }
-        let admin = admin_url();
-        let name = format!("mailroom_test_{label}_{}", uuid::Uuid::now_v7().simple());
-        let url = url_with_database(&admin, &name).context("the coordinator's URL")?;
-        let database = Self {
-            url,
-            workers,
-            admin,
-            name,
-        };
-        for worker in &database.workers {
-            let node_url = url_with_database(worker, &database.name).context("a worker's URL")?;
-            PgConnection::establish(worker)?
-                .batch_execute(&format!("CREATE DATABASE \"{}\"", database.name))?;
-            PgConnection::establish(&node_url)?.batch_execute("CREATE EXTENSION citus")?;
-        }
-        PgConnection::establish(&database.admin)?
-            .batch_execute(&format!("CREATE DATABASE \"{}\"", database.name))?;
-        Ok(database)
+    if !on_citus() {
+        bail!("the conversion is measured on a Citus cluster: run `cargo xtask bench conversion`");
     }
-
-    /// Creates the extension on the coordinator's copy and registers the workers.
-    pub fn register_workers(&self, sql: &mut PgConnection) -> Result<()> {
-        let (host, port) = host_and_port(&self.url);
-        sql.batch_execute(&format!(
-            "CREATE EXTENSION citus; SELECT citus_set_coordinator_host('{host}', {port});"
-        ))?;
-        for worker in &self.workers {
-            let (host, port) = host_and_port(worker);
-            sql.batch_execute(&format!("SELECT citus_add_node('{host}', {port})"))?;
-        }
-        Ok(())
-    }
+    let database = tokio::task::spawn_blocking(TestDatabase::create_unregistered).await?;
+    let outcome = measure(contacts, database.url()).await;
+    tokio::task::spawn_blocking(move || drop(database)).await?;
+    outcome
 }
 
-impl Drop for ClusterDatabase {
-    fn drop(&mut self) {
-        for node in std::iter::once(&self.admin).chain(&self.workers) {
-            if let Ok(mut conn) = PgConnection::establish(node) {
-                let _ = conn.batch_execute(&format!(
-                    "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
-                    self.name
-                ));
-            }
-        }
-    }
-}
-
-async fn measure(contacts: u64, database: &ClusterDatabase) -> Result<()> {
-    let (url, workers) = (database.url.as_str(), &database.workers);
+async fn measure(contacts: u64, url: &str) -> Result<()> {
+    let workers = citus_workers();
     report!(
         "== Converting a schema with {} contacts to Citus (coordinator and {} workers on this machine)",
         thousands(contacts),
@@ -200,7 +142,7 @@ async fn measure(contacts: u64, database: &ClusterDatabase) -> Result<()> {
         started.elapsed().as_secs_f64()
     );
 
-    database.register_workers(&mut sql)?;
+    register_citus_workers(url);
 
     let stop = Arc::new(AtomicBool::new(false));
     let probes: Vec<_> = [Probe::Read, Probe::Write, Probe::Locks]

@@ -9,10 +9,10 @@
 
 use std::{path::Path, process::Command};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use diesel::{connection::SimpleConnection, pg::PgConnection, Connection};
 
-use crate::conversion::ClusterDatabase;
+use mailroom_test_support::{on_citus, TestDatabase};
 
 const USAGE: &str = "Usage: mailroom-bench lanes [--seconds S]  (1 ≤ S ≤ 600, default 10)";
 const PGBENCH: &str = "/usr/bin/pgbench";
@@ -44,9 +44,12 @@ pub fn main(args: &[String]) -> std::process::ExitCode {
 }
 
 fn run(seconds: u64) -> Result<()> {
-    let database = ClusterDatabase::create("lanes")?;
-    let mut sql = PgConnection::establish(&database.url)?;
-    database.register_workers(&mut sql)?;
+    if !on_citus() {
+        bail!("the lanes are measured on a Citus cluster: run `cargo xtask bench lanes`");
+    }
+    let database = TestDatabase::create_empty();
+    let url = database.url();
+    let mut sql = PgConnection::establish(url)?;
     let placements = [
         ("local to the coordinator", "lanes_local", ""),
         (
@@ -91,7 +94,7 @@ fn run(seconds: u64) -> Result<()> {
             .arg(format!("--client={CLIENTS}"))
             .arg(format!("--time={seconds}"))
             .arg(format!("--file={}", script.display()))
-            .arg(&database.url)
+            .arg(url)
             .output()
             .context("running pgbench")?;
         let _ = std::fs::remove_file(&script);

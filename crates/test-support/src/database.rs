@@ -85,6 +85,24 @@ impl TestDatabase {
         }
     }
 
+    /// A database whose coordinator copy is plain (on the workers with the extension):
+    /// a benchmark that fills it on one server and then makes it the cluster's with
+    /// [`register_citus_workers`] and `mailroom migrate`, which converts it.
+    ///
+    /// # Panics
+    /// When PostgreSQL is unreachable.
+    pub fn create_unregistered() -> Self {
+        let admin_url = admin_url();
+        let name = format!("{TEST_DATABASE_PREFIX}{}", uuid::Uuid::now_v7().simple());
+        let url = without_tls(create_unregistered(&admin_url, &name));
+        Self {
+            url,
+            name,
+            admin_url,
+            keep: false,
+        }
+    }
+
     /// [`TestDatabase::create`] on the server of `admin_url` rather than `DATABASE_URL`'s:
     /// a test that runs a PostgreSQL of its own (one it stops, crashes and restarts). A
     /// plain PostgreSQL server: the Citus workers of `DATABASE_URL` are not involved.
@@ -421,8 +439,18 @@ fn ensure_template(admin_url: &str) -> String {
 /// with the extension, and the workers registered on the coordinator's copy. Returns its
 /// URL.
 fn create_cluster_database(admin_url: &str, name: &str) -> String {
-    let workers = citus_workers();
-    for worker in &workers {
+    let url = create_unregistered(admin_url, name);
+    if on_citus() {
+        register_citus_workers(&url);
+        few_shards(&url);
+    }
+    url
+}
+
+/// A database named `name` on every node: on the workers with the extension, on the
+/// coordinator without it (a plain database until [`register_citus_workers`]).
+fn create_unregistered(admin_url: &str, name: &str) -> String {
+    for worker in &citus_workers() {
         let mut node = connect(worker);
         node.batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
             .and_then(|()| node.batch_execute(&format!("CREATE DATABASE \"{name}\"")))
@@ -434,17 +462,15 @@ fn create_cluster_database(admin_url: &str, name: &str) -> String {
     connect(admin_url)
         .batch_execute(&format!("CREATE DATABASE \"{name}\""))
         .expect("creating a database");
-    let url = url_with_database(admin_url, name).expect("DATABASE_URL names a database");
-    if !workers.is_empty() {
-        register_citus_workers(&url, &workers);
-    }
-    url
+    url_with_database(admin_url, name).expect("DATABASE_URL names a database")
 }
 
 /// The coordinator's half of a Citus database: the extension, the coordinator's own
-/// address and the workers, and few shards (8 a table: a test's data is small, and a
-/// database's copy on every node is as many files as it has shards).
-fn register_citus_workers(coordinator_url: &str, workers: &[String]) {
+/// address and the workers of [`citus_workers`].
+///
+/// # Panics
+/// When a node cannot be reached or Citus refuses.
+pub fn register_citus_workers(coordinator_url: &str) {
     let (host, port) = host_and_port(coordinator_url);
     let mut conn = connect(coordinator_url);
     conn.batch_execute("CREATE EXTENSION citus")
@@ -453,21 +479,27 @@ fn register_citus_workers(coordinator_url: &str, workers: &[String]) {
         "SELECT citus_set_coordinator_host('{host}', {port})"
     ))
     .expect("citus_set_coordinator_host");
-    for worker in workers {
-        let (host, port) = host_and_port(worker);
+    for worker in citus_workers() {
+        let (host, port) = host_and_port(&worker);
         conn.batch_execute(&format!("SELECT citus_add_node('{host}', {port})"))
             .expect("citus_add_node");
     }
+}
+
+/// Few shards (8 a table): a test's data is small, and a database's copy on every node is
+/// as many files as it has shards.
+fn few_shards(coordinator_url: &str) {
     let database: String = coordinator_url
         .rsplit('/')
         .next()
         .and_then(|rest| rest.split('?').next())
         .unwrap_or_default()
         .to_owned();
-    conn.batch_execute(&format!(
-        "ALTER DATABASE \"{database}\" SET citus.shard_count = 8"
-    ))
-    .expect("setting the shard count");
+    connect(coordinator_url)
+        .batch_execute(&format!(
+            "ALTER DATABASE \"{database}\" SET citus.shard_count = 8"
+        ))
+        .expect("setting the shard count");
 }
 
 /// `postgres://user@host:port/db` → (host, port).

@@ -24,8 +24,8 @@ mod webhook_receiver;
 pub use citus_node::{stop_spare_node, StoppedNode};
 pub use clock::TestClock;
 pub use database::{
-    admin_url, assertion_connection, citus_workers, host_and_port, on_citus, RowUpdates,
-    TestDatabase,
+    admin_url, assertion_connection, citus_workers, host_and_port, on_citus,
+    register_citus_workers, RowUpdates, TestDatabase,
 };
 pub use dns_server::TestDnsServer;
 pub use hostile_smtp::{HostileSmtpServer, Hostility};
