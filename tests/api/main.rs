@@ -31,7 +31,6 @@ mod scopes;
 mod send_limit;
 mod smtp_blame;
 mod smtp_faults;
-mod suppressions;
 mod templates;
 mod tenancy;
 mod tokens;

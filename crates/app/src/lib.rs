@@ -22,7 +22,6 @@ pub mod ports;
 pub mod rendering;
 pub mod return_path;
 pub mod services;
-pub mod suppressions;
 pub mod templates;
 pub mod tokens;
 pub mod topics;

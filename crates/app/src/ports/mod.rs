@@ -23,7 +23,6 @@ mod repositories;
 mod sealed_secrets;
 mod segments;
 mod sending_domains;
-mod suppressions;
 mod system;
 mod templates;
 mod topics;
@@ -57,7 +56,6 @@ pub use segments::SegmentRepository;
 pub use sending_domains::{
     DkimKeyGenerator, DkimKeyPair, DomainDns, SendingDomainRepository, SigningKeyRecord,
 };
-pub use suppressions::SuppressionRepository;
 pub use system::*;
 pub use templates::TemplateRepository;
 pub use topics::TopicRepository;

@@ -15,7 +15,6 @@ mod sealed_secrets;
 pub(crate) mod segments;
 mod sending_domains;
 mod starter;
-mod suppressions;
 mod templates;
 mod tokens;
 mod topics;
