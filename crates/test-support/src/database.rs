@@ -74,9 +74,15 @@ impl TestDatabase {
     /// # Panics
     /// When PostgreSQL is unreachable.
     pub fn create_empty() -> Self {
+        Self::made_by(create_cluster_database)
+    }
+
+    /// A database of a new test name on `DATABASE_URL`'s server, made by `make` (from the
+    /// admin URL and the name, answering the database's URL).
+    fn made_by(make: fn(&str, &str) -> String) -> Self {
         let admin_url = admin_url();
         let name = format!("{TEST_DATABASE_PREFIX}{}", uuid::Uuid::now_v7().simple());
-        let url = without_tls(create_cluster_database(&admin_url, &name));
+        let url = without_tls(make(&admin_url, &name));
         Self {
             url,
             name,
@@ -92,15 +98,7 @@ impl TestDatabase {
     /// # Panics
     /// When PostgreSQL is unreachable.
     pub fn create_unregistered() -> Self {
-        let admin_url = admin_url();
-        let name = format!("{TEST_DATABASE_PREFIX}{}", uuid::Uuid::now_v7().simple());
-        let url = without_tls(create_unregistered(&admin_url, &name));
-        Self {
-            url,
-            name,
-            admin_url,
-            keep: false,
-        }
+        Self::made_by(create_unregistered)
     }
 
     /// [`TestDatabase::create`] on the server of `admin_url` rather than `DATABASE_URL`'s:
