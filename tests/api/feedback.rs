@@ -84,6 +84,12 @@ async fn a_yahoo_complaint_matched_by_message_id_is_recorded_once_and_blocks_lat
     assert_eq!(events(&setup, "contact.complained").await.len(), 1);
     let unchanged = setup.contact(&message["contactId"]).await;
     assert_eq!(unchanged["complaintDate"], contact["complaintDate"]);
+    let listed = setup.get("/suppressions").await;
+    assert_eq!(listed["items"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(
+        (&listed["items"][0]["reason"], &listed["items"][0]["source"]),
+        (&json!("complaint"), &json!("feedback_report"))
+    );
 
     // A complained contact is not mailed again.
     let next = setup.queue("grace@example.org").await;
@@ -145,6 +151,11 @@ async fn a_postfix_bounce_marks_the_sent_message_bounced_and_the_contact_hard_bo
     let queued = events(&setup, "contact.bounced").await;
     assert_eq!(queued.len(), 1, "{queued:?}");
     assert_eq!(queued[0]["payload"]["smtpReply"], bounced["lastReply"]);
+
+    let listed = setup.get("/suppressions?email=gone%40example.org").await;
+    assert_eq!(listed["items"][0]["reason"], "hard_bounce", "{listed}");
+    assert_eq!(listed["items"][0]["source"], "feedback_report");
+    assert_eq!(listed["items"][0]["detail"], bounced["lastReply"]);
 
     let again = expect_json(post_feedback(&setup, &setup.token, report).await, 200).await;
     assert_eq!(again["recorded"], false);

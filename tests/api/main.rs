@@ -31,6 +31,7 @@ mod scopes;
 mod send_limit;
 mod smtp_blame;
 mod smtp_faults;
+mod suppressions;
 mod templates;
 mod tenancy;
 mod tokens;

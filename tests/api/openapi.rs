@@ -1,7 +1,7 @@
 use mailroom_tests::{expect_json, spawn_app};
 
 /// Every route of the API, as docs/api.md and the specification name them for this stage.
-pub const ROUTES: [(&str, &str); 87] = [
+pub const ROUTES: [(&str, &str); 93] = [
     ("post", "/v2/users/me/tokens"),
     ("get", "/v2/users/me/tokens"),
     ("delete", "/v2/users/me/tokens/{tokenId}"),
@@ -103,6 +103,12 @@ pub const ROUTES: [(&str, &str); 87] = [
     ("get", "/v2/accounts/{accountId}/events/names"),
     ("get", "/v2/accounts/{accountId}/attributes"),
     ("get", "/v2/accounts/{accountId}/attributes/count"),
+    ("get", "/v2/accounts/{accountId}/suppressions"),
+    ("get", "/v2/accounts/{accountId}/suppressions/count"),
+    ("post", "/v2/accounts/{accountId}/suppressions"),
+    ("delete", "/v2/accounts/{accountId}/suppressions"),
+    ("post", "/v2/accounts/{accountId}/suppressions/import"),
+    ("get", "/v2/accounts/{accountId}/suppressions/export"),
     ("get", "/v2/openapi.json"),
     ("get", "/healthz"),
     ("get", "/readyz"),

@@ -257,6 +257,12 @@ async fn the_page_lists_topics_and_one_click_unsubscribes_once() {
     let contact = subject.contact().await;
     assert!(contact["unsubscribeDate"].is_string(), "{contact}");
     assert_eq!(setup.today().await["unsubscribed"], 1, "counted once");
+    // The address is on the suppression list once, by the link.
+    let listed = setup.get_json("/suppressions").await;
+    assert_eq!(listed["items"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed["items"][0]["email"], "grace@example.org");
+    assert_eq!(listed["items"][0]["reason"], "unsubscribe");
+    assert_eq!(listed["items"][0]["source"], "unsubscribe_link");
     let events = subject.events().await;
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0]["event"], "contact.unsubscribed");

@@ -22,6 +22,7 @@ pub mod ports;
 pub mod rendering;
 pub mod return_path;
 pub mod services;
+pub mod suppressions;
 pub mod templates;
 pub mod tokens;
 pub mod topics;

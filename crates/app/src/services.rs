@@ -8,6 +8,7 @@ use crate::ports::{
     Clock, Database, DkimKeyGenerator, DomainDns, Ids, MailServerProbe, Mailer, QueueWakeup,
     Secrets, TemplateRenderer, WebhookSender, WebhookUrlGuard,
 };
+use crate::suppressions::SuppressionKeyCache;
 use crate::templates::{AccountSlots, PreviewSlots};
 use crate::tokens::TokenCache;
 use crate::tracking::LinkSettings;
@@ -63,4 +64,6 @@ pub struct Services {
     pub previews: Arc<PreviewSlots>,
     /// The contact imports each account has running now, bounded per account.
     pub imports: Arc<AccountSlots>,
+    /// Opened suppression-list keys, shared by every request and worker of this process.
+    pub suppression_keys: Arc<SuppressionKeyCache>,
 }

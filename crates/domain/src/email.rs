@@ -52,8 +52,16 @@ impl EmailAddress {
 
     /// The lower-cased form used for uniqueness and exact matching.
     pub fn normalized(&self) -> String {
-        self.0.to_lowercase()
+        normalize_email(&self.0)
     }
+}
+
+/// The form of an address that decides identity: lower case, as the contacts' unique key
+/// (`email_lower`) and the suppression list's hashes have it. For addresses already
+/// stored as written (a contact's, a message's); new input goes through
+/// [`EmailAddress::normalized`].
+pub fn normalize_email(text: &str) -> String {
+    text.to_lowercase()
 }
 
 impl fmt::Display for EmailAddress {

@@ -25,6 +25,7 @@ pub mod secret;
 pub mod sending_domain;
 pub mod slug;
 pub mod starter;
+pub mod suppression;
 pub mod template;
 pub mod timestamp;
 pub mod token;

@@ -81,11 +81,13 @@ pub enum SkipReason {
     /// The message fell due after its contact was deleted (the message outlives the
     /// contact as history; nothing is sent to an address its owner removed).
     ContactDeleted,
+    /// The address is on the account's suppression list by hand (reason `manual`).
+    Suppressed,
 }
 
 impl SkipReason {
     /// Every reason.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::BounceBlocked,
         Self::ComplaintBlocked,
         Self::Unsubscribed,
@@ -93,6 +95,7 @@ impl SkipReason {
         Self::NoMailServer,
         Self::AutomationDisabled,
         Self::ContactDeleted,
+        Self::Suppressed,
     ];
 
     /// The wire and storage name.
@@ -105,6 +108,7 @@ impl SkipReason {
             Self::NoMailServer => "no_mail_server",
             Self::AutomationDisabled => "automation_disabled",
             Self::ContactDeleted => "contact_deleted",
+            Self::Suppressed => "suppressed",
         }
     }
 
@@ -122,7 +126,8 @@ impl SkipReason {
             Self::Unsubscribed
             | Self::NoMailServer
             | Self::AutomationDisabled
-            | Self::ContactDeleted => None,
+            | Self::ContactDeleted
+            | Self::Suppressed => None,
         }
     }
 }
@@ -156,20 +161,23 @@ impl MessageKind {
     }
 }
 
-/// The suppression flags of a contact at send time.
+/// The suppression flags of a contact at send time: its own marks, together with the
+/// entries of its address on the account's suppression list (which outlive the contact).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Suppression {
-    /// The contact carries the hard-bounce flag.
+    /// The contact carries the hard-bounce flag, or its address is listed for one.
     pub hard_bounced: bool,
-    /// The contact complained.
+    /// The contact complained, or its address is listed for a complaint.
     pub complained: bool,
-    /// The contact unsubscribed from everything.
+    /// The address is on the list by hand (`manual`): nothing goes to it.
+    pub listed: bool,
+    /// The contact unsubscribed from everything, or its address is listed for it.
     pub unsubscribed: bool,
 }
 
 /// The reason to skip a message of `kind` to a contact with these flags, if any. Checked
-/// in order of severity: a bounce beats a complaint beats an unsubscription, and only
-/// after the contact checks does a missing mail server count.
+/// in order of severity: a bounce beats a complaint beats a listing by hand beats an
+/// unsubscription, and only after the contact checks does a missing mail server count.
 pub fn suppression_reason(
     kind: MessageKind,
     contact: Suppression,
@@ -179,6 +187,8 @@ pub fn suppression_reason(
         Some(SkipReason::BounceBlocked)
     } else if contact.complained {
         Some(SkipReason::ComplaintBlocked)
+    } else if contact.listed {
+        Some(SkipReason::Suppressed)
     } else if contact.unsubscribed && kind != MessageKind::Transactional {
         Some(SkipReason::Unsubscribed)
     } else if !has_mail_server {
@@ -906,6 +916,7 @@ mod tests {
         let flags = |hard_bounced, complained, unsubscribed| Suppression {
             hard_bounced,
             complained,
+            listed: false,
             unsubscribed,
         };
         use MessageKind::{Announcement, Transactional};
@@ -928,6 +939,27 @@ mod tests {
         assert_eq!(
             suppression_reason(Transactional, flags(false, false, false), false),
             Some(SkipReason::NoMailServer)
+        );
+        // A listing by hand stops transactional mail too, after a bounce or a complaint.
+        let listed = Suppression {
+            listed: true,
+            unsubscribed: true,
+            ..Suppression::default()
+        };
+        assert_eq!(
+            suppression_reason(Transactional, listed, true),
+            Some(SkipReason::Suppressed)
+        );
+        assert_eq!(
+            suppression_reason(
+                Announcement,
+                Suppression {
+                    complained: true,
+                    ..listed
+                },
+                true
+            ),
+            Some(SkipReason::ComplaintBlocked)
         );
     }
 

@@ -441,6 +441,26 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    suppressions (account_id, address_hash, reason) {
+        account_id -> Uuid,
+        address_hash -> Bytea,
+        reason -> Text,
+        source -> Text,
+        email -> Nullable<Text>,
+        detail -> Nullable<Text>,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    suppression_keys (account_id) {
+        account_id -> Uuid,
+        sealed_key -> Bytea,
+        created_at -> Timestamptz,
+    }
+}
+
 diesel::joinable!(tokens -> users (user_id));
 diesel::joinable!(console_sessions -> tokens (token_id));
 diesel::joinable!(memberships -> accounts (account_id));
@@ -505,4 +525,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     feedback_sources,
     feedback_source_tokens,
     announcement_counters,
+    suppressions,
+    suppression_keys,
 );

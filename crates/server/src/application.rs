@@ -132,6 +132,7 @@ pub fn build_services(config: &Config, clock: Arc<dyn Clock>) -> Result<(Service
         max_accounts_per_user: config.max_accounts_per_user,
         token_cache: Arc::new(TokenCache::default()),
         membership_cache: Arc::new(MembershipCache::default()),
+        suppression_keys: Arc::default(),
         // Previews get children of their own, apart from the workers', and a shorter
         // deadline (crate::render_sandbox).
         renderer: Arc::new(crate::render_sandbox::Renderer::for_previews(

@@ -13,7 +13,7 @@ use diesel::{prelude::*, sql_query, sql_types};
 use mailroom_app::ports::{SealedSecret, SecretSlot, Secrets};
 use mailroom_domain::secret::SecretString;
 use mailroom_postgres::schema::{
-    feedback_sources, mail_servers, sending_domain_keys, webhook_configs,
+    feedback_sources, mail_servers, sending_domain_keys, suppression_keys, webhook_configs,
 };
 use mailroom_server::{
     application::build_services, system::SealingSecrets, system::SystemClock, Config,
@@ -57,6 +57,14 @@ fn feedback_source_slot(account: Uuid, source: Uuid) -> SecretSlot {
     }
 }
 
+fn suppression_key_slot(account: Uuid) -> SecretSlot {
+    SecretSlot {
+        table: "suppression_keys",
+        column: "sealed_key",
+        row: account.to_string(),
+    }
+}
+
 fn webhook_slot(account: Uuid, column: &'static str) -> SecretSlot {
     SecretSlot {
         table: "webhook_configs",
@@ -66,8 +74,8 @@ fn webhook_slot(account: Uuid, column: &'static str) -> SecretSlot {
 }
 
 /// Two accounts, three mail servers, two webhook configurations (one with a receiver
-/// credential), one DKIM key of a sending domain, one Mailgun feedback source, every
-/// secret sealed under key A.
+/// credential), one DKIM key of a sending domain, one Mailgun feedback source, one
+/// suppression-list key, every secret sealed under key A.
 fn seed(conn: &mut PgConnection) -> Vec<Stored> {
     let a = SealingSecrets::new(&KEY_A);
     let mut stored = Vec::new();
@@ -167,6 +175,15 @@ fn seed(conn: &mut PgConnection) -> Vec<Stored> {
             .bind::<sql_types::Uuid, _>(Uuid::now_v7())
             .execute(conn)
             .expect("SES feedback source");
+            let address_key = seal(suppression_key_slot(account), "ab".repeat(32));
+            sql_query(
+                "INSERT INTO suppression_keys (account_id, sealed_key, created_at) \
+                 VALUES ($1, $2, now())",
+            )
+            .bind::<sql_types::Uuid, _>(account)
+            .bind::<sql_types::Bytea, _>(address_key)
+            .execute(conn)
+            .expect("suppression key");
         }
     }
     stored
@@ -175,6 +192,11 @@ fn seed(conn: &mut PgConnection) -> Vec<Stored> {
 /// The stored bytes of `slot`, read back from the database.
 fn stored_bytes(conn: &mut PgConnection, slot: &SecretSlot) -> SealedSecret {
     let bytes = match slot.column {
+        "sealed_key" => suppression_keys::table
+            .find(Uuid::parse_str(&slot.row).expect("uuid"))
+            .select(suppression_keys::sealed_key)
+            .first::<Vec<u8>>(conn)
+            .expect("suppression key row"),
         "signing_key" => {
             let (account, source) = slot.row.split_once('/').expect("account/source");
             feedback_sources::table
@@ -280,7 +302,7 @@ fn rotate_secrets_reseals_everything_under_the_current_key_once() {
     let database = TestDatabase::create();
     let mut conn = database.connection();
     let stored = seed(&mut conn);
-    assert_eq!(stored.len(), 3 + 2 + 1 + 1 + 1);
+    assert_eq!(stored.len(), 3 + 2 + 1 + 1 + 1 + 1);
 
     // Before the rotation: B alone cannot read them, B with A as previous can, as wired by
     // the application from the configuration.
@@ -329,7 +351,11 @@ fn rotate_secrets_reseals_everything_under_the_current_key_once() {
     );
     let report = summary(&rotated);
     assert_eq!(report["complete"], true, "{report}");
-    assert_eq!(report["resealed"], 8, "{report}");
+    assert_eq!(report["resealed"], 9, "{report}");
+    assert_eq!(
+        column(&report, "suppression_keys.sealed_key")["resealed"],
+        1
+    );
     assert_eq!(
         column(&report, "feedback_sources.signing_key")["resealed"],
         1

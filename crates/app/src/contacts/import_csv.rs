@@ -50,12 +50,28 @@ pub fn import_csv(
     member: &Member,
     body: impl Read,
 ) -> Result<ImportSummary, AppError> {
-    // Rows with another number of cells than the header are the use case's to reject,
-    // so the reader must not refuse them itself.
-    let mut reader = csv::ReaderBuilder::new()
+    let mut reader = bounded_reader(body);
+    let header = read_header(&mut reader)?;
+    let import = start_import(services, member, &header)?;
+    write_in_lanes(services, |senders| parse_rows(&mut reader, import, senders))
+}
+
+/// A CSV reader over `body` with the record bound ([`MAX_RECORD_BYTES`]) in front. Rows
+/// with another number of cells than the header are the use case's to reject, so the
+/// reader does not refuse them itself.
+pub(crate) fn bounded_reader<R: Read>(body: R) -> csv::Reader<RecordBound<R>> {
+    csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
-        .from_reader(RecordBound::new(body));
+        .from_reader(RecordBound::new(body))
+}
+
+/// The file's first line, the column names (a spreadsheet's byte order mark dropped).
+///
+/// # Errors
+/// [`AppError::Invalid`] (field `header`) for an empty file or a first line that is not
+/// UTF-8; [`AppError::BadRequest`] when the body cannot be read.
+pub(crate) fn read_header(reader: &mut csv::Reader<impl Read>) -> Result<Vec<String>, AppError> {
     let mut record = csv::StringRecord::new();
     match reader.read_record(&mut record) {
         Ok(true) => {}
@@ -86,8 +102,33 @@ pub fn import_csv(
         })
         .map(str::to_owned)
         .collect();
-    let import = start_import(services, member, &header)?;
-    write_in_lanes(services, |senders| parse_rows(&mut reader, import, senders))
+    Ok(header)
+}
+
+/// The next data row, in file order; `None` at the end. A row that is not UTF-8 is a row
+/// with that reason, not a failure (the reader goes on past it).
+///
+/// # Errors
+/// [`AppError::BadRequest`] for a record over the bound or a body that cannot be read.
+pub(crate) fn next_row(
+    reader: &mut csv::Reader<impl Read>,
+    record: &mut csv::StringRecord,
+) -> Result<Option<ImportRow>, AppError> {
+    match reader.read_record(record) {
+        Ok(false) => Ok(None),
+        Ok(true) => Ok(Some(ImportRow {
+            line: record.position().map_or(0, csv::Position::line),
+            cells: Ok(record.iter().map(str::to_owned).collect()),
+        })),
+        // Not fatal to the reader: the row is consumed, the next one can be read.
+        Err(error) => match error.kind() {
+            csv::ErrorKind::Utf8 { pos, .. } => Ok(Some(ImportRow {
+                line: pos.as_ref().map_or(0, csv::Position::line),
+                cells: Err("is not valid UTF-8".to_owned()),
+            })),
+            _ => Err(read_failure(&error)),
+        },
+    }
 }
 
 /// A batch of one lane, with the import as it stood when the batch was complete (the
@@ -152,22 +193,7 @@ fn parse_rows(
         .iter()
         .map(|_| Vec::with_capacity(BATCH_ROWS))
         .collect();
-    loop {
-        let row = match reader.read_record(&mut record) {
-            Ok(false) => break,
-            Ok(true) => ImportRow {
-                line: record.position().map_or(0, csv::Position::line),
-                cells: Ok(record.iter().map(str::to_owned).collect()),
-            },
-            // Not fatal to the reader: the row is consumed, the next one can be read.
-            Err(error) => match error.kind() {
-                csv::ErrorKind::Utf8 { pos, .. } => ImportRow {
-                    line: pos.as_ref().map_or(0, csv::Position::line),
-                    cells: Err("is not valid UTF-8".to_owned()),
-                },
-                _ => return Err(read_failure(&error)),
-            },
-        };
+    while let Some(row) = next_row(reader, &mut record)? {
         import.plan_row(&row);
         let lane = import.lane(&row, lanes.len());
         let (Some(batch), Some(sender)) = (batches.get_mut(lane), lanes.get(lane)) else {
@@ -233,7 +259,7 @@ impl std::error::Error for RecordTooLong {}
 /// (comma, `"` quotes doubled to escape, `\r` or `\n` ending a record): a quote opens a
 /// quoted field only at the start of a field, and is a literal anywhere else in an
 /// unquoted field.
-struct RecordBound<R> {
+pub(crate) struct RecordBound<R> {
     inner: R,
     state: FieldState,
     record_bytes: usize,

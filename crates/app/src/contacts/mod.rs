@@ -15,13 +15,14 @@ mod upsert_contact;
 
 pub use attribute_metas::{count_attribute_metas, list_attribute_metas};
 pub use contact_events::list_contact_events;
-pub use delete_contact::delete_contact;
+pub use delete_contact::{delete_contact, erase_contact};
 pub use event_names::{event_names, fold_event_names, FOLD_BATCH};
 pub use get_contact::get_contact;
 pub use import_contacts::{
     import_contacts, start_import, ContactImport, ImportBatchReport, ImportRow, ImportSummary,
     RejectedRow, MAX_COLUMNS, MAX_REPORTED_ERRORS,
 };
+pub(crate) use import_csv::{bounded_reader, next_row, read_header};
 pub use import_csv::{import_csv, MAX_RECORD_BYTES};
 pub use list_contacts::{count_contacts, list_contacts};
 pub use record_event::{record_event, RecordEventRequest};

@@ -3,6 +3,7 @@ use mailroom_domain::{
     email::EmailAddress,
     feedback::{FeedbackKind, FeedbackReport},
     message::{message_id_in_header, Message, StatsCounter},
+    suppression::{SuppressionReason, SuppressionSource},
     webhook_event::{ContactChange, ContactNotice},
     AccountId, ContactId, MessageId, Timestamp,
 };
@@ -12,6 +13,7 @@ use crate::{
     auth::Member,
     messages::count,
     ports::{in_transaction, UnitOfWork},
+    suppressions::{suppress, Listing},
     webhook_events::queue_webhook_event,
     AppError, Services,
 };
@@ -115,6 +117,18 @@ pub fn record_report(
         };
         match &report.kind {
             FeedbackKind::Complaint => {
+                suppress(
+                    tx,
+                    services,
+                    account,
+                    &Listing {
+                        email: &contact.email,
+                        reason: SuppressionReason::Complaint,
+                        source: SuppressionSource::FeedbackReport,
+                        detail: None,
+                        at: now,
+                    },
+                )?;
                 let recorded = tx.mark_contact_complained(account, contact.id, now)?;
                 if recorded {
                     count(tx, account, now, StatsCounter::Complained)?;
@@ -136,6 +150,18 @@ pub fn record_report(
                     }
                     None => false,
                 };
+                suppress(
+                    tx,
+                    services,
+                    account,
+                    &Listing {
+                        email: &contact.email,
+                        reason: SuppressionReason::HardBounce,
+                        source: SuppressionSource::FeedbackReport,
+                        detail: Some(diagnostic),
+                        at: now,
+                    },
+                )?;
                 let contact_flagged = tx.mark_contact_hard_bounced(account, contact.id, now)?;
                 if message_bounced || contact_flagged {
                     count(tx, account, now, StatsCounter::Bounced)?;

@@ -239,13 +239,16 @@ fn check(
         return Ok(Checked::Fail("the template was deleted".into()));
     };
     let server = batch.server(tx, account, template.preferred_mail_server)?;
-    let include_unsubscribed = match origin_rules(tx, batch, message, &contact)? {
+    let mut suppression = flags(&contact);
+    for reason in batch.listed(account, contact.id) {
+        reason.apply(&mut suppression);
+    }
+    let include_unsubscribed = match origin_rules(tx, batch, message, &contact, suppression)? {
         OriginRules::Skip(reason) => return Ok(Checked::Skip(reason)),
         OriginRules::Send {
             include_unsubscribed,
         } => include_unsubscribed,
     };
-    let mut suppression = flags(&contact);
     suppression.unsubscribed &= !include_unsubscribed;
     if let Some(reason) = suppression_reason(message.kind, suppression, server.is_some()) {
         return Ok(Checked::Skip(reason));
@@ -320,6 +323,7 @@ fn origin_rules(
     batch: &mut ClaimBatch,
     message: &Message,
     contact: &Contact,
+    suppression: Suppression,
 ) -> Result<OriginRules, AppError> {
     let account = message.account_id;
     if let Some(id) = message.automation_id {
@@ -335,7 +339,12 @@ fn origin_rules(
             let left_topic = announcement
                 .topic_id
                 .is_some_and(|topic| contact.topic_unsubscriptions.contains(&topic));
-            if left_topic && contact.hard_bounced_at.is_none() && contact.complaint_at.is_none() {
+            // A bounce, a complaint or a listing by hand names the stronger reason.
+            if left_topic
+                && !suppression.hard_bounced
+                && !suppression.complained
+                && !suppression.listed
+            {
                 return Ok(OriginRules::Skip(SkipReason::Unsubscribed));
             }
             return Ok(OriginRules::Send {
@@ -348,10 +357,12 @@ fn origin_rules(
     })
 }
 
+/// The contact's own marks; the claim adds its address's entries on the list.
 fn flags(contact: &Contact) -> Suppression {
     Suppression {
         hard_bounced: contact.hard_bounced_at.is_some(),
         complained: contact.complaint_at.is_some(),
+        listed: false,
         unsubscribed: contact.unsubscribed_at.is_some(),
     }
 }

@@ -1,5 +1,6 @@
 //! What the messages of one claim share, read once per claim instead of once per message:
-//! the contacts and their attributes in one query each per account, and each template,
+//! the contacts, their attributes and their addresses' entries on the suppression list in
+//! one query each per account, and each template,
 //! chosen mail server (with its opened password) and account the first time a message
 //! needs it. `prepare` asks this cache where it would ask the store; anything not
 //! preloaded falls back to the store, so a cache miss is slower, never wrong.
@@ -11,8 +12,8 @@ use std::{collections::HashMap, sync::Arc};
 
 use mailroom_domain::{
     announcement::Announcement, attribute::ResolvedAttributes, automation::Automation,
-    contact::Contact, message::Message, AccountId, AnnouncementId, AutomationId, ContactId,
-    MailServerId, TemplateId, UserId,
+    contact::Contact, email::normalize_email, message::Message, suppression::SuppressionReason,
+    AccountId, AnnouncementId, AutomationId, ContactId, MailServerId, TemplateId, UserId,
 };
 
 use crate::{
@@ -24,6 +25,7 @@ use crate::{
         UnitOfWork,
     },
     rendering::TemplateFields,
+    suppressions::listed_reasons,
     AppError, Services,
 };
 
@@ -41,6 +43,8 @@ pub(super) struct ClaimedTemplate {
 #[derive(Default)]
 pub(super) struct ClaimBatch {
     contacts: HashMap<(AccountId, ContactId), Contact>,
+    /// The reasons each preloaded contact's address is on the suppression list for.
+    listed: HashMap<(AccountId, ContactId), Vec<SuppressionReason>>,
     attributes: HashMap<(AccountId, ContactId), ResolvedAttributes>,
     templates: HashMap<(AccountId, TemplateId), Option<ClaimedTemplate>>,
     servers: HashMap<(AccountId, Option<MailServerId>), Option<MailServerRecord>>,
@@ -74,6 +78,17 @@ impl ClaimBatch {
             ids.sort_unstable();
             ids.dedup();
             let contacts = tx.find_contacts(account, &ids)?;
+            let mut listed = listed_reasons(
+                tx,
+                services,
+                account,
+                contacts.iter().map(|contact| contact.email.as_str()),
+            )?;
+            for contact in &contacts {
+                if let Some(reasons) = listed.remove(&normalize_email(&contact.email)) {
+                    batch.listed.insert((account, contact.id), reasons);
+                }
+            }
             for (id, attributes) in resolve_attributes(tx, account, &contacts)? {
                 batch.attributes.insert((account, id), attributes);
             }
@@ -82,6 +97,14 @@ impl ClaimBatch {
             }
         }
         Ok(batch)
+    }
+
+    /// The reasons the address of a contact the claim preloaded is on the suppression
+    /// list for (a contact read later, one deleted meanwhile, is never sent to).
+    pub(super) fn listed(&self, account: AccountId, id: ContactId) -> &[SuppressionReason] {
+        self.listed
+            .get(&(account, id))
+            .map_or(&[][..], Vec::as_slice)
     }
 
     /// The contact; `None` when it was deleted.

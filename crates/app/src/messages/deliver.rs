@@ -20,6 +20,7 @@ use mailroom_domain::{
         StatsCounter,
     },
     message_lifecycle::{SessionEnd, SettleRules, Settlement},
+    suppression::{SuppressionReason, SuppressionSource},
     webhook_event::{ContactChange, ContactNotice},
     AccountId, ContactId, MessageId, UserId,
 };
@@ -31,6 +32,7 @@ use super::{
 };
 use crate::{
     ports::{in_transaction, Lease, MailAccepted, OutgoingMail, SavedServer, UnitOfWork},
+    suppressions::{suppress, Listing},
     webhook_events::queue_webhook_event,
     AppError, Services,
 };
@@ -340,6 +342,20 @@ fn flag_bounce(
 ) -> Result<(), AppError> {
     let message = &settled.message;
     if let Some(reply) = &settled.bounce {
+        // The address is listed even when the contact is gone or already marked, so a
+        // contact made again for it is not mailed.
+        suppress(
+            tx,
+            services,
+            message.account_id,
+            &Listing {
+                email: &message.email,
+                reason: SuppressionReason::HardBounce,
+                source: SuppressionSource::SmtpReply,
+                detail: Some(reply),
+                at: now,
+            },
+        )?;
         if tx.mark_contact_hard_bounced(message.account_id, message.contact_id, now)? {
             queue_webhook_event(
                 tx,

@@ -9,6 +9,7 @@ use crate::{
     feedback_sources::signing_key_slot,
     mail_servers::password_slot,
     ports::{in_transaction, SealedColumn, SealedRow, SealedRowKey, SecretSlot},
+    suppressions::key_slot as suppression_key_slot,
     AppError, Services,
 };
 
@@ -61,6 +62,7 @@ fn slot(column: SealedColumn, key: SealedRowKey) -> SecretSlot {
             key.account_id,
             FeedbackSourceId::from_uuid(key.record_id.unwrap_or_default()),
         ),
+        SealedColumn::SuppressionKey => suppression_key_slot(key.account_id),
     }
 }
 

@@ -250,6 +250,21 @@ pub trait ContactRepository {
     /// [`StoreError`] on store failure.
     fn delete_contact(&mut self, account: AccountId, id: ContactId) -> Result<bool, StoreError>;
 
+    /// Removes the personal data an erased person leaves outside the contact: on every
+    /// message to `normalized_email` (the contact's, and those of earlier contacts of the
+    /// address) the address, the send's data, the last reply and the idempotency key are
+    /// blanked and its tracked links dropped; webhook events about `contact` or the
+    /// address lose their `email` and `smtpReply`. Returns how many messages it blanked.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn erase_personal_traces(
+        &mut self,
+        account: AccountId,
+        contact: ContactId,
+        normalized_email: &str,
+    ) -> Result<u64, StoreError>;
+
     /// The account's event names with counts and latest times, by slug.
     ///
     /// # Errors

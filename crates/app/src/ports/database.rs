@@ -4,8 +4,8 @@ use crate::{
         AccountRepository, AnnouncementRepository, AutomationRepository, ConsoleRepository,
         ContactImportRepository, ContactRepository, FeedbackRepository, MailServerRepository,
         MessageRepository, QueueStatsRepository, SealedSecretRepository, SegmentRepository,
-        SendingDomainRepository, StarterDataRepository, TemplateRepository, TokenRepository,
-        TopicRepository, UserRepository, WebhookEventRepository,
+        SendingDomainRepository, StarterDataRepository, SuppressionRepository, TemplateRepository,
+        TokenRepository, TopicRepository, UserRepository, WebhookEventRepository,
     },
     AppError, StoreError,
 };
@@ -33,6 +33,7 @@ pub trait UnitOfWork:
     + QueueStatsRepository
     + SealedSecretRepository
     + SendingDomainRepository
+    + SuppressionRepository
     + ConsoleRepository
 {
 }

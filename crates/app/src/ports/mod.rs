@@ -23,6 +23,7 @@ mod repositories;
 mod sealed_secrets;
 mod segments;
 mod sending_domains;
+mod suppressions;
 mod system;
 mod templates;
 mod topics;
@@ -56,6 +57,7 @@ pub use segments::SegmentRepository;
 pub use sending_domains::{
     DkimKeyGenerator, DkimKeyPair, DomainDns, SendingDomainRepository, SigningKeyRecord,
 };
+pub use suppressions::SuppressionRepository;
 pub use system::*;
 pub use templates::TemplateRepository;
 pub use topics::TopicRepository;

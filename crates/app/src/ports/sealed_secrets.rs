@@ -19,16 +19,19 @@ pub enum SealedColumn {
     DkimPrivateKey,
     /// `feedback_sources.signing_key` (nullable), a Mailgun source's signing key.
     FeedbackSourceSigningKey,
+    /// `suppression_keys.sealed_key`, one per account with a suppression list.
+    SuppressionKey,
 }
 
 impl SealedColumn {
     /// Every sealed column.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
         Self::MailServerPassword,
         Self::WebhookSigningSecret,
         Self::WebhookCredential,
         Self::DkimPrivateKey,
         Self::FeedbackSourceSigningKey,
+        Self::SuppressionKey,
     ];
 
     /// `table.column`, as operators read it.
@@ -39,6 +42,7 @@ impl SealedColumn {
             Self::WebhookCredential => "webhook_configs.password_or_token",
             Self::DkimPrivateKey => "sending_domain_keys.private_key",
             Self::FeedbackSourceSigningKey => "feedback_sources.signing_key",
+            Self::SuppressionKey => "suppression_keys.sealed_key",
         }
     }
 }

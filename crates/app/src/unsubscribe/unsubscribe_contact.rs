@@ -1,12 +1,17 @@
 use mailroom_domain::{
     message::StatsCounter,
+    suppression::{SuppressionReason, SuppressionSource},
     webhook_event::{ContactChange, ContactNotice},
     TopicId,
 };
 
 use super::{contact_of, page::load_page, SubscriptionPage};
 use crate::{
-    messages::count, ports::in_transaction, webhook_events::queue_webhook_event, AppError, Services,
+    messages::count,
+    ports::in_transaction,
+    suppressions::{suppress, Listing},
+    webhook_events::queue_webhook_event,
+    AppError, Services,
 };
 
 /// What a post to the unsubscribe page asks for.
@@ -51,6 +56,20 @@ pub fn unsubscribe(
                 if tx.unsubscribe_contact(account, contact_id, now)? {
                     changes.push(None);
                 }
+                // Listed whether or not the mark is new: a mark made before the list
+                // existed gets its entry here.
+                suppress(
+                    tx,
+                    services,
+                    account,
+                    &Listing {
+                        email: &before.email,
+                        reason: SuppressionReason::Unsubscribe,
+                        source: SuppressionSource::UnsubscribeLink,
+                        detail: None,
+                        at: now,
+                    },
+                )?;
             }
             UnsubscribeChoice::Topics(topics) => {
                 if topics.is_empty() {

@@ -16,8 +16,8 @@ use crate::{
     extract::{record_id, JsonBody, Paging},
     problem::{ApiError, Problem},
     routes::contacts_dto::{
-        AttributeMetaDto, ContactDto, ContactEventDto, ContactListParams, EventBody, EventNameDto,
-        SearchBody, UnbounceBody, UpsertContactBody,
+        AttributeMetaDto, ContactDto, ContactEventDto, ContactListParams, DeleteContactParams,
+        EventBody, EventNameDto, SearchBody, UnbounceBody, UpsertContactBody,
     },
     tenancy::Membership,
 };
@@ -180,21 +180,41 @@ pub(crate) async fn unbounce_contact(
     Ok(web::Json(ContactDto::plain(updated)))
 }
 
-/// Delete a contact with its events, attributes and unsubscriptions.
+/// Delete a contact with its events, attributes and unsubscriptions; its address stays
+/// on the suppression list for every mark it carried. With `erase=true`, the erasure of
+/// a person: the address and what was sent to it are also removed from its messages,
+/// their tracked links and the webhook events, and its suppression entries keep only the
+/// address's hash.
 #[utoipa::path(
     tag = "contacts", security(("bearer" = [])),
-    params(("accountId" = String, Path, description = "Account id"), ("contactId" = String, Path, description = "Contact id")),
-    responses((status = 200, body = ContactDto), (status = 401, body = Problem), (status = 404, body = Problem))
+    params(
+        ("accountId" = String, Path, description = "Account id"),
+        ("contactId" = String, Path, description = "Contact id"),
+        ("erase" = Option<bool>, Query, description = "`true` erases the person's data beyond the contact too (default `false`)"),
+    ),
+    responses((status = 200, body = ContactDto), (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem))
 )]
 #[delete("/accounts/{accountId}/contacts/{contactId}")]
 pub(crate) async fn delete_contact(
     services: web::Data<Services>,
     member: Membership,
     path: web::Path<(String, String)>,
+    params: web::Query<DeleteContactParams>,
 ) -> Result<web::Json<ContactDto>, ApiError> {
     let contact: ContactId = record_id(&path.1)?;
-    let deleted =
-        run_blocking(move || contacts::delete_contact(&services, &member.0, contact)).await?;
+    let erase = match params.erase.as_deref() {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(_) => return Err(AppError::invalid("erase", "must be true or false").into()),
+    };
+    let deleted = run_blocking(move || {
+        if erase {
+            contacts::erase_contact(&services, &member.0, contact)
+        } else {
+            contacts::delete_contact(&services, &member.0, contact)
+        }
+    })
+    .await?;
     Ok(web::Json(ContactDto::plain(deleted)))
 }
 

@@ -196,6 +196,13 @@ pub struct SearchBody {
     pub topic_id: Option<String>,
 }
 
+/// Query parameters of `DELETE …/contacts/{contactId}`.
+#[derive(Debug, Deserialize)]
+pub struct DeleteContactParams {
+    /// `true` erases the person's data beyond the contact too.
+    pub erase: Option<String>,
+}
+
 /// Query parameters of the contact list (besides `start` and `limit`).
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase")]

@@ -25,7 +25,7 @@ use actix_web::{
     HttpRequest,
 };
 use futures_util::StreamExt;
-use mailroom_app::{contacts, contacts::ImportSummary, Services};
+use mailroom_app::{auth::Member, contacts, contacts::ImportSummary, AppError, Services};
 use serde::Serialize;
 use tokio::sync::mpsc;
 use utoipa::ToSchema;
@@ -174,9 +174,32 @@ pub(crate) async fn import_contacts(
     limits: web::Data<ImportLimits>,
     member: Membership,
     request: HttpRequest,
-    mut payload: web::Payload,
+    payload: web::Payload,
 ) -> Result<web::Json<ImportReportDto>, ApiError> {
-    if !is_csv(&request) {
+    let summary = import_csv_body(
+        services,
+        **limits,
+        member,
+        &request,
+        payload,
+        contacts::import_csv,
+    )
+    .await?;
+    Ok(web::Json(summary.into()))
+}
+
+/// Streams a CSV upload into `import` on a blocking thread, under the bounds above: the
+/// content type, [`MAX_IMPORT_BYTES`], the account's import slots, the upload's time
+/// bounds. The contact and the suppression imports share it.
+pub(crate) async fn import_csv_body<T: Send + 'static>(
+    services: web::Data<Services>,
+    limits: ImportLimits,
+    member: Membership,
+    request: &HttpRequest,
+    mut payload: web::Payload,
+    import: impl FnOnce(&Services, &Member, ChannelReader) -> Result<T, AppError> + Send + 'static,
+) -> Result<T, ApiError> {
+    if !is_csv(request) {
         return Err(ApiError::bad_request(
             "the body must be CSV sent with Content-Type: text/csv",
         ));
@@ -190,12 +213,11 @@ pub(crate) async fn import_contacts(
         return Err(too_large());
     }
     let _slot = services.imports.enter(member.0.account()).ok_or_else(|| {
-        ApiError::from(mailroom_app::AppError::TooManyAtOnce(format!(
+        ApiError::from(AppError::TooManyAtOnce(format!(
             "this account already runs {} imports; retry once one has answered",
             services.imports.limit()
         )))
     })?;
-    let limits = **limits;
     let started = tokio::time::Instant::now();
     // No parser thread for an upload that sends nothing.
     let first = next_within(&mut payload, limits, started)
@@ -203,15 +225,13 @@ pub(crate) async fn import_contacts(
         .map_err(|stalled| stalled.problem())?;
     let (sender, receiver) = mpsc::channel(CHANNEL_CHUNKS);
     let member = member.0;
-    let import = run_blocking(move || {
-        contacts::import_csv(&services, &member, ChannelReader::new(receiver))
-    });
+    let imported = run_blocking(move || import(&services, &member, ChannelReader::new(receiver)));
     let pump = pump_body(first, payload, sender, limits, started);
-    let (imported, pumped) = tokio::join!(import, pump);
+    let (imported, pumped) = tokio::join!(imported, pump);
     // A body that failed (too large, cut off) is the cause of whatever the reader then
     // reported, so it is the answer.
     pumped?;
-    Ok(web::Json(imported?.into()))
+    imported
 }
 
 fn is_csv(request: &HttpRequest) -> bool {

@@ -18,6 +18,8 @@ mod mail_servers;
 pub mod mail_servers_dto;
 mod messages;
 pub mod messages_dto;
+mod suppressions;
+pub mod suppressions_dto;
 pub mod system;
 mod templates;
 pub mod templates_dto;
@@ -107,6 +109,12 @@ pub fn v2(cfg: &mut ServiceConfig) {
         .service(contacts::event_names)
         .service(contacts::list_attributes)
         .service(contacts::count_attributes)
+        .service(suppressions::list_suppressions)
+        .service(suppressions::count_suppressions)
+        .service(suppressions::import_suppressions)
+        .service(suppressions::export_suppressions)
+        .service(suppressions::add_suppression)
+        .service(suppressions::remove_suppressions)
         // `/messages/count` and `/messages/stats` before `/messages/{messageId}`.
         .service(messages::list_messages)
         .service(messages::count_messages)

@@ -1251,6 +1251,38 @@ impl ContactRepository for PgUnitOfWork<'_> {
             .map_err(store_error)
     }
 
+    fn erase_personal_traces(
+        &mut self,
+        account: AccountId,
+        contact: ContactId,
+        normalized_email: &str,
+    ) -> Result<u64, StoreError> {
+        // Each statement names the account, so on Citus each runs on its shard alone; the
+        // messages are found by contact or by address (`messages_recipient_idx`).
+        let statements = [
+            "UPDATE message_tracking t SET links = '{}' FROM messages m \
+             WHERE t.account_id = $1 AND m.account_id = $1 AND t.message_id = m.id \
+               AND (m.contact_id = $2 OR lower(m.email) = $3)",
+            "UPDATE webhook_events SET payload = payload - 'email' - 'smtpReply' \
+             WHERE account_id = $1 \
+               AND (payload->>'contactId' = $2::text OR lower(payload->>'email') = $3)",
+            "UPDATE messages SET email = '', data = '{}'::jsonb, last_reply = NULL, \
+               idempotency_key = NULL, request_hash = NULL \
+             WHERE account_id = $1 AND (contact_id = $2 OR lower(email) = $3)",
+        ];
+        let mut blanked = 0;
+        for sql in statements {
+            blanked = prepared_sql(sql)
+                .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
+                .bind::<diesel::sql_types::Uuid, _>(contact.as_uuid())
+                .bind::<Text, _>(normalized_email)
+                .execute(self.conn)
+                .map_err(store_error)?;
+        }
+        // The last statement's count: the messages.
+        Ok(blanked as u64)
+    }
+
     fn event_names(&mut self, account: AccountId) -> Result<Vec<EventName>, StoreError> {
         // The folded totals plus the increments not folded yet: a few rows per name,
         // whatever the number of events (docs/design.md, "Audience at scale").

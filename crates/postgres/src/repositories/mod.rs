@@ -15,6 +15,7 @@ mod sealed_secrets;
 pub(crate) mod segments;
 mod sending_domains;
 mod starter;
+mod suppressions;
 mod templates;
 mod tokens;
 mod topics;

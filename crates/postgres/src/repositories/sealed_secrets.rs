@@ -36,6 +36,7 @@ fn place(column: SealedColumn) -> (&'static str, &'static str, bool) {
         SealedColumn::WebhookCredential => ("webhook_configs", "password_or_token", false),
         SealedColumn::DkimPrivateKey => ("sending_domain_keys", "private_key", true),
         SealedColumn::FeedbackSourceSigningKey => ("feedback_sources", "signing_key", true),
+        SealedColumn::SuppressionKey => ("suppression_keys", "sealed_key", false),
     }
 }
 
