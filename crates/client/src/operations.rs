@@ -526,6 +526,48 @@ operations! {
         Ok(self.execute(OP, Request::new([account.to_string()])).await?.json::<Count>()?.count)
     }
 
+    // Suppressions.
+
+    /// One page of the suppression list matching `filter`.
+    GET "/v2/accounts/{accountId}/suppressions" Always;
+    pub async fn list_suppressions(&self, account: AccountId, filter: &SuppressionFilter, page: PageRequest) -> Result<Page<Suppression>> {
+        let request = Request::new([account.to_string()]).query(filter.query()).query(page.query());
+        self.execute(OP, request).await?.json()
+    }
+
+    /// How many entries of the suppression list match `filter`.
+    GET "/v2/accounts/{accountId}/suppressions/count" Always;
+    pub async fn count_suppressions(&self, account: AccountId, filter: &SuppressionFilter) -> Result<u64> {
+        let request = Request::new([account.to_string()]).query(filter.query());
+        Ok(self.execute(OP, request).await?.json::<Count>()?.count)
+    }
+
+    /// Lists an address by hand; mail to it is skipped as `suppressed`.
+    POST "/v2/accounts/{accountId}/suppressions" WithIdempotencyKey;
+    pub async fn add_suppression(&self, account: AccountId, suppression: &NewSuppression) -> Result<Suppression> {
+        self.execute(OP, Request::new([account.to_string()]).json(suppression)?).await?.json()
+    }
+
+    /// Takes an address off the list, for `filter.reason` or for every reason
+    /// (`filter.email` is required).
+    DELETE "/v2/accounts/{accountId}/suppressions" Always;
+    pub async fn remove_suppressions(&self, account: AccountId, filter: &SuppressionFilter) -> Result<RemovedSuppressions> {
+        self.execute(OP, Request::new([account.to_string()]).query(filter.query())).await?.json()
+    }
+
+    /// Lists addresses by hand from CSV text (`email` column, optionally `detail`).
+    POST "/v2/accounts/{accountId}/suppressions/import" WithIdempotencyKey;
+    pub async fn import_suppressions(&self, account: AccountId, csv: impl Into<Vec<u8>>) -> Result<SuppressionImportReport> {
+        let request = Request::new([account.to_string()]).raw("text/csv", csv.into());
+        self.execute(OP, request).await?.json()
+    }
+
+    /// The whole suppression list as CSV text.
+    GET "/v2/accounts/{accountId}/suppressions/export" Always;
+    pub async fn export_suppressions(&self, account: AccountId) -> Result<String> {
+        self.execute(OP, Request::new([account.to_string()])).await?.text()
+    }
+
     // System.
 
     /// The OpenAPI 3.1 document of the API.

@@ -55,6 +55,8 @@ streams! {
     fn stream_search(search: ContactSearch) -> Contact = search_contacts;
     /// Every message matching `filter`.
     fn stream_messages(filter: MessageFilter) -> Message = list_messages;
+    /// Every entry of the suppression list matching `filter`.
+    fn stream_suppressions(filter: SuppressionFilter) -> Suppression = list_suppressions;
     /// Every webhook event matching `filter`.
     fn stream_webhook_events(filter: WebhookEventFilter) -> WebhookEvent = list_webhook_events;
 }

@@ -715,6 +715,60 @@ async fn a_tour_of_the_other_operations_reads_every_answer() {
         0
     );
 
+    // The suppression list: by hand, from CSV, read back, exported and removed.
+    let listed = client
+        .add_suppression(
+            account,
+            &mailroom_client::NewSuppression {
+                email: "Blocked@Example.com".into(),
+                detail: Some("asked by phone".into()),
+            },
+        )
+        .await
+        .expect("listed by hand");
+    assert_eq!(
+        (listed.reason.as_str(), listed.source.as_str()),
+        ("manual", "api")
+    );
+    assert_eq!(listed.email.as_deref(), Some("Blocked@Example.com"));
+    let imported = client
+        .import_suppressions(
+            account,
+            "email,detail\nsecond@example.com,from the old system\nnot-an-address,\n",
+        )
+        .await
+        .expect("imported");
+    assert_eq!((imported.added, imported.rejected), (1, 1));
+    assert_eq!(imported.errors[0].line, 3);
+    let everything = mailroom_client::SuppressionFilter::default();
+    assert_eq!(
+        client
+            .count_suppressions(account, &everything)
+            .await
+            .expect("count"),
+        2
+    );
+    let page = client
+        .list_suppressions(
+            account,
+            &mailroom_client::SuppressionFilter::email("blocked@example.com"),
+            PageRequest::default(),
+        )
+        .await
+        .expect("list");
+    assert_eq!(page.items, vec![listed.clone()]);
+    let export = client.export_suppressions(account).await.expect("export");
+    assert!(export.starts_with("email,address_hash,"), "{export}");
+    assert!(export.contains("second@example.com"), "{export}");
+    let removed = client
+        .remove_suppressions(
+            account,
+            &mailroom_client::SuppressionFilter::email("blocked@example.com"),
+        )
+        .await
+        .expect("removed");
+    assert_eq!(removed.removed, vec![listed]);
+
     // System and public routes.
     assert_eq!(client.healthz().await.expect("health").status, "ok");
     client.readyz().await.expect("ready");
