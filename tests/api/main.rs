@@ -9,6 +9,7 @@ mod bounds;
 mod campaign_setup;
 mod console_api;
 mod console_cookies;
+mod contact_export;
 mod contacts;
 mod delivery_support;
 mod domains;

@@ -1,7 +1,7 @@
 use mailroom_tests::{expect_json, spawn_app};
 
 /// Every route of the API, as docs/api.md and the specification name them for this stage.
-pub const ROUTES: [(&str, &str); 93] = [
+pub const ROUTES: [(&str, &str); 94] = [
     ("post", "/v2/users/me/tokens"),
     ("get", "/v2/users/me/tokens"),
     ("delete", "/v2/users/me/tokens/{tokenId}"),
@@ -98,6 +98,10 @@ pub const ROUTES: [(&str, &str); 93] = [
     (
         "get",
         "/v2/accounts/{accountId}/contacts/{contactId}/events",
+    ),
+    (
+        "get",
+        "/v2/accounts/{accountId}/contacts/{contactId}/export",
     ),
     ("post", "/v2/accounts/{accountId}/events"),
     ("get", "/v2/accounts/{accountId}/events/names"),

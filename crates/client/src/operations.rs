@@ -500,6 +500,13 @@ operations! {
         self.execute(OP, Request::new([account.to_string(), contact.to_string()]).query(page.query())).await?.json()
     }
 
+    /// Everything the account keeps about one contact: attributes, suppression entries,
+    /// every event and every message, as one document.
+    GET "/v2/accounts/{accountId}/contacts/{contactId}/export" Always;
+    pub async fn export_contact(&self, account: AccountId, contact: ContactId) -> Result<ContactExport> {
+        self.execute(OP, Request::new([account.to_string(), contact.to_string()])).await?.json()
+    }
+
     /// Records something a contact did (creating the contact if unknown); enabled
     /// automations on that event queue their messages. Not retried: a repeat is a second
     /// event.

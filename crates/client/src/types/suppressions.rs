@@ -1,5 +1,5 @@
-//! The suppression list: addresses an account must not mail, whatever became of their
-//! contacts.
+//! The suppression list (addresses an account must not mail, whatever became of their
+//! contacts) and the export of everything kept about one person.
 
 use mailroom_domain::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -82,4 +82,20 @@ pub struct SuppressionImportReport {
     pub rejected: u64,
     /// Why rows were rejected (the first ones).
     pub errors: Vec<ImportError>,
+}
+
+/// The answer of `export_contact`: everything the account keeps about one person.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContactExport {
+    /// When the export was made.
+    pub export_date: Timestamp,
+    /// The contact with its attributes.
+    pub contact: super::Contact,
+    /// Its address's entries on the suppression list.
+    pub suppressions: Vec<Suppression>,
+    /// Every event of the contact, newest first.
+    pub events: Vec<super::ContactEvent>,
+    /// Every message to the contact, newest first.
+    pub messages: Vec<super::Message>,
 }

@@ -616,6 +616,16 @@ async fn a_tour_of_the_other_operations_reads_every_answer() {
         )
         .await
         .expect("event");
+    let export = client
+        .export_contact(account, contact.id)
+        .await
+        .expect("export");
+    assert_eq!(export.contact.id, contact.id);
+    assert_eq!(
+        (export.events.len(), export.events[0].slug.as_str()),
+        (1, "signed_up")
+    );
+    assert!(export.messages.is_empty() && export.suppressions.is_empty());
     let names = client.event_names(account).await.expect("names");
     assert_eq!(names.items[0].slug, "signed_up");
     assert_eq!(names.items[0].count, 1);

@@ -9,6 +9,7 @@ pub mod automations_dto;
 mod contacts;
 pub mod contacts_dto;
 pub(crate) mod contacts_import;
+mod contacts_export;
 mod domains;
 pub mod domains_dto;
 mod feedback;
@@ -106,6 +107,7 @@ pub fn v2(cfg: &mut ServiceConfig) {
         .service(contacts::unbounce_contact)
         .service(contacts::delete_contact)
         .service(contacts::list_contact_events)
+        .service(contacts_export::export_contact)
         .service(contacts::event_names)
         .service(contacts::list_attributes)
         .service(contacts::count_attributes)
