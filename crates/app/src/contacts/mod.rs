@@ -17,11 +17,11 @@ mod upsert_contact;
 pub use attribute_metas::{count_attribute_metas, list_attribute_metas};
 pub use contact_events::list_contact_events;
 pub use delete_contact::{delete_contact, erase_contact};
+pub use event_names::{event_names, fold_event_names, FOLD_BATCH};
 pub use export_contact::{
     contact_export_events, contact_export_head, contact_export_messages, ContactExportHead,
     EXPORT_PAGE,
 };
-pub use event_names::{event_names, fold_event_names, FOLD_BATCH};
 pub use get_contact::get_contact;
 pub use import_contacts::{
     import_contacts, start_import, ContactImport, ImportBatchReport, ImportRow, ImportSummary,

@@ -77,7 +77,7 @@ pub(crate) async fn export_contact(
     let member = member.0;
     let account = member.account();
     let head = {
-        let (services, member) = (services.clone(), member.clone());
+        let services = services.clone();
         run_blocking(move || contacts::contact_export_head(&services, &member, contact)).await?
     };
     let mut opening = serde_json::to_vec(&serde_json::json!({
@@ -102,49 +102,46 @@ pub(crate) async fn export_contact(
     };
     let pages = futures_util::stream::try_unfold(
         (Some(start), services),
-        move |(cursor, services)| {
-            let member = member.clone();
-            async move {
-                let Some(mut cursor) = cursor else {
-                    return Ok(None);
-                };
-                let reader = services.clone();
-                let (start, section) = (cursor.start, cursor.section);
-                let (mut chunk, read) = run_blocking(move || {
-                    page_json(&reader, &member, account, contact, section, start)
-                })
-                .await
-                .map_err(cut_short)?;
-                if cursor.wrote_one && !chunk.is_empty() {
-                    chunk.insert(0, b',');
-                }
-                cursor.wrote_one |= read > 0;
-                let next = if read < EXPORT_PAGE as usize {
-                    match cursor.section {
-                        Section::Events => {
-                            chunk.extend_from_slice(br#"],"messages":["#);
-                            Some(Cursor {
-                                section: Section::Messages,
-                                start: 0,
-                                wrote_one: false,
-                            })
-                        }
-                        Section::Messages => {
-                            chunk.extend_from_slice(b"]}");
-                            None
-                        }
-                    }
-                } else {
-                    cursor.start += read as u64;
-                    Some(cursor)
-                };
-                Ok::<_, std::io::Error>(Some((web::Bytes::from(chunk), (next, services))))
+        move |(cursor, services)| async move {
+            let Some(mut cursor) = cursor else {
+                return Ok(None);
+            };
+            let reader = services.clone();
+            let (start, section) = (cursor.start, cursor.section);
+            let (mut chunk, read) =
+                run_blocking(move || page_json(&reader, &member, account, contact, section, start))
+                    .await
+                    .map_err(cut_short)?;
+            if cursor.wrote_one && !chunk.is_empty() {
+                chunk.insert(0, b',');
             }
+            cursor.wrote_one |= read > 0;
+            let next = if read < EXPORT_PAGE as usize {
+                match cursor.section {
+                    Section::Events => {
+                        chunk.extend_from_slice(br#"],"messages":["#);
+                        Some(Cursor {
+                            section: Section::Messages,
+                            start: 0,
+                            wrote_one: false,
+                        })
+                    }
+                    Section::Messages => {
+                        chunk.extend_from_slice(b"]}");
+                        None
+                    }
+                }
+            } else {
+                cursor.start += read as u64;
+                Some(cursor)
+            };
+            Ok::<_, std::io::Error>(Some((web::Bytes::from(chunk), (next, services))))
         },
     );
-    let opening = futures_util::stream::once(async move {
-        Ok::<_, std::io::Error>(web::Bytes::from(opening))
-    });
+    let opening =
+        futures_util::stream::once(
+            async move { Ok::<_, std::io::Error>(web::Bytes::from(opening)) },
+        );
     use futures_util::StreamExt as _;
     Ok(HttpResponse::Ok()
         .content_type("application/json")
