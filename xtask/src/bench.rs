@@ -155,9 +155,10 @@ pub fn run(args: &[String]) -> Result<()> {
         status = Some(outcome?);
     }
     if on_citus && status.is_none_or(|status: std::process::ExitStatus| status.success()) {
-        // The same benchmark on the cluster's coordinator, the test suite's cluster:
-        // the figures above travel in a file, and this run prints both side by side.
-        let cluster = crate::citus::RunningCluster::provide()?;
+        // The same benchmark on the coordinator of the cluster the test suite runs on,
+        // durable here: the figures above travel in a file, and this run prints both
+        // side by side.
+        let cluster = crate::citus::RunningCluster::provide(crate::citus::Durability::Durable)?;
         cluster.cluster.drop_leftover_test_databases();
         extra_env.retain(|(key, _)| *key != crate::citus::FIGURES_ENV);
         extra_env.push((crate::citus::FIGURES_ENV, citus_figures));

@@ -5,8 +5,9 @@
 //! cannot enter): a coordinator and two workers, plus one spare node that belongs to no
 //! database until a test adds it (the rebalancing tests). Each node is a PostgreSQL
 //! cluster of its own, started with the machine's server binaries and
-//! `shared_preload_libraries = 'citus'`, durable (fsync, synchronous commit and full-page
-//! writes at their defaults, as an operator runs it).
+//! `shared_preload_libraries = 'citus'`: durable for `citus up` and the benchmarks (fsync,
+//! synchronous commit and full-page writes at their defaults, as an operator runs it),
+//! without durability when `test --citus` starts it ([`Durability`]).
 //!
 //! Citus is found in the server's library directory (`citus.so`). Without it, and with
 //! `MAILROOM_CITUS_SOURCE` naming a source tarball, it is built and installed into the
@@ -42,10 +43,9 @@ const COORDINATOR_PORT: u16 = 55440;
 const WORKER_PORTS: [u16; 2] = [55441, 55442];
 const SPARE_PORT: u16 = 55443;
 
-/// Durable, as production runs it; what Citus needs besides: prepared transactions for
-/// its two-phase commits, logical decoding for online shard moves, room for the
-/// connections every test process opens to every node, and background workers for the
-/// rebalancer.
+/// What Citus needs besides PostgreSQL's defaults: prepared transactions for its
+/// two-phase commits, logical decoding for online shard moves, room for the connections
+/// every test process opens to every node, and background workers for the rebalancer.
 const NODE_OPTIONS: &str = "-c max_connections=400 -c max_prepared_transactions=400 \
     -c wal_level=logical -c max_replication_slots=32 -c max_wal_senders=32 \
     -c max_worker_processes=48 -c citus.max_background_task_executors_per_node=2";
@@ -57,10 +57,34 @@ pub struct CitusCluster {
     spare: PrivateCluster,
 }
 
+/// How the nodes a run starts keep their word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// fsync, synchronous commit and full-page writes at their defaults, as an operator
+    /// runs it: `citus up` and the benchmarks.
+    Durable,
+    /// All three off, for `test --citus`: every test creates a database on each of the
+    /// four nodes, and with durability on the suite spends much of its time waiting on
+    /// the disk. A node's fast shutdown and restart (the node-away test) stays safe;
+    /// only a crash of the machine could lose data, and it is a throwaway cluster.
+    UnsafeFast,
+}
+
 impl CitusCluster {
+    /// The cluster as `citus up` and the benchmarks run it: durable.
     pub fn new() -> Self {
+        Self::with(Durability::Durable)
+    }
+
+    /// The cluster with its nodes started as `durability` says (a running cluster keeps
+    /// the settings it was started with).
+    pub fn with(durability: Durability) -> Self {
+        let options = match durability {
+            Durability::Durable => NODE_OPTIONS.to_owned(),
+            Durability::UnsafeFast => format!("{NODE_OPTIONS} {}", postgres::UNSAFE_FAST_OPTIONS),
+        };
         let node = |name: &str, port| {
-            PrivateCluster::at(&format!("citus/{name}"), port, NODE_OPTIONS, vec!["citus"])
+            PrivateCluster::at(&format!("citus/{name}"), port, &options, vec!["citus"])
         };
         CitusCluster {
             coordinator: node("coordinator", COORDINATOR_PORT),
@@ -224,6 +248,9 @@ pub fn binaries_with_citus(cluster: &CitusCluster) -> Result<Binaries> {
             binaries.dir.display()
         ));
     };
+    // The build runs in its own directory, so a relative path is made absolute first.
+    let source = fs::canonicalize(&source)
+        .map_err(|error| format!("{SOURCE_ENV}={}: {error}", source.display()))?;
     build_and_install(&binaries, &source)?;
     if binaries.has_library("citus") {
         Ok(binaries)
@@ -462,8 +489,8 @@ pub struct RunningCluster {
 }
 
 impl RunningCluster {
-    pub fn provide() -> Result<Self> {
-        let cluster = CitusCluster::new();
+    pub fn provide(durability: Durability) -> Result<Self> {
+        let cluster = CitusCluster::with(durability);
         let binaries = binaries_with_citus(&cluster)?;
         let guards = cluster.start(&binaries, true)?;
         note(&format!(
@@ -476,7 +503,20 @@ impl RunningCluster {
                 "started now, stopped when xtask ends"
             }
         ));
-        Ok(RunningCluster { cluster, guards })
+        let running = RunningCluster { cluster, guards };
+        // A cluster that was running already keeps the settings it was started with:
+        // a benchmark refuses one that `test --citus` started without durability.
+        if durability == Durability::Durable {
+            let fsync = psql_value(&running.cluster.url("postgres"), "SHOW fsync")?;
+            if fsync != "on" {
+                return Err(format!(
+                    "the running Citus cluster has fsync {fsync} (a test run started it \
+                     without durability); stop it with `cargo xtask citus down` and run \
+                     again"
+                ));
+            }
+        }
+        Ok(running)
     }
 
     pub fn finish(mut self) -> Result<()> {

@@ -233,7 +233,7 @@ const CITUS_SUITE: &str = "(package(mailroom-tests) & binary(api)) \
 /// and stopped here unless it was running already.
 fn run_citus_tests(args: &[String]) -> Result<()> {
     postgres::ensure_libpq()?;
-    let cluster = crate::citus::RunningCluster::provide()?;
+    let cluster = crate::citus::RunningCluster::provide(crate::citus::Durability::UnsafeFast)?;
     let url = cluster.cluster.url("postgres");
     cluster.cluster.drop_leftover_test_databases();
     let mut tests = match TestRunner::provide() {

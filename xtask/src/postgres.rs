@@ -43,7 +43,8 @@ const PRIVATE_CLUSTER_PORT: u16 = 55432;
 const DURABLE_CLUSTER_PORT: u16 = 55433;
 /// The fast cluster's durability settings: off, for a throwaway development and test
 /// cluster (per-test CREATE DATABASE is much faster without them).
-const UNSAFE_FAST_OPTIONS: &str = "-c fsync=off -c synchronous_commit=off -c full_page_writes=off";
+pub const UNSAFE_FAST_OPTIONS: &str =
+    "-c fsync=off -c synchronous_commit=off -c full_page_writes=off";
 /// The superuser that `initdb -U` creates and that Debian's server runs as.
 const SUPERUSER: &str = "postgres";
 /// Setting this to `1` skips the 127.0.0.1:5432 probe, to exercise the private cluster

@@ -12,7 +12,8 @@ pub const TEST_DATABASE_PREFIX: &str = "mailroom_test_";
 const TEMPLATE_PREFIX: &str = "mailroom_template_";
 /// Changed whenever the making of a template on Citus changes, so templates made the old
 /// way are not reused.
-const CITUS_TEMPLATE_RECIPE: &str = "citus template: distributed, 8 shards, no database object";
+const CITUS_TEMPLATE_RECIPE: &str =
+    "citus template: distributed, 8 shards, no database object, no connections";
 /// Serialises template creation across test processes (nextest runs one per test).
 const TEMPLATE_LOCK_KEY: i64 = 0x6d72_7465_6d70_6c74;
 
@@ -414,8 +415,13 @@ fn ensure_template(admin_url: &str) -> String {
             let mut attempt = 0;
             loop {
                 end_sessions_of_template(&mut node, &building);
+                // A finished template takes no connections, as template0: on Citus a
+                // maintenance daemon (and, from the coordinator's, connections to each
+                // worker's copy) would otherwise come back to it after every clone, and
+                // each clone would wait for them to be ended again.
                 match node.batch_execute(&format!(
-                    "ALTER DATABASE \"{building}\" RENAME TO \"{name}\""
+                    "ALTER DATABASE \"{building}\" RENAME TO \"{name}\"; \
+                     ALTER DATABASE \"{name}\" WITH ALLOW_CONNECTIONS false"
                 )) {
                     Ok(()) => break,
                     Err(error) if attempt < 50 && error.to_string().contains("being accessed") => {
