@@ -14,12 +14,20 @@ async fn setup() -> Setup {
     Setup::new_with(|config| config.public_url = PUBLIC_URL.to_owned()).await
 }
 
-/// The mail as received, with enough quoted-printable undone for URLs.
-fn received_by(setup: &Setup, recipient: &str) -> String {
+/// The mail `recipient` received whose subject contains `subject`, with enough
+/// quoted-printable undone for URLs. The subject tells an announcement's mail from a
+/// transactional one to the same address, whichever arrived first.
+fn received_by(setup: &Setup, recipient: &str, subject: &str) -> String {
     let messages = setup.smtp.messages();
     let message = messages
         .iter()
-        .find(|message| message.recipients.iter().any(|to| to == recipient))
+        .find(|message| {
+            message.recipients.iter().any(|to| to == recipient)
+                && message
+                    .data
+                    .lines()
+                    .any(|line| line.starts_with("Subject:") && line.contains(subject))
+        })
         .expect("received");
     message.data.replace("=\r\n", "").replace("=3D", "=")
 }
@@ -147,7 +155,7 @@ async fn announcement_counters_follow_every_message_and_the_log_filters_by_annou
         .and_then(|m| m["email"].as_str())
         .expect("a sent message")
         .to_owned();
-    let mail = received_by(&setup, &recipient);
+    let mail = received_by(&setup, &recipient, &format!("Hi {recipient}"));
     let pixel = first_link(&mail, "/t/o/");
     let click = first_link(&mail, "/t/c/");
     let client = reqwest::Client::builder()
@@ -336,7 +344,7 @@ async fn a_test_send_is_an_ordinary_message_marked_as_a_test() {
     assert_eq!(queued["test"], true);
     assert_eq!(queued["data"]["note"], "x");
     setup.drain_messages().await;
-    let mail = received_by(&setup, "qa@example.org");
+    let mail = received_by(&setup, "qa@example.org", "News for qa@example.org");
     assert!(mail.contains("News for qa@example.org"), "{mail}");
     let logged = setup
         .get(&format!("/messages/{}", queued["_id"].as_str().unwrap()))
