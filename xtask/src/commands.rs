@@ -190,8 +190,9 @@ pub fn cargo() -> Command {
 const NEXTEST_THREADS_ENV: &str = "NEXTEST_TEST_THREADS";
 
 /// Two tests per core for the suite on one server: its tests wait on sockets, timers and
-/// PostgreSQL far more than they compute (at one test per core the cores were busy 40 %
-/// of the run), and two per core took the suite from 9.3 to 6.3 minutes on two cores.
+/// PostgreSQL far more than they compute (at one test per core a whole run kept the cores
+/// busy about 40 % of its time), and two per core took the suite from 9.3 to 6.3 minutes
+/// on two cores (docs/performance.md, "The test suite on one server").
 /// The heavy process tests and the browser tests keep their groups of one
 /// (`.config/nextest.toml`). The Citus suite keeps nextest's one per core: its nodes
 /// keep the cores busy already.
