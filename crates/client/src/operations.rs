@@ -724,3 +724,21 @@ operations! {
         self.execute(OP, request).await?.text()
     }
 }
+
+impl Client {
+    /// Erases a person: deletes the contact as [`Client::delete_contact`] does, and
+    /// blanks its address and template data in its messages, tracked links and webhook
+    /// events; its suppression entries keep only the address's hash.
+    ///
+    /// Operation `delete_contact` with `erase=true`: `DELETE
+    /// /v2/accounts/{accountId}/contacts/{contactId}?erase=true`.
+    pub async fn erase_contact(&self, account: AccountId, contact: ContactId) -> Result<Contact> {
+        let operation = OPERATIONS
+            .iter()
+            .find(|operation| operation.id == "delete_contact")
+            .ok_or_else(|| Error::InvalidRequest("no delete_contact operation".into()))?;
+        let request = Request::new([account.to_string(), contact.to_string()])
+            .query([("erase", "true".to_owned())]);
+        self.execute(operation, request).await?.json()
+    }
+}

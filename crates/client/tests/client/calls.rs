@@ -705,6 +705,25 @@ async fn a_tour_of_the_other_operations_reads_every_answer() {
         .delete_contact(account, contact.id)
         .await
         .expect("delete");
+    let erased = client
+        .erase_contact(account, export.contact.id)
+        .await
+        .expect_err("deleted already");
+    assert_eq!(erased.status(), Some(404), "{erased:?}");
+    let mo = client
+        .list_contacts(
+            account,
+            &ContactFilter::email("mo@example.com"),
+            PageRequest::default(),
+        )
+        .await
+        .expect("the imported contact")
+        .items
+        .remove(0);
+    let erased = client.erase_contact(account, mo.id).await.expect("erased");
+    assert_eq!(erased.id, mo.id);
+    let error = client.get_contact(account, mo.id).await.expect_err("gone");
+    assert_eq!(error.status(), Some(404), "{error:?}");
     // The automation that used it is gone, so it may go.
     let deleted = client
         .delete_template(account, template.id)
