@@ -129,6 +129,15 @@ pub struct ImportErrorDto {
     pub reason: String,
 }
 
+impl From<contacts::RejectedRow> for ImportErrorDto {
+    fn from(row: contacts::RejectedRow) -> Self {
+        Self {
+            line: row.line,
+            reason: row.reason,
+        }
+    }
+}
+
 impl From<ImportSummary> for ImportReportDto {
     fn from(summary: ImportSummary) -> Self {
         Self {
@@ -138,10 +147,7 @@ impl From<ImportSummary> for ImportReportDto {
             errors: summary
                 .errors
                 .into_iter()
-                .map(|row| ImportErrorDto {
-                    line: row.line,
-                    reason: row.reason,
-                })
+                .map(ImportErrorDto::from)
                 .collect(),
         }
     }

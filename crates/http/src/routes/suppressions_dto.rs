@@ -96,10 +96,7 @@ impl From<SuppressionImportSummary> for SuppressionImportReportDto {
             errors: summary
                 .errors
                 .into_iter()
-                .map(|row| ImportErrorDto {
-                    line: row.line,
-                    reason: row.reason,
-                })
+                .map(ImportErrorDto::from)
                 .collect(),
         }
     }
