@@ -15,6 +15,7 @@ mod delivery_support;
 mod domains;
 mod errors;
 mod feedback;
+mod forms;
 mod hostile;
 mod import;
 mod inbound;

@@ -1,7 +1,7 @@
 use mailroom_tests::{expect_json, spawn_app};
 
 /// Every route of the API, as docs/api.md and the specification name them for this stage.
-pub const ROUTES: [(&str, &str); 94] = [
+pub const ROUTES: [(&str, &str); 104] = [
     ("post", "/v2/users/me/tokens"),
     ("get", "/v2/users/me/tokens"),
     ("delete", "/v2/users/me/tokens/{tokenId}"),
@@ -86,6 +86,12 @@ pub const ROUTES: [(&str, &str); 94] = [
     ("post", "/v2/accounts/{accountId}/topics"),
     ("patch", "/v2/accounts/{accountId}/topics/{topicId}"),
     ("delete", "/v2/accounts/{accountId}/topics/{topicId}"),
+    ("get", "/v2/accounts/{accountId}/forms"),
+    ("get", "/v2/accounts/{accountId}/forms/count"),
+    ("get", "/v2/accounts/{accountId}/forms/{formId}"),
+    ("post", "/v2/accounts/{accountId}/forms"),
+    ("patch", "/v2/accounts/{accountId}/forms/{formId}"),
+    ("delete", "/v2/accounts/{accountId}/forms/{formId}"),
     ("get", "/v2/accounts/{accountId}/contacts"),
     ("get", "/v2/accounts/{accountId}/contacts/count"),
     ("post", "/v2/accounts/{accountId}/contacts"),
@@ -140,6 +146,12 @@ pub const ROUTES: [(&str, &str); 94] = [
     ("get", "/t/c/{token}"),
     ("get", "/u/{token}"),
     ("post", "/u/{token}"),
+    // Subscribe forms' public pages (no auth; the form is public, the confirmation
+    // token signed).
+    ("get", "/f/{formKey}"),
+    ("post", "/f/{formKey}"),
+    ("get", "/f/{formKey}/confirm/{token}"),
+    ("post", "/f/{formKey}/confirm/{token}"),
 ];
 
 #[tokio::test]

@@ -15,6 +15,7 @@ pub mod domains;
 pub mod error;
 pub mod feedback;
 pub mod feedback_sources;
+pub mod forms;
 pub mod mail_servers;
 pub mod messages;
 pub mod operations;

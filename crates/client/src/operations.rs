@@ -7,8 +7,8 @@
 //! directions, method and path included.
 
 use mailroom_domain::{
-    AccountId, AnnouncementId, AutomationId, ContactId, FeedbackSourceId, MailServerId, MessageId,
-    SendingDomainId, TemplateId, TokenId, TopicId, UserId, WebhookEventId,
+    AccountId, AnnouncementId, AutomationId, ContactId, FeedbackSourceId, FormId, MailServerId,
+    MessageId, SendingDomainId, TemplateId, TokenId, TopicId, UserId, WebhookEventId,
 };
 use reqwest::header::LOCATION;
 
@@ -431,6 +431,45 @@ operations! {
         self.execute(OP, Request::new([account.to_string(), topic.to_string()])).await?.json()
     }
 
+    // Subscribe forms.
+
+    /// One page of subscribe forms.
+    GET "/v2/accounts/{accountId}/forms" Always;
+    pub async fn list_forms(&self, account: AccountId, page: PageRequest) -> Result<Page<Form>> {
+        self.execute(OP, Request::new([account.to_string()]).query(page.query())).await?.json()
+    }
+
+    /// How many subscribe forms the account has.
+    GET "/v2/accounts/{accountId}/forms/count" Always;
+    pub async fn count_forms(&self, account: AccountId) -> Result<u64> {
+        Ok(self.execute(OP, Request::new([account.to_string()])).await?.json::<Count>()?.count)
+    }
+
+    /// One subscribe form.
+    GET "/v2/accounts/{accountId}/forms/{formId}" Always;
+    pub async fn get_form(&self, account: AccountId, form: FormId) -> Result<Form> {
+        self.execute(OP, Request::new([account.to_string(), form.to_string()])).await?.json()
+    }
+
+    /// Makes a subscribe form (at most 50 per account).
+    POST "/v2/accounts/{accountId}/forms" WithIdempotencyKey;
+    pub async fn create_form(&self, account: AccountId, form: &NewForm) -> Result<Form> {
+        self.execute(OP, Request::new([account.to_string()]).json(form)?).await?.json()
+    }
+
+    /// Changes a subscribe form.
+    PATCH "/v2/accounts/{accountId}/forms/{formId}" WithIdempotencyKey;
+    pub async fn update_form(&self, account: AccountId, form: FormId, update: &FormUpdate) -> Result<Form> {
+        let request = Request::new([account.to_string(), form.to_string()]).json(update)?;
+        self.execute(OP, request).await?.json()
+    }
+
+    /// Deletes a subscribe form; its confirmation links stop working.
+    DELETE "/v2/accounts/{accountId}/forms/{formId}" Always;
+    pub async fn delete_form(&self, account: AccountId, form: FormId) -> Result<Form> {
+        self.execute(OP, Request::new([account.to_string(), form.to_string()])).await?.json()
+    }
+
     // Contacts.
 
     /// One page of contacts matching `filter`.
@@ -722,6 +761,33 @@ operations! {
         let request = Request::new([token.to_owned()])
             .raw("application/x-www-form-urlencoded", form.encode().into_bytes());
         self.execute(OP, request).await?.text()
+    }
+
+    /// A subscribe form's hosted page (HTML), by the form's `form_key`.
+    GET "/f/{formKey}" Always;
+    pub async fn form_page(&self, form_key: &str) -> Result<String> {
+        self.execute(OP, Request::new([form_key.to_owned()])).await?.text()
+    }
+
+    /// Posts to a subscribe form as the account's own site would: `fields` holds
+    /// `email` and the form's attributes by slug. The answer is the same whatever the
+    /// address.
+    POST "/f/{formKey}" WithIdempotencyKey;
+    pub async fn submit_form(&self, form_key: &str, fields: &serde_json::Map<String, serde_json::Value>) -> Result<FormPostAnswer> {
+        self.execute(OP, Request::new([form_key.to_owned()]).json(fields)?).await?.json()
+    }
+
+    /// The page of a form's confirmation link (HTML); it changes nothing.
+    GET "/f/{formKey}/confirm/{token}" Always;
+    pub async fn confirmation_page(&self, form_key: &str, token: &str) -> Result<String> {
+        self.execute(OP, Request::new([form_key.to_owned(), token.to_owned()])).await?.text()
+    }
+
+    /// Confirms a double opt-in subscription and returns the page shown after it (HTML).
+    /// Safe to repeat: a used link changes nothing.
+    POST "/f/{formKey}/confirm/{token}" WithIdempotencyKey;
+    pub async fn confirm_subscription(&self, form_key: &str, token: &str) -> Result<String> {
+        self.execute(OP, Request::new([form_key.to_owned(), token.to_owned()])).await?.text()
     }
 }
 

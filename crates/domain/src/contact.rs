@@ -26,6 +26,11 @@ pub struct Contact {
     pub topic_unsubscriptions: Vec<TopicId>,
     /// Messages sent to the contact.
     pub message_count: u32,
+    /// Since when a double opt-in form's contact waits for its confirmation: it receives
+    /// nothing but the confirmation mail until then.
+    pub pending_since: Option<Timestamp>,
+    /// When the contact last followed a form's confirmation link.
+    pub confirmed_at: Option<Timestamp>,
 }
 
 impl Contact {
@@ -164,6 +169,8 @@ mod tests {
             unsubscribed_at: None,
             topic_unsubscriptions: Vec::new(),
             message_count: 3,
+            pending_since: None,
+            confirmed_at: None,
         };
         let attributes = contact.system_attributes();
         assert_eq!(

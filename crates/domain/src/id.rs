@@ -122,6 +122,14 @@ define_id!(
     /// Identifies a feedback source (one provider's event webhook bound to an account).
     FeedbackSourceId
 );
+define_id!(
+    /// Identifies a subscribe form (a public sign-up form of an account).
+    FormId
+);
+define_id!(
+    /// Identifies one confirmation mail of a double opt-in form, named by its signed link.
+    FormConfirmationId
+);
 
 #[cfg(test)]
 mod tests {

@@ -14,6 +14,7 @@ pub mod email;
 pub mod error;
 pub mod feedback;
 pub mod feedback_source;
+pub mod form;
 pub mod id;
 pub mod mail_server;
 pub mod message;
@@ -37,8 +38,8 @@ pub mod webhook_signature;
 pub use error::{FieldError, ValidationErrors};
 pub use id::{
     AccountId, AnnouncementId, AutomationId, ConsoleSessionId, ContactEventId, ContactId,
-    DkimKeyId, FeedbackSourceId, MailServerId, MessageId, SendingDomainId, TemplateId, TokenId,
-    TopicId, UserId, WebhookEventId,
+    DkimKeyId, FeedbackSourceId, FormConfirmationId, FormId, MailServerId, MessageId,
+    SendingDomainId, TemplateId, TokenId, TopicId, UserId, WebhookEventId,
 };
 pub use timestamp::Timestamp;
 /// The UUID type behind every identifier, re-exported so ports can mint ids.

@@ -10,7 +10,9 @@ use std::fmt;
 use serde_json::{Map, Value};
 use time::{Date, Duration};
 
-use crate::{AccountId, AnnouncementId, AutomationId, ContactId, MessageId, TemplateId, Timestamp};
+use crate::{
+    AccountId, AnnouncementId, AutomationId, ContactId, FormId, MessageId, TemplateId, Timestamp,
+};
 
 /// Where a message is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -83,11 +85,14 @@ pub enum SkipReason {
     ContactDeleted,
     /// The address is on the account's suppression list by hand (reason `manual`).
     Suppressed,
+    /// The contact waits for a double opt-in confirmation: it receives nothing but the
+    /// confirmation mail until it follows the link.
+    PendingConfirmation,
 }
 
 impl SkipReason {
     /// Every reason.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
         Self::BounceBlocked,
         Self::ComplaintBlocked,
         Self::Unsubscribed,
@@ -96,6 +101,7 @@ impl SkipReason {
         Self::AutomationDisabled,
         Self::ContactDeleted,
         Self::Suppressed,
+        Self::PendingConfirmation,
     ];
 
     /// The wire and storage name.
@@ -109,6 +115,7 @@ impl SkipReason {
             Self::AutomationDisabled => "automation_disabled",
             Self::ContactDeleted => "contact_deleted",
             Self::Suppressed => "suppressed",
+            Self::PendingConfirmation => "pending_confirmation",
         }
     }
 
@@ -127,7 +134,8 @@ impl SkipReason {
             | Self::NoMailServer
             | Self::AutomationDisabled
             | Self::ContactDeleted
-            | Self::Suppressed => None,
+            | Self::Suppressed
+            | Self::PendingConfirmation => None,
         }
     }
 }
@@ -624,6 +632,9 @@ pub struct Message {
     /// A test send of its template (`POST …/templates/{templateId}/test-send`): an
     /// ordinary transactional message, marked so the log can tell it apart.
     pub test: bool,
+    /// The form whose confirmation mail this is: a transactional message, the only one
+    /// a contact pending its confirmation receives.
+    pub form_id: Option<FormId>,
 }
 
 /// The stable `Message-ID` of message `id` whose sender's domain is `domain`: the id is

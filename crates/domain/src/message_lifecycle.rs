@@ -316,6 +316,7 @@ mod tests {
             automation_id: None,
             announcement_id: None,
             test: false,
+            form_id: None,
         }
     }
 

@@ -75,8 +75,8 @@ impl RootSpanBuilder for RedactedTargetSpan {
     }
 }
 
-/// The request target (path and query) with the token of a tracking (`/t/…`) or
-/// unsubscribe (`/u/…`) link, or the secret of a console login link (`/console/login/…`),
+/// The request target (path and query) with the token of a tracking (`/t/…`),
+/// unsubscribe (`/u/…`) or form confirmation (`/f/{formKey}/confirm/…`) link, or the secret of a console login link (`/console/login/…`),
 /// replaced by [`REDACTED`]: everything after `/t/<kind>/`, `/u/` or `/console/login/`,
 /// query included, since what follows is the token or something a client appended
 /// to it. Other targets are returned as they are.
@@ -86,6 +86,8 @@ impl RootSpanBuilder for RedactedTargetSpan {
 ///
 /// assert_eq!(redact_target("/t/o/abc.def"), "/t/o/[redacted]");
 /// assert_eq!(redact_target("/u/abc.def?x=1"), "/u/[redacted]");
+/// assert_eq!(redact_target("/f/key/confirm/abc"), "/f/key/confirm/[redacted]");
+/// assert_eq!(redact_target("/f/key"), "/f/key");
 /// assert_eq!(redact_target("/v2/accounts?limit=5"), "/v2/accounts?limit=5");
 /// ```
 pub fn redact_target(target: &str) -> Cow<'_, str> {
@@ -97,6 +99,13 @@ pub fn redact_target(target: &str) -> Cow<'_, str> {
         }
     } else if target.starts_with("/u/") {
         3
+    } else if let Some(at) = target
+        .strip_prefix("/f/")
+        .and_then(|rest| rest.find("/confirm/"))
+    {
+        // A form's confirmation link: its token confirms a subscription. The form's
+        // key before it is public.
+        3 + at + "/confirm/".len()
     } else if target.starts_with("/console/login/") {
         // A console login link: its secret signs someone in once.
         "/console/login/".len()

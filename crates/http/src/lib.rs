@@ -201,6 +201,9 @@ pub struct HttpOptions {
     pub page_templates: Option<Arc<pages::PageTemplates>>,
     /// How long a contact import's upload may send nothing before it is abandoned (408).
     pub import_idle_timeout: std::time::Duration,
+    /// The limits of posts to public subscribe forms, per form and per address; `None`
+    /// turns one off.
+    pub form_post_limits: (Option<RateLimit>, Option<RateLimit>),
 }
 
 /// [`HttpOptions::import_idle_timeout`] by default (`MAILROOM_IMPORT_IDLE_TIMEOUT`).
@@ -217,6 +220,10 @@ impl Default for HttpOptions {
             serve_metrics: true,
             page_templates: None,
             import_idle_timeout: DEFAULT_IMPORT_IDLE_TIMEOUT,
+            form_post_limits: (
+                Some(routes::form_pages::PER_FORM_LIMIT),
+                Some(routes::form_pages::PER_ADDRESS_LIMIT),
+            ),
         }
     }
 }
@@ -249,6 +256,10 @@ pub fn serve(
         options.trusted_proxies.clone(),
     ));
     let exposure = web::Data::new(metrics::MetricsExposure(options.serve_metrics));
+    let form_limits = web::Data::new(routes::form_pages::FormPostLimits::new(
+        options.form_post_limits.0,
+        options.form_post_limits.1,
+    ));
     let import_limits = web::Data::new(routes::contacts_import::ImportLimits {
         idle: options.import_idle_timeout,
         overall: routes::contacts_import::IMPORT_DEADLINE,
@@ -272,6 +283,7 @@ pub fn serve(
             .app_data(exposure.clone())
             .app_data(page_templates.clone())
             .app_data(import_limits.clone())
+            .app_data(form_limits.clone())
             .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
             .app_data(web::QueryConfig::default().error_handler(problem::query_error))
             .app_data(web::PathConfig::default().error_handler(problem::path_error))

@@ -102,7 +102,6 @@ impl ApiError {
         )
     }
 
-    /// 405 naming the allowed methods.
     /// 429: too many failed authentications from the client's address
     /// ([`crate::auth_failures`]); `Retry-After` says when the next attempt is accepted.
     pub fn too_many_failed_authentications(retry_after_secs: u64) -> Self {
@@ -115,6 +114,18 @@ impl ApiError {
         error
     }
 
+    /// 429 for a public form: too many posts to the form, or for the address, in a short
+    /// time; `Retry-After` says when the next one is accepted.
+    pub fn too_many_form_posts(retry_after_secs: u64) -> Self {
+        let mut error = Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "this form has been sent too often; retry after the time in Retry-After",
+        );
+        error.retry_after_secs = Some(retry_after_secs.max(1));
+        error
+    }
+
+    /// 405 naming the allowed methods.
     pub fn method_not_allowed(allow: String) -> Self {
         let mut error = Self::new(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -240,8 +251,9 @@ pub fn ensure_problem_body<B: MessageBody + 'static>(
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|value| value == HeaderValue::from_static(PROBLEM_JSON));
-    // The console's pages (crates/http/src/console) answer errors as HTML pages of their own.
-    let is_console_page = res
+    // The console's pages (crates/http/src/console) and a form's hosted page (a refused
+    // post shows the form again) answer errors as HTML pages of their own.
+    let is_own_page = res
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|value| {
@@ -249,8 +261,10 @@ pub fn ensure_problem_body<B: MessageBody + 'static>(
                 .to_str()
                 .is_ok_and(|text| text.starts_with("text/html"))
         })
-        && res.request().path().starts_with("/console");
-    if is_problem || is_console_page {
+        && ["/console", "/f/"]
+            .iter()
+            .any(|prefix| res.request().path().starts_with(prefix));
+    if is_problem || is_own_page {
         return Ok(ErrorHandlerResponse::Response(res.map_into_left_body()));
     }
     let status = res.status();

@@ -141,6 +141,8 @@ diesel::table! {
         unsubscribed_at -> Nullable<Timestamptz>,
         message_count -> Int4,
         sort_name -> Nullable<Text>,
+        pending_since -> Nullable<Timestamptz>,
+        confirmed_at -> Nullable<Timestamptz>,
     }
 }
 
@@ -280,6 +282,35 @@ diesel::table! {
         announcement_id -> Nullable<Uuid>,
         claims_without_outcome -> Int4,
         test -> Bool,
+        form_id -> Nullable<Uuid>,
+    }
+}
+
+diesel::table! {
+    forms (account_id, id) {
+        account_id -> Uuid,
+        id -> Uuid,
+        name -> Text,
+        topic_ids -> Array<Uuid>,
+        attributes -> Array<Text>,
+        double_opt_in -> Bool,
+        confirmation_template_id -> Nullable<Uuid>,
+        success_redirect_url -> Nullable<Text>,
+        confirmation_redirect_url -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    form_confirmations (account_id, id) {
+        account_id -> Uuid,
+        id -> Uuid,
+        form_id -> Uuid,
+        contact_id -> Uuid,
+        attributes -> Jsonb,
+        created_at -> Timestamptz,
+        confirmed_at -> Nullable<Timestamptz>,
     }
 }
 
@@ -511,6 +542,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     topic_unsubscriptions,
     webhook_events,
     messages,
+    forms,
+    form_confirmations,
     delivery_lanes,
     webhook_lanes,
     monthly_sends,

@@ -128,6 +128,7 @@ fn fill(conn: &mut PgConnection, database: &PgDatabase) {
                     automation_id: None,
                     announcement_id: None,
                     test: false,
+                    form_id: None,
                 },
                 None,
             )?;

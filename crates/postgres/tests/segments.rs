@@ -305,6 +305,8 @@ fn insert_account(conn: &mut PgConnection, specs: &[ContactSpec]) -> Account {
             unsubscribed_at: unsubscribed_at.map(Timestamp::from_datetime),
             topic_unsubscriptions: left,
             message_count: spec.message_count,
+            pending_since: None,
+            confirmed_at: None,
         };
         inserted.attributes.push(resolved(&contact, spec));
         inserted.contacts.push(contact);

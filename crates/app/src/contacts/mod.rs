@@ -114,7 +114,7 @@ fn parse_email_and_attributes(
 
 /// Writes custom attributes, enforcing that a slug keeps the type of its first write (also
 /// against a concurrent first write, which `ensure_attribute_metas` reports back).
-fn write_custom_attributes(
+pub(crate) fn write_custom_attributes(
     tx: &mut dyn UnitOfWork,
     account: AccountId,
     contact: ContactId,

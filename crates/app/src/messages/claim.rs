@@ -250,8 +250,20 @@ fn check(
         } => include_unsubscribed,
     };
     suppression.unsubscribed &= !include_unsubscribed;
-    if let Some(reason) = suppression_reason(message.kind, suppression, server.is_some()) {
-        return Ok(Checked::Skip(reason));
+    let reason = suppression_reason(message.kind, suppression, server.is_some());
+    // A contact waiting for its double opt-in confirmation receives that mail only
+    // (docs/api-decisions.md, "Subscribe forms and double opt-in"); a bounce, a
+    // complaint or a listing by hand names the stronger reason.
+    let pending = contact.pending_since.is_some() && message.form_id.is_none();
+    match reason {
+        Some(
+            reason @ (SkipReason::BounceBlocked
+            | SkipReason::ComplaintBlocked
+            | SkipReason::Suppressed),
+        ) => return Ok(Checked::Skip(reason)),
+        _ if pending => return Ok(Checked::Skip(SkipReason::PendingConfirmation)),
+        Some(reason) => return Ok(Checked::Skip(reason)),
+        None => {}
     }
     let Some(server) = server else {
         return Ok(Checked::Skip(SkipReason::NoMailServer));

@@ -105,5 +105,6 @@ pub(crate) fn queued_message(
         automation_id,
         announcement_id: None,
         test: false,
+        form_id: None,
     }
 }

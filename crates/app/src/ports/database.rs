@@ -1,4 +1,6 @@
-use crate::ports::{FeedbackSourceRepository, SubscriptionRepository, TrackingRepository};
+use crate::ports::{
+    FeedbackSourceRepository, FormRepository, SubscriptionRepository, TrackingRepository,
+};
 use crate::{
     ports::{
         AccountRepository, AnnouncementRepository, AutomationRepository, ConsoleRepository,
@@ -34,6 +36,7 @@ pub trait UnitOfWork:
     + SealedSecretRepository
     + SendingDomainRepository
     + SuppressionRepository
+    + FormRepository
     + ConsoleRepository
 {
 }

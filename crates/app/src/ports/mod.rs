@@ -12,6 +12,7 @@ mod contacts;
 mod database;
 mod feedback;
 mod feedback_sources;
+mod forms;
 mod mail_server_records;
 mod mail_servers;
 mod messages;
@@ -39,6 +40,7 @@ pub use contacts::{ContactEvent, ContactRepository, EventName, EventOfEmail, Rec
 pub use database::{in_single_statement, in_transaction, Database, UnitOfWork};
 pub use feedback::FeedbackRepository;
 pub use feedback_sources::{FeedbackSourceRecord, FeedbackSourceRepository, SnsAnswer, SnsClient};
+pub use forms::{FormConfirmation, FormRepository};
 pub use mail_server_records::{MailServerRecord, MailServerRepository};
 pub use mail_servers::{
     CredentialCheck, MailServerProbe, ProbeError, SavedServer, SmtpEndpoint, SmtpSecurity,

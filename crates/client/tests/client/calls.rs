@@ -2,8 +2,8 @@
 //! problem, and a tour of the other resources that reads every kind of answer.
 
 use mailroom_client::{
-    AutomationSettings, Condition, ContactFilter, ContactSearch, ContactUpsert, Error,
-    MailServerSettings, MemberRole, MessageFilter, NewAnnouncement, NewEvent, NewMember,
+    AutomationSettings, Condition, ContactFilter, ContactSearch, ContactUpsert, Error, FormUpdate,
+    MailServerSettings, MemberRole, MessageFilter, NewAnnouncement, NewEvent, NewForm, NewMember,
     NewTemplate, NewToken, NewTopic, PageRequest, Patch, SendMessage, TemplateUpdate, TokenScope,
     TopicUpdate, TryStreamExt, UnsubscribeForm, WebhookEventFilter,
 };
@@ -542,6 +542,72 @@ async fn a_tour_of_the_other_operations_reads_every_answer() {
         .expect("topics");
     assert_eq!((listed.start, listed.items.len()), (topics, 1));
     assert_eq!(listed.items[0].id, topic.id);
+
+    let form = client
+        .create_form(
+            account,
+            &NewForm {
+                name: "Sign-up".into(),
+                topic_ids: vec![topic.id],
+                attributes: vec!["first_name".into()],
+                ..NewForm::default()
+            },
+        )
+        .await
+        .expect("form");
+    let form = client
+        .update_form(
+            account,
+            form.id,
+            &FormUpdate {
+                success_redirect_url: Patch::Set("https://example.com/thanks".into()),
+                ..FormUpdate::default()
+            },
+        )
+        .await
+        .expect("form update");
+    assert_eq!(
+        form.success_redirect_url.as_deref(),
+        Some("https://example.com/thanks")
+    );
+    assert_eq!(client.get_form(account, form.id).await.expect("get"), form);
+    assert_eq!(client.count_forms(account).await.expect("count"), 1);
+    let listed = client
+        .list_forms(account, PageRequest::new(0, 10))
+        .await
+        .expect("forms");
+    assert_eq!(listed.items, vec![form.clone()]);
+    assert!(client
+        .form_page(&form.form_key)
+        .await
+        .expect("page")
+        .contains("name=\"first_name\""));
+    let mut fields = serde_json::Map::new();
+    fields.insert("email".into(), "fay@example.com".into());
+    fields.insert("first_name".into(), "Fay".into());
+    let answer = client
+        .submit_form(&form.form_key, &fields)
+        .await
+        .expect("posted");
+    assert_eq!(answer.status, "subscribed");
+    let error = client
+        .confirmation_page(&form.form_key, "not-a-token")
+        .await
+        .expect_err("bad link");
+    assert_eq!(error.status(), Some(404), "{error:?}");
+    let error = client
+        .confirm_subscription(&form.form_key, "not-a-token")
+        .await
+        .expect_err("bad link");
+    assert_eq!(error.status(), Some(404), "{error:?}");
+    assert_eq!(
+        client
+            .delete_form(account, form.id)
+            .await
+            .expect("form deleted")
+            .id,
+        form.id
+    );
 
     let settings = AutomationSettings {
         name: "Welcome".into(),

@@ -76,6 +76,8 @@ fn contact() -> Contact {
         unsubscribed_at: None,
         topic_unsubscriptions: Vec::new(),
         message_count: 3,
+        pending_since: None,
+        confirmed_at: None,
     }
 }
 

@@ -34,11 +34,15 @@ pub const MAX_TEMPLATE_BYTES: u64 = 256 * 1024;
 pub const UNSUBSCRIBE: &str = "unsubscribe.html";
 /// The console's sign-in form, the `<main>` content of the console's layout.
 pub const SIGN_IN: &str = "sign_in.html";
+/// A subscribe form's hosted page and its confirmation page (`/f/{formKey}`), a whole
+/// HTML document.
+pub const FORM: &str = "form.html";
 
 /// Every template an operator may override, with its compiled-in default.
-pub const DEFAULTS: [(&str, &str); 2] = [
+pub const DEFAULTS: [(&str, &str); 3] = [
     (UNSUBSCRIBE, include_str!("templates/unsubscribe.html")),
     (SIGN_IN, include_str!("templates/sign_in.html")),
+    (FORM, include_str!("templates/form.html")),
 ];
 
 /// Why the page templates could not be loaded: the server does not start.
@@ -305,6 +309,30 @@ pub struct TopicContext {
     pub unsubscribed: bool,
 }
 
+/// What a form's page gets.
+#[derive(Debug, Clone, Serialize)]
+pub struct FormContext {
+    /// `form` (the form), `sent` (after a post), `confirm` (the confirmation link's
+    /// page), `confirmed` or `already_confirmed`.
+    pub mode: &'static str,
+    /// The sender: the account's display name, else its name.
+    pub sender: String,
+    /// The account's branding (each part `null` when unset).
+    pub branding: BrandingContext,
+    /// The colour of the header band and buttons.
+    pub accent: String,
+    /// The text colour on `accent`.
+    pub on_accent: String,
+    /// The names of the topics the form subscribes to.
+    pub topics: Vec<String>,
+    /// The attribute slugs the form accepts, one text field each.
+    pub attributes: Vec<String>,
+    /// The signed time token of the hidden `form-token` field.
+    pub time_token: String,
+    /// The outcome of a post, in the page's language; `null` otherwise.
+    pub notice: Option<String>,
+}
+
 /// What the sign-in form gets.
 #[derive(Debug, Clone, Serialize)]
 pub struct SignInContext {
@@ -339,7 +367,35 @@ fn samples() -> Vec<(&'static str, Value)> {
         logo_url: Some("https://example.com/logo.png".into()),
         accent_color: Some("#0b4fb3".into()),
     };
+    let form = |mode: &'static str, notice: Option<&str>, branding: BrandingContext| {
+        Value::from_serialize(FormContext {
+            mode,
+            sender: "Example".into(),
+            branding,
+            accent: "#0b4fb3".into(),
+            on_accent: "#ffffff".into(),
+            topics: vec!["News".into()],
+            attributes: vec!["first_name".into()],
+            time_token: "token".into(),
+            notice: notice.map(str::to_owned),
+        })
+    };
     vec![
+        (FORM, form("form", None, branded.clone())),
+        (
+            FORM,
+            form("form", Some("Refused."), BrandingContext::default()),
+        ),
+        (
+            FORM,
+            form("sent", Some("Thanks."), BrandingContext::default()),
+        ),
+        (FORM, form("confirm", None, BrandingContext::default())),
+        (FORM, form("confirmed", None, BrandingContext::default())),
+        (
+            FORM,
+            form("already_confirmed", None, BrandingContext::default()),
+        ),
         (
             UNSUBSCRIBE,
             page(
@@ -429,7 +485,9 @@ mod tests {
         std::fs::write(directory.join("unsubscribe.htm"), "x").expect("write");
         let error = PageTemplates::load(Some(&directory)).expect_err("refused");
         assert!(
-            error.to_string().contains("unsubscribe.html, sign_in.html"),
+            error
+                .to_string()
+                .contains("unsubscribe.html, sign_in.html, form.html"),
             "{error}"
         );
         std::fs::remove_dir_all(&directory).expect("clean up");

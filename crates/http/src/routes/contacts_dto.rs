@@ -39,6 +39,15 @@ pub struct ContactDto {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub unsubscribe_date: Option<Timestamp>,
+    /// Since when the contact waits for its double opt-in confirmation (it receives
+    /// nothing but that mail); omitted otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub pending_since: Option<Timestamp>,
+    /// When the contact last followed a form's confirmation link; omitted while never.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub confirmed_at: Option<Timestamp>,
     /// Topics the contact unsubscribed from.
     pub topic_unsubscriptions: Vec<String>,
     /// Resolved attributes (`{slug: value}`): in search results, upserts and single reads.
@@ -57,6 +66,8 @@ impl ContactDto {
             hard_bounced: contact.hard_bounced_at,
             complaint_date: contact.complaint_at,
             unsubscribe_date: contact.unsubscribed_at,
+            pending_since: contact.pending_since,
+            confirmed_at: contact.confirmed_at,
             topic_unsubscriptions: contact
                 .topic_unsubscriptions
                 .iter()

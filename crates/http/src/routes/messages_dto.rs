@@ -38,7 +38,8 @@ pub struct MessageDto {
     /// `queued`, `sending`, `sent`, `failed`, `bounced` or `skipped`.
     pub status: String,
     /// Why it was skipped: `bounce_blocked`, `complaint_blocked`, `unsubscribed`,
-    /// `free_limit_capped`, `no_mail_server`, `automation_disabled` or `contact_deleted`.
+    /// `free_limit_capped`, `no_mail_server`, `automation_disabled`, `contact_deleted`,
+    /// `suppressed` or `pending_confirmation`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skip_reason: Option<String>,
     /// The automation that queued it (automation messages only).
@@ -51,6 +52,9 @@ pub struct MessageDto {
     /// omitted otherwise.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub test: bool,
+    /// The form whose double opt-in confirmation this is; omitted otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub form_id: Option<String>,
     /// Template variables of the send.
     #[schema(value_type = Object)]
     pub data: serde_json::Map<String, serde_json::Value>,
@@ -99,6 +103,7 @@ impl From<mailroom_domain::message::Message> for MessageDto {
             automation_id: message.automation_id.map(|id| id.to_string()),
             announcement_id: message.announcement_id.map(|id| id.to_string()),
             test: message.test,
+            form_id: message.form_id.map(|id| id.to_string()),
             data: message.data,
             attempts: message.attempts,
             last_reply: message.last_reply,

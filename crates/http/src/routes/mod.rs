@@ -15,6 +15,9 @@ pub mod domains_dto;
 mod feedback;
 mod feedback_sources;
 pub mod feedback_sources_dto;
+pub mod form_pages;
+mod forms;
+pub mod forms_dto;
 mod mail_servers;
 pub mod mail_servers_dto;
 mod messages;
@@ -97,6 +100,12 @@ pub fn v2(cfg: &mut ServiceConfig) {
         .service(topics::create_topic)
         .service(topics::update_topic)
         .service(topics::delete_topic)
+        .service(forms::list_forms)
+        .service(forms::count_forms)
+        .service(forms::get_form)
+        .service(forms::create_form)
+        .service(forms::update_form)
+        .service(forms::delete_form)
         .service(contacts::list_contacts)
         .service(contacts::count_contacts)
         .service(contacts::upsert_contact)
@@ -138,11 +147,16 @@ pub fn operations(cfg: &mut ServiceConfig) {
         .service(system::metrics);
 }
 
-/// The public link endpoints at the root: tracking and unsubscribe. No authentication;
-/// the signed token in the path is the credential.
+/// The public link endpoints at the root: tracking, unsubscribe and subscribe forms. No
+/// authentication; the signed token in the path is the credential (a form's page is
+/// public by design).
 pub fn links(cfg: &mut ServiceConfig) {
     cfg.service(tracking::open_pixel)
         .service(tracking::follow_link)
         .service(unsubscribe::unsubscribe_page)
-        .service(unsubscribe::unsubscribe_post);
+        .service(unsubscribe::unsubscribe_post)
+        .service(form_pages::form_page)
+        .service(form_pages::submit_form)
+        .service(form_pages::confirmation_page)
+        .service(form_pages::confirm_subscription);
 }

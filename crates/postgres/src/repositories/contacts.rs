@@ -50,6 +50,8 @@ struct ContactRow {
     complaint_at: Option<OffsetDateTime>,
     unsubscribed_at: Option<OffsetDateTime>,
     message_count: i32,
+    pending_since: Option<OffsetDateTime>,
+    confirmed_at: Option<OffsetDateTime>,
 }
 
 impl ContactRow {
@@ -63,6 +65,8 @@ impl ContactRow {
             unsubscribed_at: self.unsubscribed_at.map(timestamp),
             topic_unsubscriptions,
             message_count: u32::try_from(self.message_count).unwrap_or(0),
+            pending_since: self.pending_since.map(timestamp),
+            confirmed_at: self.confirmed_at.map(timestamp),
         }
     }
 }
@@ -384,7 +388,8 @@ fn walk_first(
     let order = order_sql(query.sort, query.ascending);
     let rows: Vec<ContactRow> = diesel::sql_query(format!(
         "SELECT id, email, created_at, hard_bounced_at, complaint_at, unsubscribed_at, \
-         message_count FROM (SELECT * FROM contacts WHERE account_id = $1{status} \
+         message_count, pending_since, confirmed_at \
+         FROM (SELECT * FROM contacts WHERE account_id = $1{status} \
          ORDER BY {order} LIMIT $2) w WHERE strpos(email_lower, $3) > 0 \
          ORDER BY {order} OFFSET $4 LIMIT $5",
         status = status_sql(query.status),
@@ -448,7 +453,8 @@ fn trigram_read_statement(
     let (offset, limit) = page_bounds(page);
     diesel::sql_query(format!(
         "{prefix}SELECT id, email, created_at, hard_bounced_at, complaint_at, \
-         unsubscribed_at, message_count FROM (SELECT * FROM contacts WHERE {filter} OFFSET 0) c \
+         unsubscribed_at, message_count, pending_since, confirmed_at \
+         FROM (SELECT * FROM contacts WHERE {filter} OFFSET 0) c \
          ORDER BY {order} OFFSET $4 LIMIT $5",
         filter = trigram_filter(lookup, query.status),
         order = order_sql(query.sort, query.ascending),
@@ -1245,6 +1251,12 @@ impl ContactRepository for PgUnitOfWork<'_> {
         }
         of_existing_announcements(self.conn, account.as_uuid(), &mut counters)?;
         add_to_counters(self.conn, account.as_uuid(), &counters)?;
+        // A form's confirmations hold what the person posted: they go with the contact.
+        prepared_sql("DELETE FROM form_confirmations WHERE account_id = $1 AND contact_id = $2")
+            .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
+            .bind::<diesel::sql_types::Uuid, _>(id.as_uuid())
+            .execute(self.conn)
+            .map_err(store_error)?;
         diesel::delete(contacts::table.find((account.as_uuid(), id.as_uuid())))
             .execute(self.conn)
             .map(|n| n > 0)

@@ -14,7 +14,8 @@ use mailroom_domain::{
         DailyStats, Message, MessageFilter, MessageKind, MessageStatus, SkipReason, StatsCounter,
     },
     paging::PageRequest,
-    AccountId, AnnouncementId, AutomationId, ContactId, MessageId, TemplateId, Timestamp, UserId,
+    AccountId, AnnouncementId, AutomationId, ContactId, FormId, MessageId, TemplateId, Timestamp,
+    UserId,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -58,6 +59,7 @@ pub(super) struct MessageRow {
     announcement_id: Option<Uuid>,
     claims_without_outcome: i32,
     test: bool,
+    form_id: Option<Uuid>,
 }
 
 impl TryFrom<MessageRow> for Message {
@@ -96,6 +98,7 @@ impl TryFrom<MessageRow> for Message {
             automation_id: row.automation_id.map(AutomationId::from_uuid),
             announcement_id: row.announcement_id.map(AnnouncementId::from_uuid),
             test: row.test,
+            form_id: row.form_id.map(FormId::from_uuid),
         })
     }
 }
@@ -150,6 +153,7 @@ pub(super) fn message_row(message: &Message, idempotency: Option<(&str, &str)>) 
         announcement_id: message.announcement_id.map(|id| id.as_uuid()),
         claims_without_outcome: 0,
         test: message.test,
+        form_id: message.form_id.map(|id| id.as_uuid()),
     }
 }
 
@@ -188,7 +192,7 @@ fn to_messages(rows: Vec<MessageRow>) -> Result<Vec<Message>, StoreError> {
 
 /// The claim's result columns, named (a prepared statement may not return `*`: see
 /// `crate::prepared_sql`); the fields of [`MessageRow`].
-const CLAIMED_COLUMNS: &str = "claimed.account_id, claimed.id, claimed.contact_id, claimed.email, claimed.template_id, claimed.kind, claimed.status, claimed.skip_reason, claimed.data, claimed.attempts, claimed.next_attempt_at, claimed.locked_until, claimed.lease_token, claimed.last_reply, claimed.message_id_header, claimed.idempotency_key, claimed.request_hash, claimed.created_at, claimed.updated_at, claimed.sent_at, claimed.automation_id, claimed.announcement_id, claimed.claims_without_outcome, claimed.test";
+const CLAIMED_COLUMNS: &str = "claimed.account_id, claimed.id, claimed.contact_id, claimed.email, claimed.template_id, claimed.kind, claimed.status, claimed.skip_reason, claimed.data, claimed.attempts, claimed.next_attempt_at, claimed.locked_until, claimed.lease_token, claimed.last_reply, claimed.message_id_header, claimed.idempotency_key, claimed.request_hash, claimed.created_at, claimed.updated_at, claimed.sent_at, claimed.automation_id, claimed.announcement_id, claimed.claims_without_outcome, claimed.test, claimed.form_id";
 
 /// A claimed row with the status it was claimed from.
 #[derive(QueryableByName)]

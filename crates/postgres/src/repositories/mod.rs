@@ -8,6 +8,7 @@ mod contact_import;
 pub(crate) mod contacts;
 mod feedback;
 mod feedback_sources;
+mod forms;
 mod mail_servers;
 mod messages;
 mod queue_stats;

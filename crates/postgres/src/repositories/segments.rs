@@ -147,6 +147,9 @@ fn audience_batch(batch: &AudienceBatch<'_>) -> Sql {
            FROM (SELECT contacts.id, contacts.email FROM contacts WHERE ",
     );
     push_probed_segment_filter(&mut sql, batch.account, batch.segment);
+    // A contact waiting for its double opt-in confirmation is not in any audience
+    // (docs/api-decisions.md, "Subscribe forms and double opt-in").
+    sql.push(" AND contacts.pending_since IS NULL");
     let until = sql.bind(Param::Timestamptz(batch.created_until.as_datetime()));
     sql.push(&format!(" AND contacts.created_at <= {until}"));
     if let Some(after) = batch.after {

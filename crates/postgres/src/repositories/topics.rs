@@ -91,6 +91,15 @@ impl TopicRepository for PgUnitOfWork<'_> {
     }
 
     fn delete_topic(&mut self, account: AccountId, id: TopicId) -> Result<bool, StoreError> {
+        // Forms stop naming it, so none subscribes to a topic that is gone.
+        crate::prepared_sql::prepared_sql(
+            "UPDATE forms SET topic_ids = array_remove(topic_ids, $2) \
+             WHERE account_id = $1 AND $2 = ANY (topic_ids)",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
+        .bind::<diesel::sql_types::Uuid, _>(id.as_uuid())
+        .execute(self.conn)
+        .map_err(store_error)?;
         diesel::delete(topics::table.find((account.as_uuid(), id.as_uuid())))
             .execute(self.conn)
             .map(|n| n > 0)
