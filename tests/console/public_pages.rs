@@ -1,7 +1,8 @@
 //! The public unsubscribe page in a real browser, in the languages the browser asks for
 //! (`Accept-Language` from Chromium's own setting), with an account's branding: axe-core
 //! at 1280 and 390 px, nothing wider than the 390 px screen, the topic form used with the
-//! keyboard, and the console's sign-in form in German.
+//! keyboard, the console's sign-in form in German, and a subscribe form's hosted page
+//! filled in and sent.
 
 use fantoccini::{
     actions::{InputSource, KeyAction, KeyActions},
@@ -217,4 +218,76 @@ async fn the_sign_in_form_is_accessible_in_german() {
     );
     browser.check_screen("sign-in-error-de").await;
     browser.close().await;
+}
+
+#[tokio::test]
+async fn a_subscribe_forms_hosted_page_is_accessible_and_sends_in_german() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Acme").await;
+    let templates: serde_json::Value = app
+        .get(&format!("/v2/accounts/{account}/templates"), &token)
+        .await
+        .json()
+        .await
+        .expect("templates");
+    let welcome = templates["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|template| template["slug"] == "welcome")
+        .expect("the starter welcome template")["_id"]
+        .clone();
+    let form: serde_json::Value = app
+        .send_json(
+            Method::POST,
+            &format!("/v2/accounts/{account}/forms"),
+            &token,
+            &json!({"name": "Newsletter", "attributes": ["first_name"], "doubleOptIn": true,
+                    "confirmationTemplateId": welcome}),
+        )
+        .await
+        .json()
+        .await
+        .expect("form");
+    let page = format!(
+        "{}/f/{}",
+        app.address,
+        form["formKey"].as_str().expect("form key")
+    );
+    let browser = Browser::start_in_language("de").await;
+    browser.goto(&page).await;
+    let text = browser.text().await;
+    assert!(text.contains("Acme abonnieren"), "{text}");
+    assert!(
+        !text.contains("Dieses Feld leer lassen"),
+        "the honeypot is out of sight: {text}"
+    );
+    browser.check_screen("form-de").await;
+    browser.fill("#email", "grace@example.org").await;
+    browser.fill("#attribute-0", "Grace").await;
+    // A person takes longer than the page's least time to fill it in.
+    app.clock.advance(time::Duration::seconds(5));
+    browser.click("form button").await;
+    let status = browser.find("[role='status']").await;
+    let notice = status.text().await.expect("text");
+    assert!(
+        notice.starts_with("Danke. Wir haben Ihnen eine E-Mail geschickt"),
+        "{notice}"
+    );
+    browser.check_screen("form-sent-de").await;
+    browser.close().await;
+    let contacts: serde_json::Value = app
+        .get(
+            &format!("/v2/accounts/{account}/contacts?email=grace@example.org"),
+            &token,
+        )
+        .await
+        .json()
+        .await
+        .expect("contacts");
+    assert!(
+        contacts["items"][0]["pendingSince"].is_string(),
+        "{contacts}"
+    );
 }
