@@ -663,7 +663,6 @@ async fn a_suppressed_address_gets_the_same_answer_and_no_mail() {
     let gone = forms.messages_to("gone@example.org").await;
     assert_eq!(gone.len(), 1);
     assert_eq!(gone[0]["skipReason"], "suppressed", "{gone:?}");
-    // Following the link does not take the address off the list.
     let known = forms.contact("known@example.org").await.expect("contact");
     assert!(
         known.get("pendingSince").is_none(),
@@ -745,4 +744,74 @@ async fn without_double_opt_in_a_post_subscribes_at_once() {
         "https://acme.example/thanks"
     );
     assert!(forms.contact("bea@example.org").await.is_some());
+}
+
+#[tokio::test]
+async fn a_confirmation_undoes_the_addresss_unsubscriptions_and_a_plain_post_its_topics() {
+    let forms = &Forms::new().await;
+    let setup = &forms.setup;
+    let unsubscribe = |email: &'static str, body: String| async move {
+        let contact = setup.post("/contacts", &json!({"email": email})).await;
+        let token = mailroom_app::tracking::LinkToken::Unsubscribe {
+            account: mailroom_domain::AccountId::parse(&setup.account).expect("account"),
+            contact: mailroom_domain::ContactId::parse(contact["_id"].as_str().expect("id"))
+                .expect("contact id"),
+            message: mailroom_domain::MessageId::parse("00000000-0000-4000-8000-000000000001")
+                .expect("id"),
+        }
+        .encode(setup.app.services.secrets.as_ref());
+        let answer = setup
+            .raw_client
+            .post(forms.public(&format!("/u/{token}")))
+            .header("content-type", URLENCODED)
+            .body(body)
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(answer.status(), 200);
+    };
+
+    // Unsubscribed from everything, so listed; the confirmation is transactional mail,
+    // which an unsubscription does not stop, and following it takes the entry away.
+    unsubscribe("left@example.org", "action=all".into()).await;
+    let listed = setup.get_json("/suppressions?email=left@example.org").await;
+    assert_eq!(listed["items"][0]["reason"], "unsubscribe", "{listed}");
+    let form = forms.double_opt_in().await;
+    forms
+        .post_json(&form, &json!({"email": "left@example.org"}))
+        .await;
+    setup.drain().await;
+    let link = forms.confirm_link("left@example.org", 0);
+    assert_eq!(forms.confirm(&link).await.status(), 200);
+    let contact = forms.contact("left@example.org").await.expect("contact");
+    assert!(contact.get("unsubscribeDate").is_none(), "{contact}");
+    assert!(contact["confirmedAt"].is_string(), "{contact}");
+    let listed = setup
+        .get_json("/suppressions/count?email=left@example.org")
+        .await;
+    assert_eq!(listed["count"], 0, "{listed}");
+
+    // Unsubscribed from the form's topic: a post of a form without double opt-in
+    // subscribes it again, and leaves the unsubscription from everything alone.
+    unsubscribe(
+        "topical@example.org",
+        format!("action=topics&topic={}", forms.topic),
+    )
+    .await;
+    let before = forms.contact("topical@example.org").await.expect("contact");
+    assert_eq!(before["topicUnsubscriptions"], json!([forms.topic]));
+    let open = forms
+        .form(json!({"name": "Open", "topicIds": [forms.topic]}))
+        .await;
+    forms
+        .post_json(&open, &json!({"email": "topical@example.org"}))
+        .await;
+    let after = forms.contact("topical@example.org").await.expect("contact");
+    assert_eq!(after["topicUnsubscriptions"], json!([]), "{after}");
+    unsubscribe("gone@example.org", "action=all".into()).await;
+    forms
+        .post_json(&open, &json!({"email": "gone@example.org"}))
+        .await;
+    let gone = forms.contact("gone@example.org").await.expect("contact");
+    assert!(gone["unsubscribeDate"].is_string(), "{gone}");
 }
