@@ -480,6 +480,7 @@ async fn a_stranger_sees_nothing_and_forged_posts_are_refused() {
         format!("/messages/{message}"),
         "/webhook-events".to_owned(),
         "/topics".to_owned(),
+        "/forms".to_owned(),
         "/automations".to_owned(),
         "/automations/new".to_owned(),
     ] {
@@ -925,5 +926,47 @@ async fn topics_and_automations_are_created_edited_and_deleted() {
     browser.click("form[action$='/delete'] button").await;
     assert!(browser.text().await.contains("was deleted"));
     assert!(welcome().await.is_none());
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn subscribe_forms_are_listed_with_their_hosted_pages() {
+    let app = app().await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Ada's shop").await;
+    let browser = Browser::start().await;
+    sign_in_with_token(&browser, &app, &token).await;
+    let base = format!("{}/console/accounts/{account}", app.address);
+    browser.goto(&format!("{base}/forms")).await;
+    assert!(browser.text().await.contains("No subscribe forms yet."));
+    let topics: serde_json::Value = app
+        .get(&format!("/v2/accounts/{account}/topics"), &token)
+        .await
+        .json()
+        .await
+        .expect("json");
+    let form: serde_json::Value = app
+        .send_json(
+            reqwest::Method::POST,
+            &format!("/v2/accounts/{account}/forms"),
+            &token,
+            &serde_json::json!({"name": "Newsletter sign-up", "attributes": ["first_name"],
+                                "topicIds": [topics["items"][0]["_id"]]}),
+        )
+        .await
+        .json()
+        .await
+        .expect("form");
+    browser.goto(&format!("{base}/forms")).await;
+    let text = browser.text().await;
+    assert!(text.contains("Newsletter sign-up"), "{text}");
+    assert!(text.contains("first_name"), "{text}");
+    browser.check_screen("forms").await;
+    browser.click("table a[href^='/f/']").await;
+    assert_eq!(
+        browser.path().await,
+        format!("/f/{}", form["formKey"].as_str().expect("form key"))
+    );
+    assert!(browser.text().await.contains("Subscribe to Ada's shop"));
     browser.close().await;
 }

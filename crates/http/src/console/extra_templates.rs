@@ -1,9 +1,10 @@
 //! The templates of the account pages (settings, contacts, segment builder, import, logs,
-//! topics, automations),
+//! topics, automations, subscribe forms),
 //! compiled in beside those of `render`.
 
 /// Every template of the account pages, by name.
-pub(super) const EXTRA: [(&str, &str); 13] = [
+pub(super) const EXTRA: [(&str, &str); 14] = [
+    ("forms.html", include_str!("templates/forms.html")),
     ("topics.html", include_str!("templates/topics.html")),
     ("topic.html", include_str!("templates/topic.html")),
     (

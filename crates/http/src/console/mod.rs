@@ -25,6 +25,7 @@ mod extra_templates;
 mod log_pages;
 mod page_kit;
 mod settings_pages;
+mod subscribe_form_pages;
 
 use actix_web::{
     http::{header, StatusCode},
@@ -163,6 +164,10 @@ pub fn configure(config: &mut web::ServiceConfig) {
             .route(
                 "/accounts/{account_id}/topics/{topic_id}/delete",
                 web::post().to(automation_pages::delete_topic_form),
+            )
+            .route(
+                "/accounts/{account_id}/forms",
+                web::get().to(subscribe_form_pages::forms),
             )
             .route(
                 "/accounts/{account_id}/automations",
