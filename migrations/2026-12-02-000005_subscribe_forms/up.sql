@@ -46,6 +46,12 @@ ALTER TABLE contacts ADD COLUMN confirmed_at timestamptz;
 -- The confirmation mail of a form: the one message a pending contact may receive.
 ALTER TABLE messages ADD COLUMN form_id uuid;
 
+-- A subscription through a form is reported as `contact.subscribed`.
+ALTER TABLE webhook_events DROP CONSTRAINT webhook_events_event_type_check;
+ALTER TABLE webhook_events ADD CONSTRAINT webhook_events_event_type_check CHECK (event_type IN
+    ('contact.bounced', 'contact.complained', 'contact.deleted', 'contact.unsubscribed',
+     'contact.subscribed'));
+
 ALTER TABLE messages DROP CONSTRAINT messages_skip_reason_check;
 ALTER TABLE messages ADD CONSTRAINT messages_skip_reason_check CHECK (skip_reason IN
     ('bounce_blocked', 'complaint_blocked', 'unsubscribed', 'free_limit_capped', 'no_mail_server',

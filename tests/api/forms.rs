@@ -384,6 +384,20 @@ async fn a_double_opt_in_contact_receives_only_its_confirmation_until_it_confirm
     let forms = Forms::new().await;
     let setup = &forms.setup;
     let form = forms.double_opt_in().await;
+    expect_json(
+        setup
+            .app
+            .send_json(
+                Method::PUT,
+                &setup.path("/webhooks"),
+                &setup.token,
+                &json!({"url": "https://127.0.0.1:9/hooks", "authType": "none",
+                        "events": ["contact.subscribed"]}),
+            )
+            .await,
+        200,
+    )
+    .await;
     let answer = forms
         .post_json(
             &form,
@@ -476,6 +490,13 @@ async fn a_double_opt_in_contact_receives_only_its_confirmation_until_it_confirm
         .contains("already confirmed"));
     let contact = forms.contact("grace@example.org").await.expect("contact");
     assert_eq!(contact["confirmedAt"], confirmed_at, "not confirmed again");
+    // One `contact.subscribed`, for the confirmation, naming the form.
+    let events = setup.get_json("/webhook-events").await;
+    let events = events["items"].as_array().expect("items");
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["event"], "contact.subscribed");
+    assert_eq!(events[0]["payload"]["formId"], form["_id"]);
+    assert_eq!(events[0]["payload"]["email"], "grace@example.org");
 
     // Now mail reaches it.
     setup.send("news", "grace@example.org", json!({})).await;
@@ -771,6 +792,20 @@ async fn a_confirmation_undoes_the_addresss_unsubscriptions_and_a_plain_post_its
         assert_eq!(answer.status(), 200);
     };
 
+    expect_json(
+        setup
+            .app
+            .send_json(
+                Method::PUT,
+                &setup.path("/webhooks"),
+                &setup.token,
+                &json!({"url": "https://127.0.0.1:9/hooks", "authType": "none",
+                        "events": ["contact.subscribed"]}),
+            )
+            .await,
+        200,
+    )
+    .await;
     // Unsubscribed from everything, so listed; the confirmation is transactional mail,
     // which an unsubscription does not stop, and following it takes the entry away.
     unsubscribe("left@example.org", "action=all".into()).await;
@@ -814,4 +849,17 @@ async fn a_confirmation_undoes_the_addresss_unsubscriptions_and_a_plain_post_its
         .await;
     let gone = forms.contact("gone@example.org").await.expect("contact");
     assert!(gone["unsubscribeDate"].is_string(), "{gone}");
+
+    // `contact.subscribed` for the confirmation and the topic taken back; none for the
+    // post that changed nothing.
+    let events = setup
+        .get_json("/webhook-events?event=contact.subscribed")
+        .await;
+    let emails: Vec<&str> = events["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|event| event["payload"]["email"].as_str().expect("email"))
+        .collect();
+    assert_eq!(emails, ["left@example.org", "topical@example.org"]);
 }

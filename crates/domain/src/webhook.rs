@@ -22,15 +22,19 @@ pub enum WebhookEventType {
     /// A contact unsubscribed, wholly or from a topic.
     #[serde(rename = "contact.unsubscribed")]
     ContactUnsubscribed,
+    /// A contact subscribed through a subscribe form (confirmed, with double opt-in).
+    #[serde(rename = "contact.subscribed")]
+    ContactSubscribed,
 }
 
 impl WebhookEventType {
     /// Every type, in a stable order.
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
         Self::ContactBounced,
         Self::ContactComplained,
         Self::ContactDeleted,
         Self::ContactUnsubscribed,
+        Self::ContactSubscribed,
     ];
 
     /// The wire name, such as `contact.bounced`.
@@ -40,6 +44,7 @@ impl WebhookEventType {
             Self::ContactComplained => "contact.complained",
             Self::ContactDeleted => "contact.deleted",
             Self::ContactUnsubscribed => "contact.unsubscribed",
+            Self::ContactSubscribed => "contact.subscribed",
         }
     }
 
@@ -322,7 +327,7 @@ impl WebhookSettings {
                         None => errors.push(
                             "events",
                             format!(
-                                "unknown event type '{name}'; allowed: contact.bounced, contact.complained, contact.deleted, contact.unsubscribed"
+                                "unknown event type '{name}'; allowed: contact.bounced, contact.complained, contact.deleted, contact.unsubscribed, contact.subscribed"
                             ),
                         ),
                     }

@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use crate::{
     webhook::{WebhookAuthType, WebhookConfig, WebhookEventType},
-    AccountId, ContactId, Timestamp, TopicId, UserId, WebhookEventId,
+    AccountId, ContactId, FormId, Timestamp, TopicId, UserId, WebhookEventId,
 };
 
 /// Where a webhook event stands.
@@ -226,6 +226,12 @@ pub enum ContactChange {
         /// The topic, for a topic unsubscription.
         topic_id: Option<TopicId>,
     },
+    /// A subscription through a subscribe form: confirmed (double opt-in), or a post
+    /// that made the contact or took an unsubscription from the form's topics away.
+    Subscribed {
+        /// The form.
+        form_id: FormId,
+    },
 }
 
 /// A change to a contact that a webhook may report.
@@ -251,11 +257,13 @@ impl ContactNotice {
             ContactChange::Complained => WebhookEventType::ContactComplained,
             ContactChange::Deleted => WebhookEventType::ContactDeleted,
             ContactChange::Unsubscribed { .. } => WebhookEventType::ContactUnsubscribed,
+            ContactChange::Subscribed { .. } => WebhookEventType::ContactSubscribed,
         }
     }
 
     /// The `data` of the delivery: `email`, `contactId`, `accountId`, `occurredAt`, plus
-    /// `topicId` for a topic unsubscription and `smtpReply` for a bounce.
+    /// `topicId` for a topic unsubscription, `smtpReply` for a bounce and `formId` for a
+    /// subscription.
     pub fn payload(&self) -> serde_json::Value {
         let mut data = serde_json::Map::new();
         data.insert("email".into(), self.email.clone().into());
@@ -270,6 +278,9 @@ impl ContactNotice {
                 topic_id: Some(topic),
             } => {
                 data.insert("topicId".into(), topic.to_string().into());
+            }
+            ContactChange::Subscribed { form_id } => {
+                data.insert("formId".into(), form_id.to_string().into());
             }
             ContactChange::Complained
             | ContactChange::Deleted

@@ -20,6 +20,9 @@
 //!   the pending mark is cleared and `confirmed_at` set. Bounces, complaints and
 //!   entries listed by hand stay: the claim goes on skipping mail to them.
 //!
+//! Each subscription (a confirmation; a post without double opt-in that made the contact
+//! or took an unsubscription from the form's topics away) queues `contact.subscribed`.
+//!
 //! Every well-formed post gets the same answer whatever the address's state, so the
 //! form cannot be used to learn which addresses an account knows.
 
@@ -30,6 +33,7 @@ use mailroom_domain::{
     form::{form_key, parse_form_key, Form, FormPost, CONFIRM_URL_VARIABLE},
     paging::PageRequest,
     suppression::SuppressionReason,
+    webhook_event::{ContactChange, ContactNotice},
     AccountId, ContactId, FormConfirmationId, FormId, Timestamp,
 };
 use serde_json::{Map, Value};
@@ -41,6 +45,7 @@ use crate::{
     messages::outbox::{queued_message, sender_domain, Addressee, Origin},
     ports::{in_transaction, FormConfirmation, UnitOfWork},
     suppressions::existing_key,
+    webhook_events::queue_webhook_event,
     AppError, Services,
 };
 
@@ -234,7 +239,19 @@ pub fn submit_form(
             if created {
                 write_custom_attributes(tx, account, contact.id, &submission.attributes, now)?;
             }
-            tx.resubscribe_contact_to_topics(account, contact.id, &form.settings.topic_ids)?;
+            let resubscribed =
+                tx.resubscribe_contact_to_topics(account, contact.id, &form.settings.topic_ids)?;
+            if created || resubscribed > 0 {
+                subscribed(
+                    tx,
+                    services,
+                    account,
+                    form_id,
+                    &contact.email,
+                    contact.id,
+                    now,
+                )?;
+            }
             return Ok(false);
         }
         if created {
@@ -442,6 +459,32 @@ fn apply_confirmed(
         &[SuppressionReason::Unsubscribe],
     )?;
     tx.confirm_contact(account, contact, now)?;
+    subscribed(tx, services, account, form.id, email, contact, now)?;
+    Ok(())
+}
+
+/// Queues `contact.subscribed` (when the account's webhook lists it) in the caller's
+/// transaction.
+fn subscribed(
+    tx: &mut dyn UnitOfWork,
+    services: &Services,
+    account: AccountId,
+    form_id: FormId,
+    email: &str,
+    contact: ContactId,
+    now: Timestamp,
+) -> Result<(), AppError> {
+    queue_webhook_event(
+        tx,
+        services,
+        &ContactNotice {
+            account_id: account,
+            contact_id: contact,
+            email: email.to_owned(),
+            occurred_at: now,
+            change: ContactChange::Subscribed { form_id },
+        },
+    )?;
     Ok(())
 }
 

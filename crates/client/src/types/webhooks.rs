@@ -36,7 +36,7 @@ pub struct WebhookSettings {
     /// `none`, `basic` or `bearer`.
     pub auth_type: String,
     /// At least one of `contact.bounced`, `contact.complained`, `contact.deleted`,
-    /// `contact.unsubscribed`.
+    /// `contact.unsubscribed`, `contact.subscribed`.
     pub events: Vec<String>,
     /// The username for `basic`.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -138,7 +138,7 @@ impl From<Account> for AccountDto {
 pub struct WebhookBody {
     /// `basic`, `bearer` or `none`.
     pub auth_type: Option<String>,
-    /// At least one of contact.bounced, contact.complained, contact.deleted, contact.unsubscribed.
+    /// At least one of contact.bounced, contact.complained, contact.deleted, contact.unsubscribed, contact.subscribed.
     pub events: Option<Vec<String>>,
     /// Password for basic, token for bearer. Write-only.
     pub password_or_token: Option<String>,

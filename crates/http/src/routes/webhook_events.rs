@@ -35,7 +35,8 @@ fn event_filter(params: WebhookEventListParams) -> Result<WebhookEventFilter, Ap
             Some(event_type) => filter.event_type = Some(event_type),
             None => errors.push(
                 "event",
-                "must be one of contact.bounced, contact.complained, contact.deleted, contact.unsubscribed",
+                "must be one of contact.bounced, contact.complained, contact.deleted, contact.unsubscribed, \
+                 contact.subscribed",
             ),
         }
     }

@@ -34,7 +34,8 @@ pub struct WebhookEventDto {
     pub id: String,
     /// Account.
     pub account_id: String,
-    /// `contact.bounced`, `contact.complained`, `contact.deleted` or `contact.unsubscribed`.
+    /// `contact.bounced`, `contact.complained`, `contact.deleted`, `contact.unsubscribed` or
+    /// `contact.subscribed`.
     pub event: String,
     /// `queued`, `retrying`, `delivered` or `failed`.
     pub status: String,
