@@ -707,10 +707,25 @@ async fn without_double_opt_in_a_post_subscribes_at_once() {
             &json!({"email": "ann@example.org", "first_name": "Ann"}),
         )
         .await;
+    assert_eq!(answer.headers()["access-control-allow-origin"], "*");
     assert_eq!(
         expect_json(answer, 200).await,
         json!({"status": "subscribed"})
     );
+    // A browser on the account's own site may ask first.
+    let preflight = forms
+        .setup
+        .raw_client
+        .request(Method::OPTIONS, forms.public(&format!("/f/{}", key(&form))))
+        .header("origin", "https://acme.example")
+        .header("access-control-request-method", "POST")
+        .header("access-control-request-headers", "content-type")
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(preflight.status(), 204);
+    assert_eq!(preflight.headers()["access-control-allow-origin"], "*");
+    assert_eq!(preflight.headers()["access-control-allow-methods"], "POST");
     let contact = forms.contact("ann@example.org").await.expect("created");
     assert!(contact.get("pendingSince").is_none(), "{contact}");
     assert_eq!(contact["attributes"]["first_name"], "Ann");

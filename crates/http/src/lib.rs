@@ -273,6 +273,12 @@ pub fn serve(
         let (app, _) = routed_app().split_for_parts();
         app.service(api_reference())
             .route("/docs", web::get().to(api_reference_redirect))
+            // A browser asks before a JSON post from another site (CORS); the answer is
+            // not an operation of the API, so it stays out of the document.
+            .route(
+                "/f/{formKey}",
+                web::method(Method::OPTIONS).to(routes::form_pages::preflight),
+            )
             .configure(console::configure)
             .app_data(services.clone())
             .app_data(metrics.clone())
