@@ -29,8 +29,11 @@
 use mailroom_domain::{
     attribute::{check_type, AttributeValue},
     branding::Branding,
-    form::RedirectUrl,
-    form::{form_key, parse_form_key, Form, FormPost, CONFIRM_URL_VARIABLE},
+    email::normalize_email,
+    form::{
+        form_key, parse_form_key, Form, FormPost, RedirectUrl, CONFIRM_URL_VARIABLE,
+        TIME_TOKEN_FIELD,
+    },
     paging::PageRequest,
     suppression::SuppressionReason,
     webhook_event::{ContactChange, ContactNotice},
@@ -183,7 +186,7 @@ fn check_time_token(
         }) if of == account && page_form == form => served,
         _ => {
             return Err(AppError::invalid(
-                mailroom_domain::form::TIME_TOKEN_FIELD,
+                TIME_TOKEN_FIELD,
                 "is not a token of this form's page; open the page and send it again",
             ))
         }
@@ -455,7 +458,7 @@ fn apply_confirmed(
     }
     tx.clear_contact_marks(
         account,
-        &mailroom_domain::email::normalize_email(email),
+        &normalize_email(email),
         &[SuppressionReason::Unsubscribe],
     )?;
     tx.confirm_contact(account, contact, now)?;
