@@ -454,6 +454,15 @@ diesel::table! {
 }
 
 diesel::table! {
+    topic_suppressions (account_id, address_hash, topic_id) {
+        account_id -> Uuid,
+        address_hash -> Bytea,
+        topic_id -> Uuid,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     suppression_keys (account_id) {
         account_id -> Uuid,
         sealed_key -> Bytea,
@@ -527,4 +536,5 @@ diesel::allow_tables_to_appear_in_same_query!(
     announcement_counters,
     suppressions,
     suppression_keys,
+    topic_suppressions,
 );

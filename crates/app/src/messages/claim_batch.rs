@@ -1,6 +1,7 @@
 //! What the messages of one claim share, read once per claim instead of once per message:
-//! the contacts, their attributes and their addresses' entries on the suppression list in
-//! one query each per account, and each template,
+//! the contacts, their attributes and their addresses' entries on the suppression list
+//! (with the topic unsubscriptions an address's deleted contact left, given back to the
+//! live one) in one query each per account, and each template,
 //! chosen mail server (with its opened password) and account the first time a message
 //! needs it. `prepare` asks this cache where it would ask the store; anything not
 //! preloaded falls back to the store, so a cache miss is slower, never wrong.
@@ -12,8 +13,8 @@ use std::{collections::HashMap, sync::Arc};
 
 use mailroom_domain::{
     announcement::Announcement, attribute::ResolvedAttributes, automation::Automation,
-    contact::Contact, email::normalize_email, message::Message, suppression::SuppressionReason,
-    AccountId, AnnouncementId, AutomationId, ContactId, MailServerId, TemplateId, UserId,
+    contact::Contact, message::Message, suppression::SuppressionReason, AccountId, AnnouncementId,
+    AutomationId, ContactId, MailServerId, TemplateId, UserId,
 };
 
 use crate::{
@@ -25,7 +26,7 @@ use crate::{
         UnitOfWork,
     },
     rendering::TemplateFields,
-    suppressions::listed_reasons,
+    suppressions::apply_list,
     AppError, Services,
 };
 
@@ -77,17 +78,9 @@ impl ClaimBatch {
         for (account, mut ids) in by_account {
             ids.sort_unstable();
             ids.dedup();
-            let contacts = tx.find_contacts(account, &ids)?;
-            let mut listed = listed_reasons(
-                tx,
-                services,
-                account,
-                contacts.iter().map(|contact| contact.email.as_str()),
-            )?;
-            for contact in &contacts {
-                if let Some(reasons) = listed.remove(&normalize_email(&contact.email)) {
-                    batch.listed.insert((account, contact.id), reasons);
-                }
+            let mut contacts = tx.find_contacts(account, &ids)?;
+            for (id, reasons) in apply_list(tx, services, account, &mut contacts)? {
+                batch.listed.insert((account, id), reasons);
             }
             for (id, attributes) in resolve_attributes(tx, account, &contacts)? {
                 batch.attributes.insert((account, id), attributes);

@@ -22,12 +22,13 @@ use std::collections::HashMap;
 
 use hmac::{Hmac, Mac};
 use mailroom_domain::{
+    contact::Contact,
     email::normalize_email,
     secret::SecretString,
     suppression::{
         suppression_detail, AddressHash, SuppressionEntry, SuppressionReason, SuppressionSource,
     },
-    AccountId, Timestamp,
+    AccountId, ContactId, Timestamp,
 };
 use sha2::Sha256;
 
@@ -170,32 +171,74 @@ pub(crate) fn suppress(
     Ok(())
 }
 
-/// The reasons each of `emails` is listed for, by normalised address, in one statement
-/// (none when the account has no key, so none listed).
-pub(crate) fn listed_reasons<'e>(
+/// What the list says of a claim's contacts of one account, by contact: the reasons each
+/// one's address is listed for. An address whose earlier contact was deleted with topic
+/// unsubscriptions gets them back here: they are written to the live contact (in the
+/// caller's transaction), added to its `topic_unsubscriptions` in `contacts`, and no
+/// longer kept by hash. Two statements for the set, none for an account without a key
+/// (it has no entries), and the restore only when there is something to give back.
+pub(crate) fn apply_list(
     tx: &mut dyn UnitOfWork,
     services: &Services,
     account: AccountId,
-    emails: impl IntoIterator<Item = &'e str>,
-) -> Result<HashMap<String, Vec<SuppressionReason>>, AppError> {
+    contacts: &mut [Contact],
+) -> Result<HashMap<ContactId, Vec<SuppressionReason>>, AppError> {
     let Some(key) = existing_key(tx, services, account)? else {
         return Ok(HashMap::new());
     };
-    let mut by_hash: HashMap<AddressHash, String> = HashMap::new();
-    for email in emails {
-        by_hash.insert(key.hash(email), normalize_email(email));
-    }
-    if by_hash.is_empty() {
+    if contacts.is_empty() {
         return Ok(HashMap::new());
     }
+    let mut by_hash: HashMap<AddressHash, usize> = HashMap::with_capacity(contacts.len());
+    for (position, contact) in contacts.iter().enumerate() {
+        by_hash.insert(key.hash(&contact.email), position);
+    }
     let hashes: Vec<AddressHash> = by_hash.keys().copied().collect();
-    let mut listed: HashMap<String, Vec<SuppressionReason>> = HashMap::new();
+    let mut listed: HashMap<ContactId, Vec<SuppressionReason>> = HashMap::new();
     for (hash, reason) in tx.suppression_reasons(account, &hashes)? {
-        if let Some(email) = by_hash.get(&hash) {
-            listed.entry(email.clone()).or_default().push(reason);
+        if let Some(&position) = by_hash.get(&hash) {
+            listed
+                .entry(contacts[position].id)
+                .or_default()
+                .push(reason);
         }
     }
+    let kept = tx.kept_topic_unsubscriptions(account, &hashes)?;
+    if !kept.is_empty() {
+        let mut restored = Vec::with_capacity(kept.len());
+        let mut restored_hashes = Vec::new();
+        for (hash, topic, at) in kept {
+            if let Some(&position) = by_hash.get(&hash) {
+                let contact = &mut contacts[position];
+                if !contact.topic_unsubscriptions.contains(&topic) {
+                    contact.topic_unsubscriptions.push(topic);
+                }
+                restored.push((contact.id, topic, at));
+                restored_hashes.push(hash);
+            }
+        }
+        restored_hashes.sort_unstable_by_key(|hash| hash.0);
+        restored_hashes.dedup();
+        tx.restore_topic_unsubscriptions(account, &restored, &restored_hashes)?;
+    }
     Ok(listed)
+}
+
+/// Keeps the topic unsubscriptions of a contact about to be deleted under its address's
+/// hash (making the account's key if it has none), so that a contact made again for the
+/// address does not get the topics it had left.
+pub(crate) fn keep_topic_unsubscriptions(
+    tx: &mut dyn UnitOfWork,
+    services: &Services,
+    account: AccountId,
+    contact: &Contact,
+) -> Result<(), AppError> {
+    if contact.topic_unsubscriptions.is_empty() {
+        return Ok(());
+    }
+    let key = account_key(tx, services, account)?;
+    tx.keep_topic_unsubscriptions(account, contact.id, key.hash(&contact.email))?;
+    Ok(())
 }
 
 #[cfg(test)]
