@@ -240,8 +240,10 @@ pub fn ensure_problem_body<B: MessageBody + 'static>(
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|value| value == HeaderValue::from_static(PROBLEM_JSON));
-    // The console's pages (crates/http/src/console) answer errors as HTML pages of their own.
-    let is_console_page = res
+    // The console's pages (crates/http/src/console) and the public links' pages
+    // (`routes::link_error`) answer a browser's errors as HTML pages of their own; the
+    // API under `/v2` answers problems only.
+    let is_page = res
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|value| {
@@ -249,8 +251,8 @@ pub fn ensure_problem_body<B: MessageBody + 'static>(
                 .to_str()
                 .is_ok_and(|text| text.starts_with("text/html"))
         })
-        && res.request().path().starts_with("/console");
-    if is_problem || is_console_page {
+        && !res.request().path().starts_with("/v2");
+    if is_problem || is_page {
         return Ok(ErrorHandlerResponse::Response(res.map_into_left_body()));
     }
     let status = res.status();

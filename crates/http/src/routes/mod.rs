@@ -15,6 +15,7 @@ pub mod domains_dto;
 mod feedback;
 mod feedback_sources;
 pub mod feedback_sources_dto;
+mod link_error;
 mod mail_servers;
 pub mod mail_servers_dto;
 mod messages;
