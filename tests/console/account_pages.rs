@@ -401,7 +401,10 @@ async fn import_segment_contacts_settings_and_logs() {
         .await;
     browser.click("table tbody tr td a").await;
     browser.click("form[action$='/delete'] button").await;
+    browser.check_screen("confirm-delete-contact").await;
+    browser.confirm("reader5@").await;
     assert!(browser.text().await.contains("was deleted"));
+    assert_eq!(browser.count("nav[aria-label='This account']").await, 1);
     app.database
         .connection()
         .batch_execute(&format!(
@@ -837,7 +840,14 @@ async fn topics_and_automations_are_created_edited_and_deleted() {
         .expect("link");
     browser.goto(href.as_str().expect("href")).await;
     browser.click("form[action$='/delete'] button").await;
+    assert_ne!(
+        topic_count().await,
+        starting,
+        "nothing goes on the first click"
+    );
+    browser.confirm("Releases").await;
     assert!(browser.text().await.contains("was deleted"));
+    assert_eq!(browser.count("nav[aria-label='This account']").await, 1);
     assert_eq!(topic_count().await, starting);
 
     // Automations: created with the dashboard's template, edited to wait three days.
@@ -923,7 +933,14 @@ async fn topics_and_automations_are_created_edited_and_deleted() {
         .expect("link");
     browser.goto(href.as_str().expect("href")).await;
     browser.click("form[action$='/delete'] button").await;
+    assert!(welcome().await.is_some(), "nothing goes on the first click");
+    // Cancel leads back to the automation, which is still there.
+    browser.click("main a[href*='/automations/']").await;
+    assert!(browser.text().await.contains("Welcome"));
+    browser.click("form[action$='/delete'] button").await;
+    browser.confirm("Welcome").await;
     assert!(browser.text().await.contains("was deleted"));
+    assert_eq!(browser.count("nav[aria-label='This account']").await, 1);
     assert!(welcome().await.is_none());
     browser.close().await;
 }

@@ -34,8 +34,8 @@ use tokio::sync::mpsc;
 use super::{
     blocking, check_csrf, check_same_origin, error_page,
     page_kit::{
-        account_page, account_session, member, page_at, query_tail, record_form, record_ids,
-        respond, Pager, Pairs,
+        account_page, account_session, confirmation_page, done_page, is_confirmed, member, page_at,
+        query_tail, record_form, record_ids, respond, Confirmation, Pager, Pairs,
     },
     pages::{day_and_minute, message, require_session, see_other, CsrfForm},
     render,
@@ -384,50 +384,69 @@ pub(super) async fn unbounce(
     }
 }
 
-/// `POST /console/accounts/{id}/contacts/{contactId}/delete`.
+/// `POST /console/accounts/{id}/contacts/{contactId}/delete`: first the confirmation that
+/// names the contact, then (with `confirmed=yes`) the deletion.
 pub(super) async fn delete(
     req: HttpRequest,
     path: web::Path<(String, String)>,
     body: web::Bytes,
 ) -> HttpResponse {
-    let (services, signed_in, _, (account, contact)) = match record_form::<CsrfOnly, _, _>(
-        &req,
-        &body,
-        &path.0,
-        &path.1,
-        ContactId::parse,
+    let (services, signed_in, form, (account, contact)) =
+        match record_form::<Pairs, _, _>(&req, &body, &path.0, &path.1, ContactId::parse).await {
+            Ok(found) => found,
+            Err(response) => return response,
+        };
+    let confirmed = is_confirmed(&form);
+    respond(
+        blocking(move || {
+            let member = member(
+                &services,
+                &signed_in,
+                account,
+                "DELETE",
+                &format!("/contacts/{contact}"),
+            )?;
+            if !confirmed {
+                let (found, _) = get_contact(&services, &member, contact)?;
+                return confirmation_page(
+                    &services,
+                    &signed_in,
+                    account,
+                    "contacts",
+                    &Confirmation {
+                        title: "Delete this contact?".into(),
+                        what: found.email,
+                        consequence: "Its attributes, events and topic choices go with it. \
+                                      Its messages stay in the log, and its address stays \
+                                      on the suppression list for any bounce, complaint or \
+                                      unsubscription it had."
+                            .into(),
+                        button: "Delete the contact".into(),
+                        cancel: format!("/console/accounts/{account}/contacts/{contact}"),
+                    },
+                );
+            }
+            let deleted = delete_contact(&services, &member, contact)?;
+            done_page(
+                &services,
+                &signed_in,
+                account,
+                "contacts",
+                (
+                    "Contact deleted",
+                    &format!(
+                        "{} was deleted with its attributes, events and unsubscriptions.",
+                        deleted.email
+                    ),
+                ),
+                (
+                    &format!("/console/accounts/{account}/contacts"),
+                    "Back to the contacts",
+                ),
+            )
+        })
+        .await,
     )
-    .await
-    {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
-    let done = blocking(move || {
-        let member = member(
-            &services,
-            &signed_in,
-            account,
-            "DELETE",
-            &format!("/contacts/{contact}"),
-        )?;
-        delete_contact(&services, &member, contact)
-    })
-    .await;
-    match done {
-        Ok(deleted) => message(
-            StatusCode::OK,
-            "Contact deleted",
-            &format!(
-                "{} was deleted with its attributes, events and unsubscriptions.",
-                deleted.email
-            ),
-            Some((
-                &format!("/console/accounts/{account}/contacts"),
-                "Back to the contacts",
-            )),
-        ),
-        Err(error) => error_page(&error),
-    }
 }
 
 /// One audience condition of a console form (the segment builder, an announcement), as
