@@ -372,6 +372,14 @@ async fn a_template_is_previewed_with_sample_data_and_test_sent() {
     .await;
     assert_eq!(log["items"][0]["test"], true, "{log}");
     assert_eq!(log["items"][0]["email"], "qa@example.org");
+    // The console's log marks it.
+    browser
+        .goto(&format!(
+            "{}/console/accounts/{account}/messages",
+            app.address
+        ))
+        .await;
+    assert_eq!(browser.count("[data-testid='test-badge']").await, 1);
     browser.close().await;
 }
 

@@ -172,44 +172,55 @@ pub(crate) fn suppress(
 }
 
 /// What the list says of a claim's contacts of one account, by contact: the reasons each
-/// one's address is listed for. An address whose earlier contact was deleted with topic
-/// unsubscriptions gets them back here: they are written to the live contact (in the
-/// caller's transaction), added to its `topic_unsubscriptions` in `contacts`, and no
-/// longer kept by hash. Two statements for the set, none for an account without a key
-/// (it has no entries), and the restore only when there is something to give back.
+/// one's address is listed for. `stored` are contacts of the store; `unstored` stand for
+/// the addresses of test sends that have none (they are checked, and nothing is written
+/// for them). A stored contact whose address's earlier contact was deleted with topic
+/// unsubscriptions gets them back here: they are written to it (in the caller's
+/// transaction), added to its `topic_unsubscriptions`, and no longer kept by hash. Two
+/// statements for the set, none for an account without a key (it has no entries), and
+/// the restore only when there is something to give back.
 pub(crate) fn apply_list(
     tx: &mut dyn UnitOfWork,
     services: &Services,
     account: AccountId,
-    contacts: &mut [Contact],
+    stored: &mut [Contact],
+    unstored: &[Contact],
 ) -> Result<HashMap<ContactId, Vec<SuppressionReason>>, AppError> {
     let Some(key) = existing_key(tx, services, account)? else {
         return Ok(HashMap::new());
     };
-    if contacts.is_empty() {
+    if stored.is_empty() && unstored.is_empty() {
         return Ok(HashMap::new());
     }
-    let mut by_hash: HashMap<AddressHash, usize> = HashMap::with_capacity(contacts.len());
-    for (position, contact) in contacts.iter().enumerate() {
-        by_hash.insert(key.hash(&contact.email), position);
+    // The contacts of each hash: an unstored address may be a stored one's too.
+    let mut by_hash: HashMap<AddressHash, Vec<ContactId>> = HashMap::new();
+    let mut stored_at: HashMap<AddressHash, usize> = HashMap::with_capacity(stored.len());
+    for (position, contact) in stored.iter().enumerate() {
+        let hash = key.hash(&contact.email);
+        by_hash.entry(hash).or_default().push(contact.id);
+        stored_at.insert(hash, position);
+    }
+    for contact in unstored {
+        by_hash
+            .entry(key.hash(&contact.email))
+            .or_default()
+            .push(contact.id);
     }
     let hashes: Vec<AddressHash> = by_hash.keys().copied().collect();
     let mut listed: HashMap<ContactId, Vec<SuppressionReason>> = HashMap::new();
     for (hash, reason) in tx.suppression_reasons(account, &hashes)? {
-        if let Some(&position) = by_hash.get(&hash) {
-            listed
-                .entry(contacts[position].id)
-                .or_default()
-                .push(reason);
+        for id in by_hash.get(&hash).into_iter().flatten() {
+            listed.entry(*id).or_default().push(reason);
         }
     }
-    let kept = tx.kept_topic_unsubscriptions(account, &hashes)?;
+    let stored_hashes: Vec<AddressHash> = stored_at.keys().copied().collect();
+    let kept = tx.kept_topic_unsubscriptions(account, &stored_hashes)?;
     if !kept.is_empty() {
         let mut restored = Vec::with_capacity(kept.len());
         let mut restored_hashes = Vec::new();
         for (hash, topic, at) in kept {
-            if let Some(&position) = by_hash.get(&hash) {
-                let contact = &mut contacts[position];
+            if let Some(&position) = stored_at.get(&hash) {
+                let contact = &mut stored[position];
                 if !contact.topic_unsubscriptions.contains(&topic) {
                     contact.topic_unsubscriptions.push(topic);
                 }
