@@ -713,7 +713,7 @@ async fn a_tour_of_the_other_operations_reads_every_answer() {
         .try_collect()
         .await
         .expect("segments");
-    assert_eq!(segments, [renamed.clone()]);
+    assert_eq!(segments, std::slice::from_ref(&renamed));
     assert_eq!(
         client
             .list_segments(account, PageRequest::default())
