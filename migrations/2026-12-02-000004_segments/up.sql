@@ -14,7 +14,7 @@ CREATE TABLE segments (
     created_at           timestamptz NOT NULL,
     updated_at           timestamptz NOT NULL,
     PRIMARY KEY (account_id, id),
-    -- No action on delete: a topic a segment leaves out cannot be deleted (409) until
+    -- No action on delete: a topic a segment leaves out cannot be deleted (a 400) until
     -- the segment stops naming it. Clearing the column would widen the audience
     -- silently; deleting the segment would lose the sender's work.
     CONSTRAINT segments_topic_fkey FOREIGN KEY (account_id, topic_id)

@@ -637,16 +637,21 @@ async fn a_topic_a_segment_names_cannot_be_deleted() {
         &json!({"name": "Launch readers", "includeUnsubscribed": false, "topicId": topic["_id"]}),
     )
     .await;
+    create(
+        &setup,
+        &json!({"name": "Also readers", "includeUnsubscribed": true, "topicId": topic["_id"]}),
+    )
+    .await;
     let topic_path = format!("/topics/{}", id(&topic));
     let problem = expect_problem(
         setup.call(Method::DELETE, &topic_path, &json!(null)).await,
-        409,
+        400,
     )
     .await;
-    assert!(
-        problem["detail"]
-            .as_str()
-            .is_some_and(|detail| detail.contains("segment")),
+    assert_eq!(
+        problem["detail"],
+        "the topic is named by saved segments (Also readers, Launch readers): change their \
+         topicId or delete them first",
         "{problem}"
     );
     assert_eq!(setup.get(&topic_path).await["name"], "Launches");
@@ -662,5 +667,28 @@ async fn a_topic_a_segment_names_cannot_be_deleted() {
             &json!({"topicId": null}),
         )
         .await;
+    let left = expect_problem(
+        setup.call(Method::DELETE, &topic_path, &json!(null)).await,
+        400,
+    )
+    .await;
+    assert!(
+        left["detail"]
+            .as_str()
+            .is_some_and(|detail| detail.contains("(Also readers)")),
+        "{left}"
+    );
+    let also = setup.get("/segments").await["items"][1]["_id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    setup
+        .ok(Method::DELETE, &format!("/segments/{also}"), &json!(null))
+        .await;
     setup.ok(Method::DELETE, &topic_path, &json!(null)).await;
+    expect_problem(
+        setup.call(Method::GET, &topic_path, &json!(null)).await,
+        404,
+    )
+    .await;
 }

@@ -1,7 +1,7 @@
 //! The error every use case returns, and the error every repository returns.
 //!
-//! Policy: a client mistake is `Invalid`/`BadRequest` (400), `Unauthorized` (401), `Forbidden` (403),
-//! `NotFound` (404) or `Conflict` (409: the request is sound, another record stands in its way); a database that cannot be reached is `Unavailable` (503, the client
+//! Policy: a client mistake is `Invalid`/`BadRequest` (400), `Unauthorized` (401), `Forbidden` (403) or
+//! `NotFound` (404); a database that cannot be reached is `Unavailable` (503, the client
 //! may retry), and so is a statement cancelled by the statement timeout (`TimedOut`);
 //! anything else is `Internal` (500) and is a bug to fix, never an answer to
 //! bad input.
@@ -27,10 +27,6 @@ pub enum AppError {
     /// The record does not exist (or belongs to another account).
     #[error("not found")]
     NotFound,
-    /// The request is well formed but another record stands in its way (a topic that a
-    /// saved segment leaves out cannot be deleted); the message names it.
-    #[error("conflict: {0}")]
-    Conflict(String),
     /// A dependency (the database) is unreachable; retrying later may succeed.
     #[error("service unavailable: {0}")]
     Unavailable(String),

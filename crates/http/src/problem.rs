@@ -189,7 +189,6 @@ impl From<AppError> for ApiError {
             AppError::BadRequest(detail) => Self::bad_request(detail),
             AppError::Unauthorized => Self::unauthorized(),
             AppError::NotFound => Self::not_found(),
-            AppError::Conflict(detail) => Self::new(StatusCode::CONFLICT, detail),
             AppError::Forbidden(detail) => Self::new(StatusCode::FORBIDDEN, detail),
             AppError::Unavailable(reason) | AppError::AccountUnavailable(_, reason) => {
                 tracing::warn!(%reason, "dependency unavailable");

@@ -1,4 +1,6 @@
-use mailroom_domain::{paging::PageRequest, saved_segment::SavedSegment, AccountId, SegmentId};
+use mailroom_domain::{
+    paging::PageRequest, saved_segment::SavedSegment, AccountId, SegmentId, TopicId,
+};
 
 use crate::StoreError;
 
@@ -60,6 +62,17 @@ pub trait SavedSegmentRepository {
         account: AccountId,
         segment: &SavedSegment,
     ) -> Result<(), StoreError>;
+
+    /// Names of at most `limit` segments of the account that name `topic`, by name.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn saved_segments_naming_topic(
+        &mut self,
+        account: AccountId,
+        topic: TopicId,
+        limit: u32,
+    ) -> Result<Vec<String>, StoreError>;
 
     /// Deletes the segment; `false` when there was none.
     ///

@@ -462,9 +462,6 @@ fn error_page(error: &AppError) -> HttpResponse {
         AppError::BadRequest(reason) => {
             pages::message(StatusCode::BAD_REQUEST, "Bad request", reason, None)
         }
-        AppError::Conflict(reason) => {
-            pages::message(StatusCode::CONFLICT, "Not possible now", reason, None)
-        }
         AppError::Unavailable(reason)
         | AppError::TimedOut(reason)
         | AppError::AccountUnavailable(_, reason) => {

@@ -144,6 +144,22 @@ impl SavedSegmentRepository for PgUnitOfWork<'_> {
             .map_err(store_error)
     }
 
+    fn saved_segments_naming_topic(
+        &mut self,
+        account: AccountId,
+        topic: TopicId,
+        limit: u32,
+    ) -> Result<Vec<String>, StoreError> {
+        segments::table
+            .filter(segments::account_id.eq(account.as_uuid()))
+            .filter(segments::topic_id.eq(topic.as_uuid()))
+            .order(segments::name.asc())
+            .limit(i64::from(limit))
+            .select(segments::name)
+            .load(self.conn)
+            .map_err(store_error)
+    }
+
     fn delete_saved_segment(
         &mut self,
         account: AccountId,
