@@ -21,6 +21,7 @@ pub mod message_lifecycle;
 pub mod paging;
 pub mod patch;
 pub mod return_path;
+pub mod saved_segment;
 pub mod secret;
 pub mod sending_domain;
 pub mod slug;
@@ -37,8 +38,8 @@ pub mod webhook_signature;
 pub use error::{FieldError, ValidationErrors};
 pub use id::{
     AccountId, AnnouncementId, AutomationId, ConsoleSessionId, ContactEventId, ContactId,
-    DkimKeyId, FeedbackSourceId, MailServerId, MessageId, SendingDomainId, TemplateId, TokenId,
-    TopicId, UserId, WebhookEventId,
+    DkimKeyId, FeedbackSourceId, MailServerId, MessageId, SegmentId, SendingDomainId, TemplateId,
+    TokenId, TopicId, UserId, WebhookEventId,
 };
 pub use timestamp::Timestamp;
 /// The UUID type behind every identifier, re-exported so ports can mint ids.

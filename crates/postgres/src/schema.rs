@@ -310,6 +310,7 @@ diesel::table! {
         failure_reason -> Nullable<Text>,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        segment_id -> Nullable<Uuid>,
     }
 }
 
@@ -470,6 +471,20 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    /// Saved segments: named audience definitions (`2026-12-02-000004_segments`).
+    segments (account_id, id) {
+        account_id -> Uuid,
+        id -> Uuid,
+        name -> Text,
+        attributes -> Jsonb,
+        include_unsubscribed -> Bool,
+        topic_id -> Nullable<Uuid>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
 diesel::joinable!(tokens -> users (user_id));
 diesel::joinable!(console_sessions -> tokens (token_id));
 diesel::joinable!(memberships -> accounts (account_id));
@@ -537,4 +552,5 @@ diesel::allow_tables_to_appear_in_same_query!(
     suppressions,
     suppression_keys,
     topic_suppressions,
+    segments,
 );

@@ -1,9 +1,9 @@
-//! The templates of the account pages (settings, contacts, segment builder, import, logs,
-//! topics, automations),
+//! The templates of the account pages (settings, contacts, segment builder, saved segments,
+//! import, logs, topics, automations),
 //! compiled in beside those of `render`.
 
 /// Every template of the account pages, by name.
-pub(super) const EXTRA: [(&str, &str); 13] = [
+pub(super) const EXTRA: [(&str, &str); 14] = [
     ("topics.html", include_str!("templates/topics.html")),
     ("topic.html", include_str!("templates/topic.html")),
     (
@@ -19,6 +19,7 @@ pub(super) const EXTRA: [(&str, &str); 13] = [
         "segment_count.html",
         include_str!("templates/segment_count.html"),
     ),
+    ("segments.html", include_str!("templates/segments.html")),
     ("import.html", include_str!("templates/import.html")),
     ("messages.html", include_str!("templates/messages.html")),
     (

@@ -20,6 +20,8 @@ mod mail_servers;
 pub mod mail_servers_dto;
 mod messages;
 pub mod messages_dto;
+mod segments;
+pub mod segments_dto;
 mod suppressions;
 pub mod suppressions_dto;
 pub mod system;
@@ -98,6 +100,14 @@ pub fn v2(cfg: &mut ServiceConfig) {
         .service(topics::create_topic)
         .service(topics::update_topic)
         .service(topics::delete_topic)
+        // `/segments/count` before `/segments/{segmentId}`.
+        .service(segments::list_segments)
+        .service(segments::count_segments)
+        .service(segments::get_segment)
+        .service(segments::count_segment_contacts)
+        .service(segments::create_segment)
+        .service(segments::update_segment)
+        .service(segments::delete_segment)
         .service(contacts::list_contacts)
         .service(contacts::count_contacts)
         .service(contacts::upsert_contact)

@@ -11,6 +11,7 @@ mod feedback_sources;
 mod mail_servers;
 mod messages;
 mod queue_stats;
+mod saved_segments;
 mod sealed_secrets;
 pub(crate) mod segments;
 mod sending_domains;
