@@ -1076,6 +1076,8 @@ async fn a_segment_is_saved_from_the_builder_listed_with_its_count_and_deleted()
     // Delete from the list.
     browser.goto(&format!("{base}/segments")).await;
     browser.click("form[action$='/delete'] button").await;
+    assert_eq!(segments().await.len(), 1, "nothing goes on the first click");
+    browser.confirm("Pros").await;
     assert!(browser.text().await.contains("No saved segments yet"));
     assert!(segments().await.is_empty());
     browser.close().await;

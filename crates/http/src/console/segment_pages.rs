@@ -4,7 +4,9 @@
 use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse};
 use mailroom_app::{
     console::SignedIn,
-    segments::{count_segment_contacts, create_segment, delete_segment, list_segments},
+    segments::{
+        count_segment_contacts, create_segment, delete_segment, get_segment, list_segments,
+    },
     AppError, Services,
 };
 use mailroom_domain::{
@@ -15,10 +17,11 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     blocking,
-    contact_pages::{builder_page, readable, CsrfOnly, SaveCard, SegmentForm},
+    contact_pages::{builder_page, readable, SaveCard, SegmentForm},
     error_page,
     page_kit::{
-        account_form, account_page, account_session, member, record_form, respond, Pager, Pairs,
+        account_form, account_page, account_session, confirmation_page, is_confirmed, member,
+        record_form, respond, Confirmation, Pager, Pairs,
     },
     pages::{day_and_minute, see_other},
     render,
@@ -209,24 +212,19 @@ pub(super) async fn create(
     }
 }
 
-/// `POST /console/accounts/{id}/segments/{segmentId}/delete`.
+/// `POST /console/accounts/{id}/segments/{segmentId}/delete`: first the confirmation that
+/// names the segment, then (with `confirmed=yes`) the deletion.
 pub(super) async fn delete(
     req: HttpRequest,
     path: web::Path<(String, String)>,
     body: web::Bytes,
 ) -> HttpResponse {
-    let (services, signed_in, _, (account, segment)) = match record_form::<CsrfOnly, _, _>(
-        &req,
-        &body,
-        &path.0,
-        &path.1,
-        SegmentId::parse,
-    )
-    .await
-    {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
+    let (services, signed_in, form, (account, segment)) =
+        match record_form::<Pairs, _, _>(&req, &body, &path.0, &path.1, SegmentId::parse).await {
+            Ok(found) => found,
+            Err(response) => return response,
+        };
+    let confirmed = is_confirmed(&form);
     let done = blocking(move || {
         let member = member(
             &services,
@@ -235,11 +233,31 @@ pub(super) async fn delete(
             "DELETE",
             &format!("/segments/{segment}"),
         )?;
-        delete_segment(&services, &member, segment)
+        if !confirmed {
+            let found = get_segment(&services, &member, segment)?;
+            return confirmation_page(
+                &services,
+                &signed_in,
+                account,
+                "segments",
+                &Confirmation {
+                    title: "Delete this segment?".into(),
+                    what: found.name,
+                    consequence: "Only the saved definition goes: no contact changes, and \
+                                  announcements made from it keep the audience they copied."
+                        .into(),
+                    button: "Delete the segment".into(),
+                    cancel: format!("/console/accounts/{account}/segments"),
+                },
+            )
+            .map(Some);
+        }
+        delete_segment(&services, &member, segment).map(|_| None)
     })
     .await;
     match done {
-        Ok(_) => see_other(&format!("/console/accounts/{account}/segments?deleted=1")),
+        Ok(Some(page)) => page.into(),
+        Ok(None) => see_other(&format!("/console/accounts/{account}/segments?deleted=1")),
         Err(error) => error_page(&error),
     }
 }
