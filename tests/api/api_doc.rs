@@ -21,7 +21,7 @@ const MARKER: &str =
     "<!-- Generated from /v2/openapi.json by tests/api/api_doc.rs: edit the code, not below. -->";
 const METHODS: [&str; 5] = ["get", "post", "put", "patch", "delete"];
 /// Sections in reading order; tags not listed here follow in alphabetical order.
-const TAG_ORDER: [(&str, &str); 14] = [
+const TAG_ORDER: [(&str, &str); 15] = [
     ("tokens", "Tokens"),
     ("accounts", "Accounts and webhook configuration"),
     ("templates", "Templates"),
@@ -30,6 +30,7 @@ const TAG_ORDER: [(&str, &str); 14] = [
     ("contacts", "Contacts"),
     ("events", "Events"),
     ("topics", "Topics"),
+    ("segments", "Saved segments"),
     ("messages", "Messages"),
     ("automations", "Automations"),
     ("announcements", "Announcements"),

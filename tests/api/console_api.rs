@@ -328,8 +328,18 @@ async fn a_preview_renders_as_a_send_would_with_the_contacts_attributes_and_data
     assert_eq!(response.status(), 404);
 }
 
+/// The account's contacts, by address.
+async fn contact_emails(setup: &Setup) -> Vec<String> {
+    setup.get("/contacts").await["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|contact| contact["email"].as_str().expect("email").to_owned())
+        .collect()
+}
+
 #[tokio::test]
-async fn a_test_send_is_an_ordinary_message_marked_as_a_test() {
+async fn a_test_send_is_marked_as_a_test_and_makes_or_changes_no_contact() {
     let setup = setup().await;
     let path = format!("/templates/{}/test-send", setup.template);
     let queued = setup
@@ -351,6 +361,43 @@ async fn a_test_send_is_an_ordinary_message_marked_as_a_test() {
         .await;
     assert_eq!(logged["status"], "sent");
     assert_eq!(logged["test"], true);
+    assert_eq!(
+        contact_emails(&setup).await,
+        Vec::<String>::new(),
+        "no contact made"
+    );
+
+    // To a contact's address: its attributes render, and it counts no message.
+    let ann = setup.contact("ann@example.org", json!({})).await;
+    let to_ann = setup
+        .ok(Method::POST, &path, &json!({"email": "Ann@Example.org"}))
+        .await;
+    assert_eq!(to_ann["contactId"], ann.as_str());
+    setup.drain_messages().await;
+    received_by(&setup, "ann@example.org", "News for ann@example.org");
+    let read = setup.get(&format!("/contacts/{ann}")).await;
+    assert_eq!(read["attributes"]["message_count"], 0.0, "{read}");
+
+    // The list stops a test to an address without a contact like any send.
+    setup
+        .ok(
+            Method::POST,
+            "/suppressions",
+            &json!({"email": "held@example.org"}),
+        )
+        .await;
+    let held = setup
+        .ok(Method::POST, &path, &json!({"email": "held@example.org"}))
+        .await;
+    setup.drain_messages().await;
+    let held = setup
+        .get(&format!("/messages/{}", held["_id"].as_str().unwrap()))
+        .await;
+    assert_eq!(
+        (&held["status"], &held["skipReason"]),
+        (&json!("skipped"), &json!("suppressed"))
+    );
+    assert_eq!(contact_emails(&setup).await, ["ann@example.org"]);
     // An ordinary send is not marked.
     let ordinary = setup
         .ok(

@@ -45,7 +45,14 @@ async fn right_credentials_save_and_reads_mask_the_password() {
     )
     .await;
     assert_eq!(created["password"], "", "create answers an empty password");
-    assert_eq!(created["warnings"], json!([]));
+    // The server offers no STARTTLS: the check authenticated in clear, and says so.
+    assert_eq!(created["credentialsSentInClear"], true);
+    let warnings = created["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].as_str().unwrap().contains("sent unencrypted"),
+        "{warnings:?}"
+    );
     assert_eq!(created["requireTLS"], false);
     assert_eq!(created["allowInsecureTLS"], false);
     assert_eq!(
@@ -57,6 +64,7 @@ async fn right_credentials_save_and_reads_mask_the_password() {
     let listed = expect_json(app.get(&path, &token).await, 200).await;
     assert_eq!(listed["items"][0]["password"], "********");
     assert!(listed["items"][0].get("warnings").is_none());
+    assert!(listed["items"][0].get("credentialsSentInClear").is_none());
     let one = expect_json(app.get(&format!("{path}/{id}"), &token).await, 200).await;
     assert_eq!(one["password"], "********");
     assert_eq!(
@@ -108,12 +116,14 @@ async fn starttls_and_implicit_tls_work_with_allow_insecure_tls() {
     let mut request = body(&starttls, "s3cret-pass");
     request["requireTLS"] = json!(true);
     request["allowInsecureTLS"] = json!(true);
-    expect_json(
+    let saved = expect_json(
         app.send_json(Method::POST, &path, &token, &request).await,
         200,
     )
     .await;
     assert!(starttls.connection_count() >= 1);
+    assert_eq!(saved["credentialsSentInClear"], false);
+    assert_eq!(saved["warnings"], json!([]));
 
     let implicit = smtp(TlsMode::Implicit, true);
     let mut request = body(&implicit, "s3cret-pass");
@@ -163,6 +173,10 @@ async fn a_relay_without_auth_saves_with_a_warning() {
     let warnings = saved["warnings"].as_array().expect("warnings");
     assert_eq!(warnings.len(), 1);
     assert!(warnings[0].as_str().expect("text").contains("no AUTH"));
+    assert_eq!(
+        saved["credentialsSentInClear"], false,
+        "no credentials went out"
+    );
 }
 
 #[tokio::test]

@@ -30,6 +30,7 @@ mod provider_events;
 mod public_pages;
 mod rate_limit;
 mod scopes;
+mod segments;
 mod send_limit;
 mod smtp_blame;
 mod smtp_faults;

@@ -1,7 +1,7 @@
 use mailroom_tests::{expect_json, spawn_app};
 
 /// Every route of the API, as docs/api.md and the specification name them for this stage.
-pub const ROUTES: [(&str, &str); 104] = [
+pub const ROUTES: [(&str, &str); 111] = [
     ("post", "/v2/users/me/tokens"),
     ("get", "/v2/users/me/tokens"),
     ("delete", "/v2/users/me/tokens/{tokenId}"),
@@ -92,6 +92,13 @@ pub const ROUTES: [(&str, &str); 104] = [
     ("post", "/v2/accounts/{accountId}/forms"),
     ("patch", "/v2/accounts/{accountId}/forms/{formId}"),
     ("delete", "/v2/accounts/{accountId}/forms/{formId}"),
+    ("get", "/v2/accounts/{accountId}/segments"),
+    ("get", "/v2/accounts/{accountId}/segments/count"),
+    ("get", "/v2/accounts/{accountId}/segments/{segmentId}"),
+    ("get", "/v2/accounts/{accountId}/segments/{segmentId}/count"),
+    ("post", "/v2/accounts/{accountId}/segments"),
+    ("patch", "/v2/accounts/{accountId}/segments/{segmentId}"),
+    ("delete", "/v2/accounts/{accountId}/segments/{segmentId}"),
     ("get", "/v2/accounts/{accountId}/contacts"),
     ("get", "/v2/accounts/{accountId}/contacts/count"),
     ("post", "/v2/accounts/{accountId}/contacts"),
@@ -210,6 +217,7 @@ async fn every_documented_route_is_served() {
             .replace("{templateId}", "01936c5e-7b2a-7cde-8f00-0123456789ab")
             .replace("{mailServerId}", "01936c5e-7b2a-7cde-8f00-0123456789ab")
             .replace("{topicId}", "01936c5e-7b2a-7cde-8f00-0123456789ab")
+            .replace("{segmentId}", "01936c5e-7b2a-7cde-8f00-0123456789ab")
             .replace("{contactId}", "01936c5e-7b2a-7cde-8f00-0123456789ab");
         let method = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).expect("method");
         let response = app

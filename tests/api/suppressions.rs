@@ -1,6 +1,7 @@
 //! The suppression list: an address that bounced, complained or unsubscribed stays listed
 //! when its contact is deleted, so a contact made again for it is not mailed by any path;
-//! addresses listed by hand; taking an address off; the list's reads, bounds and tenancy.
+//! addresses listed by hand; topics left by a deleted contact; taking an address off; the
+//! list's reads, bounds and tenancy.
 
 use mailroom_tests::{expect_json, expect_problem};
 use reqwest::Method;
@@ -262,6 +263,95 @@ async fn a_contact_marked_before_it_had_an_entry_is_listed_when_it_is_deleted() 
     );
 }
 
+/// Makes a topic, with an announcement on it, and unsubscribes `email`'s contact from
+/// it the way the preference page does.
+async fn topic_left_by(setup: &Setup, contact: &str) -> String {
+    let topic = setup
+        .ok(Method::POST, "/topics", &json!({"name": "Launches"}))
+        .await;
+    let topic = topic["_id"].as_str().expect("topic id").to_owned();
+    setup.sql(&format!(
+        "INSERT INTO topic_unsubscriptions (account_id, contact_id, topic_id, created_at) \
+         SELECT account_id, id, '{topic}', now() FROM contacts WHERE id = '{contact}'"
+    ));
+    topic
+}
+
+#[tokio::test]
+async fn a_topic_left_by_a_deleted_or_erased_contact_stays_left_when_the_address_returns() {
+    for erase in [false, true] {
+        let setup = Setup::new().await;
+        let first = setup.contact("tess@example.org", json!({})).await;
+        let topic = topic_left_by(&setup, &first).await;
+        let query = if erase { "?erase=true" } else { "" };
+        expect_json(
+            setup
+                .call(
+                    Method::DELETE,
+                    &format!("/contacts/{first}{query}"),
+                    &json!({}),
+                )
+                .await,
+            200,
+        )
+        .await;
+        // A topic left is not a listing: the whole-address list stays empty.
+        assert_eq!(count(&setup, "").await, 0);
+        assert_eq!(kept_topic_rows(&setup), 1, "erase: {erase}");
+
+        let again = setup.contact("Tess@Example.org", json!({})).await;
+        assert_ne!(again, first);
+        setup.contact("stays@example.org", json!({})).await;
+        setup
+            .ok(
+                Method::POST,
+                "/announcements",
+                &json!({"name": "Launch", "templateId": setup.template, "topicId": topic,
+                        "includeUnsubscribed": false}),
+            )
+            .await;
+        while setup.announcement_round(100).await.expanded.is_some() {}
+        setup.drain_messages().await;
+
+        let mut outcomes: Vec<(String, String, Value)> = setup
+            .messages()
+            .await
+            .into_iter()
+            .map(|message| {
+                (
+                    message["email"].as_str().unwrap().to_owned(),
+                    message["status"].as_str().unwrap().to_owned(),
+                    message.get("skipReason").cloned().unwrap_or(Value::Null),
+                )
+            })
+            .collect();
+        outcomes.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(
+            outcomes,
+            [
+                (
+                    "Tess@Example.org".to_owned(),
+                    "skipped".to_owned(),
+                    json!("unsubscribed")
+                ),
+                (
+                    "stays@example.org".to_owned(),
+                    "sent".to_owned(),
+                    Value::Null
+                ),
+            ],
+            "erase: {erase}"
+        );
+        let received = setup.smtp.messages();
+        assert_eq!(received.len(), 1, "erase: {erase}");
+        assert_eq!(received[0].recipients, vec!["stays@example.org".to_owned()]);
+        // The new contact carries the topic it had left; the hash keeps nothing more.
+        let contact = setup.get(&format!("/contacts/{again}")).await;
+        assert_eq!(contact["topicUnsubscriptions"], json!([topic]), "{contact}");
+        assert_eq!(kept_topic_rows(&setup), 0, "erase: {erase}");
+    }
+}
+
 #[tokio::test]
 async fn the_list_pages_newest_first_refuses_bad_input_and_is_the_accounts_own() {
     let setup = Setup::new().await;
@@ -471,6 +561,20 @@ async fn an_import_lists_each_good_row_once_and_an_export_streams_every_entry() 
     hashes.dedup();
     assert_eq!(hashes.len(), 2_502, "each entry once, in hash order");
     assert!(rows.iter().any(|row| &row[0] == "bulk2499@example.org"));
+}
+
+/// How many topic unsubscriptions of deleted contacts are kept by address hash.
+fn kept_topic_rows(setup: &Setup) -> i64 {
+    use diesel::{sql_query, QueryableByName, RunQueryDsl};
+    #[derive(QueryableByName)]
+    struct Found {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let found: Found = sql_query("SELECT count(*) AS n FROM topic_suppressions")
+        .get_result(&mut setup.app.database.connection())
+        .expect("count");
+    found.n
 }
 
 /// Every text, JSON and text-array column of every table holding `needle`, as

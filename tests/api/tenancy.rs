@@ -120,6 +120,8 @@ fn valid_body(method: &Method, path: &str, template: &str) -> Option<(&'static s
         }
         ("POST" | "PATCH", r) if r.starts_with("/topics") => json(json!({"name": "News"})),
         ("POST" | "PATCH", r) if r.starts_with("/forms") => json(json!({"name": "Sign-up"})),
+        ("POST", "/segments") => json(json!({"name": "Everyone", "includeUnsubscribed": false})),
+        ("PATCH", "/segments/{segmentId}") => json(json!({"name": "Renamed"})),
         ("POST", "/contacts") => json(json!({"email": "new@example.org"})),
         ("PATCH", "/contacts/{contactId}") => json(json!({"attributes": {"plan": "pro"}})),
         ("POST", "/contacts/search" | "/contacts/search/count") => json(conditions),

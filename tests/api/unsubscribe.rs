@@ -354,6 +354,80 @@ async fn forged_unsubscribe_tokens_are_404_and_change_nothing() {
     assert!(subject.events().await.is_empty());
 }
 
+/// What a browser sends: HTML first.
+const BROWSER_ACCEPT: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+
+/// Requests `path` of the app as a browser reading `language` would.
+async fn as_browser(setup: &LinkSetup, method: Method, url: &str, body: &str) -> Response {
+    let path = url.strip_prefix(PUBLIC_URL).expect("public link");
+    setup
+        .raw_client
+        .request(method, format!("{}{path}", setup.app.address))
+        .header("accept", BROWSER_ACCEPT)
+        .header("accept-language", "es-ES,es;q=0.9")
+        .header("content-type", FORM)
+        .body(body.to_owned())
+        .send()
+        .await
+        .expect("sent")
+}
+
+#[tokio::test]
+async fn a_browser_gets_a_page_in_its_language_for_a_link_that_cannot_be_served() {
+    let subject = Unsubscribing::new().await;
+    let setup = &subject.setup;
+    let forged = format!("{PUBLIC_URL}/u/garbage");
+    let click = subject.url.replace("/u/", "/t/c/");
+    for (method, url, body, status, heading) in [
+        (
+            Method::GET,
+            forged.as_str(),
+            "",
+            404,
+            "Este enlace no es válido",
+        ),
+        (
+            Method::POST,
+            forged.as_str(),
+            ONE_CLICK,
+            404,
+            "Este enlace no es válido",
+        ),
+        (
+            Method::GET,
+            click.as_str(),
+            "",
+            404,
+            "Este enlace no es válido",
+        ),
+        (
+            Method::POST,
+            subject.url.as_str(),
+            "action=topics&topic=nope",
+            400,
+            "No se pudo leer esta solicitud",
+        ),
+    ] {
+        let response = as_browser(setup, method.clone(), url, body).await;
+        assert_eq!(response.status(), status, "{method} {url}");
+        let content_type = response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(content_type.starts_with("text/html"), "{content_type}");
+        assert_eq!(response.headers()["content-language"], "es");
+        let page = response.text().await.unwrap();
+        assert!(page.contains("<html lang=\"es\">"), "{page}");
+        assert!(page.contains(&format!("<h1>{heading}</h1>")), "{page}");
+    }
+    // The good link still answers the page itself, and an API client keeps its problem.
+    let page = as_browser(setup, Method::GET, &subject.url, "").await;
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().contains("Preferencias"));
+    expect_problem(setup.follow(&forged).await, 404).await;
+    assert!(subject.contact().await["unsubscribeDate"].is_null());
+}
+
 #[tokio::test]
 async fn a_topic_form_naming_10000_topics_is_a_400_and_a_repeated_topic_is_written_once() {
     let subject = Unsubscribing::new().await;

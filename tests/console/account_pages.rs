@@ -1,6 +1,7 @@
 //! The account pages in a real browser: settings and webhook settings, the CSV import
 //! with its progress bar, the contact list and a contact, the segment builder with its
-//! live count, the message log and one message, and the webhook-event log with a retry.
+//! live count, saved segments, the message log and one message, and the webhook-event
+//! log with a retry.
 //! A stranger sees none of it; cross-site and tokenless posts to its forms are refused.
 
 use std::time::{Duration, Instant};
@@ -401,7 +402,10 @@ async fn import_segment_contacts_settings_and_logs() {
         .await;
     browser.click("table tbody tr td a").await;
     browser.click("form[action$='/delete'] button").await;
+    browser.check_screen("confirm-delete-contact").await;
+    browser.confirm("reader5@").await;
     assert!(browser.text().await.contains("was deleted"));
+    assert_eq!(browser.count("nav[aria-label='This account']").await, 1);
     app.database
         .connection()
         .batch_execute(&format!(
@@ -480,6 +484,7 @@ async fn a_stranger_sees_nothing_and_forged_posts_are_refused() {
         format!("/messages/{message}"),
         "/webhook-events".to_owned(),
         "/topics".to_owned(),
+        "/segments".to_owned(),
         "/forms".to_owned(),
         "/automations".to_owned(),
         "/automations/new".to_owned(),
@@ -531,6 +536,8 @@ async fn a_stranger_sees_nothing_and_forged_posts_are_refused() {
         format!("/contacts/{contact}/delete"),
         format!("/contacts/{contact}/unbounce"),
         "/topics".to_owned(),
+        "/segments".to_owned(),
+        "/segments/01936c5e-7b2a-7cde-8f00-0123456789ab/delete".to_owned(),
         "/automations".to_owned(),
     ] {
         let foreign = post(
@@ -838,7 +845,14 @@ async fn topics_and_automations_are_created_edited_and_deleted() {
         .expect("link");
     browser.goto(href.as_str().expect("href")).await;
     browser.click("form[action$='/delete'] button").await;
+    assert_ne!(
+        topic_count().await,
+        starting,
+        "nothing goes on the first click"
+    );
+    browser.confirm("Releases").await;
     assert!(browser.text().await.contains("was deleted"));
+    assert_eq!(browser.count("nav[aria-label='This account']").await, 1);
     assert_eq!(topic_count().await, starting);
 
     // Automations: created with the dashboard's template, edited to wait three days.
@@ -924,8 +938,149 @@ async fn topics_and_automations_are_created_edited_and_deleted() {
         .expect("link");
     browser.goto(href.as_str().expect("href")).await;
     browser.click("form[action$='/delete'] button").await;
+    assert!(welcome().await.is_some(), "nothing goes on the first click");
+    // Cancel leads back to the automation, which is still there.
+    browser.click("main a[href*='/automations/']").await;
+    assert!(browser.text().await.contains("Welcome"));
+    browser.click("form[action$='/delete'] button").await;
+    browser.confirm("Welcome").await;
     assert!(browser.text().await.contains("was deleted"));
+    assert_eq!(browser.count("nav[aria-label='This account']").await, 1);
     assert!(welcome().await.is_none());
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn a_segment_is_saved_from_the_builder_listed_with_its_count_and_deleted() {
+    let app = app().await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Ada's shop").await;
+    for (email, plan) in [
+        ("a@example.org", "pro"),
+        ("b@example.org", "pro"),
+        ("c@example.org", "free"),
+    ] {
+        let response = app
+            .send_json(
+                reqwest::Method::POST,
+                &format!("/v2/accounts/{account}/contacts"),
+                &token,
+                &serde_json::json!({"email": email, "attributes": {"plan": plan}}),
+            )
+            .await;
+        assert_eq!(response.status(), 200, "contact");
+    }
+    let segments = || async {
+        let list: serde_json::Value = app
+            .get(&format!("/v2/accounts/{account}/segments"), &token)
+            .await
+            .json()
+            .await
+            .expect("json");
+        list["items"].as_array().expect("items").clone()
+    };
+    let browser = Browser::start().await;
+    sign_in_with_token(&browser, &app, &token).await;
+    let base = format!("{}/console/accounts/{account}", app.address);
+
+    // The builder's conditions, offered for saving with a summary of what is saved.
+    browser.goto(&format!("{base}/contacts/segment")).await;
+    browser.fill("#c0-slug", "plan").await;
+    browser
+        .find("#c0-operator option[value=s_equal]")
+        .await
+        .click()
+        .await
+        .expect("operator");
+    browser.fill("#c0-value", "pro").await;
+    browser.click("button[name=save]").await;
+    let card = browser
+        .find("[data-testid=save-segment]")
+        .await
+        .text()
+        .await
+        .expect("text");
+    assert!(card.contains("plan s_equal pro"), "{card}");
+    browser.check_screen("segment-save").await;
+    // No name: the card says why, the conditions are kept, nothing is saved.
+    browser
+        .click("#save-segment-form button[type=submit]")
+        .await;
+    assert!(browser.text().await.contains("The segment was not saved"));
+    assert!(segments().await.is_empty());
+    browser.fill("#segment-name", "Pros").await;
+    browser
+        .click("#save-segment-form button[type=submit]")
+        .await;
+    assert_eq!(
+        browser.path().await,
+        format!("/console/accounts/{account}/segments")
+    );
+    let saved = segments().await;
+    assert_eq!(saved.len(), 1);
+    assert_eq!(saved[0]["name"], "Pros");
+    assert_eq!(
+        saved[0]["attributes"],
+        serde_json::json!([{"slug": "plan", "operator": "s_equal", "value": "pro"}])
+    );
+    // The list: the name, the live count (the API's), reached from the navigation.
+    let count: serde_json::Value = app
+        .get(
+            &format!(
+                "/v2/accounts/{account}/segments/{}/count",
+                saved[0]["_id"].as_str().expect("id")
+            ),
+            &token,
+        )
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(count["count"], 2);
+    assert_eq!(
+        browser
+            .find("[data-testid=segment-row-count]")
+            .await
+            .text()
+            .await
+            .expect("text"),
+        "2"
+    );
+    assert!(browser.text().await.contains("Saved."));
+    assert_eq!(
+        attribute(&browser, ".account-nav a[aria-current=page]", "href")
+            .await
+            .as_deref(),
+        Some(format!("/console/accounts/{account}/segments").as_str())
+    );
+    browser.check_screen("segments").await;
+    // The name opens the builder with the definition filled in and counted.
+    browser.click("[data-testid=segment-row] a").await;
+    assert_eq!(
+        browser
+            .find("[data-testid=segment-count-value]")
+            .await
+            .text()
+            .await
+            .expect("text"),
+        "2"
+    );
+    // A second segment of the same name, in other letters' case, is refused.
+    browser.click("button[name=save]").await;
+    browser.fill("#segment-name", "PROS").await;
+    browser
+        .click("#save-segment-form button[type=submit]")
+        .await;
+    assert!(browser.text().await.contains("already the name"));
+    assert_eq!(segments().await.len(), 1);
+
+    // Delete from the list.
+    browser.goto(&format!("{base}/segments")).await;
+    browser.click("form[action$='/delete'] button").await;
+    assert_eq!(segments().await.len(), 1, "nothing goes on the first click");
+    browser.confirm("Pros").await;
+    assert!(browser.text().await.contains("No saved segments yet"));
+    assert!(segments().await.is_empty());
     browser.close().await;
 }
 

@@ -188,6 +188,15 @@ impl Browser {
         }
     }
 
+    /// Answers the second step of a destructive form: the page names `what` and keeps
+    /// the console's header, then its button is pressed.
+    pub async fn confirm(&self, what: &str) {
+        let text = self.text().await;
+        assert!(text.contains(what), "the confirmation names {what}: {text}");
+        assert_eq!(self.count("header nav").await, 1, "the layout stays");
+        self.click("[data-testid=confirm]").await;
+    }
+
     /// The page's visible text.
     pub async fn text(&self) -> String {
         self.find("body").await.text().await.expect("text")

@@ -90,8 +90,29 @@ async fn a_mail_server_is_checked_live_and_an_announcement_is_watched_until_comp
     browser.click("form[action$='/mail-servers'] button").await;
     let text = browser.text().await;
     assert!(text.contains("The server was not saved"), "{text}");
+    assert!(text.contains("the live server, which answered"), "{text}");
     assert!(text.contains("host:"), "{text}");
     browser.check_screen("mail-server-refused").await;
+
+    // A host that is no host name is Mailroom's own refusal: nothing reached a server.
+    browser
+        .find("#server-host")
+        .await
+        .clear()
+        .await
+        .expect("clear");
+    browser.fill("#server-host", "not a host!").await;
+    browser.click("form[action$='/mail-servers'] button").await;
+    let text = browser.text().await;
+    assert!(text.contains("nothing was sent to the server"), "{text}");
+    assert!(!text.contains("the live server"), "{text}");
+    browser
+        .find("#server-host")
+        .await
+        .clear()
+        .await
+        .expect("clear");
+    browser.fill("#server-host", "127.0.0.1").await;
 
     // The test server: saved, and the check's answer shown (it offers no AUTH).
     browser
@@ -372,6 +393,14 @@ async fn a_template_is_previewed_with_sample_data_and_test_sent() {
     .await;
     assert_eq!(log["items"][0]["test"], true, "{log}");
     assert_eq!(log["items"][0]["email"], "qa@example.org");
+    // The console's log marks it.
+    browser
+        .goto(&format!(
+            "{}/console/accounts/{account}/messages",
+            app.address
+        ))
+        .await;
+    assert_eq!(browser.count("[data-testid='test-badge']").await, 1);
     browser.close().await;
 }
 

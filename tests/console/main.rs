@@ -370,6 +370,12 @@ async fn a_token_created_in_the_console_is_shown_once_and_can_be_revoked() {
     browser
         .click("button[aria-label='Revoke token deploys']")
         .await;
+    assert_eq!(
+        app.get("/v2/accounts", &created).await.status(),
+        200,
+        "nothing is revoked on the first click"
+    );
+    browser.confirm("deploys").await;
     assert_eq!(browser.path().await, "/console/tokens");
     assert!(!browser.text().await.contains("deploys"));
     assert_eq!(app.get("/v2/accounts", &created).await.status(), 401);
@@ -378,6 +384,7 @@ async fn a_token_created_in_the_console_is_shown_once_and_can_be_revoked() {
     browser
         .click("button[aria-label='Revoke token test']")
         .await;
+    browser.confirm("test").await;
     browser
         .goto(&format!("{}/console/tokens", app.address))
         .await;

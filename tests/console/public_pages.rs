@@ -1,8 +1,8 @@
 //! The public unsubscribe page in a real browser, in the languages the browser asks for
 //! (`Accept-Language` from Chromium's own setting), with an account's branding: axe-core
 //! at 1280 and 390 px, nothing wider than the 390 px screen, the topic form used with the
-//! keyboard, the console's sign-in form in German, and a subscribe form's hosted page
-//! filled in and sent.
+//! keyboard, the page a link that cannot be served shows, the console's sign-in form in
+//! German, and a subscribe form's hosted page filled in and sent.
 
 use fantoccini::{
     actions::{InputSource, KeyAction, KeyActions},
@@ -186,6 +186,27 @@ async fn the_unsubscribe_page_is_accessible_in_two_languages_and_at_390_px() {
             .await;
         browser.close().await;
     }
+}
+
+#[tokio::test]
+async fn a_broken_link_shows_an_accessible_page_in_the_readers_language() {
+    let app = spawn_app().await;
+    let page = branded_page(&app).await;
+    // The token cut short, as a mail client that wraps long lines might.
+    let broken = &page[..page.len() - 4];
+    let browser = Browser::start_in_language("de").await;
+    browser.goto(&format!("{}{broken}", app.address)).await;
+    let lang = browser
+        .find("html")
+        .await
+        .attr("lang")
+        .await
+        .expect("attribute");
+    assert_eq!(lang.as_deref(), Some("de"));
+    let heading = browser.find("h1").await.text().await.expect("text");
+    assert_eq!(heading, "Dieser Link ist ungültig");
+    browser.check_screen("link-error-de").await;
+    browser.close().await;
 }
 
 #[tokio::test]

@@ -22,6 +22,7 @@ pub mod operations;
 pub mod ports;
 pub mod rendering;
 pub mod return_path;
+pub mod segments;
 pub mod services;
 pub mod suppressions;
 pub mod templates;

@@ -22,5 +22,5 @@ pub use futures_util::{stream::Stream, StreamExt, TryStreamExt};
 /// The service's id and time types, used in requests and answers.
 pub use mailroom_domain::{
     AccountId, AnnouncementId, AutomationId, ContactEventId, ContactId, MailServerId, MessageId,
-    SendingDomainId, TemplateId, Timestamp, TokenId, TopicId, UserId, WebhookEventId,
+    SegmentId, SendingDomainId, TemplateId, Timestamp, TokenId, TopicId, UserId, WebhookEventId,
 };

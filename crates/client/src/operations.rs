@@ -8,7 +8,7 @@
 
 use mailroom_domain::{
     AccountId, AnnouncementId, AutomationId, ContactId, FeedbackSourceId, FormId, MailServerId,
-    MessageId, SendingDomainId, TemplateId, TokenId, TopicId, UserId, WebhookEventId,
+    MessageId, SegmentId, SendingDomainId, TemplateId, TokenId, TopicId, UserId, WebhookEventId,
 };
 use reqwest::header::LOCATION;
 
@@ -468,6 +468,52 @@ operations! {
     DELETE "/v2/accounts/{accountId}/forms/{formId}" Always;
     pub async fn delete_form(&self, account: AccountId, form: FormId) -> Result<Form> {
         self.execute(OP, Request::new([account.to_string(), form.to_string()])).await?.json()
+    }
+
+    // Saved segments.
+
+    /// One page of saved segments, oldest first.
+    GET "/v2/accounts/{accountId}/segments" Always;
+    pub async fn list_segments(&self, account: AccountId, page: PageRequest) -> Result<Page<Segment>> {
+        self.execute(OP, Request::new([account.to_string()]).query(page.query())).await?.json()
+    }
+
+    /// How many segments the account has.
+    GET "/v2/accounts/{accountId}/segments/count" Always;
+    pub async fn count_segments(&self, account: AccountId) -> Result<u64> {
+        Ok(self.execute(OP, Request::new([account.to_string()])).await?.json::<Count>()?.count)
+    }
+
+    /// One segment, with its definition.
+    GET "/v2/accounts/{accountId}/segments/{segmentId}" Always;
+    pub async fn get_segment(&self, account: AccountId, segment: SegmentId) -> Result<Segment> {
+        self.execute(OP, Request::new([account.to_string(), segment.to_string()])).await?.json()
+    }
+
+    /// How many contacts are in the segment now (as `count_search` counts its definition).
+    GET "/v2/accounts/{accountId}/segments/{segmentId}/count" Always;
+    pub async fn count_segment_contacts(&self, account: AccountId, segment: SegmentId) -> Result<u64> {
+        let request = Request::new([account.to_string(), segment.to_string()]);
+        Ok(self.execute(OP, request).await?.json::<Count>()?.count)
+    }
+
+    /// Saves a segment.
+    POST "/v2/accounts/{accountId}/segments" WithIdempotencyKey;
+    pub async fn create_segment(&self, account: AccountId, segment: &NewSegment) -> Result<Segment> {
+        self.execute(OP, Request::new([account.to_string()]).json(segment)?).await?.json()
+    }
+
+    /// Changes a segment's name or definition; announcements already made keep theirs.
+    PATCH "/v2/accounts/{accountId}/segments/{segmentId}" WithIdempotencyKey;
+    pub async fn update_segment(&self, account: AccountId, segment: SegmentId, update: &SegmentUpdate) -> Result<Segment> {
+        let request = Request::new([account.to_string(), segment.to_string()]).json(update)?;
+        self.execute(OP, request).await?.json()
+    }
+
+    /// Deletes a segment.
+    DELETE "/v2/accounts/{accountId}/segments/{segmentId}" Always;
+    pub async fn delete_segment(&self, account: AccountId, segment: SegmentId) -> Result<Segment> {
+        self.execute(OP, Request::new([account.to_string(), segment.to_string()])).await?.json()
     }
 
     // Contacts.

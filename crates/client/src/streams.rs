@@ -47,6 +47,8 @@ streams! {
     fn stream_announcements() -> Announcement = list_announcements;
     /// Every topic.
     fn stream_topics() -> Topic = list_topics;
+    /// Every saved segment.
+    fn stream_segments() -> Segment = list_segments;
     /// Every contact attribute.
     fn stream_attributes() -> AttributeMeta = list_attributes;
     /// Every contact matching `filter`.

@@ -10,8 +10,8 @@
 use serde_json::{Map, Value};
 
 use crate::{
-    condition::ConditionInput, AnnouncementId, ContactId, TemplateId, Timestamp, TopicId,
-    ValidationErrors,
+    condition::{AudienceDefinition, ConditionInput},
+    AnnouncementId, ContactId, SegmentId, TemplateId, Timestamp, TopicId, ValidationErrors,
 };
 
 /// The longest name accepted, in characters.
@@ -63,6 +63,9 @@ pub struct Announcement {
     pub include_unsubscribed: bool,
     /// The attribute conditions, as received (validated at creation).
     pub attributes: Vec<ConditionInput>,
+    /// The saved segment whose definition was copied into the three fields above at
+    /// creation, if it was made from one (the segment may have changed or gone since).
+    pub segment_id: Option<SegmentId>,
     /// Where it is.
     pub status: AnnouncementStatus,
     /// The greatest contact id the expansion has reached.
@@ -110,26 +113,34 @@ pub struct AnnouncementInput {
     pub template_id: Option<String>,
     /// `topicId`, optional.
     pub topic_id: Option<String>,
-    /// `includeUnsubscribed`, required.
+    /// `includeUnsubscribed`, required unless `segmentId` is given.
     pub include_unsubscribed: Option<bool>,
     /// `attributes`, optional; combined with AND.
-    pub attributes: Vec<ConditionInput>,
+    pub attributes: Option<Vec<ConditionInput>>,
+    /// `segmentId`: a saved segment whose definition stands for the three fields above,
+    /// which may then not be given.
+    pub segment_id: Option<String>,
 }
 
-/// A body whose fields have the right shape; the use case checks that the template and
-/// topic exist and parses the conditions against the account's attributes.
+/// Who an announcement reaches, as its body says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AnnouncementAudience {
+    /// The body's own `attributes`, `includeUnsubscribed` and `topicId`.
+    Given(AudienceDefinition),
+    /// A saved segment of the account, whose definition is copied at creation.
+    Segment(SegmentId),
+}
+
+/// A body whose fields have the right shape; the use case checks that the template,
+/// topic and segment exist and parses the conditions against the account's attributes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewAnnouncement {
     /// Name.
     pub name: String,
     /// Template.
     pub template_id: TemplateId,
-    /// Topic.
-    pub topic_id: Option<TopicId>,
-    /// Include contacts unsubscribed from everything.
-    pub include_unsubscribed: bool,
-    /// Conditions as received.
-    pub attributes: Vec<ConditionInput>,
+    /// Who it reaches.
+    pub audience: AnnouncementAudience,
 }
 
 impl AnnouncementInput {
@@ -141,30 +152,80 @@ impl AnnouncementInput {
         let mut errors = ValidationErrors::new();
         let name = errors.required_name("name", self.name.as_deref(), MAX_NAME_CHARS);
         let template_id = errors.required_id("templateId", self.template_id.as_deref(), "template");
-        let topic_id = self.topic_id.as_deref().and_then(|text| {
+        let audience = match self.segment_id.as_deref() {
+            Some(segment) => Self::segment_audience(
+                segment,
+                [
+                    ("attributes", self.attributes.is_some()),
+                    ("includeUnsubscribed", self.include_unsubscribed.is_some()),
+                    ("topicId", self.topic_id.is_some()),
+                ],
+                &mut errors,
+            ),
+            None => Self::given_audience(
+                self.topic_id.as_deref(),
+                self.include_unsubscribed,
+                self.attributes.unwrap_or_default(),
+                &mut errors,
+            ),
+        };
+        errors.into_result()?;
+        match (name, template_id, audience) {
+            (Some(name), Some(template_id), Some(audience)) => Ok(NewAnnouncement {
+                name,
+                template_id,
+                audience,
+            }),
+            _ => Err(ValidationErrors::single("body", "is incomplete")),
+        }
+    }
+
+    /// `segmentId`, which stands for the audience fields: any of them beside it is
+    /// refused, named.
+    fn segment_audience(
+        segment: &str,
+        given: [(&str, bool); 3],
+        errors: &mut ValidationErrors,
+    ) -> Option<AnnouncementAudience> {
+        for (field, _) in given.iter().filter(|(_, present)| *present) {
+            errors.push(
+                *field,
+                "must not be given with segmentId: the segment's definition is the audience",
+            );
+        }
+        let parsed = SegmentId::parse(segment).ok();
+        if parsed.is_none() {
+            errors.push("segmentId", "must be the id of a segment of this account");
+        }
+        parsed.map(AnnouncementAudience::Segment)
+    }
+
+    fn given_audience(
+        topic_id: Option<&str>,
+        include_unsubscribed: Option<bool>,
+        attributes: Vec<ConditionInput>,
+        errors: &mut ValidationErrors,
+    ) -> Option<AnnouncementAudience> {
+        let topic = topic_id.and_then(|text| {
             let parsed = TopicId::parse(text).ok();
             if parsed.is_none() {
                 errors.push("topicId", "must be the id of a topic of this account");
             }
             parsed
         });
-        if self.include_unsubscribed.is_none() {
+        if include_unsubscribed.is_none() {
             errors.push("includeUnsubscribed", "is required");
         }
-        if let Err(too_many) = crate::condition::check_condition_count(&self.attributes) {
+        if let Err(too_many) = crate::condition::check_condition_count(&attributes) {
             errors.0.extend(too_many.0);
         }
-        errors.into_result()?;
-        match (name, template_id, self.include_unsubscribed) {
-            (Some(name), Some(template_id), Some(include_unsubscribed)) => Ok(NewAnnouncement {
-                name,
-                template_id,
-                topic_id,
+        include_unsubscribed.map(|include_unsubscribed| {
+            AnnouncementAudience::Given(AudienceDefinition {
+                attributes,
                 include_unsubscribed,
-                attributes: self.attributes,
-            }),
-            _ => Err(ValidationErrors::single("body", "is incomplete")),
-        }
+                topic,
+            })
+        })
     }
 }
 
@@ -216,7 +277,8 @@ mod tests {
             template_id: Some("x".into()),
             topic_id: Some("y".into()),
             include_unsubscribed: Some(false),
-            attributes: vec![],
+            attributes: None,
+            segment_id: None,
         };
         let fields: Vec<String> = input
             .parse()
@@ -226,6 +288,44 @@ mod tests {
             .map(|error| error.field)
             .collect();
         assert_eq!(fields, ["templateId", "topicId"]);
+    }
+
+    #[test]
+    fn a_segment_stands_for_the_audience_fields_which_may_not_come_beside_it() {
+        let segment = "01936c5e-7b2a-7cde-8f00-0123456789ab";
+        let input = AnnouncementInput {
+            name: Some("Launch".into()),
+            template_id: Some(segment.into()),
+            segment_id: Some(segment.into()),
+            ..AnnouncementInput::default()
+        };
+        let parsed = input.clone().parse().expect("a segment alone");
+        assert_eq!(
+            parsed.audience,
+            AnnouncementAudience::Segment(SegmentId::parse(segment).expect("id"))
+        );
+        let beside = AnnouncementInput {
+            attributes: Some(vec![]),
+            include_unsubscribed: Some(true),
+            topic_id: Some(segment.into()),
+            ..input.clone()
+        };
+        let fields: Vec<String> = beside
+            .parse()
+            .expect_err("fields beside the segment")
+            .0
+            .into_iter()
+            .map(|error| error.field)
+            .collect();
+        assert_eq!(fields, ["attributes", "includeUnsubscribed", "topicId"]);
+        let malformed = AnnouncementInput {
+            segment_id: Some("nope".into()),
+            ..input
+        };
+        assert_eq!(
+            malformed.parse().expect_err("no id").0[0].field,
+            "segmentId"
+        );
     }
 
     #[test]

@@ -124,6 +124,19 @@ pub struct ConditionInput {
     pub value: Option<Value>,
 }
 
+/// An audience as the API describes it (the body of `POST …/contacts/search`, a saved
+/// segment's definition, an announcement's audience fields): conditions as received,
+/// before they are parsed against the account's attributes into a [`Segment`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AudienceDefinition {
+    /// `attributes`: conditions combined with AND.
+    pub attributes: Vec<ConditionInput>,
+    /// `includeUnsubscribed`.
+    pub include_unsubscribed: bool,
+    /// `topicId`: contacts unsubscribed from it are left out.
+    pub topic: Option<TopicId>,
+}
+
 /// An audience: the contacts that match every condition, minus those unsubscribed from
 /// everything (unless `include_unsubscribed`), minus those unsubscribed from `topic`.
 #[derive(Debug, Clone, PartialEq, Default)]

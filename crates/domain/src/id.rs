@@ -87,6 +87,10 @@ define_id!(
     TopicId
 );
 define_id!(
+    /// Identifies a saved segment (a named audience definition).
+    SegmentId
+);
+define_id!(
     /// Identifies a mail server (an SMTP connection of an account).
     MailServerId
 );

@@ -22,6 +22,7 @@ pub mod message_lifecycle;
 pub mod paging;
 pub mod patch;
 pub mod return_path;
+pub mod saved_segment;
 pub mod secret;
 pub mod sending_domain;
 pub mod slug;
@@ -38,7 +39,7 @@ pub mod webhook_signature;
 pub use error::{FieldError, ValidationErrors};
 pub use id::{
     AccountId, AnnouncementId, AutomationId, ConsoleSessionId, ContactEventId, ContactId,
-    DkimKeyId, FeedbackSourceId, FormConfirmationId, FormId, MailServerId, MessageId,
+    DkimKeyId, FeedbackSourceId, FormConfirmationId, FormId, MailServerId, MessageId, SegmentId,
     SendingDomainId, TemplateId, TokenId, TopicId, UserId, WebhookEventId,
 };
 pub use timestamp::Timestamp;

@@ -251,9 +251,10 @@ pub fn ensure_problem_body<B: MessageBody + 'static>(
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|value| value == HeaderValue::from_static(PROBLEM_JSON));
-    // The console's pages (crates/http/src/console) and a form's hosted page (a refused
-    // post shows the form again) answer errors as HTML pages of their own.
-    let is_own_page = res
+    // The console's pages (crates/http/src/console) and the public links' pages
+    // (`routes::link_error`) answer a browser's errors as HTML pages of their own; the
+    // API under `/v2` answers problems only.
+    let is_page = res
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|value| {
@@ -261,10 +262,8 @@ pub fn ensure_problem_body<B: MessageBody + 'static>(
                 .to_str()
                 .is_ok_and(|text| text.starts_with("text/html"))
         })
-        && ["/console", "/f/"]
-            .iter()
-            .any(|prefix| res.request().path().starts_with(prefix));
-    if is_problem || is_own_page {
+        && !res.request().path().starts_with("/v2");
+    if is_problem || is_page {
         return Ok(ErrorHandlerResponse::Response(res.map_into_left_body()));
     }
     let status = res.status();

@@ -341,6 +341,7 @@ diesel::table! {
         failure_reason -> Nullable<Text>,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        segment_id -> Nullable<Uuid>,
     }
 }
 
@@ -485,10 +486,33 @@ diesel::table! {
 }
 
 diesel::table! {
+    topic_suppressions (account_id, address_hash, topic_id) {
+        account_id -> Uuid,
+        address_hash -> Bytea,
+        topic_id -> Uuid,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     suppression_keys (account_id) {
         account_id -> Uuid,
         sealed_key -> Bytea,
         created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    /// Saved segments: named audience definitions (`2026-12-02-000004_segments`).
+    segments (account_id, id) {
+        account_id -> Uuid,
+        id -> Uuid,
+        name -> Text,
+        attributes -> Jsonb,
+        include_unsubscribed -> Bool,
+        topic_id -> Nullable<Uuid>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
     }
 }
 
@@ -560,4 +584,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     announcement_counters,
     suppressions,
     suppression_keys,
+    topic_suppressions,
+    segments,
 );

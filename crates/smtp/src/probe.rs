@@ -239,7 +239,12 @@ impl Check<'_> {
         self.step(connection.auth(&MECHANISMS, &credentials))
             .await?
             .map_err(|error| self.classify(Step::Auth, &error))?;
-        Ok(CredentialCheck::Authenticated)
+        let encrypted = upgrade || self.endpoint.security == SmtpSecurity::ImplicitTls;
+        Ok(if encrypted {
+            CredentialCheck::Authenticated
+        } else {
+            CredentialCheck::AuthenticatedInClear
+        })
     }
 
     /// No PLAIN or LOGIN in the EHLO reply. lettre's `ServerInfo` keeps only the

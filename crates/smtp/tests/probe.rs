@@ -46,7 +46,7 @@ fn insecure(mut endpoint: SmtpEndpoint) -> SmtpEndpoint {
 }
 
 #[test]
-fn the_right_password_authenticates() {
+fn the_right_password_authenticates_and_a_plain_connection_says_it_went_in_clear() {
     let server = server(TlsMode::None, true);
     let target = endpoint(
         "127.0.0.1",
@@ -55,7 +55,7 @@ fn the_right_password_authenticates() {
     );
     assert_eq!(
         probe(true).verify(&target),
-        Ok(CredentialCheck::Authenticated)
+        Ok(CredentialCheck::AuthenticatedInClear)
     );
     assert_eq!(server.connection_count(), 1);
 }

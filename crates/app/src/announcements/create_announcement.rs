@@ -1,20 +1,24 @@
 use mailroom_domain::{
-    announcement::{Announcement, AnnouncementInput, AnnouncementStatus},
-    condition::parse_conditions,
+    announcement::{Announcement, AnnouncementAudience, AnnouncementInput, AnnouncementStatus},
     AnnouncementId,
 };
 
 use crate::{
-    auth::Member, contacts::AccountAttributeTypes, ports::in_transaction, AppError, Services,
+    auth::Member,
+    contacts::{audience_segment, SearchRequest},
+    ports::in_transaction,
+    AppError, Services,
 };
 
 /// Creates an announcement and starts it: it is `running` at once, and the workers expand
 /// its audience (contacts created until now) and send. The answer does not wait for any
-/// of that, whatever the audience's size.
+/// of that, whatever the audience's size. An announcement made from a saved segment
+/// (`segmentId`) copies the segment's definition now: a later change of the segment does
+/// not change it.
 ///
 /// # Errors
-/// [`AppError::Invalid`] naming each bad field: a `templateId` or `topicId` the account
-/// does not have, or a condition that does not fit the account's attributes;
+/// [`AppError::Invalid`] naming each bad field: a `templateId`, `topicId` or `segmentId`
+/// the account does not have, or a condition that does not fit the account's attributes;
 /// [`AppError`] when the store fails.
 pub fn create_announcement(
     services: &Services,
@@ -29,24 +33,26 @@ pub fn create_announcement(
         let template = tx.find_template(account, new.template_id)?.ok_or_else(|| {
             AppError::invalid("templateId", "must be the id of a template of this account")
         })?;
-        if let Some(topic) = new.topic_id {
-            if tx.find_topic(account, topic)?.is_none() {
-                return Err(AppError::invalid(
-                    "topicId",
-                    "must be the id of a topic of this account",
-                ));
+        let (definition, segment_id) = match &new.audience {
+            AnnouncementAudience::Given(definition) => (definition.clone(), None),
+            AnnouncementAudience::Segment(segment) => {
+                let saved = tx.find_saved_segment(account, *segment)?.ok_or_else(|| {
+                    AppError::invalid("segmentId", "must be the id of a segment of this account")
+                })?;
+                (saved.definition, Some(saved.id))
             }
-        }
-        let types = AccountAttributeTypes::load(tx, account)?;
-        parse_conditions(&new.attributes, &types)?;
+        };
+        // The same check as a search's: the topic is the account's, the conditions fit.
+        audience_segment(tx, account, &SearchRequest::of(&definition))?;
         let announcement = Announcement {
             id,
             name: new.name.clone(),
             template_id: template.id,
             subject: template.subject,
-            topic_id: new.topic_id,
-            include_unsubscribed: new.include_unsubscribed,
-            attributes: new.attributes.clone(),
+            topic_id: definition.topic,
+            include_unsubscribed: definition.include_unsubscribed,
+            attributes: definition.attributes,
+            segment_id,
             status: AnnouncementStatus::Running,
             last_sampled_contact_id: None,
             audience_size: 0,

@@ -9,7 +9,7 @@ use mailroom_domain::{
 use crate::{
     auth::Member,
     ports::{in_transaction, UnitOfWork},
-    suppressions::{existing_key, suppress, Listing},
+    suppressions::{existing_key, keep_topic_unsubscriptions, suppress, Listing},
     AppError, Services,
 };
 
@@ -46,7 +46,8 @@ fn keep_marks_listed(
 }
 
 /// Deletes a contact with its events, attributes and unsubscriptions, and returns it.
-/// Its address stays on the suppression list for every mark it carried.
+/// Its address stays on the suppression list for every mark it carried, and its topic
+/// unsubscriptions are kept by the address's hash for a contact made again.
 ///
 /// # Errors
 /// [`AppError::NotFound`] for an unknown contact.
@@ -88,6 +89,7 @@ fn remove_contact(
     in_transaction(services.db.as_ref(), |tx| {
         let contact = tx.find_contact(account, id)?.ok_or(AppError::NotFound)?;
         keep_marks_listed(tx, services, account, &contact)?;
+        keep_topic_unsubscriptions(tx, services, account, &contact)?;
         tx.delete_contact(account, id)?;
         if erase {
             tx.erase_personal_traces(account, id, &normalize_email(&contact.email))?;

@@ -31,6 +31,7 @@ pub(crate) use import_csv::{bounded_reader, next_row, read_header};
 pub use import_csv::{import_csv, MAX_RECORD_BYTES};
 pub use list_contacts::{count_contacts, list_contacts};
 pub use record_event::{record_event, RecordEventRequest};
+pub(crate) use search_contacts::audience_segment;
 pub use search_contacts::{count_search, search_contacts, SearchRequest};
 pub use unbounce_contact::unbounce_contact;
 pub use upsert_contact::{upsert_contact, UpsertContactRequest, UpsertedContact};

@@ -1,6 +1,8 @@
 use mailroom_domain::{
     attribute::ResolvedAttributes,
-    condition::{check_condition_count, parse_conditions, ConditionInput, Segment},
+    condition::{
+        check_condition_count, parse_conditions, AudienceDefinition, ConditionInput, Segment,
+    },
     contact::Contact,
     paging::PageRequest,
     AccountId, ContactId, TopicId,
@@ -26,7 +28,34 @@ pub struct SearchRequest {
     pub after: Option<ContactId>,
 }
 
-fn segment(
+impl SearchRequest {
+    /// The search of everyone in `definition` (a saved segment's, say), from the start.
+    pub fn of(definition: &AudienceDefinition) -> Self {
+        Self {
+            attributes: definition.attributes.clone(),
+            include_unsubscribed: definition.include_unsubscribed,
+            topic: definition.topic,
+            after: None,
+        }
+    }
+
+    /// The audience this search describes, paging left out.
+    pub fn definition(&self) -> AudienceDefinition {
+        AudienceDefinition {
+            attributes: self.attributes.clone(),
+            include_unsubscribed: self.include_unsubscribed,
+            topic: self.topic,
+        }
+    }
+}
+
+/// The one check of an audience definition, which search, count and saved segments
+/// share: the conditions' number, the topic is the account's, and each condition fits
+/// the account's attributes.
+///
+/// # Errors
+/// [`AppError::Invalid`] naming `attributes`, `topicId` or `attributes[i].…`.
+pub(crate) fn audience_segment(
     tx: &mut dyn UnitOfWork,
     account: AccountId,
     request: &SearchRequest,
@@ -63,7 +92,7 @@ pub fn search_contacts(
 ) -> Result<Vec<(Contact, ResolvedAttributes)>, AppError> {
     let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        let segment = segment(tx, account, request)?;
+        let segment = audience_segment(tx, account, request)?;
         let ids = tx.search_segment(account, &segment, page, request.after)?;
         let contacts = tx.find_contacts(account, &ids)?;
         let mut attributes = super::resolve_attributes(tx, account, &contacts)?;
@@ -88,7 +117,7 @@ pub fn count_search(
 ) -> Result<u64, AppError> {
     let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        let segment = segment(tx, account, request)?;
+        let segment = audience_segment(tx, account, request)?;
         Ok(tx.count_segment(account, &segment)?)
     })
 }

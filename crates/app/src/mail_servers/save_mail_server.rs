@@ -20,11 +20,18 @@ pub struct SavedMailServer {
     pub server: MailServer,
     /// Things the caller should know, such as a relay that offers no AUTH.
     pub warnings: Vec<String>,
+    /// The check sent the credentials over an unencrypted connection (the server offered
+    /// no STARTTLS and `requireTLS` is off), and every send will.
+    pub credentials_sent_in_clear: bool,
 }
 
 /// The warning for a relay without AUTH (docs/design.md#8-delivery).
 pub const NO_AUTH_WARNING: &str =
     "the server advertises no AUTH mechanism: the credentials were not checked and mail will be sent without authentication";
+
+/// The warning for credentials that went over a plain connection.
+pub const CLEAR_TEXT_WARNING: &str =
+    "the server offers no STARTTLS, so the username and password were sent unencrypted, and every send will do the same; set requireTLS to refuse such a server, or use its TLS port with secure";
 
 /// Creates a mail server after checking its settings against the live server.
 ///
@@ -130,11 +137,13 @@ fn save(
         }
         let warnings = match check {
             CredentialCheck::Authenticated => Vec::new(),
+            CredentialCheck::AuthenticatedInClear => vec![CLEAR_TEXT_WARNING.to_owned()],
             CredentialCheck::NoAuthAdvertised => vec![NO_AUTH_WARNING.to_owned()],
         };
         Ok(SavedMailServer {
             server: record.server,
             warnings,
+            credentials_sent_in_clear: check == CredentialCheck::AuthenticatedInClear,
         })
     })
 }

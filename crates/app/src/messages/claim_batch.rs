@@ -1,6 +1,7 @@
 //! What the messages of one claim share, read once per claim instead of once per message:
-//! the contacts, their attributes and their addresses' entries on the suppression list in
-//! one query each per account, and each template,
+//! the contacts, their attributes and their addresses' entries on the suppression list
+//! (with the topic unsubscriptions an address's deleted contact left, given back to the
+//! live one) in one query each per account, and each template,
 //! chosen mail server (with its opened password) and account the first time a message
 //! needs it. `prepare` asks this cache where it would ask the store; anything not
 //! preloaded falls back to the store, so a cache miss is slower, never wrong.
@@ -12,8 +13,8 @@ use std::{collections::HashMap, sync::Arc};
 
 use mailroom_domain::{
     announcement::Announcement, attribute::ResolvedAttributes, automation::Automation,
-    contact::Contact, email::normalize_email, message::Message, suppression::SuppressionReason,
-    AccountId, AnnouncementId, AutomationId, ContactId, MailServerId, TemplateId, UserId,
+    contact::Contact, message::Message, suppression::SuppressionReason, AccountId, AnnouncementId,
+    AutomationId, ContactId, MailServerId, TemplateId, UserId,
 };
 
 use crate::{
@@ -25,7 +26,7 @@ use crate::{
         UnitOfWork,
     },
     rendering::TemplateFields,
-    suppressions::listed_reasons,
+    suppressions::apply_list,
     AppError, Services,
 };
 
@@ -64,35 +65,30 @@ impl ClaimBatch {
         services: &Services,
         messages: &[Message],
     ) -> Result<Self, AppError> {
-        let mut by_account: HashMap<AccountId, Vec<ContactId>> = HashMap::new();
+        let mut by_account: HashMap<AccountId, Vec<&Message>> = HashMap::new();
         for message in messages {
             by_account
                 .entry(message.account_id)
                 .or_default()
-                .push(message.contact_id);
+                .push(message);
         }
         let mut batch = Self::default();
         let accounts: Vec<AccountId> = by_account.keys().copied().collect();
         batch.signing_keys = open_signing_keys(tx, services, &accounts)?;
-        for (account, mut ids) in by_account {
+        for (account, claimed) in by_account {
+            let mut ids: Vec<ContactId> =
+                claimed.iter().map(|message| message.contact_id).collect();
             ids.sort_unstable();
             ids.dedup();
-            let contacts = tx.find_contacts(account, &ids)?;
-            let mut listed = listed_reasons(
-                tx,
-                services,
-                account,
-                contacts.iter().map(|contact| contact.email.as_str()),
-            )?;
-            for contact in &contacts {
-                if let Some(reasons) = listed.remove(&normalize_email(&contact.email)) {
-                    batch.listed.insert((account, contact.id), reasons);
-                }
+            let mut contacts = tx.find_contacts(account, &ids)?;
+            let unstored = test_addressees(&claimed, &contacts);
+            for (id, reasons) in apply_list(tx, services, account, &mut contacts, &unstored)? {
+                batch.listed.insert((account, id), reasons);
             }
             for (id, attributes) in resolve_attributes(tx, account, &contacts)? {
                 batch.attributes.insert((account, id), attributes);
             }
-            for contact in contacts {
+            for contact in contacts.into_iter().chain(unstored) {
                 batch.contacts.insert((account, contact.id), contact);
             }
         }
@@ -337,4 +333,34 @@ fn endpoint(
             updated_at: server.updated_at,
         }),
     })
+}
+
+/// Stand-ins for the addresses of test sends whose contact id no contact has (a test
+/// makes no contact): the message's own address, no marks, no attributes. The claim
+/// checks them against the list like any address and writes nothing for them.
+fn test_addressees(messages: &[&Message], stored: &[Contact]) -> Vec<Contact> {
+    let mut addressees: Vec<Contact> = Vec::new();
+    for message in messages {
+        let known = stored
+            .iter()
+            .any(|contact| contact.id == message.contact_id)
+            || addressees
+                .iter()
+                .any(|contact| contact.id == message.contact_id);
+        if message.test && !known {
+            addressees.push(Contact {
+                id: message.contact_id,
+                email: message.email.clone(),
+                created_at: message.created_at,
+                hard_bounced_at: None,
+                complaint_at: None,
+                unsubscribed_at: None,
+                topic_unsubscriptions: Vec::new(),
+                message_count: 0,
+                pending_since: None,
+                confirmed_at: None,
+            });
+        }
+    }
+    addressees
 }

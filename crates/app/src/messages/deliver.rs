@@ -192,6 +192,8 @@ pub fn record_message_outcomes(
             .iter()
             .map(|&i| &settled[i].message)
             .filter(|message| written.contains(&message.id))
+            // A test send changes no contact: it is not one of the contact's messages.
+            .filter(|message| !message.test)
             .filter(|message| {
                 message.status == MessageStatus::Sent || message.status == MessageStatus::Bounced
             })

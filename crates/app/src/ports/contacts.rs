@@ -193,6 +193,16 @@ pub trait ContactRepository {
         id: ContactId,
     ) -> Result<Option<Contact>, StoreError>;
 
+    /// The account's contact of `email` (compared case-insensitively), if there is one.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn find_contact_by_email(
+        &mut self,
+        account: AccountId,
+        email: &EmailAddress,
+    ) -> Result<Option<Contact>, StoreError>;
+
     /// These contacts, in the order of `ids` (unknown ids are skipped).
     ///
     /// # Errors

@@ -5,9 +5,10 @@ use crate::{
     ports::{
         AccountRepository, AnnouncementRepository, AutomationRepository, ConsoleRepository,
         ContactImportRepository, ContactRepository, FeedbackRepository, MailServerRepository,
-        MessageRepository, QueueStatsRepository, SealedSecretRepository, SegmentRepository,
-        SendingDomainRepository, StarterDataRepository, SuppressionRepository, TemplateRepository,
-        TokenRepository, TopicRepository, UserRepository, WebhookEventRepository,
+        MessageRepository, QueueStatsRepository, SavedSegmentRepository, SealedSecretRepository,
+        SegmentRepository, SendingDomainRepository, StarterDataRepository, SuppressionRepository,
+        TemplateRepository, TokenRepository, TopicRepository, UserRepository,
+        WebhookEventRepository,
     },
     AppError, StoreError,
 };
@@ -22,6 +23,7 @@ pub trait UnitOfWork:
     + MailServerRepository
     + TopicRepository
     + SegmentRepository
+    + SavedSegmentRepository
     + ContactRepository
     + ContactImportRepository
     + WebhookEventRepository

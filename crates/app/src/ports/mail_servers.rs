@@ -50,8 +50,13 @@ pub struct SavedServer {
 /// What a successful check established.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CredentialCheck {
-    /// The server advertised AUTH and accepted the credentials.
+    /// The server advertised AUTH and accepted the credentials over an encrypted
+    /// connection (implicit TLS or STARTTLS).
     Authenticated,
+    /// The server advertised AUTH without offering STARTTLS, and accepted the credentials
+    /// sent over the plain connection (`requireTLS: false`): anyone on the path could
+    /// read the password, and every send will do the same.
+    AuthenticatedInClear,
     /// The server advertised no AUTH mechanism (an internal relay): credentials could not
     /// be checked and sends will go without AUTH.
     NoAuthAdvertised,

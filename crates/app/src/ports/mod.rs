@@ -21,6 +21,7 @@ mod queue_wakeup;
 mod records;
 mod renderer;
 mod repositories;
+mod saved_segments;
 mod sealed_secrets;
 mod segments;
 mod sending_domains;
@@ -54,6 +55,7 @@ pub use queue_wakeup::{QueueEvent, QueueWakeup};
 pub use records::*;
 pub use renderer::{InProcessRenderer, TemplateRenderer};
 pub use repositories::*;
+pub use saved_segments::SavedSegmentRepository;
 pub use sealed_secrets::{SealedColumn, SealedRow, SealedRowKey, SealedSecretRepository};
 pub use segments::SegmentRepository;
 pub use sending_domains::{

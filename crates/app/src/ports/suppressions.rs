@@ -1,7 +1,7 @@
 use mailroom_domain::{
     paging::PageRequest,
     suppression::{AddressHash, SuppressionEntry, SuppressionReason},
-    AccountId,
+    AccountId, ContactId, Timestamp, TopicId,
 };
 
 use super::SealedSecret;
@@ -24,7 +24,7 @@ pub trait SuppressionRepository {
         &mut self,
         account: AccountId,
         sealed: &SealedSecret,
-        now: mailroom_domain::Timestamp,
+        now: Timestamp,
     ) -> Result<bool, StoreError>;
 
     /// Adds each entry unless the address is listed for that reason already (the first
@@ -126,5 +126,40 @@ pub trait SuppressionRepository {
         account: AccountId,
         normalized_email: &str,
         reasons: &[SuppressionReason],
+    ) -> Result<(), StoreError>;
+
+    /// Keeps the topic unsubscriptions of `contact` under its address's `hash`, so that
+    /// they outlive the contact (called before it is deleted); returns how many were new.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn keep_topic_unsubscriptions(
+        &mut self,
+        account: AccountId,
+        contact: ContactId,
+        hash: AddressHash,
+    ) -> Result<u64, StoreError>;
+
+    /// The kept topic unsubscriptions of `hashes`, with the time each was made. One
+    /// statement for the whole set.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn kept_topic_unsubscriptions(
+        &mut self,
+        account: AccountId,
+        hashes: &[AddressHash],
+    ) -> Result<Vec<(AddressHash, TopicId, Timestamp)>, StoreError>;
+
+    /// Gives kept topic unsubscriptions back to live contacts (`restored`: contact,
+    /// topic, when it was made) and drops every kept one of `hashes`.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn restore_topic_unsubscriptions(
+        &mut self,
+        account: AccountId,
+        restored: &[(ContactId, TopicId, Timestamp)],
+        hashes: &[AddressHash],
     ) -> Result<(), StoreError>;
 }

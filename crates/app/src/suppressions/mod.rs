@@ -22,12 +22,13 @@ use std::collections::HashMap;
 
 use hmac::{Hmac, Mac};
 use mailroom_domain::{
+    contact::Contact,
     email::normalize_email,
     secret::SecretString,
     suppression::{
         suppression_detail, AddressHash, SuppressionEntry, SuppressionReason, SuppressionSource,
     },
-    AccountId, Timestamp,
+    AccountId, ContactId, Timestamp,
 };
 use sha2::Sha256;
 
@@ -170,32 +171,85 @@ pub(crate) fn suppress(
     Ok(())
 }
 
-/// The reasons each of `emails` is listed for, by normalised address, in one statement
-/// (none when the account has no key, so none listed).
-pub(crate) fn listed_reasons<'e>(
+/// What the list says of a claim's contacts of one account, by contact: the reasons each
+/// one's address is listed for. `stored` are contacts of the store; `unstored` stand for
+/// the addresses of test sends that have none (they are checked, and nothing is written
+/// for them). A stored contact whose address's earlier contact was deleted with topic
+/// unsubscriptions gets them back here: they are written to it (in the caller's
+/// transaction), added to its `topic_unsubscriptions`, and no longer kept by hash. Two
+/// statements for the set, none for an account without a key (it has no entries), and
+/// the restore only when there is something to give back.
+pub(crate) fn apply_list(
     tx: &mut dyn UnitOfWork,
     services: &Services,
     account: AccountId,
-    emails: impl IntoIterator<Item = &'e str>,
-) -> Result<HashMap<String, Vec<SuppressionReason>>, AppError> {
+    stored: &mut [Contact],
+    unstored: &[Contact],
+) -> Result<HashMap<ContactId, Vec<SuppressionReason>>, AppError> {
     let Some(key) = existing_key(tx, services, account)? else {
         return Ok(HashMap::new());
     };
-    let mut by_hash: HashMap<AddressHash, String> = HashMap::new();
-    for email in emails {
-        by_hash.insert(key.hash(email), normalize_email(email));
-    }
-    if by_hash.is_empty() {
+    if stored.is_empty() && unstored.is_empty() {
         return Ok(HashMap::new());
     }
+    // The contacts of each hash: an unstored address may be a stored one's too.
+    let mut by_hash: HashMap<AddressHash, Vec<ContactId>> = HashMap::new();
+    let mut stored_at: HashMap<AddressHash, usize> = HashMap::with_capacity(stored.len());
+    for (position, contact) in stored.iter().enumerate() {
+        let hash = key.hash(&contact.email);
+        by_hash.entry(hash).or_default().push(contact.id);
+        stored_at.insert(hash, position);
+    }
+    for contact in unstored {
+        by_hash
+            .entry(key.hash(&contact.email))
+            .or_default()
+            .push(contact.id);
+    }
     let hashes: Vec<AddressHash> = by_hash.keys().copied().collect();
-    let mut listed: HashMap<String, Vec<SuppressionReason>> = HashMap::new();
+    let mut listed: HashMap<ContactId, Vec<SuppressionReason>> = HashMap::new();
     for (hash, reason) in tx.suppression_reasons(account, &hashes)? {
-        if let Some(email) = by_hash.get(&hash) {
-            listed.entry(email.clone()).or_default().push(reason);
+        for id in by_hash.get(&hash).into_iter().flatten() {
+            listed.entry(*id).or_default().push(reason);
         }
     }
+    let stored_hashes: Vec<AddressHash> = stored_at.keys().copied().collect();
+    let kept = tx.kept_topic_unsubscriptions(account, &stored_hashes)?;
+    if !kept.is_empty() {
+        let mut restored = Vec::with_capacity(kept.len());
+        let mut restored_hashes = Vec::new();
+        for (hash, topic, at) in kept {
+            if let Some(&position) = stored_at.get(&hash) {
+                let contact = &mut stored[position];
+                if !contact.topic_unsubscriptions.contains(&topic) {
+                    contact.topic_unsubscriptions.push(topic);
+                }
+                restored.push((contact.id, topic, at));
+                restored_hashes.push(hash);
+            }
+        }
+        restored_hashes.sort_unstable_by_key(|hash| hash.0);
+        restored_hashes.dedup();
+        tx.restore_topic_unsubscriptions(account, &restored, &restored_hashes)?;
+    }
     Ok(listed)
+}
+
+/// Keeps the topic unsubscriptions of a contact about to be deleted under its address's
+/// hash (making the account's key if it has none), so that a contact made again for the
+/// address does not get the topics it had left.
+pub(crate) fn keep_topic_unsubscriptions(
+    tx: &mut dyn UnitOfWork,
+    services: &Services,
+    account: AccountId,
+    contact: &Contact,
+) -> Result<(), AppError> {
+    if contact.topic_unsubscriptions.is_empty() {
+        return Ok(());
+    }
+    let key = account_key(tx, services, account)?;
+    tx.keep_topic_unsubscriptions(account, contact.id, key.hash(&contact.email))?;
+    Ok(())
 }
 
 #[cfg(test)]

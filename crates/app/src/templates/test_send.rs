@@ -14,7 +14,10 @@ use crate::{
 /// it goes through the normal pipeline (suppression, send limit, rendering in the
 /// sandbox, the chosen server, retries), appears in the message log and counts in the
 /// stats, marked `test`. The template is named by id, so templates can be tried before
-/// anything sends them by slug. As in a send, an unknown address becomes a contact.
+/// anything sends them by slug. A test neither makes nor changes a contact: to an
+/// address of a contact it renders with that contact's attributes (and does not count in
+/// its `message_count`); to any other address it names a contact id that no contact has,
+/// and the claim addresses it to the message's own address.
 ///
 /// # Errors
 /// [`AppError::NotFound`] for an unknown template; [`AppError`] when the store fails.
@@ -31,12 +34,13 @@ pub fn test_send(
         let found = tx
             .find_template(account, template)?
             .ok_or(AppError::NotFound)?;
-        let (contact, _created) = tx.upsert_contact(
-            account,
-            ContactId::from_uuid(services.ids.next_uuid()),
-            email,
-            now,
-        )?;
+        let (contact_id, contact_email) = match tx.find_contact_by_email(account, email)? {
+            Some(contact) => (contact.id, contact.email),
+            None => (
+                ContactId::from_uuid(services.ids.next_uuid()),
+                email.as_str().to_owned(),
+            ),
+        };
         let domain = sender_domain(tx, account, &found)?;
         let mut message = queued_message(
             services,
@@ -44,8 +48,8 @@ pub fn test_send(
             &found,
             &domain,
             &Addressee {
-                contact: contact.id,
-                email: &contact.email,
+                contact: contact_id,
+                email: &contact_email,
             },
             Origin::Transactional,
             data.clone(),

@@ -1,6 +1,8 @@
 //! Announcements: one template sent once to an audience.
 
-use mailroom_domain::{AnnouncementId, ContactId, TemplateId, Timestamp, TopicId};
+use mailroom_domain::{AnnouncementId, ContactId, SegmentId, TemplateId, Timestamp, TopicId};
+
+use super::ContactSearch;
 use serde::{Deserialize, Serialize};
 
 /// One condition on a contact attribute; an audience is the AND of its conditions.
@@ -41,6 +43,9 @@ pub struct Announcement {
     /// The topic whose unsubscribers are skipped.
     #[serde(default)]
     pub topic_id: Option<TopicId>,
+    /// The saved segment whose definition it copied when it was made.
+    #[serde(default)]
+    pub segment_id: Option<SegmentId>,
     /// When its messages were queued.
     #[serde(default)]
     pub process_date: Option<Timestamp>,
@@ -77,11 +82,22 @@ pub struct NewAnnouncement {
     pub name: String,
     /// The template to send.
     pub template_id: TemplateId,
-    /// Skip contacts unsubscribed from this topic.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub topic_id: Option<TopicId>,
-    /// Send to contacts unsubscribed from everything too.
-    pub include_unsubscribed: bool,
-    /// The audience's conditions; empty for everyone.
-    pub attributes: Vec<Condition>,
+    /// Who it reaches.
+    #[serde(flatten)]
+    pub audience: AnnouncementAudience,
+}
+
+/// Who an announcement reaches: an audience given in the body, or a saved segment.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum AnnouncementAudience {
+    /// These conditions, unsubscription switch and topic (the body of `search_contacts`).
+    Given(ContactSearch),
+    /// A saved segment of the account: its definition is copied when the announcement is
+    /// made, so changing the segment later does not change the announcement.
+    Segment {
+        /// The segment.
+        #[serde(rename = "segmentId")]
+        segment_id: SegmentId,
+    },
 }

@@ -2,10 +2,11 @@
 //! problem, and a tour of the other resources that reads every kind of answer.
 
 use mailroom_client::{
-    AutomationSettings, Condition, ContactFilter, ContactSearch, ContactUpsert, Error, FormUpdate,
-    MailServerSettings, MemberRole, MessageFilter, NewAnnouncement, NewEvent, NewForm, NewMember,
-    NewTemplate, NewToken, NewTopic, PageRequest, Patch, SendMessage, TemplateUpdate, TokenScope,
-    TopicUpdate, TryStreamExt, UnsubscribeForm, WebhookEventFilter,
+    AnnouncementAudience, AutomationSettings, Condition, ContactFilter, ContactSearch,
+    ContactUpsert, Error, FormUpdate, MailServerSettings, MemberRole, MessageFilter,
+    NewAnnouncement, NewEvent, NewForm, NewMember, NewSegment, NewTemplate, NewToken, NewTopic,
+    PageRequest, Patch, SegmentUpdate, SendMessage, TemplateUpdate, TokenScope, TopicUpdate,
+    TryStreamExt, UnsubscribeForm, WebhookEventFilter,
 };
 use mailroom_server::message_worker::MessageWorker;
 use mailroom_test_support::{TestSmtpOptions, TestSmtpServer, TlsMode};
@@ -730,19 +731,97 @@ async fn a_tour_of_the_other_operations_reads_every_answer() {
         .expect("search");
     assert_eq!(found.items.len(), 1, "{found:?}");
     assert_eq!(found.items[0].id, contact.id);
+    // Saved segments: the same audience under a name, counted live.
+    let segment = client
+        .create_segment(
+            account,
+            &NewSegment {
+                name: "Pros".into(),
+                audience: ContactSearch {
+                    topic_id: Some(topic.id),
+                    ..pros.clone()
+                },
+            },
+        )
+        .await
+        .expect("segment");
+    assert_eq!(segment.attributes, pros.attributes);
+    assert_eq!(segment.topic_id, Some(topic.id));
+    assert_eq!(
+        client
+            .count_segment_contacts(account, segment.id)
+            .await
+            .expect("count"),
+        1
+    );
+    let renamed = client
+        .update_segment(
+            account,
+            segment.id,
+            &SegmentUpdate {
+                name: Patch::Set("Paying".into()),
+                ..SegmentUpdate::default()
+            },
+        )
+        .await
+        .expect("segment update");
+    assert_eq!(
+        (renamed.name.as_str(), renamed.topic_id),
+        ("Paying", Some(topic.id))
+    );
+    assert_eq!(
+        client.get_segment(account, segment.id).await.expect("get"),
+        renamed
+    );
+    assert_eq!(client.count_segments(account).await.expect("count"), 1);
+    let segments: Vec<_> = client
+        .stream_segments(account)
+        .try_collect()
+        .await
+        .expect("segments");
+    assert_eq!(segments, std::slice::from_ref(&renamed));
+    assert_eq!(
+        client
+            .list_segments(account, PageRequest::default())
+            .await
+            .expect("list")
+            .items,
+        segments
+    );
+    let from_segment = client
+        .create_announcement(
+            account,
+            &NewAnnouncement {
+                name: "From the segment".into(),
+                template_id: template.id,
+                audience: AnnouncementAudience::Segment {
+                    segment_id: segment.id,
+                },
+            },
+        )
+        .await
+        .expect("announcement from a segment");
+    assert_eq!(from_segment.segment_id, Some(segment.id));
+    assert_eq!(from_segment.topic_id, Some(topic.id));
+    client
+        .delete_segment(account, segment.id)
+        .await
+        .expect("delete");
     let announcement = client
         .create_announcement(
             account,
             &NewAnnouncement {
                 name: "Launch".into(),
                 template_id: template.id,
-                topic_id: Some(topic.id),
-                include_unsubscribed: false,
-                attributes: pros.attributes.clone(),
+                audience: AnnouncementAudience::Given(ContactSearch {
+                    topic_id: Some(topic.id),
+                    ..pros.clone()
+                }),
             },
         )
         .await
         .expect("announcement");
+    assert_eq!(announcement.segment_id, None);
     assert_eq!(
         client
             .get_announcement(account, announcement.id)
@@ -751,7 +830,7 @@ async fn a_tour_of_the_other_operations_reads_every_answer() {
             .name,
         "Launch"
     );
-    assert_eq!(client.count_announcements(account).await.expect("count"), 1);
+    assert_eq!(client.count_announcements(account).await.expect("count"), 2);
     assert_eq!(
         client
             .list_announcements(account, PageRequest::default())
@@ -759,7 +838,7 @@ async fn a_tour_of_the_other_operations_reads_every_answer() {
             .expect("list")
             .items
             .len(),
-        1
+        2
     );
     client.get_contact(account, contact.id).await.expect("get");
     let unbounced = client

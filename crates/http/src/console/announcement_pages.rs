@@ -171,7 +171,8 @@ impl AnnouncementForm {
             template_id: chosen(&self.template_id),
             topic_id: chosen(&self.topic_id),
             include_unsubscribed: Some(self.include_unsubscribed.is_some()),
-            attributes: self.rows().iter().filter_map(ConditionRow::input).collect(),
+            attributes: Some(self.rows().iter().filter_map(ConditionRow::input).collect()),
+            segment_id: None,
         }
     }
 
@@ -424,6 +425,7 @@ mod tests {
             topic_id: None,
             include_unsubscribed: false,
             attributes: Vec::new(),
+            segment_id: None,
             status: AnnouncementStatus::Running,
             last_sampled_contact_id: None,
             audience_size: 4,

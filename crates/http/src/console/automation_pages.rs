@@ -24,10 +24,10 @@ use serde::{Deserialize, Serialize};
 use super::{
     blocking, error_page,
     page_kit::{
-        account_form, account_page, account_session, member, record_form, record_ids, respond,
-        Pairs,
+        account_form, account_page, account_session, confirmation_page, done_page, is_confirmed,
+        member, record_form, record_ids, respond, Confirmation, Pairs,
     },
-    pages::{day_and_minute, message, require_session, see_other, signed_in_form},
+    pages::{day_and_minute, require_session, see_other, signed_in_form},
     render,
 };
 
@@ -274,40 +274,64 @@ pub(super) async fn update_topic_form(
     }
 }
 
-/// `POST /console/accounts/{id}/topics/{topicId}/delete`.
+/// `POST /console/accounts/{id}/topics/{topicId}/delete`: first the confirmation that names
+/// the topic, then (with `confirmed=yes`) the deletion.
 pub(super) async fn delete_topic_form(
     req: HttpRequest,
     path: web::Path<(String, String)>,
     body: web::Bytes,
 ) -> HttpResponse {
-    let (services, signed_in, _, (account, topic)) =
+    let (services, signed_in, form, (account, topic)) =
         match record_form::<Pairs, _, _>(&req, &body, &path.0, &path.1, TopicId::parse).await {
             Ok(found) => found,
             Err(response) => return response,
         };
-    let deleted = blocking(move || {
-        let member = member(
-            &services,
-            &signed_in,
-            account,
-            "DELETE",
-            &format!("/topics/{topic}"),
-        )?;
-        delete_topic(&services, &member, topic)
-    })
-    .await;
-    match deleted {
-        Ok(topic) => message(
-            StatusCode::OK,
-            "Topic deleted",
-            &format!("The topic “{}” was deleted.", topic.name),
-            Some((
-                &format!("/console/accounts/{account}/topics"),
-                "Back to the topics",
-            )),
-        ),
-        Err(error) => error_page(&error),
-    }
+    let confirmed = is_confirmed(&form);
+    respond(
+        blocking(move || {
+            let member = member(
+                &services,
+                &signed_in,
+                account,
+                "DELETE",
+                &format!("/topics/{topic}"),
+            )?;
+            if !confirmed {
+                let found = get_topic(&services, &member, topic)?;
+                return confirmation_page(
+                    &services,
+                    &signed_in,
+                    account,
+                    "topics",
+                    &Confirmation {
+                        title: "Delete this topic?".into(),
+                        what: found.name,
+                        consequence: "Who unsubscribed from it is forgotten with it: \
+                                      announcements can no longer name it."
+                            .into(),
+                        button: "Delete the topic".into(),
+                        cancel: format!("/console/accounts/{account}/topics/{topic}"),
+                    },
+                );
+            }
+            let deleted = delete_topic(&services, &member, topic)?;
+            done_page(
+                &services,
+                &signed_in,
+                account,
+                "topics",
+                (
+                    "Topic deleted",
+                    &format!("The topic “{}” was deleted.", deleted.name),
+                ),
+                (
+                    &format!("/console/accounts/{account}/topics"),
+                    "Back to the topics",
+                ),
+            )
+        })
+        .await,
+    )
 }
 
 // ---- Automations ----
@@ -645,13 +669,14 @@ pub(super) async fn update_automation_form(
     }
 }
 
-/// `POST /console/accounts/{id}/automations/{automationId}/delete`.
+/// `POST /console/accounts/{id}/automations/{automationId}/delete`: first the confirmation
+/// that names the automation, then (with `confirmed=yes`) the deletion.
 pub(super) async fn delete_automation_form(
     req: HttpRequest,
     path: web::Path<(String, String)>,
     body: web::Bytes,
 ) -> HttpResponse {
-    let (services, signed_in, _) = match signed_in_form::<Pairs>(&req, &body).await {
+    let (services, signed_in, form) = match signed_in_form::<Pairs>(&req, &body).await {
         Ok(found) => found,
         Err(response) => return response,
     };
@@ -659,27 +684,50 @@ pub(super) async fn delete_automation_form(
         Ok(ids) => ids,
         Err(response) => return response,
     };
-    let deleted = blocking(move || {
-        let member = member(
-            &services,
-            &signed_in,
-            account,
-            "DELETE",
-            &format!("/automations/{automation}"),
-        )?;
-        delete_automation(&services, &member, automation)
-    })
-    .await;
-    match deleted {
-        Ok(automation) => message(
-            StatusCode::OK,
-            "Automation deleted",
-            &format!("The automation “{}” was deleted.", automation.settings.name),
-            Some((
-                &format!("/console/accounts/{account}/automations"),
-                "Back to the automations",
-            )),
-        ),
-        Err(error) => error_page(&error),
-    }
+    let confirmed = is_confirmed(&form);
+    respond(
+        blocking(move || {
+            let member = member(
+                &services,
+                &signed_in,
+                account,
+                "DELETE",
+                &format!("/automations/{automation}"),
+            )?;
+            if !confirmed {
+                let found = get_automation(&services, &member, automation)?;
+                return confirmation_page(
+                    &services,
+                    &signed_in,
+                    account,
+                    "automations",
+                    &Confirmation {
+                        title: "Delete this automation?".into(),
+                        what: found.settings.name,
+                        consequence: "It stops firing on its event. Messages it already \
+                                      queued are still sent."
+                            .into(),
+                        button: "Delete the automation".into(),
+                        cancel: format!("/console/accounts/{account}/automations/{automation}"),
+                    },
+                );
+            }
+            let deleted = delete_automation(&services, &member, automation)?;
+            done_page(
+                &services,
+                &signed_in,
+                account,
+                "automations",
+                (
+                    "Automation deleted",
+                    &format!("The automation “{}” was deleted.", deleted.settings.name),
+                ),
+                (
+                    &format!("/console/accounts/{account}/automations"),
+                    "Back to the automations",
+                ),
+            )
+        })
+        .await,
+    )
 }

@@ -34,8 +34,8 @@ use tokio::sync::mpsc;
 use super::{
     blocking, check_csrf, check_same_origin, error_page,
     page_kit::{
-        account_page, account_session, member, page_at, query_tail, record_form, record_ids,
-        respond, Pager, Pairs,
+        account_page, account_session, confirmation_page, done_page, is_confirmed, member, page_at,
+        query_tail, record_form, record_ids, respond, Confirmation, Pager, Pairs,
     },
     pages::{day_and_minute, message, require_session, see_other, CsrfForm},
     render,
@@ -384,50 +384,69 @@ pub(super) async fn unbounce(
     }
 }
 
-/// `POST /console/accounts/{id}/contacts/{contactId}/delete`.
+/// `POST /console/accounts/{id}/contacts/{contactId}/delete`: first the confirmation that
+/// names the contact, then (with `confirmed=yes`) the deletion.
 pub(super) async fn delete(
     req: HttpRequest,
     path: web::Path<(String, String)>,
     body: web::Bytes,
 ) -> HttpResponse {
-    let (services, signed_in, _, (account, contact)) = match record_form::<CsrfOnly, _, _>(
-        &req,
-        &body,
-        &path.0,
-        &path.1,
-        ContactId::parse,
+    let (services, signed_in, form, (account, contact)) =
+        match record_form::<Pairs, _, _>(&req, &body, &path.0, &path.1, ContactId::parse).await {
+            Ok(found) => found,
+            Err(response) => return response,
+        };
+    let confirmed = is_confirmed(&form);
+    respond(
+        blocking(move || {
+            let member = member(
+                &services,
+                &signed_in,
+                account,
+                "DELETE",
+                &format!("/contacts/{contact}"),
+            )?;
+            if !confirmed {
+                let (found, _) = get_contact(&services, &member, contact)?;
+                return confirmation_page(
+                    &services,
+                    &signed_in,
+                    account,
+                    "contacts",
+                    &Confirmation {
+                        title: "Delete this contact?".into(),
+                        what: found.email,
+                        consequence: "Its attributes, events and topic choices go with it. \
+                                      Its messages stay in the log, and its address stays \
+                                      on the suppression list for any bounce, complaint or \
+                                      unsubscription it had."
+                            .into(),
+                        button: "Delete the contact".into(),
+                        cancel: format!("/console/accounts/{account}/contacts/{contact}"),
+                    },
+                );
+            }
+            let deleted = delete_contact(&services, &member, contact)?;
+            done_page(
+                &services,
+                &signed_in,
+                account,
+                "contacts",
+                (
+                    "Contact deleted",
+                    &format!(
+                        "{} was deleted with its attributes, events and unsubscriptions.",
+                        deleted.email
+                    ),
+                ),
+                (
+                    &format!("/console/accounts/{account}/contacts"),
+                    "Back to the contacts",
+                ),
+            )
+        })
+        .await,
     )
-    .await
-    {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
-    let done = blocking(move || {
-        let member = member(
-            &services,
-            &signed_in,
-            account,
-            "DELETE",
-            &format!("/contacts/{contact}"),
-        )?;
-        delete_contact(&services, &member, contact)
-    })
-    .await;
-    match done {
-        Ok(deleted) => message(
-            StatusCode::OK,
-            "Contact deleted",
-            &format!(
-                "{} was deleted with its attributes, events and unsubscriptions.",
-                deleted.email
-            ),
-            Some((
-                &format!("/console/accounts/{account}/contacts"),
-                "Back to the contacts",
-            )),
-        ),
-        Err(error) => error_page(&error),
-    }
 }
 
 /// One audience condition of a console form (the segment builder, an announcement), as
@@ -466,14 +485,14 @@ impl ConditionRow {
 /// The segment builder's form: numbered rows (`c0_slug`, `c0_operator`, `c0_value`, …),
 /// the unsubscribed switches, and what was asked (`count`, `show`, more `rows`).
 #[derive(Debug, Serialize)]
-struct SegmentForm {
+pub(super) struct SegmentForm {
     rows: Vec<ConditionRow>,
     include_unsubscribed: bool,
     topic: String,
 }
 
 impl SegmentForm {
-    fn read(pairs: &Pairs) -> Self {
+    pub(super) fn read(pairs: &Pairs) -> Self {
         let wanted = pairs
             .get("rows")
             .and_then(|rows| rows.parse::<usize>().ok())
@@ -493,7 +512,7 @@ impl SegmentForm {
     }
 
     /// The search request the API would receive ([`ConditionRow::input`] per row).
-    fn request(&self) -> Result<SearchRequest, Vec<FieldError>> {
+    pub(super) fn request(&self) -> Result<SearchRequest, Vec<FieldError>> {
         let topic = if self.topic.is_empty() {
             None
         } else {
@@ -538,7 +557,7 @@ fn condition_value(operator: &str, value: &str) -> Option<serde_json::Value> {
 }
 
 /// The builder's field errors in words: `attributes[i]` becomes the row the user sees.
-fn readable(errors: Vec<FieldError>, form: &SegmentForm) -> Vec<String> {
+pub(super) fn readable(errors: Vec<FieldError>, form: &SegmentForm) -> Vec<String> {
     // Rows without a slug were left out of the request, so map request indexes to rows.
     let shown: Vec<usize> = form
         .rows
@@ -609,7 +628,8 @@ struct TopicChoice {
 
 /// `GET /console/accounts/{id}/contacts/segment`: the builder. `count` counts the
 /// segment, `show` lists its first contacts (keyset paging from `after`), `rows` adds
-/// condition rows; the page works as a plain form, htmx only refreshes the count live.
+/// condition rows, `save` offers to save the conditions as a segment; the page works as a
+/// plain form, htmx only refreshes the count live.
 pub(super) async fn segment(
     req: HttpRequest,
     path: web::Path<String>,
@@ -623,119 +643,143 @@ pub(super) async fn segment(
     respond(
         blocking(move || {
             let member = member(&services, &signed_in, account, "POST", "/contacts/search")?;
-            let form = SegmentForm::read(&pairs);
-            let outcome = if pairs.get("count").is_some() {
-                Some(count_segment(&services, &member, &form)?)
-            } else {
-                None
-            };
-            let mut shown: Option<Vec<ContactRow>> = None;
-            let mut next_after: Option<String> = None;
-            let mut show_errors: Vec<String> = Vec::new();
-            if pairs.get("show").is_some() {
-                match form.request() {
-                    Ok(mut request) => {
-                        request.after = pairs
-                            .get("after")
-                            .and_then(|after| ContactId::parse(after).ok());
-                        let page = PageRequest {
-                            start: 0,
-                            limit: super::page_kit::PAGE_ROWS,
-                        };
-                        match search_contacts(&services, &member, &request, page) {
-                            Ok(found) => {
-                                if found.len() >= page.limit as usize {
-                                    next_after =
-                                        found.last().map(|(contact, _)| contact.id.to_string());
-                                }
-                                shown = Some(
-                                    found
-                                        .iter()
-                                        .map(|(contact, _)| ContactRow::from(contact))
-                                        .collect(),
-                                );
-                            }
-                            Err(AppError::Invalid(errors)) => {
-                                show_errors = readable(errors.0, &form);
-                            }
-                            Err(other) => return Err(other),
-                        }
-                    }
-                    Err(errors) => {
-                        show_errors = errors
-                            .into_iter()
-                            .map(|e| format!("{}: {}", e.field, e.message))
-                            .collect();
-                    }
-                }
-            }
-            let slugs: Vec<String> = list_attribute_metas(
-                &services,
-                &member,
-                PageRequest {
-                    start: 0,
-                    limit: SUGGESTED_SLUGS,
-                },
-            )?
-            .into_iter()
-            .map(|meta| meta.slug)
-            .collect();
-            let topics: Vec<TopicChoice> = list_topics(
-                &services,
-                &member,
-                PageRequest {
-                    start: 0,
-                    limit: LISTED_TOPICS,
-                },
-            )?
-            .into_iter()
-            .map(|topic| TopicChoice {
-                id: topic.id.to_string(),
-                name: topic.name,
-            })
-            .collect();
-            // The query string of this segment without paging, for the next page's link.
-            let mut base: Vec<(String, String)> = pairs
-                .0
-                .iter()
-                .filter(|(key, _)| !matches!(key.as_str(), "after" | "count" | "show"))
-                .cloned()
-                .collect();
-            base.push(("show".to_owned(), "1".to_owned()));
-            let next_link = next_after.map(|after| {
-                base.push(("after".to_owned(), after));
-                format!(
-                    "?{}",
-                    serde_urlencoded::to_string(&base).unwrap_or_default()
-                )
+            let save = pairs.get("save").map(|_| SaveCard {
+                name: pairs.get("name").unwrap_or("").trim().to_owned(),
+                errors: Vec::new(),
             });
-            let errors =
-                !show_errors.is_empty() || outcome.as_ref().is_some_and(|o| !o.errors.is_empty());
-            account_page(
-                &services,
-                &signed_in,
-                account,
-                if errors {
-                    StatusCode::BAD_REQUEST
-                } else {
-                    StatusCode::OK
-                },
-                "segment.html",
-                ("Segment builder", "segment"),
-                minijinja::context! {
-                    form => form,
-                    more_rows => (form.rows.len() < MAX_ROWS).then(|| form.rows.len() + 1),
-                    operators => OPERATORS,
-                    slugs => slugs,
-                    topics => topics,
-                    outcome => outcome,
-                    shown => shown,
-                    show_errors => show_errors,
-                    next_link => next_link,
-                },
-            )
+            builder_page(&services, &signed_in, account, &member, &pairs, save)
         })
         .await,
+    )
+}
+
+/// The "Save as segment" card under the builder: the name given and why a save failed.
+#[derive(Debug, Serialize)]
+pub(super) struct SaveCard {
+    pub(super) name: String,
+    pub(super) errors: Vec<String>,
+}
+
+/// The builder's page for the form in `pairs`, with the save card when `save` is given.
+pub(super) fn builder_page(
+    services: &Services,
+    signed_in: &mailroom_app::console::SignedIn,
+    account: AccountId,
+    member: &mailroom_app::auth::Member,
+    pairs: &Pairs,
+    save: Option<SaveCard>,
+) -> Result<render::Page, AppError> {
+    let form = SegmentForm::read(pairs);
+    let outcome = if pairs.get("count").is_some() {
+        Some(count_segment(services, member, &form)?)
+    } else {
+        None
+    };
+    let mut shown: Option<Vec<ContactRow>> = None;
+    let mut next_after: Option<String> = None;
+    let mut show_errors: Vec<String> = Vec::new();
+    if pairs.get("show").is_some() {
+        match form.request() {
+            Ok(mut request) => {
+                request.after = pairs
+                    .get("after")
+                    .and_then(|after| ContactId::parse(after).ok());
+                let page = PageRequest {
+                    start: 0,
+                    limit: super::page_kit::PAGE_ROWS,
+                };
+                match search_contacts(services, member, &request, page) {
+                    Ok(found) => {
+                        if found.len() >= page.limit as usize {
+                            next_after = found.last().map(|(contact, _)| contact.id.to_string());
+                        }
+                        shown = Some(
+                            found
+                                .iter()
+                                .map(|(contact, _)| ContactRow::from(contact))
+                                .collect(),
+                        );
+                    }
+                    Err(AppError::Invalid(errors)) => {
+                        show_errors = readable(errors.0, &form);
+                    }
+                    Err(other) => return Err(other),
+                }
+            }
+            Err(errors) => {
+                show_errors = errors
+                    .into_iter()
+                    .map(|e| format!("{}: {}", e.field, e.message))
+                    .collect();
+            }
+        }
+    }
+    let slugs: Vec<String> = list_attribute_metas(
+        services,
+        member,
+        PageRequest {
+            start: 0,
+            limit: SUGGESTED_SLUGS,
+        },
+    )?
+    .into_iter()
+    .map(|meta| meta.slug)
+    .collect();
+    let topics: Vec<TopicChoice> = list_topics(
+        services,
+        member,
+        PageRequest {
+            start: 0,
+            limit: LISTED_TOPICS,
+        },
+    )?
+    .into_iter()
+    .map(|topic| TopicChoice {
+        id: topic.id.to_string(),
+        name: topic.name,
+    })
+    .collect();
+    // The query string of this segment without paging, for the next page's link.
+    let mut base: Vec<(String, String)> = pairs
+        .0
+        .iter()
+        .filter(|(key, _)| !matches!(key.as_str(), "after" | "count" | "show" | "save" | "name"))
+        .cloned()
+        .collect();
+    base.push(("show".to_owned(), "1".to_owned()));
+    let next_link = next_after.map(|after| {
+        base.push(("after".to_owned(), after));
+        format!(
+            "?{}",
+            serde_urlencoded::to_string(&base).unwrap_or_default()
+        )
+    });
+    let errors = !show_errors.is_empty()
+        || outcome.as_ref().is_some_and(|o| !o.errors.is_empty())
+        || save.as_ref().is_some_and(|card| !card.errors.is_empty());
+    account_page(
+        services,
+        signed_in,
+        account,
+        if errors {
+            StatusCode::BAD_REQUEST
+        } else {
+            StatusCode::OK
+        },
+        "segment.html",
+        ("Segment builder", "segment"),
+        minijinja::context! {
+            form => form,
+            more_rows => (form.rows.len() < MAX_ROWS).then(|| form.rows.len() + 1),
+            operators => OPERATORS,
+            slugs => slugs,
+            topics => topics,
+            outcome => outcome,
+            shown => shown,
+            show_errors => show_errors,
+            next_link => next_link,
+            save => save,
+        },
     )
 }
 

@@ -1,9 +1,9 @@
-//! The templates of the account pages (settings, contacts, segment builder, import, logs,
-//! topics, automations, subscribe forms),
+//! The templates of the account pages (settings, contacts, segment builder, saved segments,
+//! import, logs, topics, automations, subscribe forms),
 //! compiled in beside those of `render`.
 
 /// Every template of the account pages, by name.
-pub(super) const EXTRA: [(&str, &str); 14] = [
+pub(super) const EXTRA: [(&str, &str); 15] = [
     ("forms.html", include_str!("templates/forms.html")),
     ("topics.html", include_str!("templates/topics.html")),
     ("topic.html", include_str!("templates/topic.html")),
@@ -20,6 +20,7 @@ pub(super) const EXTRA: [(&str, &str); 14] = [
         "segment_count.html",
         include_str!("templates/segment_count.html"),
     ),
+    ("segments.html", include_str!("templates/segments.html")),
     ("import.html", include_str!("templates/import.html")),
     ("messages.html", include_str!("templates/messages.html")),
     (

@@ -43,6 +43,7 @@ struct MessageRow {
     attempts: u32,
     created_at: String,
     last_reply: Option<String>,
+    test: bool,
 }
 
 /// `GET /console/accounts/{id}/messages`.
@@ -89,6 +90,7 @@ pub(super) async fn messages(
                         attempts: message.attempts,
                         created_at: day_and_minute(message.created_at),
                         last_reply: message.last_reply,
+                        test: message.test,
                     })
                     .collect()
             } else {
@@ -156,6 +158,7 @@ pub(super) async fn message(req: HttpRequest, path: web::Path<(String, String)>)
                         contact_id => found.contact_id.to_string(),
                         template_id => found.template_id.to_string(),
                         kind => found.kind.as_str(),
+                        test => found.test,
                         status => found.status.as_str(),
                         skip_reason => found.skip_reason.map(|reason| reason.as_str()),
                         attempts => found.attempts,

@@ -232,6 +232,8 @@ struct CheckOutcome {
     passed: bool,
     /// Warnings of a passed check (e.g. no AUTH offered).
     warnings: Vec<String>,
+    /// The check sent the credentials unencrypted.
+    in_clear: bool,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -241,7 +243,7 @@ fn form_page(
     server: Option<(MailServerId, Option<ServerItem>)>,
     form: &ServerForm,
     status: StatusCode,
-    errors: &[FieldError],
+    (errors, live_refusal): (&[FieldError], bool),
     check: Option<CheckOutcome>,
 ) -> render::Page {
     let (heading, action, health) = match server {
@@ -267,6 +269,7 @@ fn form_page(
             form => form,
             insecure => form.allow_insecure_tls.is_some(),
             errors => errors,
+            live_refusal => live_refusal,
             check => check,
             ..layout(signed_in, "Mail server")
         },
@@ -287,7 +290,7 @@ pub(super) async fn new_form(req: HttpRequest, path: web::Path<String>) -> HttpR
             None,
             &ServerForm::default(),
             StatusCode::OK,
-            &[],
+            (&[], false),
             None,
         ))
     })
@@ -323,21 +326,27 @@ async fn save(
             None => ("POST", String::new()),
         };
         let member = member(&services, &signed_in, account, method, &rest)?;
-        let refused = |errors: &[FieldError]| {
+        // Whether the live server answered the refusal, or Mailroom's own rules did (the
+        // fields, the account's sending domains): the page must not blame the server
+        // for what was never sent to it.
+        let refused = |errors: &[FieldError], live: bool| {
             form_page(
                 &signed_in,
                 account,
                 server.map(|id| (id, None)),
                 &form,
                 StatusCode::BAD_REQUEST,
-                errors,
+                (errors, live),
                 None,
             )
         };
         let input = match form.input() {
             Ok(input) => input,
-            Err(error) => return Ok(refused(&[error])),
+            Err(error) => return Ok(refused(&[error], false)),
         };
+        if let Err(errors) = input.clone().parse() {
+            return Ok(refused(&errors.0, false));
+        }
         let saved = match server {
             Some(id) => update_mail_server(&services, &member, id, input),
             None => create_mail_server(&services, &member, input),
@@ -352,13 +361,20 @@ async fn save(
                 )),
                 &ServerForm::of(&saved.server),
                 StatusCode::OK,
-                &[],
+                (&[], false),
                 Some(CheckOutcome {
                     passed: true,
                     warnings: saved.warnings,
+                    in_clear: saved.credentials_sent_in_clear,
                 }),
             )),
-            Err(AppError::Invalid(errors)) => Ok(refused(&errors.0)),
+            Err(AppError::Invalid(errors)) => {
+                let live = errors
+                    .0
+                    .iter()
+                    .all(|error| error.field != "defaultFromEmail");
+                Ok(refused(&errors.0, live))
+            }
             Err(other) => Err(other),
         }
     })
@@ -403,7 +419,7 @@ pub(super) async fn edit_form(req: HttpRequest, path: web::Path<(String, String)
             Some((server, Some(ServerItem::from(found.clone())))),
             &ServerForm::of(&found),
             StatusCode::OK,
-            &[],
+            (&[], false),
             None,
         ))
     })

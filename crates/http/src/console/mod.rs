@@ -24,6 +24,7 @@ mod contact_pages;
 mod extra_templates;
 mod log_pages;
 mod page_kit;
+mod segment_pages;
 mod settings_pages;
 mod subscribe_form_pages;
 
@@ -108,6 +109,18 @@ pub fn configure(config: &mut web::ServiceConfig) {
             .route(
                 "/accounts/{account_id}/contacts/segment/count",
                 web::get().to(contact_pages::segment_count),
+            )
+            .route(
+                "/accounts/{account_id}/segments",
+                web::get().to(segment_pages::list),
+            )
+            .route(
+                "/accounts/{account_id}/segments",
+                web::post().to(segment_pages::create),
+            )
+            .route(
+                "/accounts/{account_id}/segments/{segment_id}/delete",
+                web::post().to(segment_pages::delete),
             )
             .route(
                 "/accounts/{account_id}/contacts/import",

@@ -1,6 +1,6 @@
 //! What the account pages of `settings_pages`, `contact_pages` and `log_pages` share: the
 //! membership proof for the API route a page stands for, the layout with the account
-//! switcher, fragments for htmx, and paging links.
+//! switcher, fragments for htmx, paging links, and the second step of a destructive form.
 
 use actix_web::{http::StatusCode, HttpRequest, HttpResponse};
 use mailroom_app::{
@@ -140,6 +140,69 @@ pub(super) fn account_page(
         template,
         minijinja::context! { ..context, ..layout },
     ))
+}
+
+/// What a destructive form's second step names: the page a first post answers, so that
+/// nothing goes on one click. Its form posts the same fields back with `confirmed=yes`.
+#[derive(Debug, Serialize)]
+pub(super) struct Confirmation {
+    /// The question, as the page's heading ("Delete this contact?").
+    pub(super) title: String,
+    /// What goes: its name, address or description.
+    pub(super) what: String,
+    /// What else goes with it, and what stays.
+    pub(super) consequence: String,
+    /// The label of the button that does it.
+    pub(super) button: String,
+    /// Where "cancel" leads (the record's page).
+    pub(super) cancel: String,
+}
+
+/// Whether a destructive form is its second step, the one [`Confirmation`] asked for.
+pub(super) fn is_confirmed(form: &Pairs) -> bool {
+    form.get("confirmed") == Some("yes")
+}
+
+/// The second step of an account's destructive form, in the account's layout.
+pub(super) fn confirmation_page(
+    services: &Services,
+    signed_in: &SignedIn,
+    account: AccountId,
+    account_section: &str,
+    confirmation: &Confirmation,
+) -> Result<render::Page, AppError> {
+    account_page(
+        services,
+        signed_in,
+        account,
+        StatusCode::OK,
+        "confirm.html",
+        (&confirmation.title, account_section),
+        minijinja::context! { confirmation => confirmation },
+    )
+}
+
+/// A page that says what an account's action did, in the account's layout (its header
+/// and navigation stay), with a link onwards.
+pub(super) fn done_page(
+    services: &Services,
+    signed_in: &SignedIn,
+    account: AccountId,
+    account_section: &str,
+    (title, text): (&str, &str),
+    (back_href, back_label): (&str, &str),
+) -> Result<render::Page, AppError> {
+    account_page(
+        services,
+        signed_in,
+        account,
+        StatusCode::OK,
+        "message.html",
+        (title, account_section),
+        minijinja::context! {
+            title => title, message => text, back_href => back_href, back_label => back_label,
+        },
+    )
 }
 
 /// The page a `start` offset asks for, clamped to [`MAX_START`].

@@ -32,8 +32,9 @@ use crate::{
 };
 
 use super::{
-    blocking, check_csrf, check_same_origin, cookie, error_page, fresh_secret, parse_form, render,
-    set_cookie, Layout, FORM_COOKIE, SESSION_COOKIE,
+    blocking, check_csrf, check_same_origin, cookie, error_page, fresh_secret,
+    page_kit::{is_confirmed, Confirmation, Pairs},
+    parse_form, render, set_cookie, Layout, FORM_COOKIE, SESSION_COOKIE,
 };
 
 /// How many of the last failed messages the dashboard lists.
@@ -842,7 +843,24 @@ pub(super) async fn create_token(req: HttpRequest, body: web::Bytes) -> HttpResp
     )
 }
 
-/// `POST /console/tokens/{id}/revoke`.
+/// The second step of a revocation on the tokens page, in the console's layout.
+fn tokens_confirmation(signed_in: &SignedIn, confirmation: &Confirmation) -> HttpResponse {
+    render::page(
+        StatusCode::OK,
+        "confirm.html",
+        minijinja::context! {
+            ..minijinja::Value::from_serialize(Layout {
+                title: &confirmation.title, signed_in: true,
+                csrf: &signed_in.session.csrf_token, section: "tokens",
+            }),
+            ..minijinja::context! { confirmation => confirmation }
+        },
+    )
+    .into()
+}
+
+/// `POST /console/tokens/{id}/revoke`: first the confirmation that names the token, then
+/// (with `confirmed=yes`) the revocation.
 pub(super) async fn revoke_token(
     req: HttpRequest,
     token: web::Path<String>,
@@ -850,8 +868,30 @@ pub(super) async fn revoke_token(
 ) -> HttpResponse {
     unwrap(
         async {
-            let (services, signed_in, _form) = signed_in_form::<CsrfOnly>(&req, &body).await?;
+            let (services, signed_in, form) = signed_in_form::<Pairs>(&req, &body).await?;
             let token = TokenId::parse(&token).map_err(|_| error_page(&AppError::NotFound))?;
+            if !is_confirmed(&form) {
+                let lookup = (services.clone(), signed_in.actor.clone());
+                let found = blocking(move || list_tokens(&lookup.0, &lookup.1))
+                    .await
+                    .map_err(|error| error_page(&error))?
+                    .into_iter()
+                    .find(|record| record.id == token)
+                    .ok_or_else(|| error_page(&AppError::NotFound))?;
+                return Ok(tokens_confirmation(
+                    &signed_in,
+                    &Confirmation {
+                        title: "Revoke this token?".into(),
+                        what: format!("The token “{}” ({})", found.name, found.scope.as_str()),
+                        consequence: "Every program using it is refused from now on, and \
+                                      console sessions opened with it end. It cannot be \
+                                      brought back; make a new one instead."
+                            .into(),
+                        button: "Revoke the token".into(),
+                        cancel: "/console/tokens".into(),
+                    },
+                ));
+            }
             blocking(move || revoke_token_use_case(&services, &signed_in.actor, token))
                 .await
                 .map_err(|error| error_page(&error))?;
@@ -861,7 +901,8 @@ pub(super) async fn revoke_token(
     )
 }
 
-/// `POST /console/sessions/{id}/revoke`: ends a session; ending one's own signs out.
+/// `POST /console/sessions/{id}/revoke`: ends a session (ending one's own signs out),
+/// after a confirmation.
 pub(super) async fn revoke_session(
     req: HttpRequest,
     session: web::Path<String>,
@@ -869,10 +910,27 @@ pub(super) async fn revoke_session(
 ) -> HttpResponse {
     unwrap(
         async {
-            let (services, signed_in, _form) = signed_in_form::<CsrfOnly>(&req, &body).await?;
+            let (services, signed_in, form) = signed_in_form::<Pairs>(&req, &body).await?;
             let session =
                 ConsoleSessionId::parse(&session).map_err(|_| error_page(&AppError::NotFound))?;
             let own = session == signed_in.session.id;
+            if !is_confirmed(&form) {
+                let what = if own {
+                    "This session, the one you are using: you will be signed out."
+                } else {
+                    "Another console session of yours."
+                };
+                return Ok(tokens_confirmation(
+                    &signed_in,
+                    &Confirmation {
+                        title: "End this session?".into(),
+                        what: what.into(),
+                        consequence: "The browser that holds it must sign in again.".into(),
+                        button: "End the session".into(),
+                        cancel: "/console/tokens".into(),
+                    },
+                ));
+            }
             blocking(move || console::revoke_session(&services, &signed_in.actor, session))
                 .await
                 .map_err(|error| error_page(&error))?;

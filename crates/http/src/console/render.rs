@@ -22,7 +22,7 @@ pub const EDITOR: &str = include_str!("templates/editor.js");
 
 /// Every template, by name.
 /// (The sign-in form is a public page the operator may override: `crate::pages`.)
-const TEMPLATES: [(&str, &str); 15] = [
+const TEMPLATES: [(&str, &str); 16] = [
     ("base.html", include_str!("templates/base.html")),
     (
         "condition_rows.html",
@@ -30,6 +30,7 @@ const TEMPLATES: [(&str, &str); 15] = [
     ),
     ("login_link.html", include_str!("templates/login_link.html")),
     ("message.html", include_str!("templates/message.html")),
+    ("confirm.html", include_str!("templates/confirm.html")),
     ("accounts.html", include_str!("templates/accounts.html")),
     ("dashboard.html", include_str!("templates/dashboard.html")),
     ("tokens.html", include_str!("templates/tokens.html")),

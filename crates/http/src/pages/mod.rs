@@ -1,5 +1,5 @@
-//! The public pages' templates: the unsubscribe and preferences page (`/u/{token}`) and
-//! the console's sign-in form. Defaults are compiled in; the operator may replace any of
+//! The public pages' templates: the unsubscribe and preferences page (`/u/{token}`), the
+//! page a browser gets for a link that cannot be served, and the console's sign-in form. Defaults are compiled in; the operator may replace any of
 //! them with a file of the same name in the directory `MAILROOM_PAGE_TEMPLATES`, read and
 //! checked once at start ([`PageTemplates::load`]): a template that does not compile, or
 //! does not render in every language with the sample contexts, stops the start with a
@@ -37,12 +37,16 @@ pub const SIGN_IN: &str = "sign_in.html";
 /// A subscribe form's hosted page and its confirmation page (`/f/{formKey}`), a whole
 /// HTML document.
 pub const FORM: &str = "form.html";
+/// What a browser gets for a public link that cannot be served (a token not minted
+/// here, a contact gone, a form that does not parse), a whole HTML document.
+pub const LINK_ERROR: &str = "link_error.html";
 
 /// Every template an operator may override, with its compiled-in default.
-pub const DEFAULTS: [(&str, &str); 3] = [
+pub const DEFAULTS: [(&str, &str); 4] = [
     (UNSUBSCRIBE, include_str!("templates/unsubscribe.html")),
     (SIGN_IN, include_str!("templates/sign_in.html")),
     (FORM, include_str!("templates/form.html")),
+    (LINK_ERROR, include_str!("templates/link_error.html")),
 ];
 
 /// Why the page templates could not be loaded: the server does not start.
@@ -342,6 +346,21 @@ pub struct SignInContext {
     pub error: Option<String>,
 }
 
+/// What the link error page gets: which catalogue texts to show, and the page's colours.
+/// A link that does not verify names no account the page could trust, so it carries the
+/// service's own accent, not an account's branding.
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkErrorContext {
+    /// The catalogue key of the heading (and title).
+    pub title: &'static str,
+    /// The catalogue key of the explanation.
+    pub explanation: &'static str,
+    /// The colour of the header band.
+    pub accent: String,
+    /// The text colour on `accent`.
+    pub on_accent: String,
+}
+
 /// The contexts every template is checked with: each branch of the defaults.
 fn samples() -> Vec<(&'static str, Value)> {
     let topic = |unsubscribed, description: Option<&str>| TopicContext {
@@ -411,6 +430,15 @@ fn samples() -> Vec<(&'static str, Value)> {
             Value::from_serialize(SignInContext {
                 form_token: "token".into(),
                 error: None,
+            }),
+        ),
+        (
+            LINK_ERROR,
+            Value::from_serialize(LinkErrorContext {
+                title: "link_invalid_title",
+                explanation: "link_invalid_text",
+                accent: "#0b4fb3".into(),
+                on_accent: "#ffffff".into(),
             }),
         ),
         (
@@ -487,7 +515,7 @@ mod tests {
         assert!(
             error
                 .to_string()
-                .contains("unsubscribe.html, sign_in.html, form.html"),
+                .contains("unsubscribe.html, sign_in.html, form.html, link_error.html"),
             "{error}"
         );
         std::fs::remove_dir_all(&directory).expect("clean up");

@@ -20,10 +20,15 @@ pub struct AnnouncementBody {
     pub template_id: Option<String>,
     /// Contacts unsubscribed from this topic are skipped.
     pub topic_id: Option<String>,
-    /// Send to contacts unsubscribed from everything too (required).
+    /// Send to contacts unsubscribed from everything too (required unless `segmentId`
+    /// is given).
     pub include_unsubscribed: Option<bool>,
     /// Conditions combined with AND; omitted or empty reaches the whole audience.
     pub attributes: Option<Vec<ConditionBody>>,
+    /// A saved segment of the account, instead of `attributes`, `includeUnsubscribed`
+    /// and `topicId` (none of which may then be given): its definition is copied into
+    /// the announcement now, so a later change of the segment does not change it.
+    pub segment_id: Option<String>,
 }
 
 impl From<AnnouncementBody> for AnnouncementInput {
@@ -33,16 +38,8 @@ impl From<AnnouncementBody> for AnnouncementInput {
             template_id: body.template_id,
             topic_id: body.topic_id,
             include_unsubscribed: body.include_unsubscribed,
-            attributes: body
-                .attributes
-                .unwrap_or_default()
-                .into_iter()
-                .map(|condition| ConditionInput {
-                    slug: condition.slug,
-                    operator: condition.operator,
-                    value: condition.value,
-                })
-                .collect(),
+            attributes: body.attributes.map(super::contacts::condition_inputs),
+            segment_id: body.segment_id,
         }
     }
 }
@@ -65,9 +62,13 @@ pub struct AnnouncementDto {
     pub topic_id: Option<String>,
     /// Whether contacts unsubscribed from everything are included.
     pub include_unsubscribed: bool,
-    /// The attribute conditions, as sent.
+    /// The attribute conditions, as sent (or as the segment held them).
     #[schema(value_type = Vec<Object>)]
     pub attributes: Vec<serde_json::Value>,
+    /// The saved segment whose definition was copied at creation; omitted when the body
+    /// gave the audience itself. The segment may have changed or gone since.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segment_id: Option<String>,
     /// `running`, `completed` or `failed`.
     pub status: &'static str,
     /// When it became `completed` or `failed`; `null` while running.
@@ -142,6 +143,7 @@ impl From<Announcement> for AnnouncementDto {
                 .iter()
                 .map(ConditionInput::to_json)
                 .collect(),
+            segment_id: announcement.segment_id.map(|id| id.to_string()),
             status: announcement.status.as_str(),
             process_date: announcement.process_date,
             last_sampled_contact_id: announcement

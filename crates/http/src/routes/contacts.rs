@@ -16,8 +16,8 @@ use crate::{
     extract::{record_id, JsonBody, Paging},
     problem::{ApiError, Problem},
     routes::contacts_dto::{
-        AttributeMetaDto, ContactDto, ContactEventDto, ContactListParams, DeleteContactParams,
-        EventBody, EventNameDto, SearchBody, UnbounceBody, UpsertContactBody,
+        AttributeMetaDto, ConditionBody, ContactDto, ContactEventDto, ContactListParams,
+        DeleteContactParams, EventBody, EventNameDto, SearchBody, UnbounceBody, UpsertContactBody,
     },
     tenancy::Membership,
 };
@@ -361,34 +361,50 @@ fn keyset_after(query: &str) -> Result<Option<ContactId>, ApiError> {
 /// The search body as the use case takes it; `includeUnsubscribed` is required.
 fn search_request(body: SearchBody) -> Result<contacts::SearchRequest, ApiError> {
     let mut errors = ValidationErrors::new();
+    let request = read_search(body, &mut errors);
+    errors.into_result().map_err(AppError::Invalid)?;
+    Ok(request)
+}
+
+/// Reads a search body (also a saved segment's definition), recording each problem of
+/// its shape in `errors`; the use case checks the rest (`contacts::audience_segment`).
+pub(super) fn read_search(
+    body: SearchBody,
+    errors: &mut ValidationErrors,
+) -> contacts::SearchRequest {
     let include_unsubscribed = body.include_unsubscribed.unwrap_or_else(|| {
         errors.push("includeUnsubscribed", "is required");
         false
     });
-    let topic = body.topic_id.and_then(|text| {
-        let parsed = TopicId::parse(&text).ok();
-        if parsed.is_none() {
-            errors.push("topicId", "must be the id of a topic of this account");
-        }
-        parsed
-    });
-    errors.into_result().map_err(AppError::Invalid)?;
-    let attributes = body
-        .attributes
-        .unwrap_or_default()
+    let topic = body.topic_id.and_then(|text| topic_id(&text, errors));
+    contacts::SearchRequest {
+        attributes: condition_inputs(body.attributes.unwrap_or_default()),
+        include_unsubscribed,
+        topic,
+        after: None,
+    }
+}
+
+/// A `topicId` of an audience; a text that is no id is recorded in `errors` as the
+/// search answers an unknown topic.
+pub(super) fn topic_id(text: &str, errors: &mut ValidationErrors) -> Option<TopicId> {
+    let parsed = TopicId::parse(text).ok();
+    if parsed.is_none() {
+        errors.push("topicId", "must be the id of a topic of this account");
+    }
+    parsed
+}
+
+/// Conditions as the use cases take them.
+pub(super) fn condition_inputs(conditions: Vec<ConditionBody>) -> Vec<ConditionInput> {
+    conditions
         .into_iter()
         .map(|condition| ConditionInput {
             slug: condition.slug,
             operator: condition.operator,
             value: condition.value,
         })
-        .collect();
-    Ok(contacts::SearchRequest {
-        attributes,
-        include_unsubscribed,
-        topic,
-        after: None,
-    })
+        .collect()
 }
 
 /// Contacts matching an audience filter, with their resolved attributes, in id order.

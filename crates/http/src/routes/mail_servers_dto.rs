@@ -110,6 +110,11 @@ pub struct MailServerDto {
     /// without AUTH).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warnings: Option<Vec<String>>,
+    /// On create and update: whether the check sent the username and password over an
+    /// unencrypted connection (the server offered no STARTTLS and `requireTLS` is off);
+    /// every send will do the same.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub credentials_sent_in_clear: Option<bool>,
     /// Whether delivery can use the server (docs/api-decisions.md, "Mail server
     /// health").
     pub health: MailServerHealthDto,
@@ -164,6 +169,7 @@ impl MailServerDto {
             create_date: server.created_at,
             update_date: server.updated_at,
             warnings: None,
+            credentials_sent_in_clear: None,
             health: MailServerHealthDto::of(server.unhealthy),
         }
     }
@@ -173,6 +179,7 @@ impl MailServerDto {
         Self {
             password: String::new(),
             warnings: Some(saved.warnings),
+            credentials_sent_in_clear: Some(saved.credentials_sent_in_clear),
             ..Self::read(saved.server)
         }
     }

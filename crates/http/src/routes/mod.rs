@@ -18,10 +18,13 @@ pub mod feedback_sources_dto;
 pub mod form_pages;
 mod forms;
 pub mod forms_dto;
+mod link_error;
 mod mail_servers;
 pub mod mail_servers_dto;
 mod messages;
 pub mod messages_dto;
+mod segments;
+pub mod segments_dto;
 mod suppressions;
 pub mod suppressions_dto;
 pub mod system;
@@ -106,6 +109,14 @@ pub fn v2(cfg: &mut ServiceConfig) {
         .service(forms::create_form)
         .service(forms::update_form)
         .service(forms::delete_form)
+        // `/segments/count` before `/segments/{segmentId}`.
+        .service(segments::list_segments)
+        .service(segments::count_segments)
+        .service(segments::get_segment)
+        .service(segments::count_segment_contacts)
+        .service(segments::create_segment)
+        .service(segments::update_segment)
+        .service(segments::delete_segment)
         .service(contacts::list_contacts)
         .service(contacts::count_contacts)
         .service(contacts::upsert_contact)

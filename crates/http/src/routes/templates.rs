@@ -167,8 +167,8 @@ pub(crate) async fn preview_template(
 }
 
 /// Queue one test send of the template to `email`: an ordinary transactional message
-/// through the normal pipeline, marked `test: true` in the message log. Answers the
-/// message (`queued`).
+/// through the normal pipeline, marked `test: true` in the message log. It makes and
+/// changes no contact. Answers the message (`queued`).
 #[utoipa::path(
     tag = "templates", request_body = TestSendBody, security(("bearer" = [])),
     params(("accountId" = String, Path, description = "Account id"), ("templateId" = String, Path, description = "Template id")),

@@ -1,14 +1,16 @@
 //! The public tracking endpoints, outside `/v2` and without authentication: the token in
-//! the path is the only credential (docs/design.md#8-delivery, Tracking).
+//! the path is the only credential (docs/design.md#8-delivery, Tracking). A link that
+//! cannot be followed answers a browser with a page (`link_error`).
 
 use actix_web::{
     get,
     http::header::{self, HeaderValue},
-    web, HttpResponse,
+    web, HttpRequest, HttpResponse,
 };
 use mailroom_app::{tracking, Services};
 
-use crate::{blocking::run_blocking, problem::ApiError};
+use super::link_error::link_error;
+use crate::{blocking::run_blocking, pages::PageTemplates, problem::ApiError};
 
 /// A transparent 1×1 GIF89a (43 bytes).
 pub const PIXEL_GIF: [u8; 43] = [
@@ -47,22 +49,30 @@ pub(crate) async fn open_pixel(
     params(("token" = String, Path, description = "Click token from a rewritten link")),
     responses(
         (status = 302, description = "`Location` is the stored link"),
-        (status = 404, body = crate::problem::Problem, description = "The token was not minted here, or its message or link is gone"),
+        (status = 404, body = crate::problem::Problem, description = "The token was not minted here, or its message or link is gone (a browser, whose `Accept` prefers HTML, gets a page)"),
     )
 )]
 #[get("/t/c/{token}")]
 pub(crate) async fn follow_link(
     services: web::Data<Services>,
+    pages: web::Data<PageTemplates>,
     token: web::Path<String>,
-) -> Result<HttpResponse, ApiError> {
+    request: HttpRequest,
+) -> HttpResponse {
     let token = token.into_inner();
-    let link = run_blocking(move || tracking::follow_click(&services, &token)).await?;
-    let location = HeaderValue::from_str(&location(&link)).map_err(|_| ApiError::not_found())?;
-    Ok(HttpResponse::Found()
-        .insert_header((header::LOCATION, location))
-        .insert_header((header::CACHE_CONTROL, "no-store"))
-        .insert_header((header::REFERRER_POLICY, "no-referrer"))
-        .finish())
+    let location = run_blocking(move || tracking::follow_click(&services, &token))
+        .await
+        .and_then(|link| {
+            HeaderValue::from_str(&location(&link)).map_err(|_| ApiError::not_found())
+        });
+    match location {
+        Ok(location) => HttpResponse::Found()
+            .insert_header((header::LOCATION, location))
+            .insert_header((header::CACHE_CONTROL, "no-store"))
+            .insert_header((header::REFERRER_POLICY, "no-referrer"))
+            .finish(),
+        Err(error) => link_error(&pages, &request, &error),
+    }
 }
 
 /// The stored link as a header value: bytes a header cannot carry (controls, space,

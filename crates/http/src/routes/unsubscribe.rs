@@ -6,7 +6,8 @@
 //! `List-Unsubscribe=One-Click`, the page's "all" button, and any post that is not the
 //! page's topic form unsubscribe from everything; `action=topics` with `topic=<id>` fields
 //! (an `application/x-www-form-urlencoded` form) unsubscribes from those topics. Both
-//! answer 200 with the page, never a redirect.
+//! answer 200 with the page, never a redirect. A link that cannot be served answers a
+//! browser with a page too (`link_error`), an API client with problem+json.
 
 use actix_web::{
     get,
@@ -22,6 +23,7 @@ use mailroom_app::{
 };
 use mailroom_domain::{branding::AccentColor, TopicId};
 
+use super::link_error::link_error;
 use crate::{
     blocking::run_blocking,
     pages::{BrandingContext, Language, PageTemplates, TopicContext, UnsubscribeContext},
@@ -54,7 +56,7 @@ pub struct UnsubscribeForm {
     params(("token" = String, Path, description = "Unsubscribe token from the message's `unsubscribe_url`")),
     responses(
         (status = 200, content_type = "text/html", description = "The page"),
-        (status = 404, body = crate::problem::Problem, description = "The token was not minted here, or the contact is gone"),
+        (status = 404, body = crate::problem::Problem, description = "The token was not minted here, or the contact is gone (a browser, whose `Accept` prefers HTML, gets a page)"),
     )
 )]
 #[get("/u/{token}")]
@@ -63,10 +65,12 @@ pub(crate) async fn unsubscribe_page(
     pages: web::Data<PageTemplates>,
     token: web::Path<String>,
     request: HttpRequest,
-) -> Result<HttpResponse, ApiError> {
+) -> HttpResponse {
     let token = token.into_inner();
-    let page = run_blocking(move || unsubscribe::subscription_page(&services, &token)).await?;
-    Ok(html_page(&pages, &request, &page, None))
+    match run_blocking(move || unsubscribe::subscription_page(&services, &token)).await {
+        Ok(page) => html_page(&pages, &request, &page, None),
+        Err(error) => link_error(&pages, &request, &error),
+    }
 }
 
 /// Unsubscribes: RFC 8058 one-click (`List-Unsubscribe=One-Click`) or the page's form.
@@ -77,8 +81,8 @@ pub(crate) async fn unsubscribe_page(
     request_body(content = UnsubscribeForm, content_type = "application/x-www-form-urlencoded", description = "`List-Unsubscribe=One-Click`, `action=all`, or `action=topics&topic=<id>&topic=<id>`"),
     responses(
         (status = 200, content_type = "text/html", description = "The page after the change"),
-        (status = 400, body = crate::problem::Problem, description = "A topic form without topics, or with a topic that is not the account's"),
-        (status = 404, body = crate::problem::Problem, description = "The token was not minted here, or the contact is gone"),
+        (status = 400, body = crate::problem::Problem, description = "A topic form without topics, or with a topic that is not the account's (a browser gets a page)"),
+        (status = 404, body = crate::problem::Problem, description = "The token was not minted here, or the contact is gone (a browser, whose `Accept` prefers HTML, gets a page)"),
     )
 )]
 #[post("/u/{token}")]
@@ -88,16 +92,25 @@ pub(crate) async fn unsubscribe_post(
     token: web::Path<String>,
     request: HttpRequest,
     body: web::Bytes,
-) -> Result<HttpResponse, ApiError> {
+) -> HttpResponse {
     let token = token.into_inner();
-    let choice = choice(&request, &body)?;
-    let done = run_blocking(move || unsubscribe::unsubscribe(&services, &token, &choice)).await?;
-    let notice = if done.page.unsubscribed {
-        "notice_unsubscribed_all"
-    } else {
-        "notice_saved"
+    let done = match choice(&request, &body) {
+        Ok(choice) => {
+            run_blocking(move || unsubscribe::unsubscribe(&services, &token, &choice)).await
+        }
+        Err(error) => Err(error),
     };
-    Ok(html_page(&pages, &request, &done.page, Some(notice)))
+    match done {
+        Ok(done) => {
+            let notice = if done.page.unsubscribed {
+                "notice_unsubscribed_all"
+            } else {
+                "notice_saved"
+            };
+            html_page(&pages, &request, &done.page, Some(notice))
+        }
+        Err(error) => link_error(&pages, &request, &error),
+    }
 }
 
 /// Reads what the post asks for. Only the page's topic form (urlencoded, `action=topics`)

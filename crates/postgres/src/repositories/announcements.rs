@@ -7,7 +7,7 @@ use mailroom_domain::{
     announcement::{Announcement, AnnouncementCounters, AnnouncementStatus},
     condition::ConditionInput,
     paging::PageRequest,
-    AccountId, AnnouncementId, ContactId, TemplateId, Timestamp, TopicId,
+    AccountId, AnnouncementId, ContactId, SegmentId, TemplateId, Timestamp, TopicId,
 };
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -58,20 +58,32 @@ struct AnnouncementRow {
     failure_reason: Option<String>,
     created_at: OffsetDateTime,
     updated_at: OffsetDateTime,
+    segment_id: Option<Uuid>,
+}
+
+/// Conditions as the `attributes` columns keep them (of announcements and segments): the
+/// JSON array the API shows.
+pub(super) fn conditions_json(conditions: &[ConditionInput]) -> Value {
+    Value::Array(conditions.iter().map(ConditionInput::to_json).collect())
+}
+
+/// Reads back what [`conditions_json`] wrote into `column`.
+pub(super) fn conditions_from_json(
+    column: &str,
+    value: &Value,
+) -> Result<Vec<ConditionInput>, StoreError> {
+    match value {
+        Value::Array(items) => items
+            .iter()
+            .map(|item| ConditionInput::from_json(item).ok_or_else(|| corrupt(column, item)))
+            .collect(),
+        other => Err(corrupt(column, other)),
+    }
 }
 
 impl AnnouncementRow {
     fn into_announcement(self) -> Result<(AccountId, Announcement), StoreError> {
-        let attributes = match &self.attributes {
-            Value::Array(items) => items
-                .iter()
-                .map(|item| {
-                    ConditionInput::from_json(item)
-                        .ok_or_else(|| corrupt("announcements.attributes", item))
-                })
-                .collect::<Result<Vec<_>, _>>()?,
-            other => return Err(corrupt("announcements.attributes", other)),
-        };
+        let attributes = conditions_from_json("announcements.attributes", &self.attributes)?;
         Ok((
             AccountId::from_uuid(self.account_id),
             Announcement {
@@ -82,6 +94,7 @@ impl AnnouncementRow {
                 topic_id: self.topic_id.map(TopicId::from_uuid),
                 include_unsubscribed: self.include_unsubscribed,
                 attributes,
+                segment_id: self.segment_id.map(SegmentId::from_uuid),
                 status: AnnouncementStatus::parse(&self.status)
                     .ok_or_else(|| corrupt("announcements.status", &self.status))?,
                 last_sampled_contact_id: self.last_sampled_contact_id.map(ContactId::from_uuid),
@@ -132,13 +145,7 @@ impl AnnouncementRepository for PgUnitOfWork<'_> {
             subject: announcement.subject.clone(),
             topic_id: announcement.topic_id.map(|id| id.as_uuid()),
             include_unsubscribed: announcement.include_unsubscribed,
-            attributes: Value::Array(
-                announcement
-                    .attributes
-                    .iter()
-                    .map(ConditionInput::to_json)
-                    .collect(),
-            ),
+            attributes: conditions_json(&announcement.attributes),
             status: announcement.status.as_str().to_owned(),
             last_sampled_contact_id: announcement.last_sampled_contact_id.map(|id| id.as_uuid()),
             expanded_at: announcement.expanded_at.map(|t| t.as_datetime()),
@@ -147,6 +154,7 @@ impl AnnouncementRepository for PgUnitOfWork<'_> {
             failure_reason: announcement.failure_reason.clone(),
             created_at: announcement.created_at.as_datetime(),
             updated_at: announcement.created_at.as_datetime(),
+            segment_id: announcement.segment_id.map(|id| id.as_uuid()),
         };
         diesel::insert_into(announcements::table)
             .values(&row)

@@ -1136,6 +1136,27 @@ impl ContactRepository for PgUnitOfWork<'_> {
         Ok(self.find_contacts(account, &[id])?.pop())
     }
 
+    fn find_contact_by_email(
+        &mut self,
+        account: AccountId,
+        email: &EmailAddress,
+    ) -> Result<Option<Contact>, StoreError> {
+        let rows = contacts::table
+            .filter(contacts::account_id.eq(account.as_uuid()))
+            // PostgreSQL's `lower()`, as the generated `email_lower` (and so the unique
+            // key the upsert meets) is made with.
+            .filter(
+                sql::<Bool>("email_lower = lower(")
+                    .bind::<Text, _>(email.as_str())
+                    .sql(")"),
+            )
+            .select(ContactRow::as_select())
+            .limit(1)
+            .load(self.conn)
+            .map_err(store_error)?;
+        Ok(self.with_topics(account, rows)?.pop())
+    }
+
     fn find_contacts(
         &mut self,
         account: AccountId,

@@ -12,6 +12,7 @@ mod forms;
 mod mail_servers;
 mod messages;
 mod queue_stats;
+mod saved_segments;
 mod sealed_secrets;
 pub(crate) mod segments;
 mod sending_domains;

@@ -2,7 +2,7 @@
 
 use diesel::{
     prelude::*,
-    sql_types::{Bool, Text, Uuid as SqlUuid},
+    sql_types::{Bool, Bytea, Text, Uuid as SqlUuid},
 };
 use mailroom_app::{
     ports::{SealedSecret, SuppressionRepository},
@@ -11,7 +11,7 @@ use mailroom_app::{
 use mailroom_domain::{
     paging::PageRequest,
     suppression::{AddressHash, SuppressionEntry, SuppressionReason, SuppressionSource},
-    AccountId, Timestamp,
+    AccountId, ContactId, Timestamp, TopicId,
 };
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -20,7 +20,7 @@ use super::{corrupt, templates::page_bounds, timestamp, PgUnitOfWork};
 use crate::{
     error::store_error,
     prepared_sql::prepared_sql,
-    schema::{suppression_keys, suppressions},
+    schema::{suppression_keys, suppressions, topic_suppressions, topic_unsubscriptions},
 };
 
 #[derive(Queryable, Selectable, Insertable)]
@@ -298,6 +298,91 @@ impl SuppressionRepository for PgUnitOfWork<'_> {
         .bind::<Bool, _>(clears(SuppressionReason::HardBounce))
         .bind::<Bool, _>(clears(SuppressionReason::Complaint))
         .bind::<Bool, _>(clears(SuppressionReason::Unsubscribe))
+        .execute(self.conn)
+        .map(drop)
+        .map_err(store_error)
+    }
+
+    fn keep_topic_unsubscriptions(
+        &mut self,
+        account: AccountId,
+        contact: ContactId,
+        hash: AddressHash,
+    ) -> Result<u64, StoreError> {
+        // Both tables are distributed by account, so on Citus this runs on one shard.
+        prepared_sql(
+            "INSERT INTO topic_suppressions (account_id, address_hash, topic_id, created_at) \
+             SELECT account_id, $3, topic_id, created_at FROM topic_unsubscriptions \
+             WHERE account_id = $1 AND contact_id = $2 \
+             ON CONFLICT DO NOTHING",
+        )
+        .bind::<SqlUuid, _>(account.as_uuid())
+        .bind::<SqlUuid, _>(contact.as_uuid())
+        .bind::<Bytea, _>(hash.0.to_vec())
+        .execute(self.conn)
+        .map(|n| n as u64)
+        .map_err(store_error)
+    }
+
+    fn kept_topic_unsubscriptions(
+        &mut self,
+        account: AccountId,
+        hashes: &[AddressHash],
+    ) -> Result<Vec<(AddressHash, TopicId, Timestamp)>, StoreError> {
+        if hashes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let hashes: Vec<Vec<u8>> = hashes.iter().map(|hash| hash.0.to_vec()).collect();
+        let rows: Vec<(Vec<u8>, Uuid, OffsetDateTime)> = topic_suppressions::table
+            .filter(topic_suppressions::account_id.eq(account.as_uuid()))
+            .filter(topic_suppressions::address_hash.eq_any(hashes))
+            .select((
+                topic_suppressions::address_hash,
+                topic_suppressions::topic_id,
+                topic_suppressions::created_at,
+            ))
+            .load(self.conn)
+            .map_err(store_error)?;
+        rows.into_iter()
+            .map(|(hash, topic, at)| {
+                Ok((hash_of(&hash)?, TopicId::from_uuid(topic), timestamp(at)))
+            })
+            .collect()
+    }
+
+    fn restore_topic_unsubscriptions(
+        &mut self,
+        account: AccountId,
+        restored: &[(ContactId, TopicId, Timestamp)],
+        hashes: &[AddressHash],
+    ) -> Result<(), StoreError> {
+        if !restored.is_empty() {
+            let rows: Vec<_> = restored
+                .iter()
+                .map(|(contact, topic, at)| {
+                    (
+                        topic_unsubscriptions::account_id.eq(account.as_uuid()),
+                        topic_unsubscriptions::contact_id.eq(contact.as_uuid()),
+                        topic_unsubscriptions::topic_id.eq(topic.as_uuid()),
+                        topic_unsubscriptions::created_at.eq(at.as_datetime()),
+                    )
+                })
+                .collect();
+            diesel::insert_into(topic_unsubscriptions::table)
+                .values(&rows)
+                .on_conflict_do_nothing()
+                .execute(self.conn)
+                .map_err(store_error)?;
+        }
+        if hashes.is_empty() {
+            return Ok(());
+        }
+        let hashes: Vec<Vec<u8>> = hashes.iter().map(|hash| hash.0.to_vec()).collect();
+        diesel::delete(
+            topic_suppressions::table
+                .filter(topic_suppressions::account_id.eq(account.as_uuid()))
+                .filter(topic_suppressions::address_hash.eq_any(hashes)),
+        )
         .execute(self.conn)
         .map(drop)
         .map_err(store_error)

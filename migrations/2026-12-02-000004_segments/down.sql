@@ -1,0 +1,2 @@
+ALTER TABLE announcements DROP COLUMN segment_id;
+DROP TABLE segments;
