@@ -227,7 +227,7 @@ pub enum ContactChange {
         topic_id: Option<TopicId>,
     },
     /// A subscription through a subscribe form: confirmed (double opt-in), or a post
-    /// that made the contact or took an unsubscription from the form's topics away.
+    /// without double opt-in that made the contact.
     Subscribed {
         /// The form.
         form_id: FormId,

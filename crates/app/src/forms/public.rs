@@ -7,10 +7,9 @@
 //! What a post changes (docs/api-decisions.md, "Subscribe forms and double opt-in"):
 //!
 //! - **Without double opt-in**: an unknown address becomes a contact with the post's
-//!   attributes; the contact's unsubscriptions from the form's topics are removed. An
-//!   existing contact's attributes, its unsubscription from everything and the
-//!   suppression list are left alone: an anonymous post proves nothing about who owns
-//!   the address.
+//!   attributes. An existing contact is left alone (its attributes, the topics it left,
+//!   its unsubscription from everything, the suppression list): an anonymous post proves
+//!   nothing about who owns the address.
 //! - **With double opt-in**: an unknown address becomes a contact marked pending (it
 //!   receives nothing but the confirmation); a confirmation mail is queued (at most
 //!   [`MAX_CONFIRMATIONS_PER_DAY`] per address a day). Nothing else changes until the
@@ -20,8 +19,8 @@
 //!   the pending mark is cleared and `confirmed_at` set. Bounces, complaints and
 //!   entries listed by hand stay: the claim goes on skipping mail to them.
 //!
-//! Each subscription (a confirmation; a post without double opt-in that made the contact
-//! or took an unsubscription from the form's topics away) queues `contact.subscribed`.
+//! Each subscription (a confirmation; a post without double opt-in that made the contact)
+//! queues `contact.subscribed`.
 //!
 //! Every well-formed post gets the same answer whatever the address's state, so the
 //! form cannot be used to learn which addresses an account knows.
@@ -239,12 +238,11 @@ pub fn submit_form(
         let form = tx.find_form(account, form_id)?.ok_or(AppError::NotFound)?;
         let (contact, created) = tx.upsert_contact(account, new_contact, &submission.email, now)?;
         if !form.settings.double_opt_in {
+            // A known contact is left as it is, the topics it left included: an anonymous
+            // post proves nothing about who owns the address, so only a confirmed
+            // double opt-in takes an unsubscription back.
             if created {
                 write_custom_attributes(tx, account, contact.id, &submission.attributes, now)?;
-            }
-            let resubscribed =
-                tx.resubscribe_contact_to_topics(account, contact.id, &form.settings.topic_ids)?;
-            if created || resubscribed > 0 {
                 subscribed(
                     tx,
                     services,
