@@ -9,7 +9,10 @@
 //! Everything is read in the claim's transaction, so the cache sees what a per-message
 //! read would have seen.
 
-use std::{collections::HashMap, sync::Arc};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+};
 
 use mailroom_domain::{
     announcement::Announcement, attribute::ResolvedAttributes, automation::Automation,
@@ -339,15 +342,14 @@ fn endpoint(
 /// makes no contact): the message's own address, no marks, no attributes. The claim
 /// checks them against the list like any address and writes nothing for them.
 fn test_addressees(messages: &[&Message], stored: &[Contact]) -> Vec<Contact> {
+    // Most claims hold no test: they pay one pass over the messages, nothing more.
+    if !messages.iter().any(|message| message.test) {
+        return Vec::new();
+    }
+    let mut known: HashSet<ContactId> = stored.iter().map(|contact| contact.id).collect();
     let mut addressees: Vec<Contact> = Vec::new();
     for message in messages {
-        let known = stored
-            .iter()
-            .any(|contact| contact.id == message.contact_id)
-            || addressees
-                .iter()
-                .any(|contact| contact.id == message.contact_id);
-        if message.test && !known {
+        if message.test && known.insert(message.contact_id) {
             addressees.push(Contact {
                 id: message.contact_id,
                 email: message.email.clone(),

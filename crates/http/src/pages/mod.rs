@@ -300,6 +300,23 @@ pub struct BrandingContext {
     pub accent_color: Option<String>,
 }
 
+impl BrandingContext {
+    /// An account's branding as the templates see it.
+    pub fn of(branding: &mailroom_domain::branding::Branding) -> Self {
+        Self {
+            display_name: branding
+                .display_name
+                .as_ref()
+                .map(|name| name.as_str().to_owned()),
+            logo_url: branding
+                .logo_url
+                .as_ref()
+                .map(|url| url.as_str().to_owned()),
+            accent_color: branding.accent_color.map(|color| color.to_hex()),
+        }
+    }
+}
+
 /// One topic on the unsubscribe page.
 #[derive(Debug, Clone, Serialize)]
 pub struct TopicContext {

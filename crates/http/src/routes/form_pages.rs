@@ -14,7 +14,7 @@ use std::time::Instant;
 use actix_web::{
     get,
     http::{
-        header::{self, ContentType},
+        header::{self},
         StatusCode,
     },
     post, web, HttpRequest, HttpResponse,
@@ -33,6 +33,10 @@ use mailroom_domain::{
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use super::{
+    link_error::link_error,
+    public_page::{page_response, rendered_or_failed},
+};
 use crate::{
     blocking::run_blocking,
     pages::{BrandingContext, FormContext, Language, PageTemplates, FORM},
@@ -144,18 +148,20 @@ pub(crate) async fn form_page(
     pages: web::Data<PageTemplates>,
     key: web::Path<String>,
     request: HttpRequest,
-) -> Result<HttpResponse, ApiError> {
+) -> HttpResponse {
     let key = key.into_inner();
-    let page = run_blocking(move || forms::form_page(&services, &key)).await?;
-    Ok(html_page(
-        &pages,
-        &request,
-        &page.view,
-        "form",
-        &page.time_token,
-        None,
-        StatusCode::OK,
-    ))
+    match run_blocking(move || forms::form_page(&services, &key)).await {
+        Ok(page) => html_page(
+            &pages,
+            &request,
+            &page.view,
+            "form",
+            &page.time_token,
+            None,
+            StatusCode::OK,
+        ),
+        Err(error) => link_error(&pages, &request, &error),
+    }
 }
 
 /// A post to a subscribe form: urlencoded from its hosted page (with the page's time
@@ -273,15 +279,19 @@ pub(crate) async fn confirmation_page(
     pages: web::Data<PageTemplates>,
     path: web::Path<(String, String)>,
     request: HttpRequest,
-) -> Result<HttpResponse, ApiError> {
+) -> HttpResponse {
     let (key, token) = path.into_inner();
-    let state = run_blocking(move || forms::confirmation_page(&services, &key, &token)).await?;
+    let state = match run_blocking(move || forms::confirmation_page(&services, &key, &token)).await
+    {
+        Ok(state) => state,
+        Err(error) => return link_error(&pages, &request, &error),
+    };
     let mode = if state.already_confirmed {
         "already_confirmed"
     } else {
         "confirm"
     };
-    Ok(html_page(
+    html_page(
         &pages,
         &request,
         &state.view,
@@ -289,7 +299,7 @@ pub(crate) async fn confirmation_page(
         "",
         None,
         StatusCode::OK,
-    ))
+    )
 }
 
 /// Confirms: the contact is subscribed and no longer pending. A link is used once;
@@ -313,18 +323,21 @@ pub(crate) async fn confirm_subscription(
     pages: web::Data<PageTemplates>,
     path: web::Path<(String, String)>,
     request: HttpRequest,
-) -> Result<HttpResponse, ApiError> {
+) -> HttpResponse {
     let (key, token) = path.into_inner();
-    let state = run_blocking(move || forms::confirm(&services, &key, &token)).await?;
+    let state = match run_blocking(move || forms::confirm(&services, &key, &token)).await {
+        Ok(state) => state,
+        Err(error) => return link_error(&pages, &request, &error),
+    };
     if let Some(url) = forms::confirmation_redirect(&state) {
-        return Ok(see_other(url));
+        return see_other(url);
     }
     let mode = if state.already_confirmed {
         "already_confirmed"
     } else {
         "confirmed"
     };
-    Ok(html_page(
+    html_page(
         &pages,
         &request,
         &state.view,
@@ -332,7 +345,7 @@ pub(crate) async fn confirm_subscription(
         "",
         None,
         StatusCode::OK,
-    ))
+    )
 }
 
 /// `OPTIONS /f/{formKey}`: the CORS preflight of a JSON post from the account's own
@@ -434,14 +447,7 @@ fn html_page(
             || view.account_name.clone(),
             |name| name.as_str().to_owned(),
         ),
-        branding: BrandingContext {
-            display_name: branding
-                .display_name
-                .as_ref()
-                .map(|n| n.as_str().to_owned()),
-            logo_url: branding.logo_url.as_ref().map(|u| u.as_str().to_owned()),
-            accent_color: branding.accent_color.map(|c| c.to_hex()),
-        },
+        branding: BrandingContext::of(branding),
         accent: accent.to_hex(),
         on_accent: accent.text_color().as_css().to_owned(),
         topics: view.topic_names.clone(),
@@ -449,18 +455,7 @@ fn html_page(
         time_token: time_token.to_owned(),
         notice,
     };
-    let (status, html) = match pages.render(FORM, language, &context) {
-        Ok(html) => (status, html),
-        Err(error) => {
-            tracing::error!(%error, "a form page failed to render");
-            (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "<!doctype html><html lang=\"en\"><title>Error</title><main><h1>Error</h1>\
-                 <p>The page could not be shown.</p></main></html>"
-                    .to_owned(),
-            )
-        }
-    };
+    let (status, html) = rendered_or_failed(pages.render(FORM, language, &context), status, "form");
     let settings = &view.form.settings;
     let mut form_action = "'self'".to_owned();
     let redirect = match mode {
@@ -472,23 +467,13 @@ fn html_page(
         form_action.push(' ');
         form_action.push_str(origin_of(url));
     }
-    HttpResponse::build(status)
-        .insert_header(ContentType::html())
-        .insert_header((header::CACHE_CONTROL, "no-store"))
-        .insert_header((header::CONTENT_LANGUAGE, language.tag()))
-        .insert_header((header::VARY, "Accept-Language"))
-        // A confirmation token is in the URL: it must not leak to anything the page
-        // loads.
-        .insert_header((header::REFERRER_POLICY, "no-referrer"))
-        .insert_header((
-            header::CONTENT_SECURITY_POLICY,
-            format!(
-                "default-src 'none'; style-src 'unsafe-inline'; img-src https:; \
-                 form-action {form_action}; frame-ancestors 'none'; base-uri 'none'"
-            ),
-        ))
-        .insert_header((header::HeaderName::from_static("x-robots-tag"), "noindex"))
-        .body(html)
+    // A confirmation token is in the URL: the shared headers keep it from anything the
+    // page loads.
+    let policy = format!(
+        "default-src 'none'; style-src 'unsafe-inline'; img-src https:; \
+         form-action {form_action}; frame-ancestors 'none'; base-uri 'none'"
+    );
+    page_response(status, language, html, (&policy, "Accept-Language"))
 }
 
 #[cfg(test)]

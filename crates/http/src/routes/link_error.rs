@@ -5,11 +5,12 @@
 //! header decides: a page when its most preferred type is HTML, as a browser's is.
 
 use actix_web::{
-    http::header::{self, Accept, ContentType, Header},
+    http::header::{Accept, Header},
     HttpRequest, HttpResponse, ResponseError,
 };
 use mailroom_domain::branding::AccentColor;
 
+use super::public_page::page_response;
 use crate::{
     pages::{Language, LinkErrorContext, PageTemplates, LINK_ERROR},
     problem::ApiError,
@@ -49,19 +50,16 @@ pub(crate) fn link_error(
             return error.error_response();
         }
     };
-    HttpResponse::build(status)
-        .insert_header(ContentType::html())
-        .insert_header((header::CACHE_CONTROL, "no-store"))
-        .insert_header((header::CONTENT_LANGUAGE, language.tag()))
-        .insert_header((header::VARY, "Accept, Accept-Language"))
-        .insert_header((header::REFERRER_POLICY, "no-referrer"))
-        .insert_header((
-            header::CONTENT_SECURITY_POLICY,
+    page_response(
+        status,
+        language,
+        html,
+        (
             "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; \
              base-uri 'none'",
-        ))
-        .insert_header((header::HeaderName::from_static("x-robots-tag"), "noindex"))
-        .body(html)
+            "Accept, Accept-Language",
+        ),
+    )
 }
 
 /// Whether the most preferred type of the request's `Accept` is an HTML one. No header,

@@ -23,6 +23,7 @@ mod mail_servers;
 pub mod mail_servers_dto;
 mod messages;
 pub mod messages_dto;
+mod public_page;
 mod segments;
 pub mod segments_dto;
 mod suppressions;

@@ -12,7 +12,7 @@
 use actix_web::{
     get,
     http::{
-        header::{self, ContentType},
+        header::{self},
         StatusCode,
     },
     post, web, HttpRequest, HttpResponse,
@@ -23,7 +23,10 @@ use mailroom_app::{
 };
 use mailroom_domain::{branding::AccentColor, TopicId};
 
-use super::link_error::link_error;
+use super::{
+    link_error::link_error,
+    public_page::{page_response, rendered_or_failed},
+};
 use crate::{
     blocking::run_blocking,
     pages::{BrandingContext, Language, PageTemplates, TopicContext, UnsubscribeContext},
@@ -163,14 +166,7 @@ fn html_page(
             |name| name.as_str().to_owned(),
         ),
         email: page.email.clone(),
-        branding: BrandingContext {
-            display_name: branding
-                .display_name
-                .as_ref()
-                .map(|n| n.as_str().to_owned()),
-            logo_url: branding.logo_url.as_ref().map(|u| u.as_str().to_owned()),
-            accent_color: branding.accent_color.map(|c| c.to_hex()),
-        },
+        branding: BrandingContext::of(branding),
         accent: accent.to_hex(),
         on_accent: accent.text_color().as_css().to_owned(),
         notice: notice.map(|key| pages.text(language, key)),
@@ -186,32 +182,21 @@ fn html_page(
             })
             .collect(),
     };
-    let (status, html) = match pages.render(crate::pages::UNSUBSCRIBE, language, &context) {
-        Ok(html) => (StatusCode::OK, html),
-        Err(error) => {
-            tracing::error!(%error, "the unsubscribe page failed to render");
-            (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "<!doctype html><html lang=\"en\"><title>Error</title><main><h1>Error</h1>\
-                 <p>The page could not be shown.</p></main></html>"
-                    .to_owned(),
-            )
-        }
-    };
-    HttpResponse::build(status)
-        .insert_header(ContentType::html())
-        .insert_header((header::CACHE_CONTROL, "no-store"))
-        .insert_header((header::CONTENT_LANGUAGE, language.tag()))
-        .insert_header((header::VARY, "Accept-Language"))
-        // The token is in the URL: it must not leak to anything the page could load
-        // (the logo is fetched without a referrer).
-        .insert_header((header::REFERRER_POLICY, "no-referrer"))
-        // Images from https only: the account's logo, shown by URL.
-        .insert_header((
-            header::CONTENT_SECURITY_POLICY,
+    let (status, html) = rendered_or_failed(
+        pages.render(crate::pages::UNSUBSCRIBE, language, &context),
+        StatusCode::OK,
+        "unsubscribe",
+    );
+    // Images from https only: the account's logo, shown by URL (fetched without a
+    // referrer, so the token in the URL does not leak to its host).
+    page_response(
+        status,
+        language,
+        html,
+        (
             "default-src 'none'; style-src 'unsafe-inline'; img-src https:; form-action 'self'; \
              frame-ancestors 'none'; base-uri 'none'",
-        ))
-        .insert_header((header::HeaderName::from_static("x-robots-tag"), "noindex"))
-        .body(html)
+            "Accept-Language",
+        ),
+    )
 }
