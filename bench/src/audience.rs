@@ -422,6 +422,8 @@ async fn measure(
         ),
     }
 
+    engagement_counts(report, &client, &token, &count_url, &sql, &account).await?;
+
     // Event recording.
     let seconds = Duration::from_secs(options.seconds);
     report.section(&format!(
@@ -619,6 +621,141 @@ fn per_event(cpu: CpuSplit, events: f64) -> CpuPerEvent {
     }
 }
 
+/// How many days back the engagement count looks, and how the generated messages spread
+/// over the last [`ENGAGEMENT_SPREAD_DAYS`]: about half the sent messages fall in it.
+const ENGAGEMENT_DAYS: u16 = 30;
+const ENGAGEMENT_SPREAD_DAYS: u16 = 60;
+
+/// One message per contact (an announcement's, sent at a random time of the last 60
+/// days), a first open for a quarter of them and a click for a third of those, then the
+/// contacts' latest activity written from the messages by the statement the migration
+/// that added it runs (`2026-12-03-000001_contact_engagement`). Skipped when the account
+/// has messages already (a `--reuse` run).
+fn generate_messages(conn: &mut PgConnection, account: &str) -> Result<bool> {
+    #[derive(QueryableByName)]
+    struct Present {
+        #[diesel(sql_type = diesel::sql_types::Bool)]
+        present: bool,
+    }
+    let present: Present = sql_query(format!(
+        "SELECT EXISTS (SELECT 1 FROM messages WHERE account_id = '{account}') AS present"
+    ))
+    .get_result(conn)?;
+    if present.present {
+        return Ok(false);
+    }
+    let backfill = include_str!("../../migrations/2026-12-03-000001_contact_engagement/up.sql");
+    let backfill = &backfill[backfill
+        .find("UPDATE contacts")
+        .ok_or_else(|| anyhow!("the engagement migration has no backfill"))?..];
+    conn.batch_execute(&format!(
+        "INSERT INTO messages (account_id, id, contact_id, email, template_id, kind, status, \
+                               data, attempts, message_id_header, created_at, updated_at, \
+                               sent_at, announcement_id) \
+         SELECT m.account_id, m.id, m.contact_id, m.email, \
+                '00000000-0000-7000-8000-00000000b001', 'announcement', 'sent', '{{}}'::jsonb, 1, \
+                '<' || m.id || '@bench.example>', m.at, m.at, m.at, \
+                '00000000-0000-7000-8000-00000000b002' \
+         FROM (SELECT c.account_id, gen_random_uuid() AS id, c.id AS contact_id, c.email, \
+                      now() - random() * interval '{ENGAGEMENT_SPREAD_DAYS} days' AS at \
+               FROM contacts c WHERE c.account_id = '{account}') m; \
+         INSERT INTO message_tracking (account_id, message_id, opened_at, clicked_at) \
+         SELECT account_id, id, sent_at + interval '1 hour', \
+                CASE WHEN random() < 0.33 THEN sent_at + interval '2 hours' END \
+         FROM messages WHERE account_id = '{account}' AND random() < 0.25;"
+    ))?;
+    conn.batch_execute(backfill)?;
+    Ok(true)
+}
+
+/// The count of contacts who opened any message in the last [`ENGAGEMENT_DAYS`] days
+/// beside the count on one attribute (`score greater_than`, about half the contacts), both
+/// through `POST …/contacts/search/count`.
+async fn engagement_counts(
+    report: &Report,
+    client: &reqwest::Client,
+    token: &str,
+    count_url: &str,
+    sql: &Sql,
+    account: &str,
+) -> Result<()> {
+    report.section(&format!(
+        "Engagement count: engagement.opened within_days {ENGAGEMENT_DAYS} beside score greater_than {MIN_SCORE}, POST …/contacts/search/count"
+    ));
+    let started = Instant::now();
+    let owner = account.to_owned();
+    let generated = sql
+        .run(move |conn| {
+            let generated = generate_messages(conn, &owner)?;
+            conn.batch_execute("VACUUM (ANALYZE) contacts, messages, message_tracking")?;
+            Ok(generated)
+        })
+        .await?;
+    report.line(
+        "messages (one per contact, a quarter opened)",
+        if generated {
+            format!("generated in {:.1} s", started.elapsed().as_secs_f64())
+        } else {
+            "present (--reuse)".to_owned()
+        },
+    );
+    let body = |condition: Value| json!({"includeUnsubscribed": true, "attributes": [condition]});
+    let attribute = body(json!({"slug": "score", "operator": "greater_than", "value": MIN_SCORE}));
+    let engagement = body(json!({
+        "slug": "engagement.opened", "operator": "within_days", "value": ENGAGEMENT_DAYS
+    }));
+    let timed = |body: Value| async move {
+        time_http(
+            client,
+            token,
+            count_url,
+            &body,
+            SEARCH_RUNS,
+            Some(TIME_BUDGET),
+        )
+        .await
+    };
+    let (Some((attribute_latencies, attribute_answer)), Some((latencies, answer))) =
+        (timed(attribute).await?, timed(engagement).await?)
+    else {
+        report.line(
+            "POST …/contacts/search/count",
+            "not served by this build; skipped",
+        );
+        return Ok(());
+    };
+    report!(
+        "  {:<16} {:>14} {:>14} {:>8}",
+        "",
+        "engagement",
+        "attribute",
+        "ratio"
+    );
+    for p in [50.0, 95.0] {
+        let (e, a) = (latencies.percentile(p), attribute_latencies.percentile(p));
+        report!(
+            "  {:<16} {:>14} {:>14} {:>8}",
+            format!("p{p:.0}"),
+            ms(e),
+            ms(a),
+            ratio(e.as_secs_f64(), a.as_secs_f64())
+        );
+    }
+    report.line(
+        "count (engagement / attribute)",
+        format!("{} / {}", answer["count"], attribute_answer["count"]),
+    );
+    let (engaged, plain) = (
+        latencies.percentile(95.0).as_secs_f64(),
+        attribute_latencies.percentile(95.0).as_secs_f64(),
+    );
+    report.line(
+        "target engagement p95 ≤ 2x attribute p95",
+        verdict(engaged <= 2.0 * plain),
+    );
+    Ok(())
+}
+
 /// The benchmark's conditions as the domain's segment, parsed as the API parses them.
 fn bench_segment() -> Result<Segment> {
     struct BenchTypes;
@@ -644,6 +781,7 @@ fn bench_segment() -> Result<Segment> {
             input("renewal", "after", json!(RENEWAL_AFTER)),
         ],
         &BenchTypes,
+        mailroom_domain::Timestamp::from_datetime(time::OffsetDateTime::now_utc()),
     )
     .map_err(|error| anyhow!("the bench's conditions: {}", error.summary()))?;
     Ok(Segment {

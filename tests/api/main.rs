@@ -13,6 +13,7 @@ mod contact_export;
 mod contacts;
 mod delivery_support;
 mod domains;
+mod engagement;
 mod errors;
 mod feedback;
 mod forms;

@@ -1125,3 +1125,75 @@ async fn subscribe_forms_are_listed_with_their_hosted_pages() {
     assert!(browser.text().await.contains("Subscribe to Ada's shop"));
     browser.close().await;
 }
+
+#[tokio::test]
+async fn the_builder_offers_engagement_conditions_and_counts_them() {
+    let app = app().await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Ada's shop").await;
+    for email in ["a@example.org", "b@example.org"] {
+        let response = app
+            .send_json(
+                reqwest::Method::POST,
+                &format!("/v2/accounts/{account}/contacts"),
+                &token,
+                &serde_json::json!({"email": email}),
+            )
+            .await;
+        assert_eq!(response.status(), 200, "contact");
+    }
+    let browser = Browser::start().await;
+    sign_in_with_token(&browser, &app, &token).await;
+    let base = format!("{}/console/accounts/{account}", app.address);
+    browser.goto(&format!("{base}/contacts/segment")).await;
+    let offered = browser
+        .find("#attribute-slugs")
+        .await
+        .html(false)
+        .await
+        .expect("datalist");
+    assert!(offered.contains("engagement.opened"), "{offered}");
+
+    // Nobody has been mailed: "not sent in 30 days" is everyone, "sent" no one.
+    let builder = format!("{base}/contacts/segment");
+    let ask = |operator: &'static str, value: &'static str| {
+        let (browser, builder) = (&browser, &builder);
+        async move {
+            // A fresh builder each time: filling adds to what a field holds.
+            browser.goto(builder).await;
+            browser.fill("#c0-slug", "engagement.sent").await;
+            browser
+                .find(&format!("#c0-operator option[value={operator}]"))
+                .await
+                .click()
+                .await
+                .expect("operator");
+            browser.fill("#c0-value", value).await;
+            browser.click("button[name=count]").await;
+        }
+    };
+    let counted = || async {
+        browser
+            .find("[data-testid=segment-count-value]")
+            .await
+            .text()
+            .await
+            .expect("count")
+    };
+    ask("not_within_days", "30").await;
+    assert_eq!(counted().await, "2");
+    ask("within_days", "30").await;
+    assert_eq!(counted().await, "0");
+    // A window on a template the account does not have is explained, not counted.
+    ask(
+        "within_days",
+        r#"{"days": 7, "templateId": "0190a000-0000-7000-8000-000000000001"}"#,
+    )
+    .await;
+    let page = browser.text().await;
+    assert!(
+        page.contains("templateId must be the id of a template of this account"),
+        "{page}"
+    );
+    assert_eq!(browser.count("[data-testid=segment-count-value]").await, 0);
+}

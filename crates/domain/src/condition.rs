@@ -6,8 +6,13 @@
 //! Several conditions combine with AND. Strings compare case-insensitively; dates compare
 //! by UTC calendar day; a missing attribute matches only `not_exists`.
 //!
+//! Beside them, engagement conditions ([`engagement`]) test what happened to the contact's
+//! messages lately, under reserved `engagement.*` slugs.
+//!
 //! The same conditions are evaluated here in memory and compiled to SQL by the PostgreSQL
 //! adapter; a property test keeps the two in agreement.
+
+pub mod engagement;
 
 use serde_json::Value;
 use time::{
@@ -20,6 +25,7 @@ use crate::{
     contact::Contact,
     Timestamp, TopicId, ValidationErrors,
 };
+use engagement::{Activity, Engagement, MessageActivity};
 
 /// Comparison of a number attribute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,6 +117,8 @@ pub enum Condition {
         /// Operand as given.
         value: String,
     },
+    /// An engagement condition on the contact's messages.
+    Engagement(Engagement),
 }
 
 /// A condition as received: `{slug, operator, value?}`.
@@ -383,16 +391,39 @@ pub fn check_condition_count(inputs: &[ConditionInput]) -> Result<(), Validation
 /// 3339 with any offset, reduced to its UTC day) for `after`, `before` and `d_`, and a
 /// string of at most 1000 characters for `s_`, `contains` and `not_contains`.
 ///
+/// An `engagement.*` slug takes the engagement operators instead, its window ending at
+/// `as_of` ([`engagement`]).
+///
 /// # Errors
 /// [`ValidationErrors`] naming every offending field.
 pub fn parse_conditions(
     inputs: &[ConditionInput],
     types: &dyn AttributeTypes,
+    as_of: Timestamp,
 ) -> Result<Vec<Condition>, ValidationErrors> {
     let mut errors = ValidationErrors::new();
     let mut conditions = Vec::with_capacity(inputs.len());
     for (index, input) in inputs.iter().enumerate() {
         let field = |name: &str| format!("attributes[{index}].{name}");
+        if let Some(activity) = Activity::from_slug(&input.slug) {
+            match Engagement::parse(activity, &input.operator, input.value.as_ref(), as_of) {
+                Ok(engagement) => conditions.push(Condition::Engagement(engagement)),
+                Err((name, message)) => errors.push(field(name), message),
+            }
+            continue;
+        }
+        if input.slug.starts_with(engagement::SLUG_PREFIX) {
+            let known: Vec<&str> = Activity::ALL.iter().map(|a| a.slug()).collect();
+            errors.push(
+                field("slug"),
+                format!(
+                    "unknown engagement condition '{}'; allowed: {}",
+                    input.slug,
+                    known.join(", ")
+                ),
+            );
+            continue;
+        }
         let attribute_type = types.attribute_type(&input.slug);
         if attribute_type.is_none() {
             errors.push(field("slug"), format!("unknown attribute '{}'", input.slug));
@@ -508,10 +539,11 @@ impl Condition {
             | Self::Number { slug, .. }
             | Self::Date { slug, .. }
             | Self::String { slug, .. } => slug,
+            Self::Engagement(engagement) => engagement.activity.slug(),
         }
     }
 
-    /// The operator's wire name (one of [`OPERATORS`]).
+    /// The operator's wire name (one of [`OPERATORS`] or [`engagement::ENGAGEMENT_OPERATORS`]).
     pub fn operator_name(&self) -> &'static str {
         match self {
             Self::Exists { .. } => Operator::Exists,
@@ -520,6 +552,7 @@ impl Condition {
             Self::Number { operator, .. } => Operator::Number(*operator),
             Self::Date { operator, .. } => Operator::Date(*operator),
             Self::String { operator, .. } => Operator::String(*operator),
+            Self::Engagement(engagement) => return engagement.operator_name(),
         }
         .name()
     }
@@ -527,7 +560,8 @@ impl Condition {
     /// The condition in its wire shape, for echoing an announcement's audience. Operators
     /// without an operand get the empty string; a date operand becomes its `YYYY-MM-DD`
     /// day (an RFC 3339 operand was reduced to its UTC day when parsed). Parsing the result
-    /// gives this condition back.
+    /// (with the same reference time, for an engagement condition) gives this condition
+    /// back.
     pub fn to_input(&self) -> ConditionInput {
         let value = match self {
             Self::Exists { .. } | Self::NotExists { .. } | Self::Boolean { .. } => {
@@ -543,6 +577,7 @@ impl Condition {
                 day.day()
             )),
             Self::String { value, .. } => Value::String(value.clone()),
+            Self::Engagement(engagement) => engagement.value(),
         };
         ConditionInput {
             slug: self.slug().to_owned(),
@@ -554,7 +589,8 @@ impl Condition {
     /// Whether the contact whose resolved attributes are `attributes` satisfies this
     /// condition. A missing attribute matches only `not_exists`; an attribute whose type
     /// is not the operator's family matches nothing (parsing prevents that, but the
-    /// evaluation stays total).
+    /// evaluation stays total). An engagement condition reads messages, not attributes:
+    /// here it matches nothing ([`Segment::matches`] evaluates it).
     pub fn matches(&self, attributes: &ResolvedAttributes) -> bool {
         self.matches_value(attributes.get(self.slug()))
     }
@@ -565,6 +601,7 @@ impl Condition {
             return matches!(self, Self::NotExists { .. });
         };
         match (self, value) {
+            (Self::Engagement(_), _) => false,
             (Self::Exists { .. }, _) => true,
             (Self::NotExists { .. }, _) => false,
             (Self::Boolean { expected, .. }, AttributeValue::Boolean(flag)) => flag == expected,
@@ -605,14 +642,20 @@ pub(crate) fn system_value(contact: &Contact, slug: &str) -> Option<AttributeVal
 }
 
 impl Segment {
-    /// Whether `contact`, with its resolved `attributes`, belongs to this audience: every
-    /// condition matches, the contact is not unsubscribed from everything (unless
+    /// Whether `contact`, with its resolved `attributes` and the activity of its
+    /// `messages` (test sends left out), belongs to this audience: every condition
+    /// matches, the contact is not unsubscribed from everything (unless
     /// `include_unsubscribed`), and it is not unsubscribed from `topic`.
     ///
     /// The system attributes (`email`, `create_date`, `message_count`) are read from
-    /// `contact`, as the SQL side reads them from the contact's columns; every other slug is
-    /// looked up in `attributes`.
-    pub fn matches(&self, contact: &Contact, attributes: &ResolvedAttributes) -> bool {
+    /// `contact`, as the SQL side reads them from the contact's columns; engagement
+    /// conditions from `messages`; every other slug is looked up in `attributes`.
+    pub fn matches(
+        &self,
+        contact: &Contact,
+        attributes: &ResolvedAttributes,
+        messages: &[MessageActivity],
+    ) -> bool {
         let subscribed = self.include_unsubscribed || contact.unsubscribed_at.is_none();
         let topic_allowed = self
             .topic
@@ -620,6 +663,9 @@ impl Segment {
         subscribed
             && topic_allowed
             && self.conditions.iter().all(|condition| {
+                if let Condition::Engagement(engagement) = condition {
+                    return engagement.matches(messages);
+                }
                 match system_value(contact, condition.slug()) {
                     Some(value) => condition.matches_value(Some(&value)),
                     None => condition.matches(attributes),

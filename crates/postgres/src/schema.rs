@@ -143,6 +143,10 @@ diesel::table! {
         sort_name -> Nullable<Text>,
         pending_since -> Nullable<Timestamptz>,
         confirmed_at -> Nullable<Timestamptz>,
+        last_sent_at -> Nullable<Timestamptz>,
+        last_opened_at -> Nullable<Timestamptz>,
+        last_clicked_at -> Nullable<Timestamptz>,
+        last_bounced_at -> Nullable<Timestamptz>,
     }
 }
 

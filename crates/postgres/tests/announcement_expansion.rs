@@ -69,6 +69,7 @@ fn every_batch_walks_contacts_in_id_order_and_probes_its_conditions() {
                 value: Some(json!("pro")),
             }],
             &Types,
+            Timestamp::parse("2026-11-28T12:00:00Z").expect("timestamp"),
         )
         .expect("condition"),
         include_unsubscribed: false,

@@ -5,16 +5,22 @@
 //! two GIN indexes among them, for every delivered message. Each page keeps half its
 //! room free (migration 37, "Contacts with room for their first count"), so a record
 //! batch that counts many rows of one page, as an announcement's do, is heap-only too.
+//! The latest-sent time it moves beside the count carries no index either.
 
 use diesel::{
     connection::SimpleConnection, sql_query, sql_types, PgConnection, QueryableByName, RunQueryDsl,
 };
-use mailroom_app::ports::in_transaction;
-use mailroom_domain::{AccountId, ContactId, Uuid};
+use mailroom_app::ports::{in_transaction, DeliveredTo};
+use mailroom_domain::{AccountId, ContactId, Timestamp, Uuid};
 use mailroom_test_support::{RowUpdates, TestDatabase};
 
 const ACCOUNT: &str = "0190a000-0000-7000-8000-00000000c0c0";
 const CONTACTS: i64 = 2000;
+
+/// When the counted messages were sent: the latest-sent time the count also moves.
+fn sent_at() -> Timestamp {
+    Timestamp::parse("2026-11-30T12:00:00Z").expect("timestamp")
+}
 
 #[derive(QueryableByName)]
 struct IdRow {
@@ -46,16 +52,17 @@ fn filled() -> (TestDatabase, PgConnection, AccountId) {
 
 /// The contacts `query` selects (by `id`), each to be counted once, as a record batch
 /// gives them to `count_messages_to_contacts`.
-fn counted_once(
-    conn: &mut PgConnection,
-    account: AccountId,
-    query: &str,
-) -> Vec<(AccountId, ContactId, u32)> {
+fn counted_once(conn: &mut PgConnection, account: AccountId, query: &str) -> Vec<DeliveredTo> {
     sql_query(query)
         .load::<IdRow>(conn)
         .expect("ids")
         .into_iter()
-        .map(|row| (account, ContactId::from_uuid(row.id), 1))
+        .map(|row| DeliveredTo {
+            account,
+            contact: ContactId::from_uuid(row.id),
+            sent: 1,
+            bounced: false,
+        })
         .collect()
 }
 
@@ -79,7 +86,10 @@ fn counting_messages_to_contacts_writes_no_index_entry() {
     // later).
     for _ in 0..3 {
         let pool = database.pool_of_one();
-        in_transaction(&pool, |tx| Ok(tx.count_messages_to_contacts(&contacts)?)).expect("count");
+        in_transaction(&pool, |tx| {
+            Ok(tx.count_messages_to_contacts(&contacts, sent_at())?)
+        })
+        .expect("count");
     }
 
     assert!(contacts.len() > 10, "{} pages", contacts.len());
@@ -115,7 +125,10 @@ fn a_first_count_of_a_pages_contacts_in_one_batch_is_heap_only() {
     // then dropped so that it sends its statistics.
     let pool = database.pool_of_one();
     for batch in contacts.chunks(32) {
-        in_transaction(&pool, |tx| Ok(tx.count_messages_to_contacts(batch)?)).expect("count");
+        in_transaction(&pool, |tx| {
+            Ok(tx.count_messages_to_contacts(batch, sent_at())?)
+        })
+        .expect("count");
     }
     drop(pool);
 

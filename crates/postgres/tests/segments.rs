@@ -8,17 +8,20 @@
 use std::cell::RefCell;
 
 use diesel::{pg::PgConnection, prelude::*, sql_types};
-use mailroom_app::ports::in_transaction;
+use mailroom_app::ports::{in_transaction, DeliveredTo};
 use mailroom_domain::{
     attribute::{AttributeSource, AttributeType, AttributeValue, ResolvedAttributes},
-    condition::{parse_conditions, AttributeTypes, Condition, ConditionInput, Segment},
+    condition::{
+        engagement::MessageActivity, parse_conditions, AttributeTypes, Condition, ConditionInput,
+        Segment,
+    },
     contact::Contact,
     paging::PageRequest,
-    AccountId, ContactId, Timestamp, TopicId, Uuid,
+    AccountId, AnnouncementId, ContactId, MessageId, TemplateId, Timestamp, TopicId, Uuid,
 };
 use mailroom_postgres::{
     count_segment_with,
-    schema::{accounts, contacts, topic_unsubscriptions, topics},
+    schema::{accounts, contacts, messages, topic_unsubscriptions, topics},
     search_segment_with, slot_plan, PgDatabase, PoolSettings, SegmentPlan,
 };
 use mailroom_test_support::TestDatabase;
@@ -68,9 +71,79 @@ struct ContactSpec {
     vip: Option<bool>,
     renewal: Option<Timestamp>,
     signed_up: Option<Timestamp>,
+    /// The contact's messages, which engagement conditions read.
+    messages: Vec<MessageSpec>,
+}
+
+/// A message to a contact: whose it is and what happened to it.
+#[derive(Debug, Clone)]
+struct MessageSpec {
+    /// 0: transactional; 1 or 2: of announcement [`ANNOUNCEMENTS`]`[n - 1]`.
+    origin: usize,
+    /// Index into [`TEMPLATES`].
+    template: usize,
+    /// A test send, which is not the contact's message.
+    test: bool,
+    sent_at: Option<Timestamp>,
+    bounced_at: Option<Timestamp>,
+    opened_at: Option<Timestamp>,
+    clicked_at: Option<Timestamp>,
+}
+
+/// The announcements and templates engagement conditions may name, the same ids in every
+/// account (none of them has rows: messages reference neither table).
+const ANNOUNCEMENTS: [u128; 2] = [0xa1, 0xa2];
+const TEMPLATES: [u128; 2] = [0x71, 0x72];
+
+/// The reference time of every engagement window here.
+const AS_OF: &str = "2026-03-31T00:00:00.000Z";
+
+fn as_of() -> Timestamp {
+    Timestamp::parse(AS_OF).expect("reference time")
+}
+
+impl MessageSpec {
+    fn announcement(&self) -> Option<AnnouncementId> {
+        (self.origin > 0)
+            .then(|| AnnouncementId::from_uuid(Uuid::from_u128(ANNOUNCEMENTS[self.origin - 1])))
+    }
+
+    fn template(&self) -> TemplateId {
+        TemplateId::from_uuid(Uuid::from_u128(TEMPLATES[self.template]))
+    }
+
+    fn activity(&self) -> MessageActivity {
+        MessageActivity {
+            announcement: self.announcement(),
+            template: self.template(),
+            sent_at: self.sent_at,
+            opened_at: self.opened_at,
+            clicked_at: self.clicked_at,
+            bounced_at: self.bounced_at,
+        }
+    }
 }
 
 impl ContactSpec {
+    /// What the evaluator reads of the contact's messages: test sends left out.
+    fn activity(&self) -> Vec<MessageActivity> {
+        self.messages
+            .iter()
+            .filter(|message| !message.test)
+            .map(MessageSpec::activity)
+            .collect()
+    }
+
+    /// The contact's `message_count` once its sent messages are counted.
+    fn counted_messages(&self) -> u32 {
+        let sent = self
+            .messages
+            .iter()
+            .filter(|message| !message.test && message.sent_at.is_some())
+            .count();
+        self.message_count + u32::try_from(sent).expect("few")
+    }
+
     fn plain(email: &str, created_at: &str, message_count: u32) -> Self {
         Self {
             email: email.into(),
@@ -84,6 +157,7 @@ impl ContactSpec {
             vip: None,
             renewal: None,
             signed_up: None,
+            messages: Vec::new(),
         }
     }
 
@@ -133,6 +207,8 @@ struct Account {
     topic: TopicId,
     contacts: Vec<Contact>,
     attributes: Vec<ResolvedAttributes>,
+    /// Each contact's messages, in contact order, with the ids they were stored under.
+    messages: Vec<Vec<(MessageId, MessageSpec)>>,
 }
 
 impl Fixture {
@@ -160,6 +236,7 @@ impl Fixture {
             .transaction(|conn| Ok::<_, diesel::result::Error>(insert_account(conn, specs)))
             .expect("account transaction");
         write_attributes(&self.database, &account, specs);
+        write_engagement(&self.database, &account);
         account
     }
 
@@ -222,7 +299,10 @@ fn plans_of(segment: &Segment) -> Vec<SegmentPlan> {
     let rows_only = !segment.conditions.is_empty()
         && segment.conditions.iter().all(|condition| {
             !["email", "create_date", "message_count"].contains(&condition.slug())
-                && !matches!(condition, Condition::NotExists { .. })
+                && !matches!(
+                    condition,
+                    Condition::NotExists { .. } | Condition::Engagement(_)
+                )
         });
     if rows_only {
         let n = segment.conditions.len();
@@ -258,11 +338,26 @@ fn insert_account(conn: &mut PgConnection, specs: &[ContactSpec]) -> Account {
             .execute(conn)
             .expect("topic");
     }
+    // The announcements engagement conditions name: an open of one of their messages
+    // counts in their counters, which reference them.
+    for id in ANNOUNCEMENTS {
+        diesel::sql_query(
+            "INSERT INTO announcements (account_id, id, name, template_id, subject, \
+             include_unsubscribed, attributes, status, audience_size, created_at, updated_at) \
+             VALUES ($1, $2, 'news', $3, 'News', true, '[]', 'running', 0, now(), now())",
+        )
+        .bind::<sql_types::Uuid, _>(account)
+        .bind::<sql_types::Uuid, _>(Uuid::from_u128(id))
+        .bind::<sql_types::Uuid, _>(Uuid::from_u128(TEMPLATES[0]))
+        .execute(conn)
+        .expect("announcement");
+    }
     let mut inserted = Account {
         id: AccountId::from_uuid(account),
         topic: TopicId::from_uuid(topic),
         contacts: Vec::new(),
         attributes: Vec::new(),
+        messages: Vec::new(),
     };
     for (index, spec) in specs.iter().enumerate() {
         let id = contact_id(index);
@@ -304,14 +399,105 @@ fn insert_account(conn: &mut PgConnection, specs: &[ContactSpec]) -> Account {
             complaint_at: None,
             unsubscribed_at: unsubscribed_at.map(Timestamp::from_datetime),
             topic_unsubscriptions: left,
-            message_count: spec.message_count,
+            message_count: spec.counted_messages(),
             pending_since: None,
             confirmed_at: None,
         };
         inserted.attributes.push(resolved(&contact, spec));
         inserted.contacts.push(contact);
+        inserted
+            .messages
+            .push(insert_messages(conn, account, id, spec));
     }
     inserted
+}
+
+/// The contact's messages as rows, in their final state; what their delivery and
+/// tracking wrote besides is left to [`write_engagement`].
+fn insert_messages(
+    conn: &mut PgConnection,
+    account: Uuid,
+    contact: Uuid,
+    spec: &ContactSpec,
+) -> Vec<(MessageId, MessageSpec)> {
+    let created = Timestamp::parse("2025-01-01T00:00:00Z").expect("time");
+    let mut stored = Vec::new();
+    for message in &spec.messages {
+        let id = Uuid::now_v7();
+        // A sent message that bounced later is stored sent: its bounce is reported later
+        // (`write_engagement`). One that bounced at delivery is stored bounced.
+        let (status, updated_at, next_attempt_at) = match (message.sent_at, message.bounced_at) {
+            (Some(sent), _) => ("sent", sent, None),
+            (None, Some(bounced)) => ("bounced", bounced, None),
+            (None, None) => ("queued", created, Some(created.as_datetime())),
+        };
+        let kind = if message.origin > 0 {
+            "announcement"
+        } else {
+            "transactional"
+        };
+        diesel::insert_into(messages::table)
+            .values((
+                messages::account_id.eq(account),
+                messages::id.eq(id),
+                messages::contact_id.eq(contact),
+                messages::email.eq(&spec.email),
+                messages::template_id.eq(message.template().as_uuid()),
+                messages::kind.eq(kind),
+                messages::status.eq(status),
+                messages::data.eq(json!({})),
+                messages::next_attempt_at.eq(next_attempt_at),
+                messages::message_id_header.eq(format!("<{id}@example.com>")),
+                messages::created_at.eq(created.as_datetime()),
+                messages::updated_at.eq(updated_at.as_datetime()),
+                messages::sent_at.eq(message.sent_at.map(|at| at.as_datetime())),
+                messages::announcement_id.eq(message.announcement().map(|id| id.as_uuid())),
+                messages::test.eq(message.test),
+            ))
+            .execute(conn)
+            .expect("message");
+        stored.push((MessageId::from_uuid(id), message.clone()));
+    }
+    stored
+}
+
+/// What delivery, bounce reports and tracking write besides the message rows, through the
+/// repository: each real message's delivery outcome counted at its time, a late bounce
+/// reported at its time, then every first open and click marked at its time (a test
+/// send's too, which must leave the contact alone).
+fn write_engagement(database: &PgDatabase, account: &Account) {
+    in_transaction(database, |tx| {
+        for (contact, messages) in account.contacts.iter().zip(&account.messages) {
+            for (id, message) in messages {
+                let delivered = |sent: u32, bounced: bool| DeliveredTo {
+                    account: account.id,
+                    contact: contact.id,
+                    sent,
+                    bounced,
+                };
+                // Delivery counts a real message's outcome (a test send's it leaves out);
+                // a later report turns a sent message bounced.
+                if !message.test {
+                    if let Some(sent) = message.sent_at {
+                        tx.count_messages_to_contacts(&[delivered(1, false)], sent)?;
+                    } else if let Some(bounced) = message.bounced_at {
+                        tx.count_messages_to_contacts(&[delivered(0, true)], bounced)?;
+                    }
+                }
+                if let (Some(_), Some(bounced)) = (message.sent_at, message.bounced_at) {
+                    tx.mark_sent_message_bounced(account.id, *id, "550 5.1.1 gone", bounced)?;
+                }
+                if let Some(at) = message.opened_at {
+                    tx.mark_message_opened(account.id, *id, at)?;
+                }
+                if let Some(at) = message.clicked_at {
+                    tx.mark_message_clicked(account.id, *id, at)?;
+                }
+            }
+        }
+        Ok(())
+    })
+    .expect("engagement");
 }
 
 /// The metas and attribute values of `account`'s contacts, written through the
@@ -404,7 +590,7 @@ fn input(slug: &str, operator: &str, value: Value) -> ConditionInput {
 
 fn segment(conditions: &[ConditionInput]) -> Segment {
     Segment {
-        conditions: parse_conditions(conditions, &Types).expect("valid conditions"),
+        conditions: parse_conditions(conditions, &Types, as_of()).expect("valid conditions"),
         include_unsubscribed: true,
         topic: None,
     }
@@ -456,6 +642,62 @@ fn date_operand() -> impl Strategy<Value = Value> {
     (select(days), select(forms)).prop_map(|(day, form)| json!(format!("{day}{form}")))
 }
 
+/// Instants on both sides of the engagement windows' starts (1, 7 and 30 days before
+/// [`AS_OF`]) and one long before.
+fn engagement_instant() -> impl Strategy<Value = Timestamp> {
+    select(
+        &[
+            "2026-03-30T00:00:00.000Z",
+            "2026-03-29T23:59:59.999Z",
+            "2026-03-24T00:00:00.000Z",
+            "2026-03-23T23:59:59.999Z",
+            "2026-03-01T00:00:00.000Z",
+            "2026-02-28T23:59:59.999Z",
+            "2025-06-01T00:00:00.000Z",
+        ][..],
+    )
+    .prop_map(|at| Timestamp::parse(at).expect("instant"))
+}
+
+fn message_spec() -> impl Strategy<Value = MessageSpec> {
+    (
+        0..3usize,
+        0..2usize,
+        prop::bool::weighted(0.2),
+        prop::option::weighted(0.7, engagement_instant()),
+        prop::option::weighted(0.25, engagement_instant()),
+        prop::option::weighted(0.4, engagement_instant()),
+        prop::option::weighted(0.3, engagement_instant()),
+    )
+        .prop_map(
+            |(origin, template, test, sent_at, bounced_at, opened_at, clicked_at)| MessageSpec {
+                origin,
+                template,
+                test,
+                sent_at,
+                bounced_at,
+                opened_at,
+                clicked_at,
+            },
+        )
+}
+
+/// At most one message per announcement and contact, as the store keeps them: a second
+/// one of the same announcement becomes transactional.
+fn one_per_announcement(mut messages: Vec<MessageSpec>) -> Vec<MessageSpec> {
+    let mut seen = [false; 2];
+    for message in &mut messages {
+        if message.origin > 0 {
+            if seen[message.origin - 1] {
+                message.origin = 0;
+            } else {
+                seen[message.origin - 1] = true;
+            }
+        }
+    }
+    messages
+}
+
 fn contact_spec() -> impl Strategy<Value = ContactSpec> {
     let email = (select(&LOCALS[..]), select(&DOMAINS[..]));
     let status = (
@@ -471,12 +713,14 @@ fn contact_spec() -> impl Strategy<Value = ContactSpec> {
         prop::option::weighted(0.7, instant()),
         prop::option::weighted(0.7, instant()),
     );
-    (email, instant(), status, custom).prop_map(
+    let messages = prop::collection::vec(message_spec(), 0..=3).prop_map(one_per_announcement);
+    (email, instant(), status, custom, messages).prop_map(
         |(
             (local, domain),
             created_at,
             (message_count, unsubscribed, left_topic, left_other_topic),
             (plan, score, vip, renewal, signed_up),
+            messages,
         )| ContactSpec {
             // The index is appended when the account is built, for uniqueness.
             email: format!("{local}@{domain}"),
@@ -490,6 +734,7 @@ fn contact_spec() -> impl Strategy<Value = ContactSpec> {
             vip,
             renewal,
             signed_up,
+            messages,
         },
     )
 }
@@ -555,7 +800,37 @@ fn condition() -> impl Strategy<Value = ConditionInput> {
             op,
             json!(value)
         )),
+        engagement_condition(),
     ]
+}
+
+/// An engagement condition on any message, or on one of [`ANNOUNCEMENTS`] or
+/// [`TEMPLATES`] (or an announcement no message belongs to).
+fn engagement_condition() -> impl Strategy<Value = ConditionInput> {
+    let slugs = &[
+        "engagement.sent",
+        "engagement.opened",
+        "engagement.clicked",
+        "engagement.bounced",
+    ][..];
+    let days = select(&[1u16, 7, 30][..]);
+    let window = prop_oneof![
+        days.clone().prop_map(|days| json!(days)),
+        (days.clone(), select(&[0xa1u128, 0xa2, 0xa9][..])).prop_map(|(days, id)| json!({
+            "days": days,
+            "announcementId": Uuid::from_u128(id).to_string()
+        })),
+        (days, select(&TEMPLATES[..])).prop_map(|(days, id)| json!({
+            "days": days,
+            "templateId": Uuid::from_u128(id).to_string()
+        })),
+    ];
+    (
+        select(slugs),
+        select(&["within_days", "not_within_days"][..]),
+        window,
+    )
+        .prop_map(|(slug, op, window)| input(slug, op, window))
 }
 
 /// Mostly one or two conditions: three random ones rarely leave anyone to compare.
@@ -621,7 +896,7 @@ fn sql_selects_the_contacts_the_domain_matches() {
         let account = fixture.borrow_mut().account(&scenario.contacts);
         for spec in &scenario.segments {
             let segment = Segment {
-                conditions: parse_conditions(&spec.conditions, &Types)
+                conditions: parse_conditions(&spec.conditions, &Types, as_of())
                     .map_err(|e| TestCaseError::fail(e.summary()))?,
                 include_unsubscribed: spec.include_unsubscribed,
                 topic: spec.by_topic.then_some(account.topic),
@@ -630,8 +905,11 @@ fn sql_selects_the_contacts_the_domain_matches() {
                 .contacts
                 .iter()
                 .zip(&account.attributes)
-                .filter(|(contact, attributes)| segment.matches(contact, attributes))
-                .map(|(contact, _)| contact.id)
+                .zip(&scenario.contacts)
+                .filter(|((contact, attributes), spec)| {
+                    segment.matches(contact, attributes, &spec.activity())
+                })
+                .map(|((contact, _), _)| contact.id)
                 .collect();
             expected.sort();
             let found = fixture.borrow().search(account.id, &segment, ALL_PAGE);
@@ -648,7 +926,10 @@ fn sql_selects_the_contacts_the_domain_matches() {
             let custom_only = segment.conditions.iter().all(|condition| {
                 !["email", "create_date", "message_count", "event.signed_up"]
                     .contains(&condition.slug())
-                    && !matches!(condition, Condition::NotExists { .. })
+                    && !matches!(
+                        condition,
+                        Condition::NotExists { .. } | Condition::Engagement(_)
+                    )
             });
             prop_assert_eq!(
                 slots.is_some(),
@@ -733,7 +1014,7 @@ fn system_attributes_compile_to_contact_columns() {
         let expected = sorted(expected);
         for (contact, attributes) in account.contacts.iter().zip(&account.attributes) {
             assert_eq!(
-                segment.matches(contact, attributes),
+                segment.matches(contact, attributes, &[]),
                 expected.contains(&contact.id),
                 "domain: {conditions:?}"
             );

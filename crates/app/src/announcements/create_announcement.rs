@@ -43,7 +43,7 @@ pub fn create_announcement(
             }
         };
         // The same check as a search's: the topic is the account's, the conditions fit.
-        audience_segment(tx, account, &SearchRequest::of(&definition))?;
+        audience_segment(tx, account, &SearchRequest::of(&definition), now)?;
         let announcement = Announcement {
             id,
             name: new.name.clone(),

@@ -80,10 +80,13 @@ fn expand_batch(
         })
     };
     let types = AccountAttributeTypes::load(tx, account)?;
-    let conditions = match parse_conditions(&announcement.attributes, &types) {
-        Ok(conditions) => conditions,
-        Err(errors) => return failed(tx, &format!("its conditions no longer apply: {errors}")),
-    };
+    // Engagement windows end at the announcement's creation, as its audience does: every
+    // batch, however late, reads the same window.
+    let conditions =
+        match parse_conditions(&announcement.attributes, &types, announcement.created_at) {
+            Ok(conditions) => conditions,
+            Err(errors) => return failed(tx, &format!("its conditions no longer apply: {errors}")),
+        };
     let Some(template) = tx.find_template(account, announcement.template_id)? else {
         return failed(tx, "its template was deleted");
     };

@@ -1,11 +1,13 @@
 use mailroom_domain::{
     attribute::ResolvedAttributes,
     condition::{
-        check_condition_count, parse_conditions, AudienceDefinition, ConditionInput, Segment,
+        check_condition_count,
+        engagement::{Engagement, EngagementScope},
+        parse_conditions, AudienceDefinition, Condition, ConditionInput, Segment,
     },
     contact::Contact,
     paging::PageRequest,
-    AccountId, ContactId, TopicId,
+    AccountId, ContactId, Timestamp, TopicId,
 };
 
 use super::AccountAttributeTypes;
@@ -50,8 +52,9 @@ impl SearchRequest {
 }
 
 /// The one check of an audience definition, which search, count and saved segments
-/// share: the conditions' number, the topic is the account's, and each condition fits
-/// the account's attributes.
+/// share: the conditions' number, the topic is the account's, each condition fits the
+/// account's attributes, and an engagement condition's announcement or template is the
+/// account's. Engagement windows end at `as_of`.
 ///
 /// # Errors
 /// [`AppError::Invalid`] naming `attributes`, `topicId` or `attributes[i].…`.
@@ -59,6 +62,7 @@ pub(crate) fn audience_segment(
     tx: &mut dyn UnitOfWork,
     account: AccountId,
     request: &SearchRequest,
+    as_of: Timestamp,
 ) -> Result<Segment, AppError> {
     check_condition_count(&request.attributes)?;
     if let Some(topic) = request.topic {
@@ -70,7 +74,29 @@ pub(crate) fn audience_segment(
         }
     }
     let types = AccountAttributeTypes::load(tx, account)?;
-    let conditions = parse_conditions(&request.attributes, &types)?;
+    let conditions = parse_conditions(&request.attributes, &types, as_of)?;
+    for (index, condition) in conditions.iter().enumerate() {
+        let Condition::Engagement(Engagement { scope, .. }) = condition else {
+            continue;
+        };
+        let (known, what) = match *scope {
+            EngagementScope::AnyMessage => continue,
+            EngagementScope::Announcement(id) => (
+                tx.find_announcement(account, id)?.is_some(),
+                "announcementId must be the id of an announcement of this account",
+            ),
+            EngagementScope::Template(id) => (
+                tx.find_template(account, id)?.is_some(),
+                "templateId must be the id of a template of this account",
+            ),
+        };
+        if !known {
+            return Err(AppError::invalid(
+                &format!("attributes[{index}].value"),
+                what,
+            ));
+        }
+    }
     Ok(Segment {
         conditions,
         include_unsubscribed: request.include_unsubscribed,
@@ -92,7 +118,7 @@ pub fn search_contacts(
 ) -> Result<Vec<(Contact, ResolvedAttributes)>, AppError> {
     let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        let segment = audience_segment(tx, account, request)?;
+        let segment = audience_segment(tx, account, request, services.clock.now())?;
         let ids = tx.search_segment(account, &segment, page, request.after)?;
         let contacts = tx.find_contacts(account, &ids)?;
         let mut attributes = super::resolve_attributes(tx, account, &contacts)?;
@@ -117,7 +143,7 @@ pub fn count_search(
 ) -> Result<u64, AppError> {
     let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        let segment = audience_segment(tx, account, request)?;
+        let segment = audience_segment(tx, account, request, services.clock.now())?;
         Ok(tx.count_segment(account, &segment)?)
     })
 }

@@ -22,7 +22,7 @@ use mailroom_domain::{
     message_lifecycle::{SessionEnd, SettleRules, Settlement},
     suppression::{SuppressionReason, SuppressionSource},
     webhook_event::{ContactChange, ContactNotice},
-    AccountId, ContactId, MessageId, UserId,
+    AccountId, MessageId, UserId,
 };
 
 use super::{
@@ -31,7 +31,9 @@ use super::{
     settings::{jitter, DeliverySettings},
 };
 use crate::{
-    ports::{in_transaction, Lease, MailAccepted, OutgoingMail, SavedServer, UnitOfWork},
+    ports::{
+        in_transaction, DeliveredTo, Lease, MailAccepted, OutgoingMail, SavedServer, UnitOfWork,
+    },
     suppressions::{suppress, Listing},
     webhook_events::queue_webhook_event,
     AppError, Services,
@@ -188,7 +190,7 @@ pub fn record_message_outcomes(
                 .collect();
             written.extend(tx.record_message_states(account, &states, lease.token)?);
         }
-        let mut contacts: Vec<(AccountId, ContactId, u32)> = order
+        let mut contacts: Vec<DeliveredTo> = order
             .iter()
             .map(|&i| &settled[i].message)
             .filter(|message| written.contains(&message.id))
@@ -197,13 +199,15 @@ pub fn record_message_outcomes(
             .filter(|message| {
                 message.status == MessageStatus::Sent || message.status == MessageStatus::Bounced
             })
-            .map(|message| {
-                let sent = u32::from(message.status == MessageStatus::Sent);
-                (message.account_id, message.contact_id, sent)
+            .map(|message| DeliveredTo {
+                account: message.account_id,
+                contact: message.contact_id,
+                sent: u32::from(message.status == MessageStatus::Sent),
+                bounced: message.status == MessageStatus::Bounced,
             })
             .collect();
-        contacts.sort_by_key(|(account, contact, _)| (*account, *contact));
-        tx.count_messages_to_contacts(&contacts)?;
+        contacts.sort_by_key(|delivered| (delivered.account, delivered.contact));
+        tx.count_messages_to_contacts(&contacts, now)?;
         for &i in &order {
             let settled = &settled[i];
             if !written.contains(&settled.message.id) {

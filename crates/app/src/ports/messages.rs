@@ -11,6 +11,20 @@ use time::Date;
 
 use super::{Lease, SmtpEndpoint};
 
+/// What one recorded batch delivered to a contact: how many of its messages were sent,
+/// and whether one bounced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeliveredTo {
+    /// The contact's account.
+    pub account: AccountId,
+    /// The contact.
+    pub contact: ContactId,
+    /// Messages the mail server accepted.
+    pub sent: u32,
+    /// Whether one of its messages bounced.
+    pub bounced: bool,
+}
+
 /// A message as its claim returned it.
 #[derive(Debug, Clone)]
 pub struct ClaimedMessage {
@@ -183,14 +197,17 @@ pub trait MessageRepository {
     ) -> Result<Vec<MessageId>, StoreError>;
 
     /// Locks each listed contact in key order (so concurrent batches that share contacts
-    /// wait for each other in one order, never in a cycle) and adds its count to its
-    /// `message_count`, in one statement. A contact listed with 0 is only locked.
+    /// wait for each other in one order, never in a cycle) and, in one statement, adds its
+    /// count to its `message_count` and moves its latest sent and bounced times to `at`
+    /// (the engagement conditions on any message read them). A contact listed with
+    /// nothing sent or bounced is only locked.
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
     fn count_messages_to_contacts(
         &mut self,
-        contacts: &[(AccountId, ContactId, u32)],
+        contacts: &[DeliveredTo],
+        at: Timestamp,
     ) -> Result<(), StoreError>;
 
     /// Sets the contact's hard-bounce flag (keeping an earlier time) and returns whether

@@ -47,8 +47,8 @@ pub use mail_servers::{
     CredentialCheck, MailServerProbe, ProbeError, SavedServer, SmtpEndpoint, SmtpSecurity,
 };
 pub use messages::{
-    ClaimedMessage, DkimSigning, IdempotentMessage, ListUnsubscribe, MailAccepted, MailFuture,
-    Mailer, MessageRepository, OutgoingMail,
+    ClaimedMessage, DeliveredTo, DkimSigning, IdempotentMessage, ListUnsubscribe, MailAccepted,
+    MailFuture, Mailer, MessageRepository, OutgoingMail,
 };
 pub use queue_stats::{QueueDepth, QueueStats, QueueStatsRepository};
 pub use queue_wakeup::{QueueEvent, QueueWakeup};

@@ -35,7 +35,7 @@ pub fn create_segment(
         updated_at: now,
     };
     in_transaction(services.db.as_ref(), |tx| {
-        audience_segment(tx, account, &SearchRequest::of(&segment.definition))?;
+        audience_segment(tx, account, &SearchRequest::of(&segment.definition), now)?;
         let held = tx.lock_and_count_saved_segments(account)?;
         if held >= MAX_SEGMENTS {
             return Err(AppError::BadRequest(format!(

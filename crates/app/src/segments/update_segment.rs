@@ -34,7 +34,7 @@ pub fn update_segment(
         let check = patch.changes_definition();
         patch.apply(&mut segment, now);
         if check {
-            audience_segment(tx, account, &SearchRequest::of(&segment.definition))?;
+            audience_segment(tx, account, &SearchRequest::of(&segment.definition), now)?;
         }
         tx.update_saved_segment(account, &segment)
             .map_err(refused_write)?;

@@ -39,10 +39,17 @@ fn input(slug: &str, operator: &str, value: Value) -> ConditionInput {
 }
 
 fn parse_one(slug: &str, operator: &str, value: Value) -> Result<Condition, ValidationErrors> {
-    parse_conditions(&[input(slug, operator, value)], &Types::new()).map(|mut conditions| {
-        assert_eq!(conditions.len(), 1);
-        conditions.remove(0)
-    })
+    parse_conditions(&[input(slug, operator, value)], &Types::new(), as_of()).map(
+        |mut conditions| {
+            assert_eq!(conditions.len(), 1);
+            conditions.remove(0)
+        },
+    )
+}
+
+/// The reference time of engagement windows in these tests.
+fn as_of() -> Timestamp {
+    Timestamp::parse("2026-06-30T12:00:00Z").expect("test time")
 }
 
 fn fields(errors: &ValidationErrors) -> Vec<&str> {
@@ -440,7 +447,7 @@ fn the_value_must_fit_the_operator() {
             operator: operator.into(),
             value: value.clone(),
         };
-        let errors = parse_conditions(&[condition], &Types::new()).expect_err(operator);
+        let errors = parse_conditions(&[condition], &Types::new(), as_of()).expect_err(operator);
         assert_eq!(
             fields(&errors),
             ["attributes[0].value"],
@@ -454,7 +461,7 @@ fn the_value_must_fit_the_operator() {
             operator: "true".into(),
             value,
         };
-        let parsed = parse_conditions(&[condition], &Types::new()).expect("valid");
+        let parsed = parse_conditions(&[condition], &Types::new(), as_of()).expect("valid");
         assert_eq!(
             parsed,
             [Condition::Boolean {
@@ -476,7 +483,7 @@ fn every_problem_is_collected_with_its_index() {
         input("score", "contains", json!(3)),
         input("nope", "after", json!("soon")),
     ];
-    let errors = parse_conditions(&inputs, &Types::new()).expect_err("invalid");
+    let errors = parse_conditions(&inputs, &Types::new(), as_of()).expect_err("invalid");
     assert_eq!(
         fields(&errors),
         [
@@ -488,9 +495,12 @@ fn every_problem_is_collected_with_its_index() {
             "attributes[3].value",
         ]
     );
-    let parsed = parse_conditions(&inputs[..1], &Types::new()).expect("valid");
+    let parsed = parse_conditions(&inputs[..1], &Types::new(), as_of()).expect("valid");
     assert_eq!(parsed[0].slug(), "plan");
-    assert_eq!(parse_conditions(&[], &Types::new()), Ok(Vec::new()));
+    assert_eq!(
+        parse_conditions(&[], &Types::new(), as_of()),
+        Ok(Vec::new())
+    );
 }
 
 #[test]
@@ -502,11 +512,20 @@ fn to_input_parses_back_to_the_same_condition() {
         input("renewal", "d_not_equal", json!("2026-03-01T23:30:00-02:00")),
         input("event.signed_up", "exists", json!("")),
         input("email", "not_exists", json!("")),
+        input("engagement.clicked", "not_within_days", json!(90)),
+        input(
+            "engagement.opened",
+            "within_days",
+            json!({"days": 3, "announcementId": Uuid::from_u128(4).to_string()}),
+        ),
     ];
-    let parsed = parse_conditions(&inputs, &Types::new()).expect("valid");
+    let parsed = parse_conditions(&inputs, &Types::new(), as_of()).expect("valid");
     let echoed: Vec<ConditionInput> = parsed.iter().map(Condition::to_input).collect();
     assert_eq!(echoed[3].value, Some(json!("2026-03-02")));
-    assert_eq!(parse_conditions(&echoed, &Types::new()), Ok(parsed));
+    assert_eq!(
+        parse_conditions(&echoed, &Types::new(), as_of()),
+        Ok(parsed)
+    );
 }
 
 #[test]
@@ -515,15 +534,15 @@ fn segments_apply_unsubscription_and_topic() {
     let other_topic = TopicId::from_uuid(Uuid::from_u128(8));
     let none = ResolvedAttributes::new();
     let mut member = contact();
-    assert!(Segment::default().matches(&member, &none));
+    assert!(Segment::default().matches(&member, &none, &[]));
 
     member.unsubscribed_at = Some(Timestamp::parse("2026-01-01T00:00:00Z").expect("valid"));
-    assert!(!Segment::default().matches(&member, &none));
+    assert!(!Segment::default().matches(&member, &none, &[]));
     let everyone = Segment {
         include_unsubscribed: true,
         ..Segment::default()
     };
-    assert!(everyone.matches(&member, &none));
+    assert!(everyone.matches(&member, &none, &[]));
 
     let mut member = contact();
     member.topic_unsubscriptions = vec![other_topic];
@@ -531,42 +550,89 @@ fn segments_apply_unsubscription_and_topic() {
         topic: Some(topic),
         ..Segment::default()
     };
-    assert!(by_topic.matches(&member, &none));
+    assert!(by_topic.matches(&member, &none, &[]));
     member.topic_unsubscriptions.push(topic);
-    assert!(!by_topic.matches(&member, &none));
+    assert!(!by_topic.matches(&member, &none, &[]));
     // include_unsubscribed does not override a topic unsubscription.
     let by_topic_everyone = Segment {
         include_unsubscribed: true,
         ..by_topic
     };
-    assert!(!by_topic_everyone.matches(&member, &none));
+    assert!(!by_topic_everyone.matches(&member, &none, &[]));
 }
 
 #[test]
 fn segments_combine_conditions_and_read_system_attributes_from_the_contact() {
     let types = Types::new();
     let parse = |inputs: &[ConditionInput]| Segment {
-        conditions: parse_conditions(inputs, &types).expect("valid"),
+        conditions: parse_conditions(inputs, &types, as_of()).expect("valid"),
         ..Segment::default()
     };
     let member = contact();
     let stored = attributes(&[("plan", AttributeValue::String("Pro".into()))]);
     // The map holds no system attribute: they come from the contact.
-    assert!(parse(&[input("email", "contains", json!("EXAMPLE"))]).matches(&member, &stored));
+    assert!(parse(&[input("email", "contains", json!("EXAMPLE"))]).matches(&member, &stored, &[]));
     assert!(
-        parse(&[input("create_date", "d_equal", json!("2026-03-01"))]).matches(&member, &stored)
+        parse(&[input("create_date", "d_equal", json!("2026-03-01"))]).matches(
+            &member,
+            &stored,
+            &[]
+        )
     );
-    assert!(parse(&[input("message_count", "greater_than", json!(2))]).matches(&member, &stored));
-    assert!(!parse(&[input("email", "not_exists", json!(""))]).matches(&member, &stored));
+    assert!(
+        parse(&[input("message_count", "greater_than", json!(2))]).matches(&member, &stored, &[])
+    );
+    assert!(!parse(&[input("email", "not_exists", json!(""))]).matches(&member, &stored, &[]));
     // AND of all conditions.
     let both = parse(&[
         input("plan", "s_equal", json!("pro")),
         input("message_count", "less_than", json!(3)),
     ]);
-    assert!(!both.matches(&member, &stored));
+    assert!(!both.matches(&member, &stored, &[]));
     let both = parse(&[
         input("plan", "s_equal", json!("pro")),
         input("message_count", "less_than_equal", json!(3)),
     ]);
-    assert!(both.matches(&member, &stored));
+    assert!(both.matches(&member, &stored, &[]));
+}
+
+#[test]
+fn engagement_conditions_read_the_messages_and_report_their_fields() {
+    let member = contact();
+    let opened = MessageActivity {
+        announcement: None,
+        template: crate::TemplateId::from_uuid(Uuid::from_u128(3)),
+        sent_at: Some(as_of()),
+        opened_at: Some(as_of()),
+        clicked_at: None,
+        bounced_at: None,
+    };
+    let segment = |inputs: &[ConditionInput]| Segment {
+        conditions: parse_conditions(inputs, &Types::new(), as_of()).expect("valid"),
+        ..Segment::default()
+    };
+    let opened_lately = segment(&[input("engagement.opened", "within_days", json!(30))]);
+    assert!(opened_lately.matches(&member, &attributes(&[]), std::slice::from_ref(&opened)));
+    assert!(!opened_lately.matches(&member, &attributes(&[]), &[]));
+    let never_clicked = segment(&[input("engagement.clicked", "not_within_days", json!(30))]);
+    assert!(never_clicked.matches(&member, &attributes(&[]), &[opened]));
+
+    let errors = parse_conditions(
+        &[
+            input("engagement.opened", "after", json!(3)),
+            input("engagement.sent", "within_days", json!(0)),
+            input("engagement.viewed", "within_days", json!(3)),
+        ],
+        &Types::new(),
+        as_of(),
+    )
+    .expect_err("invalid");
+    assert_eq!(
+        fields(&errors),
+        [
+            "attributes[0].operator",
+            "attributes[1].value",
+            "attributes[2].slug"
+        ]
+    );
 }

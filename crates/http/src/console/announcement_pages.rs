@@ -16,7 +16,6 @@ use mailroom_app::{
 };
 use mailroom_domain::{
     announcement::{Announcement, AnnouncementCounters, AnnouncementInput, AnnouncementStatus},
-    condition::OPERATORS,
     paging::PageRequest,
     AccountId, AnnouncementId, FieldError,
 };
@@ -24,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     blocking,
-    contact_pages::ConditionRow,
+    contact_pages::{builder_operators, ConditionRow},
     error_page,
     page_kit::{account_id, record_ids},
     pages::{day_and_minute, require_session, see_other, signed_in_form, CsrfForm},
@@ -227,7 +226,7 @@ fn form_page(
             form => form,
             include_unsubscribed => form.include_unsubscribed.is_some(),
             rows => form.rows(),
-            operators => OPERATORS,
+            operators => builder_operators(),
             templates => templates,
             topics => topics,
             errors => errors,

@@ -22,7 +22,10 @@ use mailroom_app::{
 };
 use mailroom_domain::{
     attribute::AttributeValue,
-    condition::{ConditionInput, MAX_CONDITIONS, OPERATORS},
+    condition::{
+        engagement::{Activity, ENGAGEMENT_OPERATORS},
+        ConditionInput, MAX_CONDITIONS, OPERATORS,
+    },
     contact::{Contact, ContactQuery, ContactSort, StatusFilter},
     message::MessageFilter,
     paging::PageRequest,
@@ -546,6 +549,18 @@ fn condition_value(operator: &str, value: &str) -> Option<serde_json::Value> {
     if value.is_empty() {
         return None;
     }
+    // An engagement window is a whole number of days, or, on one announcement or
+    // template, its JSON object `{"days": 7, "announcementId": "…"}`, as the API takes it.
+    if ENGAGEMENT_OPERATORS.contains(&operator) {
+        if let Ok(days) = value.parse::<u64>() {
+            return Some(serde_json::Value::from(days));
+        }
+        if value.starts_with('{') {
+            if let Ok(object) = serde_json::from_str::<serde_json::Value>(value) {
+                return Some(object);
+            }
+        }
+    }
     if numeric {
         if let Ok(number) = value.parse::<f64>() {
             if let Some(number) = serde_json::Number::from_f64(number) {
@@ -554,6 +569,12 @@ fn condition_value(operator: &str, value: &str) -> Option<serde_json::Value> {
         }
     }
     Some(serde_json::Value::String(value.to_owned()))
+}
+
+/// The operators a condition row offers: the attribute operators, then the engagement
+/// ones (`engagement.*` slugs).
+pub(super) fn builder_operators() -> Vec<&'static str> {
+    OPERATORS.into_iter().chain(ENGAGEMENT_OPERATORS).collect()
 }
 
 /// The builder's field errors in words: `attributes[i]` becomes the row the user sees.
@@ -724,6 +745,11 @@ pub(super) fn builder_page(
     )?
     .into_iter()
     .map(|meta| meta.slug)
+    .chain(
+        Activity::ALL
+            .iter()
+            .map(|activity| activity.slug().to_owned()),
+    )
     .collect();
     let topics: Vec<TopicChoice> = list_topics(
         services,
@@ -771,7 +797,7 @@ pub(super) fn builder_page(
         minijinja::context! {
             form => form,
             more_rows => (form.rows.len() < MAX_ROWS).then(|| form.rows.len() + 1),
-            operators => OPERATORS,
+            operators => builder_operators(),
             slugs => slugs,
             topics => topics,
             outcome => outcome,

@@ -182,15 +182,18 @@ pub struct AttributeMetaDto {
     pub source: String,
 }
 
-/// One attribute condition.
+/// One attribute or engagement condition.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConditionBody {
-    /// Attribute slug.
+    /// Attribute slug, or an engagement slug: `engagement.sent`, `engagement.opened`,
+    /// `engagement.clicked`, `engagement.bounced`.
     pub slug: String,
-    /// Operator (see the specification's table).
+    /// Operator (see the specification's table); `within_days` or `not_within_days` for
+    /// an engagement slug.
     pub operator: String,
-    /// Operand; its type is dictated by the operator.
+    /// Operand; its type is dictated by the operator. An engagement window is a number of
+    /// days (1 to 3650), or `{"days": N, "announcementId" | "templateId": id}`.
     #[schema(value_type = Option<Object>)]
     pub value: Option<serde_json::Value>,
 }

@@ -95,13 +95,30 @@ impl FeedbackRepository for PgUnitOfWork<'_> {
             messages::last_reply.eq(Some(reply)),
             messages::updated_at.eq(now.as_datetime()),
         ))
-        .returning(messages::announcement_id)
-        .get_result::<Option<Uuid>>(self.conn)
+        .returning((
+            messages::announcement_id,
+            messages::contact_id,
+            messages::test,
+        ))
+        .get_result::<(Option<Uuid>, Uuid, bool)>(self.conn)
         .optional()
         .map_err(store_error)?;
-        let Some(announcement) = bounced else {
+        let Some((announcement, contact, test)) = bounced else {
             return Ok(false);
         };
+        // The contact's latest bounce, which engagement conditions on any message read.
+        // A test send is not the contact's message.
+        if !test {
+            prepared_sql(
+                "UPDATE contacts SET last_bounced_at = greatest(last_bounced_at, $3) \
+                 WHERE account_id = $1 AND id = $2",
+            )
+            .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
+            .bind::<diesel::sql_types::Uuid, _>(contact)
+            .bind::<diesel::sql_types::Timestamptz, _>(now.as_datetime())
+            .execute(self.conn)
+            .map_err(store_error)?;
+        }
         // The announcement counters: `sent` became `bounced`.
         if let Some(announcement) = announcement {
             let mut counters = AccountCounters::default();

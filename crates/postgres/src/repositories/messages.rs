@@ -6,7 +6,7 @@ use diesel::{
     },
 };
 use mailroom_app::{
-    ports::{ClaimedMessage, IdempotentMessage, Lease, MessageRepository},
+    ports::{ClaimedMessage, DeliveredTo, IdempotentMessage, Lease, MessageRepository},
     StoreError,
 };
 use mailroom_domain::{
@@ -634,38 +634,62 @@ impl MessageRepository for PgUnitOfWork<'_> {
 
     fn count_messages_to_contacts(
         &mut self,
-        contacts: &[(AccountId, ContactId, u32)],
+        contacts: &[DeliveredTo],
+        at: Timestamp,
     ) -> Result<(), StoreError> {
         if contacts.is_empty() {
             return Ok(());
         }
         // One statement per account, accounts in order (one shard each on Citus). The CTE
         // locks in key order (the sort runs below the lock); the UPDATE then finds every
-        // row already locked by this transaction.
-        let mut by_account: BTreeMap<Uuid, (Vec<Uuid>, Vec<i64>)> = BTreeMap::new();
-        for (account, contact, n) in contacts {
-            let (ids, counts) = by_account.entry(account.as_uuid()).or_default();
-            ids.push(contact.as_uuid());
-            counts.push(i64::from(*n));
+        // row already locked by this transaction. The latest-activity columns carry no
+        // index, so the update stays heap-only.
+        /// One account's columns of the batch: contact ids, sent counts, bounced flags.
+        #[derive(Default)]
+        struct Columns {
+            ids: Vec<Uuid>,
+            counts: Vec<i64>,
+            bounced: Vec<bool>,
         }
-        for (account, (ids, counts)) in by_account {
+        let mut by_account: BTreeMap<Uuid, Columns> = BTreeMap::new();
+        for delivered in contacts {
+            let columns = by_account.entry(delivered.account.as_uuid()).or_default();
+            columns.ids.push(delivered.contact.as_uuid());
+            columns.counts.push(i64::from(delivered.sent));
+            columns.bounced.push(delivered.bounced);
+        }
+        for (
+            account,
+            Columns {
+                ids,
+                counts,
+                bounced,
+            },
+        ) in by_account
+        {
             prepared_sql(
                 "WITH batch AS ( \
-                     SELECT contact_id, sum(n)::bigint AS n \
-                     FROM unnest($2::uuid[], $3::int8[]) AS t(contact_id, n) \
+                     SELECT contact_id, sum(n)::bigint AS n, bool_or(bounced) AS bounced \
+                     FROM unnest($2::uuid[], $3::int8[], $4::bool[]) AS t(contact_id, n, bounced) \
                      GROUP BY contact_id), \
                  locked AS ( \
                      SELECT c.id FROM contacts c JOIN batch b ON c.id = b.contact_id \
                      WHERE c.account_id = $1 \
                      ORDER BY c.id \
                      FOR UPDATE OF c) \
-                 UPDATE contacts AS c SET message_count = c.message_count + b.n \
+                 UPDATE contacts AS c SET message_count = c.message_count + b.n, \
+                     last_sent_at = CASE WHEN b.n > 0 \
+                         THEN greatest(c.last_sent_at, $5) ELSE c.last_sent_at END, \
+                     last_bounced_at = CASE WHEN b.bounced \
+                         THEN greatest(c.last_bounced_at, $5) ELSE c.last_bounced_at END \
                  FROM batch b JOIN locked l ON l.id = b.contact_id \
-                 WHERE c.account_id = $1 AND c.id = b.contact_id AND b.n > 0",
+                 WHERE c.account_id = $1 AND c.id = b.contact_id AND (b.n > 0 OR b.bounced)",
             )
             .bind::<SqlUuid, _>(account)
             .bind::<Array<SqlUuid>, _>(ids)
             .bind::<Array<BigInt>, _>(counts)
+            .bind::<Array<Bool>, _>(bounced)
+            .bind::<Timestamptz, _>(at.as_datetime())
             .execute(self.conn)
             .map_err(store_error)?;
         }

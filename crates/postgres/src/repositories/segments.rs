@@ -264,7 +264,13 @@ fn choose_plan(
     purpose: Purpose,
 ) -> Result<SegmentPlan, StoreError> {
     let conditions = &segment.conditions;
-    if conditions.is_empty() {
+    // An engagement condition is a column of `contacts` or a probe of the contact's
+    // messages: only the general plan, which walks contacts, asks it.
+    if conditions.is_empty()
+        || conditions
+            .iter()
+            .any(|condition| matches!(condition, Condition::Engagement(_)))
+    {
         return Ok(SegmentPlan::General);
     }
     // A count that cannot be driven by a small set reads the slots when it may.
@@ -338,7 +344,10 @@ pub fn slot_plan(
     if segment.conditions.is_empty()
         || segment.conditions.iter().any(|condition| {
             is_system_attribute(condition.slug())
-                || matches!(condition, Condition::NotExists { .. })
+                || matches!(
+                    condition,
+                    Condition::NotExists { .. } | Condition::Engagement(_)
+                )
         })
     {
         return Ok(None);

@@ -47,6 +47,23 @@ impl PgUnitOfWork<'_> {
         let Some(marked) = marked else {
             return Ok(false);
         };
+        // The contact's latest first open or click, which engagement conditions on any
+        // message read. A test send is not the contact's message.
+        if !marked.test {
+            let latest = match column {
+                OPENED => "last_opened_at",
+                _ => "last_clicked_at",
+            };
+            prepared_sql(format!(
+                "UPDATE contacts SET {latest} = greatest({latest}, $3) \
+                 WHERE account_id = $1 AND id = $2"
+            ))
+            .bind::<SqlUuid, _>(account.as_uuid())
+            .bind::<SqlUuid, _>(marked.contact_id)
+            .bind::<Timestamptz, _>(now.as_datetime())
+            .execute(self.conn)
+            .map_err(store_error)?;
+        }
         if let Some(announcement) = marked.announcement_id {
             let mut counters = AccountCounters::default();
             match column {
@@ -68,7 +85,7 @@ impl PgUnitOfWork<'_> {
     ) -> Result<Option<Marked>, StoreError> {
         prepared_sql(format!(
             "WITH message AS (\
-               SELECT account_id, id, announcement_id FROM messages \
+               SELECT account_id, id, announcement_id, contact_id, test FROM messages \
                WHERE account_id = $1 AND id = $2), \
              marked AS (\
                INSERT INTO message_tracking (account_id, message_id, {column}) \
@@ -76,7 +93,8 @@ impl PgUnitOfWork<'_> {
                ON CONFLICT (account_id, message_id) DO UPDATE SET {column} = EXCLUDED.{column} \
                WHERE message_tracking.{column} IS NULL \
                RETURNING 1) \
-             SELECT announcement_id FROM message WHERE EXISTS (SELECT 1 FROM marked)"
+             SELECT announcement_id, contact_id, test FROM message \
+             WHERE EXISTS (SELECT 1 FROM marked)"
         ))
         .bind::<SqlUuid, _>(account.as_uuid())
         .bind::<SqlUuid, _>(message.as_uuid())
@@ -96,13 +114,15 @@ impl PgUnitOfWork<'_> {
         message: MessageId,
         now: Timestamp,
     ) -> Result<Option<Marked>, StoreError> {
-        let found: Option<Marked> =
-            prepared_sql("SELECT announcement_id FROM messages WHERE account_id = $1 AND id = $2")
-                .bind::<SqlUuid, _>(account.as_uuid())
-                .bind::<SqlUuid, _>(message.as_uuid())
-                .get_result(self.conn)
-                .optional()
-                .map_err(store_error)?;
+        let found: Option<Marked> = prepared_sql(
+            "SELECT announcement_id, contact_id, test FROM messages \
+                 WHERE account_id = $1 AND id = $2",
+        )
+        .bind::<SqlUuid, _>(account.as_uuid())
+        .bind::<SqlUuid, _>(message.as_uuid())
+        .get_result(self.conn)
+        .optional()
+        .map_err(store_error)?;
         let Some(found) = found else {
             return Ok(None);
         };
@@ -136,6 +156,10 @@ const OPENED: &str = "opened_at";
 struct Marked {
     #[diesel(sql_type = diesel::sql_types::Nullable<SqlUuid>)]
     announcement_id: Option<uuid::Uuid>,
+    #[diesel(sql_type = SqlUuid)]
+    contact_id: uuid::Uuid,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    test: bool,
 }
 
 impl TrackingRepository for PgUnitOfWork<'_> {

@@ -15,6 +15,11 @@
 //! after `lower()` on both sides (the `lower(string_value)` index serves equality), dates by
 //! UTC day as half-open ranges from `day_bounds`, and a missing attribute matches only
 //! `not_exists`. A property test (`tests/segments.rs`) holds the two together.
+//!
+//! An engagement condition on any message reads the contact's own `last_*_at` column (kept
+//! by delivery, tracking and bounce reports, so a count needs no join with the messages);
+//! one on an announcement's or a template's messages is an `EXISTS` over the contact's
+//! messages (and their `message_tracking` row for opens and clicks).
 
 use diesel::{
     pg::Pg,
@@ -23,7 +28,12 @@ use diesel::{
 };
 use mailroom_domain::{
     attribute::AttributeType,
-    condition::{day_bounds, Condition, DateOperator, NumberOperator, Segment, StringOperator},
+    condition::{
+        day_bounds,
+        engagement::{Activity, Engagement, EngagementScope},
+        Condition, DateOperator, NumberOperator, Segment, StringOperator,
+    },
+    message::MessageStatus,
     AccountId, Timestamp,
 };
 use time::{Date, OffsetDateTime};
@@ -160,7 +170,7 @@ pub(super) fn is_system_attribute(slug: &str) -> bool {
 /// The type a condition's operator applies to; `None` for `exists`/`not_exists`.
 fn family(condition: &Condition) -> Option<AttributeType> {
     match condition {
-        Condition::Exists { .. } | Condition::NotExists { .. } => None,
+        Condition::Exists { .. } | Condition::NotExists { .. } | Condition::Engagement(_) => None,
         Condition::Boolean { .. } => Some(AttributeType::Boolean),
         Condition::Number { .. } => Some(AttributeType::Number),
         Condition::Date { .. } => Some(AttributeType::Date),
@@ -170,6 +180,9 @@ fn family(condition: &Condition) -> Option<AttributeType> {
 
 /// One condition as a predicate on the current `contacts` row.
 fn condition_predicate(sql: &mut Sql, condition: &Condition, subqueries: Subqueries) -> String {
+    if let Condition::Engagement(engagement) = condition {
+        return engagement_predicate(sql, engagement, subqueries);
+    }
     if let Some((column_type, column)) = system_column(condition.slug()) {
         return match condition {
             Condition::Exists { .. } => "TRUE".to_owned(),
@@ -211,6 +224,64 @@ fn condition_predicate(sql: &mut Sql, condition: &Condition, subqueries: Subquer
     format!("EXISTS ({row}{filter}{fence})")
 }
 
+/// The `contacts` column holding the latest time of `activity` over the contact's messages.
+fn latest_activity_column(activity: Activity) -> &'static str {
+    match activity {
+        Activity::Sent => "contacts.last_sent_at",
+        Activity::Opened => "contacts.last_opened_at",
+        Activity::Clicked => "contacts.last_clicked_at",
+        Activity::Bounced => "contacts.last_bounced_at",
+    }
+}
+
+/// An engagement condition as a predicate on the current `contacts` row: a comparison of
+/// the contact's latest activity for any message, an `EXISTS` over the contact's messages
+/// of one announcement or template otherwise. Test sends are not the contact's messages.
+fn engagement_predicate(sql: &mut Sql, engagement: &Engagement, subqueries: Subqueries) -> String {
+    let since = sql.bind(Param::Timestamptz(engagement.since.as_datetime()));
+    let (scope_column, scope_id) = match engagement.scope {
+        EngagementScope::AnyMessage => {
+            let column = latest_activity_column(engagement.activity);
+            return if engagement.happened {
+                format!("{column} >= {since}")
+            } else {
+                format!("({column} IS NULL OR {column} < {since})")
+            };
+        }
+        EngagementScope::Announcement(id) => ("m.announcement_id", id.as_uuid()),
+        EngagementScope::Template(id) => ("m.template_id", id.as_uuid()),
+    };
+    let scope_id = sql.bind(Param::Uuid(scope_id));
+    let account = sql
+        .account
+        .clone()
+        .unwrap_or_else(|| "contacts.account_id".to_owned());
+    let tracking = "JOIN message_tracking t ON t.account_id = m.account_id AND t.message_id = m.id";
+    let (join, at) = match engagement.activity {
+        Activity::Sent => ("", format!("m.sent_at >= {since}")),
+        Activity::Opened => (tracking, format!("t.opened_at >= {since}")),
+        Activity::Clicked => (tracking, format!("t.clicked_at >= {since}")),
+        Activity::Bounced => (
+            "",
+            format!(
+                "m.status = '{}' AND m.updated_at >= {since}",
+                MessageStatus::Bounced.as_str()
+            ),
+        ),
+    };
+    let fence = subqueries.fence();
+    let exists = format!(
+        "EXISTS (SELECT 1 FROM messages m {join} WHERE m.account_id = {account} \
+         AND m.contact_id = contacts.id AND {scope_column} = {scope_id} AND NOT m.test \
+         AND {at}{fence})"
+    );
+    if engagement.happened {
+        exists
+    } else {
+        format!("NOT {exists}")
+    }
+}
+
 /// The rest of the `WHERE` clause over a `contact_attributes a` row of the condition's slug
 /// (empty for `exists`): its typed column must be set, so a row of another type does not
 /// match and the partial index of that column serves it, and must satisfy the comparison.
@@ -230,7 +301,11 @@ fn row_filter(sql: &mut Sql, condition: &Condition) -> String {
 /// alone: a custom or event attribute with any operator but `not_exists`. Such a
 /// condition is a set of contact ids, read from one range of one index.
 pub(super) fn is_row_condition(condition: &Condition) -> bool {
-    system_column(condition.slug()).is_none() && !matches!(condition, Condition::NotExists { .. })
+    system_column(condition.slug()).is_none()
+        && !matches!(
+            condition,
+            Condition::NotExists { .. } | Condition::Engagement(_)
+        )
 }
 
 /// Whether the condition compares for equality (a narrow index range, usually the smaller
@@ -241,7 +316,7 @@ pub(super) fn is_equality(condition: &Condition) -> bool {
         Condition::Number { operator, .. } => *operator == NumberOperator::Equal,
         Condition::Date { operator, .. } => *operator == DateOperator::Equal,
         Condition::String { operator, .. } => *operator == StringOperator::Equal,
-        Condition::Exists { .. } | Condition::NotExists { .. } => false,
+        Condition::Exists { .. } | Condition::NotExists { .. } | Condition::Engagement(_) => false,
     }
 }
 
@@ -253,7 +328,10 @@ pub(super) fn is_id_ordered(condition: &Condition) -> bool {
         Condition::Boolean { .. } => true,
         Condition::Number { operator, .. } => *operator == NumberOperator::Equal,
         Condition::String { operator, .. } => *operator == StringOperator::Equal,
-        Condition::Date { .. } | Condition::Exists { .. } | Condition::NotExists { .. } => false,
+        Condition::Date { .. }
+        | Condition::Exists { .. }
+        | Condition::NotExists { .. }
+        | Condition::Engagement(_) => false,
     }
 }
 
@@ -489,7 +567,9 @@ pub(super) fn push_slots_count(
 fn typed_predicate(sql: &mut Sql, condition: &Condition, column: &str) -> String {
     match condition {
         Condition::Exists { .. } => "TRUE".to_owned(),
-        Condition::NotExists { .. } => "FALSE".to_owned(),
+        // An engagement condition reads messages, never an attribute column
+        // (`engagement_predicate`); on a column it matches nothing, as in the domain.
+        Condition::NotExists { .. } | Condition::Engagement(_) => "FALSE".to_owned(),
         Condition::Boolean { expected, .. } => {
             let expected = sql.bind(Param::Bool(*expected));
             format!("{column} = {expected}")
