@@ -8,9 +8,11 @@ use serde::{Deserialize, Serialize};
 /// One condition on a contact attribute; an audience is the AND of its conditions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Condition {
-    /// The attribute's slug (e.g. `plan`, `event.signed_up`).
+    /// The attribute's slug (e.g. `plan`, `event.signed_up`), or an engagement slug
+    /// (`engagement.sent`, `engagement.opened`, `engagement.clicked`, `engagement.bounced`).
     pub slug: String,
-    /// The operator (`s_equal`, `exists`, `before`, …; see docs/api.md).
+    /// The operator (`s_equal`, `exists`, `before`, …; `within_days` and
+    /// `not_within_days` for engagement; see docs/api.md).
     pub operator: String,
     /// The operand; its type depends on the operator.
     #[serde(default, skip_serializing_if = "Option::is_none")]
