@@ -1153,6 +1153,14 @@ async fn the_builder_offers_engagement_conditions_and_counts_them() {
         .await
         .expect("datalist");
     assert!(offered.contains("engagement.opened"), "{offered}");
+    // Operators read as words; the form still sends their names.
+    let words = browser
+        .find("#c0-operator option[value=not_within_days]")
+        .await
+        .text()
+        .await
+        .expect("option");
+    assert_eq!(words, "did not happen in the last … days");
 
     // Nobody has been mailed: "not sent in 30 days" is everyone, "sent" no one.
     let builder = format!("{base}/contacts/segment");

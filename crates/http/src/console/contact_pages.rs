@@ -571,10 +571,52 @@ fn condition_value(operator: &str, value: &str) -> Option<serde_json::Value> {
     Some(serde_json::Value::String(value.to_owned()))
 }
 
-/// The operators a condition row offers: the attribute operators, then the engagement
-/// ones (`engagement.*` slugs).
-pub(super) fn builder_operators() -> Vec<&'static str> {
-    OPERATORS.into_iter().chain(ENGAGEMENT_OPERATORS).collect()
+/// One operator a condition row offers: its wire name, sent with the form, and the words
+/// the person reads.
+#[derive(Debug, Serialize)]
+pub(super) struct OperatorChoice {
+    value: &'static str,
+    label: &'static str,
+}
+
+/// The words for each operator, in the order rows offer them: the attribute operators,
+/// then the engagement ones (`engagement.*` slugs).
+const OPERATOR_LABELS: [(&str, &str); 20] = [
+    ("exists", "has a value"),
+    ("not_exists", "has no value"),
+    ("true", "is true"),
+    ("false", "is false"),
+    ("n_equal", "equals (number)"),
+    ("n_not_equal", "does not equal (number)"),
+    ("greater_than", "is greater than"),
+    ("greater_than_equal", "is at least"),
+    ("less_than", "is less than"),
+    ("less_than_equal", "is at most"),
+    ("after", "is after (date)"),
+    ("before", "is before (date)"),
+    ("d_equal", "is on (date)"),
+    ("d_not_equal", "is not on (date)"),
+    ("s_equal", "is (text)"),
+    ("s_not_equal", "is not (text)"),
+    ("contains", "contains"),
+    ("not_contains", "does not contain"),
+    ("within_days", "happened in the last … days"),
+    ("not_within_days", "did not happen in the last … days"),
+];
+
+/// The operators a condition row offers, each with its words.
+pub(super) fn builder_operators() -> Vec<OperatorChoice> {
+    OPERATORS
+        .into_iter()
+        .chain(ENGAGEMENT_OPERATORS)
+        .map(|value| OperatorChoice {
+            value,
+            label: OPERATOR_LABELS
+                .iter()
+                .find(|(name, _)| *name == value)
+                .map_or(value, |(_, label)| label),
+        })
+        .collect()
 }
 
 /// The builder's field errors in words: `attributes[i]` becomes the row the user sees.
@@ -1088,3 +1130,24 @@ pub(super) async fn import(
 /// stopped reading it (the file was too large, or fields follow it).
 const DRAIN_FOR: std::time::Duration = std::time::Duration::from_secs(5);
 const DRAIN_BYTES: usize = 1024 * 1024;
+
+#[cfg(test)]
+mod tests {
+    use super::{builder_operators, ENGAGEMENT_OPERATORS, OPERATORS, OPERATOR_LABELS};
+
+    #[test]
+    fn every_operator_a_row_offers_has_words() {
+        for name in OPERATORS.into_iter().chain(ENGAGEMENT_OPERATORS) {
+            assert!(
+                OPERATOR_LABELS
+                    .iter()
+                    .any(|(operator, _)| *operator == name),
+                "no words for '{name}'"
+            );
+        }
+        let offered = builder_operators();
+        assert_eq!(offered.len(), OPERATOR_LABELS.len());
+        assert_eq!(offered[14].value, "s_equal");
+        assert_eq!(offered[14].label, "is (text)");
+    }
+}
