@@ -485,8 +485,16 @@ pub fn register_citus_workers(coordinator_url: &str) {
     .expect("citus_set_coordinator_host");
     for worker in citus_workers() {
         let (host, port) = host_and_port(&worker);
-        conn.batch_execute(&format!("SELECT citus_add_node('{host}', {port})"))
-            .expect("citus_add_node");
+        let add = format!("SELECT citus_add_node('{host}', {port})");
+        // Adding a node opens a connection to it that Citus marks essential; when dozens
+        // of tests create their databases at once, one such connection may fail. The
+        // statement leaves nothing behind when it fails, so it is tried again.
+        let mut attempt = 1;
+        while let Err(error) = conn.batch_execute(&add) {
+            assert!(attempt < 5, "citus_add_node: {error:?}");
+            thread::sleep(Duration::from_millis(500 * attempt));
+            attempt += 1;
+        }
     }
 }
 
