@@ -24,7 +24,7 @@ use mailroom_domain::{
     attribute::AttributeValue,
     condition::{
         engagement::{Activity, ENGAGEMENT_OPERATORS},
-        ConditionInput, MAX_CONDITIONS, OPERATORS,
+        ConditionInput, MAX_CONDITIONS,
     },
     contact::{Contact, ContactQuery, ContactSort, StatusFilter},
     message::MessageFilter,
@@ -604,18 +604,12 @@ const OPERATOR_LABELS: [(&str, &str); 20] = [
     ("not_within_days", "did not happen in the last … days"),
 ];
 
-/// The operators a condition row offers, each with its words.
+/// The operators a condition row offers, each with its words (the unit test below keeps
+/// the list in step with the domain's operators).
 pub(super) fn builder_operators() -> Vec<OperatorChoice> {
-    OPERATORS
+    OPERATOR_LABELS
         .into_iter()
-        .chain(ENGAGEMENT_OPERATORS)
-        .map(|value| OperatorChoice {
-            value,
-            label: OPERATOR_LABELS
-                .iter()
-                .find(|(name, _)| *name == value)
-                .map_or(value, |(_, label)| label),
-        })
+        .map(|(value, label)| OperatorChoice { value, label })
         .collect()
 }
 
@@ -1133,7 +1127,9 @@ const DRAIN_BYTES: usize = 1024 * 1024;
 
 #[cfg(test)]
 mod tests {
-    use super::{builder_operators, ENGAGEMENT_OPERATORS, OPERATORS, OPERATOR_LABELS};
+    use mailroom_domain::condition::OPERATORS;
+
+    use super::{builder_operators, ENGAGEMENT_OPERATORS, OPERATOR_LABELS};
 
     #[test]
     fn every_operator_a_row_offers_has_words() {

@@ -1477,6 +1477,45 @@ impl ContactMark {
     }
 }
 
+/// A latest-activity time of a contact that a later message moves forward (what
+/// engagement conditions on any message read).
+#[derive(Clone, Copy)]
+pub(super) enum LatestActivity {
+    Opened,
+    Clicked,
+    Bounced,
+}
+
+impl LatestActivity {
+    fn column(self) -> &'static str {
+        match self {
+            Self::Opened => "last_opened_at",
+            Self::Clicked => "last_clicked_at",
+            Self::Bounced => "last_bounced_at",
+        }
+    }
+}
+
+/// Moves the contact's `activity` time to `at` unless it is later already.
+pub(super) fn record_latest_activity(
+    conn: &mut PgConnection,
+    account: AccountId,
+    contact: Uuid,
+    activity: LatestActivity,
+    at: Timestamp,
+) -> Result<(), StoreError> {
+    let column = activity.column();
+    prepared_sql(format!(
+        "UPDATE contacts SET {column} = greatest({column}, $3) WHERE account_id = $1 AND id = $2"
+    ))
+    .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
+    .bind::<diesel::sql_types::Uuid, _>(contact)
+    .bind::<diesel::sql_types::Timestamptz, _>(at.as_datetime())
+    .execute(conn)
+    .map(|_| ())
+    .map_err(store_error)
+}
+
 /// Sets `mark` on the contact to `now` unless it is set already, and returns whether this
 /// call set it. The `IS NULL` guard is re-checked after a concurrent writer's commit (READ
 /// COMMITTED), so two identical reports or clicks set it, and count it, once.

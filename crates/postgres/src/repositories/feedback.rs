@@ -13,7 +13,7 @@ use mailroom_domain::{
 };
 use uuid::Uuid;
 
-use super::contacts::{set_contact_mark, ContactMark};
+use super::contacts::{record_latest_activity, set_contact_mark, ContactMark, LatestActivity};
 use super::PgUnitOfWork;
 use crate::{
     error::store_error,
@@ -109,15 +109,7 @@ impl FeedbackRepository for PgUnitOfWork<'_> {
         // The contact's latest bounce, which engagement conditions on any message read.
         // A test send is not the contact's message.
         if !test {
-            prepared_sql(
-                "UPDATE contacts SET last_bounced_at = greatest(last_bounced_at, $3) \
-                 WHERE account_id = $1 AND id = $2",
-            )
-            .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
-            .bind::<diesel::sql_types::Uuid, _>(contact)
-            .bind::<diesel::sql_types::Timestamptz, _>(now.as_datetime())
-            .execute(self.conn)
-            .map_err(store_error)?;
+            record_latest_activity(self.conn, account, contact, LatestActivity::Bounced, now)?;
         }
         // The announcement counters: `sent` became `bounced`.
         if let Some(announcement) = announcement {

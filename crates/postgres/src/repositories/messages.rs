@@ -642,8 +642,9 @@ impl MessageRepository for PgUnitOfWork<'_> {
         }
         // One statement per account, accounts in order (one shard each on Citus). The CTE
         // locks in key order (the sort runs below the lock); the UPDATE then finds every
-        // row already locked by this transaction. The latest-activity columns carry no
-        // index, so the update stays heap-only.
+        // row already locked by this transaction. `last_sent_at` carries no index, so a
+        // sent message's update stays heap-only; a bounce moves the indexed
+        // `last_bounced_at`, and that rarer update is not.
         /// One account's columns of the batch: contact ids, sent counts, bounced flags.
         #[derive(Default)]
         struct Columns {

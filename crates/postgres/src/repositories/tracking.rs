@@ -12,7 +12,7 @@ use mailroom_app::{
 use mailroom_domain::{AccountId, ContactId, MessageId, Timestamp, TopicId};
 use time::OffsetDateTime;
 
-use super::contacts::{set_contact_mark, ContactMark};
+use super::contacts::{record_latest_activity, set_contact_mark, ContactMark, LatestActivity};
 use super::{timestamp, PgUnitOfWork};
 use crate::{
     error::store_error,
@@ -50,19 +50,11 @@ impl PgUnitOfWork<'_> {
         // The contact's latest first open or click, which engagement conditions on any
         // message read. A test send is not the contact's message.
         if !marked.test {
-            let latest = match column {
-                OPENED => "last_opened_at",
-                _ => "last_clicked_at",
+            let activity = match column {
+                OPENED => LatestActivity::Opened,
+                _ => LatestActivity::Clicked,
             };
-            prepared_sql(format!(
-                "UPDATE contacts SET {latest} = greatest({latest}, $3) \
-                 WHERE account_id = $1 AND id = $2"
-            ))
-            .bind::<SqlUuid, _>(account.as_uuid())
-            .bind::<SqlUuid, _>(marked.contact_id)
-            .bind::<Timestamptz, _>(now.as_datetime())
-            .execute(self.conn)
-            .map_err(store_error)?;
+            record_latest_activity(self.conn, account, marked.contact_id, activity, now)?;
         }
         if let Some(announcement) = marked.announcement_id {
             let mut counters = AccountCounters::default();
