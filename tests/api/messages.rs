@@ -228,6 +228,114 @@ async fn a_transactional_send_is_delivered_once_rendered_with_the_server_sender(
 }
 
 #[tokio::test]
+async fn the_log_reads_newest_first_and_filters_by_address_and_template() {
+    let setup = Setup::new().await;
+    setup.add_template().await;
+    let welcome = expect_json(
+        setup
+            .app
+            .send_json(
+                Method::POST,
+                &setup.path("/templates"),
+                &setup.token,
+                &json!({"name": "Price drop", "slug": "price-drop", "subject": "Hi", "content": "<p>Hi</p>"}),
+            )
+            .await,
+        200,
+    )
+    .await;
+    let first = setup.queue("grace@example.org").await;
+    let second = setup.queue("ada@example.org").await;
+    let third = expect_json(
+        setup
+            .send(
+                &json!({"slug": "price-drop", "email": "Grace@Example.org"}),
+                None,
+            )
+            .await,
+        200,
+    )
+    .await;
+    let ids = |page: &Value| -> Vec<Value> {
+        page["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|message| message["_id"].clone())
+            .collect()
+    };
+    let get = |query: &'static str| {
+        let setup = &setup;
+        async move {
+            expect_json(
+                setup
+                    .app
+                    .get(&setup.path(&format!("/messages{query}")), &setup.token)
+                    .await,
+                200,
+            )
+            .await
+        }
+    };
+
+    let oldest = get("").await;
+    assert_eq!(
+        ids(&oldest),
+        [
+            first["_id"].clone(),
+            second["_id"].clone(),
+            third["_id"].clone()
+        ]
+    );
+    let newest = get("?order=newest").await;
+    assert_eq!(
+        ids(&newest),
+        [
+            third["_id"].clone(),
+            second["_id"].clone(),
+            first["_id"].clone()
+        ]
+    );
+    // The address matches in any letters' case.
+    let grace = get("?email=GRACE%40example.org&order=newest").await;
+    assert_eq!(ids(&grace), [third["_id"].clone(), first["_id"].clone()]);
+    let welcome_id = welcome["_id"].as_str().expect("template id");
+    let path = setup.path(&format!(
+        "/messages?email=grace%40example.org&templateId={welcome_id}"
+    ));
+    let by_template = expect_json(setup.app.get(&path, &setup.token).await, 200).await;
+    assert_eq!(ids(&by_template), [third["_id"].clone()]);
+    let count = expect_json(
+        setup
+            .app
+            .get(
+                &setup.path("/messages/count?email=grace%40example.org"),
+                &setup.token,
+            )
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(count["count"], 2);
+
+    for (query, field) in [
+        ("?order=sideways", "order"),
+        ("?email=not-an-address", "email"),
+        ("?templateId=nope", "templateId"),
+    ] {
+        let problem = expect_problem(
+            setup
+                .app
+                .get(&setup.path(&format!("/messages{query}")), &setup.token)
+                .await,
+            400,
+        )
+        .await;
+        assert_eq!(problem["errors"][0]["field"], field, "{problem}");
+    }
+}
+
+#[tokio::test]
 async fn an_idempotent_replay_answers_the_same_message_and_sends_one_email() {
     let setup = Setup::new().await;
     let server = smtp();

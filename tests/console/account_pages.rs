@@ -33,7 +33,7 @@ async fn wait_for(browser: &Browser, condition: &str, what: &str) {
     }
 }
 
-async fn attribute(browser: &Browser, css: &str, name: &str) -> Option<String> {
+pub(crate) async fn attribute(browser: &Browser, css: &str, name: &str) -> Option<String> {
     browser.find(css).await.attr(name).await.expect("attribute")
 }
 
@@ -1000,7 +1000,7 @@ async fn a_segment_is_saved_from_the_builder_listed_with_its_count_and_deleted()
         .text()
         .await
         .expect("text");
-    assert!(card.contains("plan s_equal pro"), "{card}");
+    assert!(card.contains("plan is “pro”"), "{card}");
     browser.check_screen("segment-save").await;
     // No name: the card says why, the conditions are kept, nothing is saved.
     browser

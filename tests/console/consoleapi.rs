@@ -11,6 +11,7 @@ use reqwest::Method;
 use serde_json::json;
 use std::time::{Duration, Instant};
 
+use crate::account_pages::attribute;
 use crate::browser::Browser;
 use crate::sign_in_with_token;
 
@@ -198,6 +199,15 @@ async fn a_mail_server_is_checked_live_and_an_announcement_is_watched_until_comp
     }
     api_ok(&app, &token, Method::POST, &format!("/v2/accounts/{account}/templates"),
         json!({"name": "Launch", "slug": "launch", "subject": "We launched", "content": "<p>Hello {{ email }}</p>"})).await;
+    let topic = api_ok(
+        &app,
+        &token,
+        Method::POST,
+        &format!("/v2/accounts/{account}/topics"),
+        json!({"name": "Product news"}),
+    )
+    .await;
+    let topic = topic["_id"].as_str().expect("topic id").to_owned();
     browser.goto(&format!("{base}/announcements")).await;
     assert!(browser.text().await.contains("No announcements yet"));
     browser.check_screen("announcements-empty").await;
@@ -215,6 +225,12 @@ async fn a_mail_server_is_checked_live_and_an_announcement_is_watched_until_comp
         .await
         .expect("the template");
     option.click().await.expect("choose");
+    browser
+        .find(&format!("#announcement-topic option[value='{topic}']"))
+        .await
+        .click()
+        .await
+        .expect("choose the topic");
     browser.fill("#c0-slug", "plan").await;
     browser
         .client
@@ -280,6 +296,132 @@ async fn a_mail_server_is_checked_live_and_an_announcement_is_watched_until_comp
     );
     assert_eq!(smtp.messages().len(), 3);
     browser.check_screen("announcement-completed").await;
+    // Its page names what it sends and to whom, in words.
+    let text_of = |css: &'static str| {
+        let browser = &browser;
+        async move { browser.find(css).await.text().await.expect("text") }
+    };
+    assert_eq!(
+        text_of("[data-testid='announcement-template']").await,
+        "Launch (launch)"
+    );
+    assert_eq!(
+        text_of("[data-testid='announcement-topic']").await,
+        "Product news"
+    );
+    assert_eq!(
+        text_of("[data-testid='announcement-conditions']").await,
+        "plan is “PRO”"
+    );
+
+    // Its messages: the log filtered by the announcement, by name, newest first.
+    browser
+        .click("main a[href*='/messages?announcement=']")
+        .await;
+    assert_eq!(browser.count("[data-testid='message-row']").await, 3);
+    let selected = browser
+        .find("#messages-announcement option:checked")
+        .await
+        .text()
+        .await
+        .expect("selected");
+    assert_eq!(selected, "Launch day");
+    let rows = browser.text().await;
+    assert!(rows.contains("announcement: Launch day"), "{rows}");
+    assert!(rows.contains("Launch (launch)"), "{rows}");
+    let listed: Vec<String> = {
+        let mut emails = Vec::new();
+        for row in browser
+            .client
+            .find_all(fantoccini::Locator::Css(
+                "[data-testid='message-row'] td:nth-child(2)",
+            ))
+            .await
+            .expect("rows")
+        {
+            emails.push(row.text().await.expect("email"));
+        }
+        emails
+    };
+    let log = expect_json(
+        app.get(
+            &format!("/v2/accounts/{account}/messages?order=newest"),
+            &token,
+        )
+        .await,
+        200,
+    )
+    .await;
+    let newest: Vec<String> = log["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|message| message["email"].as_str().expect("email").to_owned())
+        .collect();
+    assert_eq!(listed, newest);
+    browser.check_screen("messages-of-announcement").await;
+
+    // One message: its names, its content as it renders and its timeline.
+    browser.click("[data-testid='message-row'] td a").await;
+    assert_eq!(text_of("[data-testid='message-template']").await, "Launch");
+    assert_eq!(
+        text_of("[data-testid='message-announcement']").await,
+        "Launch day"
+    );
+    assert_eq!(
+        text_of("[data-testid='message-subject']").await,
+        "We launched"
+    );
+    let timeline = text_of("[data-testid='message-timeline']").await;
+    assert!(timeline.contains("Queued"), "{timeline}");
+    assert!(
+        timeline.contains("Sent after 1 attempt(s): 250"),
+        "{timeline}"
+    );
+    let frame = attribute(&browser, "iframe.preview", "src")
+        .await
+        .expect("the frame's address");
+    let session = crate::session_cookie(&browser).await;
+    let framed = crate::client()
+        .get(format!("{}{frame}", app.address))
+        .header(
+            reqwest::header::COOKIE,
+            format!("mailroom_console={session}"),
+        )
+        .send()
+        .await
+        .expect("frame");
+    assert_eq!(framed.status(), 200);
+    let policy = framed
+        .headers()
+        .get("content-security-policy")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(policy.starts_with("sandbox"), "{policy}");
+    let html = framed.text().await.expect("html");
+    assert!(html.contains("<p>Hello reader"), "{html}");
+    browser.check_screen("message-of-announcement").await;
+
+    // A filter that is not one says so on its field, in the form's words.
+    browser
+        .goto(&format!("{base}/messages?email=not-an-address"))
+        .await;
+    assert_eq!(
+        attribute(&browser, "#messages-email", "aria-invalid")
+            .await
+            .as_deref(),
+        Some("true")
+    );
+    assert_eq!(
+        text_of("#messages-email-error").await,
+        "Is not an email address."
+    );
+    assert!(browser
+        .text()
+        .await
+        .contains("Address: Is not an email address."));
+
     browser.goto(&format!("{base}/announcements")).await;
     assert!(browser.text().await.contains("Launch day"));
     browser.check_screen("announcements").await;

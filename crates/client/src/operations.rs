@@ -707,7 +707,7 @@ operations! {
     /// One page of messages matching `filter`.
     GET "/v2/accounts/{accountId}/messages" Always;
     pub async fn list_messages(&self, account: AccountId, filter: &MessageFilter, page: PageRequest) -> Result<Page<Message>> {
-        let request = Request::new([account.to_string()]).query(filter.query()).query(page.query());
+        let request = Request::new([account.to_string()]).query(filter.list_query()).query(page.query());
         self.execute(OP, request).await?.json()
     }
 

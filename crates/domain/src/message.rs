@@ -11,7 +11,8 @@ use serde_json::{Map, Value};
 use time::{Date, Duration};
 
 use crate::{
-    AccountId, AnnouncementId, AutomationId, ContactId, FormId, MessageId, TemplateId, Timestamp,
+    email::EmailAddress, AccountId, AnnouncementId, AutomationId, ContactId, FormId, MessageId,
+    TemplateId, Timestamp,
 };
 
 /// Where a message is in its life.
@@ -684,7 +685,7 @@ pub fn request_hash(slug: &str, email: &str, data: &Map<String, Value>) -> Strin
 }
 
 /// The filters of the message log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct MessageFilter {
     /// Only messages in this status.
     pub status: Option<MessageStatus>,
@@ -692,6 +693,41 @@ pub struct MessageFilter {
     pub contact_id: Option<ContactId>,
     /// Only messages of this announcement.
     pub announcement_id: Option<AnnouncementId>,
+    /// Only messages of this template.
+    pub template_id: Option<TemplateId>,
+    /// Only messages queued to this address, in any letters' case: the address as it was
+    /// when queued, so it finds the messages of a contact since deleted too.
+    pub email: Option<EmailAddress>,
+}
+
+/// The order of a page of the message log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MessageOrder {
+    /// Oldest first: the API's default, so paging from the start never skips a message
+    /// that arrives meanwhile.
+    #[default]
+    OldestFirst,
+    /// Newest first: what a person reading the log wants to see.
+    NewestFirst,
+}
+
+impl MessageOrder {
+    /// The order named `text` (`oldest` or `newest`), if any.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "oldest" => Some(Self::OldestFirst),
+            "newest" => Some(Self::NewestFirst),
+            _ => None,
+        }
+    }
+
+    /// Its name in a query string.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::OldestFirst => "oldest",
+            Self::NewestFirst => "newest",
+        }
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 
 use mailroom_domain::{
     attribute::ResolvedAttributes, contact::Contact, message::Message, message::MessageFilter,
-    paging::PageRequest, suppression::SuppressionEntry, ContactId,
+    message::MessageOrder, paging::PageRequest, suppression::SuppressionEntry, ContactId,
 };
 
 use crate::{
@@ -92,6 +92,6 @@ pub fn contact_export_messages(
     };
     in_transaction(services.db.as_ref(), |tx| {
         tx.find_contact(account, id)?.ok_or(AppError::NotFound)?;
-        Ok(tx.list_messages(account, &filter, page)?)
+        Ok(tx.list_messages(account, &filter, MessageOrder::OldestFirst, page)?)
     })
 }

@@ -1,11 +1,11 @@
 use mailroom_domain::{
-    message::{Message, MessageFilter},
+    message::{Message, MessageFilter, MessageOrder},
     paging::PageRequest,
 };
 
 use crate::{auth::Member, ports::in_transaction, AppError, Services};
 
-/// One page of the account's message log, oldest first, filtered by status and contact.
+/// One page of the account's message log in `order` of creation, under `filter`.
 ///
 /// # Errors
 /// [`AppError`] when the store fails.
@@ -13,11 +13,12 @@ pub fn list_messages(
     services: &Services,
     member: &Member,
     filter: &MessageFilter,
+    order: MessageOrder,
     page: PageRequest,
 ) -> Result<Vec<Message>, AppError> {
     let account = member.account();
     in_transaction(services.db.as_ref(), |tx| {
-        Ok(tx.list_messages(account, filter, page)?)
+        Ok(tx.list_messages(account, filter, order, page)?)
     })
 }
 

@@ -1,7 +1,9 @@
 use std::{future::Future, pin::Pin};
 
 use mailroom_domain::{
-    message::{AttemptFault, DailyStats, Message, MessageFilter, SmtpReply, StatsCounter},
+    message::{
+        AttemptFault, DailyStats, Message, MessageFilter, MessageOrder, SmtpReply, StatsCounter,
+    },
     paging::PageRequest,
     secret::SecretString,
     sending_domain::{address_domain, DomainName},
@@ -87,7 +89,7 @@ pub trait MessageRepository {
         id: MessageId,
     ) -> Result<Option<Message>, StoreError>;
 
-    /// One page of the account's messages under `filter`, oldest first.
+    /// One page of the account's messages under `filter`, in `order` of creation.
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
@@ -95,6 +97,7 @@ pub trait MessageRepository {
         &mut self,
         account: AccountId,
         filter: &MessageFilter,
+        order: MessageOrder,
         page: PageRequest,
     ) -> Result<Vec<Message>, StoreError>;
 

@@ -105,9 +105,25 @@ pub struct MessageFilter {
     pub contact_id: Option<ContactId>,
     /// Only messages of this announcement.
     pub announcement_id: Option<AnnouncementId>,
+    /// Only messages of this template.
+    pub template_id: Option<TemplateId>,
+    /// Only messages queued to this address (any letters' case).
+    pub email: Option<String>,
+    /// List the newest first (the server's default is oldest first). Counting ignores it.
+    pub newest_first: bool,
 }
 
 impl MessageFilter {
+    /// The list's query: the filters and the order.
+    pub(crate) fn list_query(&self) -> Vec<(&'static str, String)> {
+        let mut query = self.query();
+        if self.newest_first {
+            query.push(("order", "newest".to_owned()));
+        }
+        query
+    }
+
+    /// The count's query: the filters.
     pub(crate) fn query(&self) -> Vec<(&'static str, String)> {
         let mut query = Vec::new();
         if let Some(status) = &self.status {
@@ -118,6 +134,12 @@ impl MessageFilter {
         }
         if let Some(announcement) = &self.announcement_id {
             query.push(("announcementId", announcement.to_string()));
+        }
+        if let Some(template) = &self.template_id {
+            query.push(("templateId", template.to_string()));
+        }
+        if let Some(email) = &self.email {
+            query.push(("email", email.clone()));
         }
         query
     }

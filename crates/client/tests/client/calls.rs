@@ -187,6 +187,22 @@ async fn an_event_and_a_send_reach_the_smtp_server_and_read_back() {
         .await
         .expect("stream");
     assert_eq!(listed.len(), 2);
+    // The log by address (any case) and template, newest first: the unkeyed send leads.
+    let newest = client
+        .list_messages(
+            account,
+            &MessageFilter {
+                email: Some("GRACE@Example.com".into()),
+                template_id: Some(template.id),
+                newest_first: true,
+                ..MessageFilter::default()
+            },
+            PageRequest::default(),
+        )
+        .await
+        .expect("newest first");
+    let ids: Vec<_> = newest.items.iter().map(|message| message.id).collect();
+    assert_eq!(ids, [other.id, queued.id]);
     let stats = client.message_stats(account).await.expect("stats");
     assert_eq!(stats.last().expect("today").sent, 2);
 

@@ -10,8 +10,8 @@ use mailroom_app::{
     },
     auth::{verify_membership, Member, RouteCall},
     console::SignedIn,
-    templates::list_templates,
-    topics::list_topics,
+    templates::get_template,
+    topics::get_topic,
     AppError, Services,
 };
 use mailroom_domain::{
@@ -23,9 +23,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     blocking,
-    contact_pages::{builder_operators, ConditionRow},
+    contact_pages::{builder_operators, condition_words, ConditionRow},
     error_page,
-    page_kit::{account_id, record_ids},
+    page_kit::{account_id, record_ids, template_choices, topic_choices, unless_gone},
     pages::{day_and_minute, require_session, see_other, signed_in_form, CsrfForm},
     render, Layout,
 };
@@ -185,12 +185,6 @@ impl AnnouncementForm {
     }
 }
 
-#[derive(Debug, Serialize)]
-struct Choice {
-    id: String,
-    label: String,
-}
-
 fn form_page(
     services: &Services,
     member: &Member,
@@ -200,24 +194,8 @@ fn form_page(
     status: StatusCode,
     errors: &[FieldError],
 ) -> Result<render::Page, AppError> {
-    let page = PageRequest {
-        start: 0,
-        limit: LISTED,
-    };
-    let templates: Vec<Choice> = list_templates(services, member, page)?
-        .into_iter()
-        .map(|template| Choice {
-            id: template.id.to_string(),
-            label: format!("{} ({})", template.name, template.slug.as_str()),
-        })
-        .collect();
-    let topics: Vec<Choice> = list_topics(services, member, page)?
-        .into_iter()
-        .map(|topic| Choice {
-            id: topic.id.to_string(),
-            label: topic.name,
-        })
-        .collect();
+    let templates = template_choices(services, member)?;
+    let topics = topic_choices(services, member)?;
     Ok(render::page(
         status,
         "announcement_form.html",
@@ -339,7 +317,8 @@ fn progress(announcement: &Announcement, counters: AnnouncementCounters) -> Prog
     }
 }
 
-/// `GET /console/accounts/{id}/announcements/{announcementId}`: settings and progress.
+/// `GET /console/accounts/{id}/announcements/{announcementId}`: settings (by name) and
+/// progress.
 pub(super) async fn show(req: HttpRequest, path: web::Path<(String, String)>) -> HttpResponse {
     let (services, signed_in) = match require_session(&req).await {
         Ok(found) => found,
@@ -352,6 +331,19 @@ pub(super) async fn show(req: HttpRequest, path: web::Path<(String, String)>) ->
     blocking(move || {
         let member = member(&services, &signed_in, account, "GET", &format!("/{id}"))?;
         let (announcement, counters) = get_announcement_progress(&services, &member, id)?;
+        let template = unless_gone(get_template(&services, &member, announcement.template_id))?
+            .map(|template| format!("{} ({})", template.name, template.slug.as_str()));
+        let topic = match announcement.topic_id {
+            Some(topic) => {
+                unless_gone(get_topic(&services, &member, topic))?.map(|topic| topic.name)
+            }
+            None => None,
+        };
+        let conditions: Vec<String> = announcement
+            .attributes
+            .iter()
+            .map(condition_words)
+            .collect();
         Ok(render::page(
             StatusCode::OK,
             "announcement.html",
@@ -359,9 +351,11 @@ pub(super) async fn show(req: HttpRequest, path: web::Path<(String, String)>) ->
                 current_account => account.to_string(),
                 announcement => AnnouncementItem::from(announcement.clone()),
                 template_id => announcement.template_id.to_string(),
+                template => template,
                 topic_id => announcement.topic_id.map(|topic| topic.to_string()),
+                topic => topic,
                 include_unsubscribed => announcement.include_unsubscribed,
-                conditions => announcement.attributes.len(),
+                conditions => conditions,
                 progress_html => render::partial(
                     "announcement_progress.html",
                     minijinja::context! {

@@ -8,7 +8,6 @@ use mailroom_app::{
         create_automation, delete_automation, get_automation, list_automations, update_automation,
     },
     console::SignedIn,
-    templates::list_templates,
     topics::{create_topic, delete_topic, get_topic, list_topics, update_topic},
     AppError, Services,
 };
@@ -25,7 +24,7 @@ use super::{
     blocking, error_page,
     page_kit::{
         account_form, account_page, account_session, confirmation_page, done_page, is_confirmed,
-        member, record_form, record_ids, respond, Confirmation, Pairs,
+        member, record_form, record_ids, respond, template_choices, Confirmation, Pairs,
     },
     pages::{day_and_minute, require_session, see_other, signed_in_form},
     render,
@@ -422,25 +421,6 @@ struct AutomationRow {
     trigger: String,
     timing: String,
     is_enabled: bool,
-}
-
-#[derive(Debug, Serialize)]
-struct TemplateChoice {
-    id: String,
-    name: String,
-}
-
-fn template_choices(
-    services: &Services,
-    member: &mailroom_app::auth::Member,
-) -> Result<Vec<TemplateChoice>, AppError> {
-    Ok(list_templates(services, member, FIRST)?
-        .into_iter()
-        .map(|template| TemplateChoice {
-            id: template.id.to_string(),
-            name: template.name,
-        })
-        .collect())
 }
 
 fn automation_form_page(

@@ -27,7 +27,7 @@ use mailroom_domain::{
         ConditionInput, MAX_CONDITIONS,
     },
     contact::{Contact, ContactQuery, ContactSort, StatusFilter},
-    message::MessageFilter,
+    message::{MessageFilter, MessageOrder},
     paging::PageRequest,
     AccountId, ContactId, FieldError, TopicId,
 };
@@ -256,10 +256,10 @@ pub(super) async fn show(
                 &services,
                 &member,
                 &MessageFilter {
-                    status: None,
                     contact_id: Some(contact),
-                    announcement_id: None,
+                    ..MessageFilter::default()
                 },
+                MessageOrder::NewestFirst,
                 PageRequest {
                     start: 0,
                     limit: super::page_kit::PAGE_ROWS,
@@ -323,6 +323,8 @@ pub(super) async fn show(
                 ("Contact", "contacts"),
                 minijinja::context! {
                     contact => ContactRow::from(&found),
+                    messages_query => serde_urlencoded::to_string([("email", found.email.as_str())])
+                        .unwrap_or_default(),
                     hard_bounced_at => found.hard_bounced_at.map(day_and_minute),
                     complaint_at => found.complaint_at.map(day_and_minute),
                     unsubscribed_at => found.unsubscribed_at.map(day_and_minute),
@@ -460,17 +462,26 @@ pub(super) struct ConditionRow {
     slug: String,
     operator: String,
     value: String,
+    /// The condition in words ([`condition_words`]), empty for a row without an attribute.
+    words: String,
 }
 
 impl ConditionRow {
     /// Row `index` of the form's `c{index}_slug`, `_operator` and `_value` fields.
     pub(super) fn new(index: usize, slug: &str, operator: &str, value: &str) -> Self {
-        Self {
+        let mut row = Self {
             index,
             slug: slug.trim().to_owned(),
             operator: operator.trim().to_owned(),
             value: value.trim().to_owned(),
-        }
+            words: String::new(),
+        };
+        row.words = row
+            .input()
+            .as_ref()
+            .map(condition_words)
+            .unwrap_or_default();
+        row
     }
 
     /// The condition the API would receive; `None` for a row without an attribute (left
@@ -611,6 +622,45 @@ pub(super) fn builder_operators() -> Vec<OperatorChoice> {
         .into_iter()
         .map(|(value, label)| OperatorChoice { value, label })
         .collect()
+}
+
+/// A condition as a person reads it: "plan is “pro”", "engagement.opened happened in
+/// the last 30 days".
+pub(super) fn condition_words(condition: &ConditionInput) -> String {
+    let label = OPERATOR_LABELS
+        .iter()
+        .find(|(operator, _)| *operator == condition.operator)
+        .map_or(condition.operator.as_str(), |(_, label)| *label);
+    // The type in brackets helps choose in the list; the condition reads without it.
+    let label = [" (text)", " (date)", " (number)"]
+        .iter()
+        .fold(label, |label, kind| label.trim_end_matches(kind));
+    let (value, of_what) = match &condition.value {
+        None => (String::new(), ""),
+        Some(serde_json::Value::String(text)) => (text.clone(), ""),
+        Some(serde_json::Value::Object(window)) => {
+            let days = window
+                .get("days")
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            let of_what = if window.contains_key("announcementId") {
+                ", for one announcement's mail"
+            } else if window.contains_key("templateId") {
+                ", for one template's mail"
+            } else {
+                ""
+            };
+            (days, of_what)
+        }
+        Some(other) => (other.to_string(), ""),
+    };
+    if label.contains('…') {
+        format!("{} {}{of_what}", condition.slug, label.replace('…', &value))
+    } else if value.is_empty() {
+        format!("{} {label}", condition.slug)
+    } else {
+        format!("{} {label} “{value}”", condition.slug)
+    }
 }
 
 /// The builder's field errors in words: `attributes[i]` becomes the row the user sees.
@@ -1129,7 +1179,37 @@ const DRAIN_BYTES: usize = 1024 * 1024;
 mod tests {
     use mailroom_domain::condition::OPERATORS;
 
-    use super::{builder_operators, ENGAGEMENT_OPERATORS, OPERATOR_LABELS};
+    use super::{builder_operators, condition_words, ENGAGEMENT_OPERATORS, OPERATOR_LABELS};
+    use mailroom_domain::condition::ConditionInput;
+
+    fn words(slug: &str, operator: &str, value: Option<serde_json::Value>) -> String {
+        condition_words(&ConditionInput {
+            slug: slug.into(),
+            operator: operator.into(),
+            value,
+        })
+    }
+
+    #[test]
+    fn conditions_read_in_words() {
+        assert_eq!(
+            words("plan", "s_equal", Some("pro".into())),
+            "plan is “pro”"
+        );
+        assert_eq!(words("vip", "true", None), "vip is true");
+        assert_eq!(
+            words("engagement.opened", "within_days", Some(30.into())),
+            "engagement.opened happened in the last 30 days"
+        );
+        assert_eq!(
+            words(
+                "engagement.clicked",
+                "not_within_days",
+                Some(serde_json::json!({"days": 7, "templateId": "x"}))
+            ),
+            "engagement.clicked did not happen in the last 7 days, for one template's mail"
+        );
+    }
 
     #[test]
     fn every_operator_a_row_offers_has_words() {

@@ -151,6 +151,10 @@ pub fn configure(config: &mut web::ServiceConfig) {
                 web::get().to(log_pages::message),
             )
             .route(
+                "/accounts/{account_id}/messages/{message_id}/preview",
+                web::get().to(log_pages::message_preview),
+            )
+            .route(
                 "/accounts/{account_id}/webhook-events",
                 web::get().to(log_pages::webhook_events),
             )

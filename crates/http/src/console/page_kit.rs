@@ -4,11 +4,16 @@
 
 use actix_web::{http::StatusCode, HttpRequest, HttpResponse};
 use mailroom_app::{
+    announcements::list_announcements,
     auth::{verify_membership, Member, RouteCall},
     console::SignedIn,
+    templates::list_templates,
+    topics::list_topics,
     AppError, Services,
 };
-use mailroom_domain::{paging::PageRequest, AccountId};
+use std::collections::BTreeMap;
+
+use mailroom_domain::{paging::PageRequest, AccountId, FieldError};
 use serde::Serialize;
 
 use super::{
@@ -23,6 +28,128 @@ pub(super) const PAGE_ROWS: u32 = 50;
 /// The deepest offset a list page goes to: past it, filters narrow the list instead of
 /// an offset scan that grows with the page number.
 pub(super) const MAX_START: u64 = 10_000;
+
+/// How many records a form's list of choices offers (the first ones, oldest first).
+pub(super) const CHOICES: PageRequest = PageRequest {
+    start: 0,
+    limit: 100,
+};
+
+/// A record a form offers to pick: its id, and the name a person knows it by.
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct Choice {
+    pub(super) id: String,
+    pub(super) label: String,
+}
+
+/// The account's first [`CHOICES`] templates, each labelled "name (slug)".
+pub(super) fn template_choices(
+    services: &Services,
+    member: &Member,
+) -> Result<Vec<Choice>, AppError> {
+    Ok(list_templates(services, member, CHOICES)?
+        .into_iter()
+        .map(|template| Choice {
+            id: template.id.to_string(),
+            label: format!("{} ({})", template.name, template.slug.as_str()),
+        })
+        .collect())
+}
+
+/// The account's first [`CHOICES`] topics, by name.
+pub(super) fn topic_choices(services: &Services, member: &Member) -> Result<Vec<Choice>, AppError> {
+    Ok(list_topics(services, member, CHOICES)?
+        .into_iter()
+        .map(|topic| Choice {
+            id: topic.id.to_string(),
+            label: topic.name,
+        })
+        .collect())
+}
+
+/// The account's first [`CHOICES`] announcements, by name.
+pub(super) fn announcement_choices(
+    services: &Services,
+    member: &Member,
+) -> Result<Vec<Choice>, AppError> {
+    Ok(list_announcements(services, member, CHOICES)?
+        .into_iter()
+        .map(|announcement| Choice {
+            id: announcement.id.to_string(),
+            label: announcement.name,
+        })
+        .collect())
+}
+
+/// A field of a console form: the API's name for what it carries, the form's own name for
+/// it, and the label a person reads beside it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct FormField {
+    pub(super) api: &'static str,
+    pub(super) name: &'static str,
+    pub(super) label: &'static str,
+}
+
+/// A form's errors, said in its labels: each on its field (by the form's field name, for
+/// `aria-invalid` and the message under the field) and all of them in the summary above
+/// the form, so none is hidden behind the first.
+#[derive(Debug, Default, Serialize)]
+pub(super) struct FormErrors {
+    /// "Label: message", one per error, in the order they were found.
+    summary: Vec<String>,
+    /// The message of each field that has one, by the form's field name.
+    on: BTreeMap<&'static str, String>,
+}
+
+impl FormErrors {
+    /// `errors` (as the use cases name their fields) on the fields of `form`. An error of
+    /// a field the form does not have (or of the whole request) is in the summary only,
+    /// without the API's name for it.
+    pub(super) fn new(errors: &[FieldError], form: &[FormField]) -> Self {
+        let mut said = Self::default();
+        for error in errors {
+            let message = sentence(&error.message);
+            match form.iter().find(|field| field.api == error.field) {
+                Some(field) => {
+                    said.summary.push(format!("{}: {message}", field.label));
+                    said.on.entry(field.name).or_insert(message);
+                }
+                None => said.summary.push(message),
+            }
+        }
+        said
+    }
+}
+
+/// `message` as a sentence: a capital first letter and a closing full stop.
+fn sentence(message: &str) -> String {
+    let mut chars = message.trim().chars();
+    let mut text: String = chars
+        .next()
+        .map(|first| first.to_uppercase().chain(chars).collect())
+        .unwrap_or_default();
+    if !text.ends_with(['.', '!', '?']) {
+        text.push('.');
+    }
+    text
+}
+
+/// A record another one names, or `None` once it is deleted.
+pub(super) fn unless_gone<T>(found: Result<T, AppError>) -> Result<Option<T>, AppError> {
+    match found {
+        Ok(record) => Ok(Some(record)),
+        Err(AppError::NotFound) => Ok(None),
+        Err(other) => Err(other),
+    }
+}
+
+/// The label of the record `id` among `choices`, if it is one of them.
+pub(super) fn choice_label<'c>(choices: &'c [Choice], id: &str) -> Option<&'c str> {
+    choices
+        .iter()
+        .find(|choice| choice.id == id)
+        .map(|choice| choice.label.as_str())
+}
 
 /// The same proof, for the same call, as the API route `method path` that the page
 /// stands for (`path` below `/v2/accounts/{id}`, e.g. `/contacts`).

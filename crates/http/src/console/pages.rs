@@ -18,7 +18,7 @@ use mailroom_app::{
 };
 use mailroom_domain::{
     console::{ConsoleSecret, SESSION_LIFETIME},
-    message::{MessageFilter, MessageStatus},
+    message::{MessageFilter, MessageOrder, MessageStatus},
     paging::PageRequest,
     token::{RawToken, TokenHash},
     AccountId, ConsoleSessionId, Timestamp, TokenId,
@@ -586,6 +586,8 @@ pub(super) async fn create_account(req: HttpRequest, body: web::Bytes) -> HttpRe
 
 #[derive(Debug, Serialize)]
 struct FailureItem {
+    id: String,
+    status: &'static str,
     updated_at: String,
     email: String,
     attempts: u32,
@@ -619,22 +621,32 @@ pub(super) async fn dashboard(req: HttpRequest, account_id: web::Path<String>) -
                         ..MessageFilter::default()
                     },
                 )?;
-                let failures = list_messages(
-                    &services,
-                    &member,
-                    &MessageFilter {
-                        status: Some(MessageStatus::Failed),
-                        ..MessageFilter::default()
-                    },
-                    PageRequest {
-                        start: 0,
-                        limit: LAST_FAILURES,
-                    },
-                )?;
+                // A hard bounce is a failure to the person reading the dashboard too: the
+                // newest of each, merged by when they ended.
+                let mut failures = Vec::new();
+                for status in [MessageStatus::Failed, MessageStatus::Bounced] {
+                    failures.extend(list_messages(
+                        &services,
+                        &member,
+                        &MessageFilter {
+                            status: Some(status),
+                            ..MessageFilter::default()
+                        },
+                        MessageOrder::NewestFirst,
+                        PageRequest {
+                            start: 0,
+                            limit: LAST_FAILURES,
+                        },
+                    )?);
+                }
+                failures.sort_by_key(|message| std::cmp::Reverse(message.updated_at));
+                failures.truncate(LAST_FAILURES as usize);
                 let switcher = account_items(&services, &signed_in)?;
                 let failures: Vec<FailureItem> = failures
                     .into_iter()
                     .map(|message| FailureItem {
+                        id: message.id.to_string(),
+                        status: message.status.as_str(),
                         updated_at: day_and_minute(message.updated_at),
                         email: message.email,
                         attempts: message.attempts,

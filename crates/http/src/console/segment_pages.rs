@@ -9,15 +9,12 @@ use mailroom_app::{
     },
     AppError, Services,
 };
-use mailroom_domain::{
-    condition::ConditionInput, paging::PageRequest, saved_segment::SavedSegment, AccountId,
-    SegmentId,
-};
+use mailroom_domain::{paging::PageRequest, saved_segment::SavedSegment, AccountId, SegmentId};
 use serde::{Deserialize, Serialize};
 
 use super::{
     blocking,
-    contact_pages::{builder_page, readable, SaveCard, SegmentForm},
+    contact_pages::{builder_page, condition_words, readable, SaveCard, SegmentForm},
     error_page,
     page_kit::{
         account_form, account_page, account_session, confirmation_page, is_confirmed, member,
@@ -62,18 +59,7 @@ fn value_text(value: Option<&serde_json::Value>) -> String {
 /// The definition in words, for the list.
 fn summary(segment: &SavedSegment) -> String {
     let definition = &segment.definition;
-    let mut parts: Vec<String> = definition
-        .attributes
-        .iter()
-        .map(|condition: &ConditionInput| {
-            let value = value_text(condition.value.as_ref());
-            if value.is_empty() {
-                format!("{} {}", condition.slug, condition.operator)
-            } else {
-                format!("{} {} {value}", condition.slug, condition.operator)
-            }
-        })
-        .collect();
+    let mut parts: Vec<String> = definition.attributes.iter().map(condition_words).collect();
     if parts.is_empty() {
         parts.push("every contact".to_owned());
     }
@@ -264,7 +250,10 @@ pub(super) async fn delete(
 
 #[cfg(test)]
 mod tests {
-    use mailroom_domain::{condition::AudienceDefinition, Timestamp, TopicId};
+    use mailroom_domain::{
+        condition::{AudienceDefinition, ConditionInput},
+        Timestamp, TopicId,
+    };
     use serde_json::json;
 
     use super::*;
@@ -304,7 +293,7 @@ mod tests {
         assert_eq!(request.definition(), segment.definition);
         assert_eq!(
             summary(&segment),
-            "plan s_equal pro & co; seats exists; unsubscribed included; \
+            "plan is “pro & co”; seats has a value; unsubscribed included; \
              a topic's unsubscribers left out"
         );
     }

@@ -7,6 +7,7 @@ use actix_web::{
 };
 use mailroom_app::{
     auth::{verify_membership, Member, RouteCall},
+    rendering::RenderedMessage,
     templates::{
         count_templates, create_template, get_template, list_templates, preview_template,
         test_send, update_template, PreviewRequest,
@@ -477,9 +478,7 @@ pub(super) async fn update(
 }
 
 /// `GET /console/accounts/{id}/templates/{templateId}/preview`: the stored HTML as is,
-/// for the edit page's frame only. Its own policy makes it a sandbox (no scripts, no
-/// forms, an origin of its own) that may be framed by the console alone; images and
-/// inline styles load as a mail client would load them.
+/// for the edit page's frame only ([`sandboxed_html`]).
 pub(super) async fn preview(
     req: HttpRequest,
     path: web::Path<(String, String)>,
@@ -507,14 +506,28 @@ pub(super) async fn preview(
             Ok(request) => request,
             Err(error) => return Ok(failure_html(&error)),
         };
-        match preview_template(&services, &member, template, &request) {
-            Ok(rendered) => Ok(rendered.html),
-            Err(AppError::Invalid(errors)) => Ok(failure_html(&errors.to_string())),
-            Err(AppError::BadRequest(reason)) => Ok(failure_html(&reason)),
-            Err(other) => Err(other),
-        }
+        preview_html(preview_template(&services, &member, template, &request))
     })
     .await;
+    sandboxed_html(content)
+}
+
+/// The HTML of a preview, or a page that says why the template does not render.
+pub(super) fn preview_html(
+    rendered: Result<RenderedMessage, AppError>,
+) -> Result<String, AppError> {
+    match rendered {
+        Ok(rendered) => Ok(rendered.html),
+        Err(AppError::Invalid(errors)) => Ok(failure_html(&errors.to_string())),
+        Err(AppError::BadRequest(reason)) => Ok(failure_html(&reason)),
+        Err(other) => Err(other),
+    }
+}
+
+/// Rendered mail HTML for a console frame only: its own policy makes it a sandbox (no
+/// scripts, no forms, an origin of its own) that may be framed by the console alone;
+/// images and inline styles load as a mail client would load them.
+pub(super) fn sandboxed_html(content: Result<String, AppError>) -> HttpResponse {
     match content {
         Ok(content) => HttpResponse::Ok()
             .content_type("text/html; charset=utf-8")

@@ -5,8 +5,8 @@ use actix_web::{get, post, web, HttpRequest};
 use mailroom_app::{messages, tracking, AppError, Services};
 use mailroom_domain::{
     email::EmailAddress,
-    message::{MessageFilter, MessageStatus},
-    AnnouncementId, ContactId, MessageId, ValidationErrors,
+    message::{MessageFilter, MessageOrder, MessageStatus},
+    AnnouncementId, ContactId, MessageId, TemplateId, ValidationErrors,
 };
 
 use crate::{
@@ -14,7 +14,9 @@ use crate::{
     dto::{CountDto, PageEnvelope},
     extract::{record_id, JsonBody, Paging},
     problem::{ApiError, Problem},
-    routes::messages_dto::{DailyStatsDto, MessageDto, MessageListParams, SendMessageBody},
+    routes::messages_dto::{
+        DailyStatsDto, MessageDto, MessageListParams, MessageOrderParam, SendMessageBody,
+    },
     tenancy::Membership,
 };
 
@@ -104,8 +106,31 @@ fn message_filter(params: MessageListParams) -> Result<MessageFilter, ApiError> 
             Err(_) => errors.push("announcementId", "must be an announcement id"),
         }
     }
+    if let Some(template) = params.template_id.as_deref() {
+        match TemplateId::parse(template) {
+            Ok(template) => filter.template_id = Some(template),
+            Err(_) => errors.push("templateId", "must be a template id"),
+        }
+    }
+    if let Some(email) = params.email.as_deref() {
+        match EmailAddress::parse(email) {
+            Ok(email) => filter.email = Some(email),
+            Err(_) => errors.push("email", "must be an email address"),
+        }
+    }
     errors.into_result().map_err(AppError::Invalid)?;
     Ok(filter)
+}
+
+fn message_order(param: MessageOrderParam) -> Result<MessageOrder, ApiError> {
+    match param.order.as_deref() {
+        None => Ok(MessageOrder::default()),
+        Some(order) => MessageOrder::parse(order).ok_or_else(|| {
+            let mut errors = ValidationErrors::new();
+            errors.push("order", "must be oldest or newest");
+            ApiError::from(AppError::Invalid(errors))
+        }),
+    }
 }
 
 /// Queue a transactional email; answers the message (`queued`). With an
@@ -132,7 +157,7 @@ pub(crate) async fn send_message(
     Ok(web::Json(MessageDto::from(queued)))
 }
 
-/// One page of the account's message log, oldest first.
+/// One page of the account's message log, oldest first unless `order=newest`.
 #[utoipa::path(
     tag = "messages", security(("bearer" = [])),
     params(
@@ -140,6 +165,7 @@ pub(crate) async fn send_message(
         ("start" = Option<u64>, Query, description = "Zero-based offset (default 0)"),
         ("limit" = Option<u32>, Query, description = "Page size (default 25, clamped to 100)"),
         MessageListParams,
+        MessageOrderParam,
     ),
     responses((status = 200, body = PageEnvelope<MessageDto>), (status = 400, body = Problem), (status = 401, body = Problem))
 )]
@@ -149,11 +175,14 @@ pub(crate) async fn list_messages(
     member: Membership,
     paging: Paging,
     params: web::Query<MessageListParams>,
+    order: web::Query<MessageOrderParam>,
 ) -> Result<web::Json<PageEnvelope<MessageDto>>, ApiError> {
     let filter = message_filter(params.into_inner())?;
+    let order = message_order(order.into_inner())?;
     let page = paging.0;
     let list =
-        run_blocking(move || messages::list_messages(&services, &member.0, &filter, page)).await?;
+        run_blocking(move || messages::list_messages(&services, &member.0, &filter, order, page))
+            .await?;
     Ok(web::Json(PageEnvelope::page(
         list.into_iter().map(MessageDto::from).collect(),
         page,

@@ -128,6 +128,17 @@ pub struct MessageListParams {
     pub contact_id: Option<String>,
     /// Only messages of this announcement.
     pub announcement_id: Option<String>,
+    /// Only messages of this template.
+    pub template_id: Option<String>,
+    /// Only messages queued to this address (any letters' case).
+    pub email: Option<String>,
+}
+
+/// The order of the message log: `oldest` first (the default) or `newest` first.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct MessageOrderParam {
+    /// `oldest` (the default) or `newest`: by creation.
+    pub order: Option<String>,
 }
 
 /// One UTC day of message counters.

@@ -14,15 +14,13 @@ use mailroom_domain::{
 use uuid::Uuid;
 
 use super::contacts::{record_latest_activity, set_contact_mark, ContactMark, LatestActivity};
-use super::PgUnitOfWork;
+use super::{lower, PgUnitOfWork};
 use crate::{
     error::store_error,
     prepared_sql::prepared_sql,
     schema::{contacts, messages},
     upkeep::{add_to_counters, AccountCounters},
 };
-
-diesel::define_sql_function!(fn lower(x: diesel::sql_types::Text) -> diesel::sql_types::Text);
 
 impl PgUnitOfWork<'_> {
     fn message_by_id(

@@ -11,7 +11,8 @@ use mailroom_app::{
 };
 use mailroom_domain::{
     message::{
-        DailyStats, Message, MessageFilter, MessageKind, MessageStatus, SkipReason, StatsCounter,
+        DailyStats, Message, MessageFilter, MessageKind, MessageOrder, MessageStatus, SkipReason,
+        StatsCounter,
     },
     paging::PageRequest,
     AccountId, AnnouncementId, AutomationId, ContactId, FormId, MessageId, TemplateId, Timestamp,
@@ -23,7 +24,7 @@ use time::{Date, OffsetDateTime};
 use uuid::Uuid;
 
 use super::contacts::{set_contact_mark, ContactMark};
-use super::{corrupt, templates::page_bounds, timestamp, PgUnitOfWork};
+use super::{corrupt, lower, templates::page_bounds, timestamp, PgUnitOfWork};
 use crate::{
     error::store_error,
     prepared_sql::prepared_sql,
@@ -182,6 +183,14 @@ fn filtered(account: AccountId, filter: &MessageFilter) -> messages::BoxedQuery<
     if let Some(announcement) = filter.announcement_id {
         // Served by messages_announcement_list_idx (migration 25).
         query = query.filter(messages::announcement_id.eq(announcement.as_uuid()));
+    }
+    if let Some(template) = filter.template_id {
+        // Served by messages_template_list_idx.
+        query = query.filter(messages::template_id.eq(template.as_uuid()));
+    }
+    if let Some(email) = &filter.email {
+        // Served by messages_recipient_idx, which is on lower(email).
+        query = query.filter(lower(messages::email).eq(email.normalized()));
     }
     query
 }
@@ -359,11 +368,21 @@ impl MessageRepository for PgUnitOfWork<'_> {
         &mut self,
         account: AccountId,
         filter: &MessageFilter,
+        order: MessageOrder,
         page: PageRequest,
     ) -> Result<Vec<Message>, StoreError> {
         let (offset, limit) = page_bounds(page);
-        let rows = filtered(account, filter)
-            .order((messages::created_at.asc(), messages::id.asc()))
+        // Every filter's index ends in (created_at, id), read forwards or backwards.
+        let query = filtered(account, filter);
+        let query = match order {
+            MessageOrder::OldestFirst => {
+                query.order((messages::created_at.asc(), messages::id.asc()))
+            }
+            MessageOrder::NewestFirst => {
+                query.order((messages::created_at.desc(), messages::id.desc()))
+            }
+        };
+        let rows = query
             .offset(offset)
             .limit(limit)
             .select(MessageRow::as_select())

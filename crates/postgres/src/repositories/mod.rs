@@ -47,6 +47,11 @@ impl<'c> PgUnitOfWork<'c> {
 
 impl UnitOfWork for PgUnitOfWork<'_> {}
 
+diesel::define_sql_function!(
+    /// PostgreSQL's `lower(text)`, which the indexes on addresses are built on.
+    fn lower(x: diesel::sql_types::Text) -> diesel::sql_types::Text
+);
+
 /// A LIKE pattern (default escape character `\`) matching any text that contains
 /// `needle` literally: `\`, `%` and `_` are escaped. `lower()` leaves those three alone,
 /// so the pattern may be lowered in SQL like the other string operands. The contact

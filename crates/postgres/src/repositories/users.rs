@@ -7,7 +7,7 @@ use mailroom_domain::UserId;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{timestamp, PgUnitOfWork};
+use super::{lower, timestamp, PgUnitOfWork};
 use crate::{error::store_error, schema::users};
 
 #[derive(Queryable, Selectable, Insertable)]
@@ -17,8 +17,6 @@ struct UserRow {
     email: String,
     created_at: OffsetDateTime,
 }
-
-diesel::define_sql_function!(fn lower(x: diesel::sql_types::Text) -> diesel::sql_types::Text);
 
 impl UserRepository for PgUnitOfWork<'_> {
     fn find_user_by_email(&mut self, email: &str) -> Result<Option<UserRecord>, StoreError> {

@@ -1,0 +1,1 @@
+DROP INDEX messages_template_list_idx;
