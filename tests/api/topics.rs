@@ -144,3 +144,73 @@ async fn another_accounts_topic_is_404_and_unchanged() {
     .await;
     assert_eq!(unchanged["name"], "Newsletter");
 }
+
+#[tokio::test]
+async fn a_topic_name_is_one_topics_in_any_letters_case() {
+    let app = spawn_app().await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Acme").await;
+    let path = format!("/v2/accounts/{account}/topics");
+    let billing = expect_json(
+        app.send_json(Method::POST, &path, &token, &json!({"name": "Billing"}))
+            .await,
+        200,
+    )
+    .await;
+    let other = expect_json(
+        app.send_json(Method::POST, &path, &token, &json!({"name": "Receipts"}))
+            .await,
+        200,
+    )
+    .await;
+    let taken = expect_problem(
+        app.send_json(Method::POST, &path, &token, &json!({"name": "BILLING"}))
+            .await,
+        400,
+    )
+    .await;
+    assert_eq!(taken["errors"][0]["field"], "name", "{taken}");
+    let id = other["_id"].as_str().expect("id");
+    let renamed = expect_problem(
+        app.send_json(
+            Method::PATCH,
+            &format!("{path}/{id}"),
+            &token,
+            &json!({"name": "billing"}),
+        )
+        .await,
+        400,
+    )
+    .await;
+    assert_eq!(renamed["errors"][0]["field"], "name", "{renamed}");
+    // A topic keeps its own name under another case, and another account may use it.
+    let billing_id = billing["_id"].as_str().expect("id");
+    let recased = expect_json(
+        app.send_json(
+            Method::PATCH,
+            &format!("{path}/{billing_id}"),
+            &token,
+            &json!({"name": "billing"}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(recased["name"], "billing");
+    let elsewhere = app.create_account(&token, "Globex").await;
+    expect_json(
+        app.send_json(
+            Method::POST,
+            &format!("/v2/accounts/{elsewhere}/topics"),
+            &token,
+            &json!({"name": "Billing"}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        expect_json(app.get(&format!("{path}/count"), &token).await, 200).await["count"],
+        4
+    );
+}

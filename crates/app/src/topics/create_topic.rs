@@ -8,7 +8,8 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 /// Creates a topic.
 ///
 /// # Errors
-/// [`AppError::Invalid`] naming each bad field.
+/// [`AppError::Invalid`] naming each bad field, or `name` when another topic of the
+/// account has it.
 pub fn create_topic(
     services: &Services,
     member: &Member,
@@ -23,7 +24,7 @@ pub fn create_topic(
         created_at: services.clock.now(),
     };
     in_transaction(services.db.as_ref(), |tx| {
-        tx.insert_topic(account, &topic)?;
+        tx.insert_topic(account, &topic).map_err(super::name_taken)?;
         Ok(topic)
     })
 }

@@ -9,7 +9,8 @@ use crate::{auth::Member, ports::in_transaction, AppError, Services};
 /// to the topic's id, which never changes.
 ///
 /// # Errors
-/// [`AppError::Invalid`] for bad fields or an empty body; [`AppError::NotFound`] for an
+/// [`AppError::Invalid`] for bad fields, an empty body or a name another topic of the
+/// account has; [`AppError::NotFound`] for an
 /// unknown topic.
 pub fn update_topic(
     services: &Services,
@@ -22,7 +23,7 @@ pub fn update_topic(
     in_transaction(services.db.as_ref(), |tx| {
         let mut topic = tx.find_topic(account, id)?.ok_or(AppError::NotFound)?;
         patch.apply(&mut topic);
-        tx.update_topic(account, &topic)?;
+        tx.update_topic(account, &topic).map_err(super::name_taken)?;
         Ok(topic)
     })
 }

@@ -1,0 +1,1 @@
+DROP INDEX topics_account_id_name_key;
