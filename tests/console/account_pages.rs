@@ -272,14 +272,26 @@ async fn import_segment_contacts_settings_and_logs() {
     browser.check_screen("segment-counted").await;
     browser.click("button[name=show]").await;
     assert!(browser.count("section table tbody tr").await > 0);
-    // An operator that does not fit the attribute is a listed error, not a failure.
+    // The number attribute's row offers number operators only; an operator that does
+    // not fit it (a link or an older page can still ask for one) is kept on its row and
+    // is a listed error, not a failure.
+    assert_eq!(browser.count("#c1-operator option[value=contains]").await, 0);
     browser
-        .find("#c1-operator option[value=contains]")
-        .await
-        .click()
-        .await
-        .expect("operator");
-    browser.click("button[name=count]").await;
+        .goto(&format!(
+            "{base}/contacts/segment?rows=2&c0_slug=plan&c0_operator=s_equal&c0_value=pro\
+             &c1_slug=age&c1_operator=contains&c1_value=6&count=1"
+        ))
+        .await;
+    assert_eq!(
+        browser
+            .find("#c1-operator option:checked")
+            .await
+            .attr("value")
+            .await
+            .expect("value")
+            .as_deref(),
+        Some("contains")
+    );
     let text = browser.text().await;
     assert!(text.contains("Condition 2"), "{text}");
     assert!(text.contains("does not apply"), "{text}");
@@ -1001,6 +1013,29 @@ async fn a_segment_is_saved_from_the_builder_listed_with_its_count_and_deleted()
         .await
         .expect("text");
     assert!(card.contains("plan is “pro”"), "{card}");
+    // Drawn again, the row of a text attribute offers the text operators and the two for
+    // any type; a row without an attribute offers every operator, grouped by type.
+    assert_eq!(browser.count("#c0-operator option[value=s_equal]").await, 1);
+    assert_eq!(browser.count("#c0-operator option[value=exists]").await, 1);
+    assert_eq!(
+        browser
+            .count("#c0-operator option[value=greater_than]")
+            .await,
+        0
+    );
+    assert_eq!(
+        browser
+            .count("#c0-operator option[value=within_days]")
+            .await,
+        0
+    );
+    assert_eq!(browser.count("#c1-operator optgroup").await, 6);
+    assert_eq!(
+        browser
+            .count("#c1-operator optgroup[label=Number] option[value=greater_than]")
+            .await,
+        1
+    );
     browser.check_screen("segment-save").await;
     // No name: the card says why, the conditions are kept, nothing is saved.
     browser

@@ -212,7 +212,8 @@ impl Browser {
             .to_owned()
     }
 
-    /// Checks the screen at both widths: axe-core finds no serious or critical
+    /// Checks the screen at both widths: the page is no wider than the window (nothing
+    /// scrolls sideways but the regions made to), axe-core finds no serious or critical
     /// violation, and a screenshot is saved as `target/console-screens/<name>-<width>.png`.
     pub async fn check_screen(&self, name: &str) {
         let screens = target_dir().join("console-screens");
@@ -222,6 +223,12 @@ impl Browser {
                 .set_window_size(width, height)
                 .await
                 .expect("window size");
+            let overflow = self.horizontal_overflow().await;
+            assert!(
+                overflow.is_null(),
+                "{name} scrolls sideways at {width} px (the page must fit its width): \
+                 {overflow}"
+            );
             let violations = self.axe().await;
             assert!(
                 violations.is_empty(),
@@ -237,6 +244,32 @@ impl Browser {
             .set_window_size(WIDTHS[0].0, WIDTHS[0].1)
             .await
             .expect("window size");
+    }
+
+    /// `null` when the document fits the window's width; else its width, the window's,
+    /// and the elements whose right edge passes the window (at most five), to say what
+    /// pushes it.
+    pub async fn horizontal_overflow(&self) -> Value {
+        self.client
+            .execute(
+                "const root = document.documentElement;
+                 if (root.scrollWidth <= root.clientWidth) { return null; }
+                 const wide = [];
+                 for (const element of document.body.querySelectorAll('*')) {
+                   const box = element.getBoundingClientRect();
+                   if (box.right > root.clientWidth + 1 && wide.length < 5) {
+                     wide.push(element.tagName.toLowerCase()
+                       + (element.id ? '#' + element.id : '')
+                       + (element.className && typeof element.className === 'string'
+                          ? '.' + element.className.trim().split(/\\s+/).join('.') : '')
+                       + ' ' + Math.round(box.right) + 'px');
+                   }
+                 }
+                 return { page: root.scrollWidth, window: root.clientWidth, wide: wide };",
+                vec![],
+            )
+            .await
+            .expect("the page's width")
     }
 
     /// Runs axe-core in the page; returns the serious and critical violations.

@@ -198,6 +198,21 @@ const LAST_DAY: Date = match Date::from_calendar_date(9999, Month::December, 30)
     Err(_) => panic!("9999-12-30 is a valid date"),
 };
 
+/// The names of the operators that apply to an attribute of `attribute_type`: those of
+/// its type, and `exists` and `not_exists`, in [`OPERATORS`] order.
+pub fn operators_for(attribute_type: AttributeType) -> Vec<&'static str> {
+    OPERATORS
+        .into_iter()
+        .filter(|name| {
+            Operator::parse(name).is_some_and(|operator| {
+                operator
+                    .family()
+                    .is_none_or(|family| family == attribute_type)
+            })
+        })
+        .collect()
+}
+
 /// An operator as named on the wire, before its operand is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Operator {

@@ -24,7 +24,8 @@ pub fn create_topic(
         created_at: services.clock.now(),
     };
     in_transaction(services.db.as_ref(), |tx| {
-        tx.insert_topic(account, &topic).map_err(super::name_taken)?;
+        tx.insert_topic(account, &topic)
+            .map_err(super::name_taken)?;
         Ok(topic)
     })
 }

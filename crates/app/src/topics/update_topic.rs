@@ -23,7 +23,8 @@ pub fn update_topic(
     in_transaction(services.db.as_ref(), |tx| {
         let mut topic = tx.find_topic(account, id)?.ok_or(AppError::NotFound)?;
         patch.apply(&mut topic);
-        tx.update_topic(account, &topic).map_err(super::name_taken)?;
+        tx.update_topic(account, &topic)
+            .map_err(super::name_taken)?;
         Ok(topic)
     })
 }

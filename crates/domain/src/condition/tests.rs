@@ -636,3 +636,24 @@ fn engagement_conditions_read_the_messages_and_report_their_fields() {
         ]
     );
 }
+
+#[test]
+fn each_type_is_offered_its_own_operators_and_the_two_for_any() {
+    assert_eq!(
+        operators_for(AttributeType::Boolean),
+        ["exists", "not_exists", "true", "false"]
+    );
+    assert_eq!(
+        operators_for(AttributeType::String),
+        [
+            "exists",
+            "not_exists",
+            "s_equal",
+            "s_not_equal",
+            "contains",
+            "not_contains"
+        ]
+    );
+    assert_eq!(operators_for(AttributeType::Number).len(), 8);
+    assert_eq!(operators_for(AttributeType::Date).len(), 6);
+}

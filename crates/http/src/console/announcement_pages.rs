@@ -23,11 +23,13 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     blocking,
-    contact_pages::{builder_operators, condition_words, ConditionRow},
+    contact_pages::{condition_words, operator_offer, suggested_attributes, ConditionRow},
     error_page,
-    page_kit::{account_id, record_ids, template_choices, topic_choices, unless_gone},
+    page_kit::{
+        account_id, account_layout, record_ids, template_choices, topic_choices, unless_gone,
+    },
     pages::{day_and_minute, require_session, see_other, signed_in_form, CsrfForm},
-    render, Layout,
+    render,
 };
 
 /// How many announcements, templates and topics the pages list; the API pages further.
@@ -48,15 +50,6 @@ fn member(
         query: "",
     };
     verify_membership(services, &signed_in.actor, account, call)
-}
-
-fn layout<'a>(signed_in: &'a SignedIn, title: &'a str) -> minijinja::Value {
-    minijinja::Value::from_serialize(Layout {
-        title,
-        signed_in: true,
-        csrf: &signed_in.session.csrf_token,
-        section: "accounts",
-    })
 }
 
 #[derive(Debug, Serialize)]
@@ -110,7 +103,7 @@ pub(super) async fn list(req: HttpRequest, path: web::Path<String>) -> HttpRespo
                 current_account => account.to_string(),
                 announcements => items,
                 more => more,
-                ..layout(&signed_in, "Announcements")
+                ..account_layout(&services, &signed_in, account, "Announcements", "announcements")?
             },
         ))
     })
@@ -196,6 +189,7 @@ fn form_page(
 ) -> Result<render::Page, AppError> {
     let templates = template_choices(services, member)?;
     let topics = topic_choices(services, member)?;
+    let attributes = suggested_attributes(services, member)?;
     Ok(render::page(
         status,
         "announcement_form.html",
@@ -204,11 +198,11 @@ fn form_page(
             form => form,
             include_unsubscribed => form.include_unsubscribed.is_some(),
             rows => form.rows(),
-            operators => builder_operators(),
+            operators => operator_offer(&attributes),
             templates => templates,
             topics => topics,
             errors => errors,
-            ..layout(signed_in, "New announcement")
+            ..account_layout(services, signed_in, account, "New announcement", "announcements")?
         },
     ))
 }
@@ -363,7 +357,7 @@ pub(super) async fn show(req: HttpRequest, path: web::Path<(String, String)>) ->
                         progress => progress(&announcement, counters),
                     },
                 ),
-                ..layout(&signed_in, "Announcement")
+                ..account_layout(&services, &signed_in, account, "Announcement", "announcements")?
             },
         ))
     })

@@ -21,10 +21,10 @@ use mailroom_app::{
     AppError, Services,
 };
 use mailroom_domain::{
-    attribute::AttributeValue,
+    attribute::{AttributeMeta, AttributeType, AttributeValue},
     condition::{
         engagement::{Activity, ENGAGEMENT_OPERATORS},
-        ConditionInput, MAX_CONDITIONS,
+        operators_for, ConditionInput, MAX_CONDITIONS,
     },
     contact::{Contact, ContactQuery, ContactSort, StatusFilter},
     message::{MessageFilter, MessageOrder},
@@ -615,13 +615,107 @@ const OPERATOR_LABELS: [(&str, &str); 20] = [
     ("not_within_days", "did not happen in the last … days"),
 ];
 
-/// The operators a condition row offers, each with its words (the unit test below keeps
-/// the list in step with the domain's operators).
-pub(super) fn builder_operators() -> Vec<OperatorChoice> {
+/// The operators condition rows offer: in groups by the attribute type they apply to,
+/// and the type of each attribute the account has (`kinds`, by slug), so a row whose
+/// attribute is known offers only its type's operators (and the two for any type).
+#[derive(Debug, Serialize)]
+pub(super) struct OperatorOffer {
+    groups: Vec<OperatorGroup>,
+    kinds: HashMap<String, &'static str>,
+}
+
+/// The operators of one attribute type.
+#[derive(Debug, Serialize)]
+struct OperatorGroup {
+    /// What the group is called in the list ("Text", "Any type").
+    name: &'static str,
+    /// The type it is for (`string`, …), `any`, or `engagement` for the `engagement.*`
+    /// slugs.
+    kind: &'static str,
+    operators: Vec<OperatorChoice>,
+}
+
+/// The words of operator `name`.
+fn operator_label(name: &str) -> &'static str {
     OPERATOR_LABELS
-        .into_iter()
-        .map(|(value, label)| OperatorChoice { value, label })
-        .collect()
+        .iter()
+        .find(|(operator, _)| *operator == name)
+        .map_or("", |(_, label)| *label)
+}
+
+fn operator_group(
+    name: &'static str,
+    kind: &'static str,
+    operators: &[&'static str],
+) -> OperatorGroup {
+    OperatorGroup {
+        name,
+        kind,
+        operators: operators
+            .iter()
+            .map(|value| OperatorChoice {
+                value,
+                label: operator_label(value),
+            })
+            .collect(),
+    }
+}
+
+/// The operator groups (the unit test below keeps them in step with the domain's
+/// operators).
+fn operator_groups() -> Vec<OperatorGroup> {
+    const ANY: [&str; 2] = ["exists", "not_exists"];
+    let of_type = |attribute_type: AttributeType| -> Vec<&'static str> {
+        operators_for(attribute_type)
+            .into_iter()
+            .filter(|name| !ANY.contains(name))
+            .collect()
+    };
+    vec![
+        operator_group("Any type", "any", &ANY),
+        operator_group("Yes or no", "boolean", &of_type(AttributeType::Boolean)),
+        operator_group("Number", "number", &of_type(AttributeType::Number)),
+        operator_group("Date", "date", &of_type(AttributeType::Date)),
+        operator_group("Text", "string", &of_type(AttributeType::String)),
+        operator_group(
+            "What happened to its mail",
+            "engagement",
+            &ENGAGEMENT_OPERATORS,
+        ),
+    ]
+}
+
+/// What condition rows offer for the account's attributes in `metas`.
+pub(super) fn operator_offer(metas: &[AttributeMeta]) -> OperatorOffer {
+    let kinds = metas
+        .iter()
+        .map(|meta| (meta.slug.clone(), meta.attribute_type.as_str()))
+        .chain(
+            Activity::ALL
+                .iter()
+                .map(|activity| (activity.slug().to_owned(), "engagement")),
+        )
+        .collect();
+    OperatorOffer {
+        groups: operator_groups(),
+        kinds,
+    }
+}
+
+/// The account's attributes the builder suggests and types (the first ones; a row whose
+/// attribute is past them is offered every operator).
+pub(super) fn suggested_attributes(
+    services: &Services,
+    member: &mailroom_app::auth::Member,
+) -> Result<Vec<AttributeMeta>, AppError> {
+    list_attribute_metas(
+        services,
+        member,
+        PageRequest {
+            start: 0,
+            limit: SUGGESTED_SLUGS,
+        },
+    )
 }
 
 /// A condition as a person reads it: "plan is “pro”", "engagement.opened happened in
@@ -821,22 +915,16 @@ pub(super) fn builder_page(
             }
         }
     }
-    let slugs: Vec<String> = list_attribute_metas(
-        services,
-        member,
-        PageRequest {
-            start: 0,
-            limit: SUGGESTED_SLUGS,
-        },
-    )?
-    .into_iter()
-    .map(|meta| meta.slug)
-    .chain(
-        Activity::ALL
-            .iter()
-            .map(|activity| activity.slug().to_owned()),
-    )
-    .collect();
+    let metas = suggested_attributes(services, member)?;
+    let slugs: Vec<String> = metas
+        .iter()
+        .map(|meta| meta.slug.clone())
+        .chain(
+            Activity::ALL
+                .iter()
+                .map(|activity| activity.slug().to_owned()),
+        )
+        .collect();
     let topics: Vec<TopicChoice> = list_topics(
         services,
         member,
@@ -883,7 +971,7 @@ pub(super) fn builder_page(
         minijinja::context! {
             form => form,
             more_rows => (form.rows.len() < MAX_ROWS).then(|| form.rows.len() + 1),
-            operators => builder_operators(),
+            operators => operator_offer(&metas),
             slugs => slugs,
             topics => topics,
             outcome => outcome,
@@ -1179,7 +1267,9 @@ const DRAIN_BYTES: usize = 1024 * 1024;
 mod tests {
     use mailroom_domain::condition::OPERATORS;
 
-    use super::{builder_operators, condition_words, ENGAGEMENT_OPERATORS, OPERATOR_LABELS};
+    use super::{
+        condition_words, operator_groups, operator_label, ENGAGEMENT_OPERATORS, OPERATOR_LABELS,
+    };
     use mailroom_domain::condition::ConditionInput;
 
     fn words(slug: &str, operator: &str, value: Option<serde_json::Value>) -> String {
@@ -1221,9 +1311,14 @@ mod tests {
                 "no words for '{name}'"
             );
         }
-        let offered = builder_operators();
-        assert_eq!(offered.len(), OPERATOR_LABELS.len());
-        assert_eq!(offered[14].value, "s_equal");
-        assert_eq!(offered[14].label, "is (text)");
+        let offered: Vec<&str> = operator_groups()
+            .into_iter()
+            .flat_map(|group| group.operators.into_iter().map(|choice| choice.value))
+            .collect();
+        assert_eq!(offered.len(), OPERATOR_LABELS.len(), "{offered:?}");
+        for (name, _) in OPERATOR_LABELS {
+            assert!(offered.contains(&name), "'{name}' is in no group");
+        }
+        assert_eq!(operator_label("s_equal"), "is (text)");
     }
 }

@@ -20,9 +20,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     blocking, error_page,
-    page_kit::{account_id, account_session, record_ids},
+    page_kit::{account_id, account_layout, account_session, record_ids},
     pages::{day_and_minute, require_session, signed_in_form, CsrfForm},
-    render, Layout,
+    render,
 };
 
 /// How many servers the list shows; accounts have a handful.
@@ -43,15 +43,6 @@ fn member(
         query: "",
     };
     verify_membership(services, &signed_in.actor, account, call)
-}
-
-fn layout<'a>(signed_in: &'a SignedIn, title: &'a str) -> minijinja::Value {
-    minijinja::Value::from_serialize(Layout {
-        title,
-        signed_in: true,
-        csrf: &signed_in.session.csrf_token,
-        section: "accounts",
-    })
 }
 
 #[derive(Debug, Serialize)]
@@ -123,7 +114,7 @@ pub(super) async fn list(req: HttpRequest, path: web::Path<String>) -> HttpRespo
             minijinja::context! {
                 current_account => account.to_string(),
                 servers => servers,
-                ..layout(&signed_in, "Mail servers")
+                ..account_layout(&services, &signed_in, account, "Mail servers", "mail-servers")?
             },
         ))
     })
@@ -238,6 +229,7 @@ struct CheckOutcome {
 
 #[allow(clippy::too_many_arguments)]
 fn form_page(
+    services: &Services,
     signed_in: &SignedIn,
     account: AccountId,
     server: Option<(MailServerId, Option<ServerItem>)>,
@@ -245,7 +237,7 @@ fn form_page(
     status: StatusCode,
     (errors, live_refusal): (&[FieldError], bool),
     check: Option<CheckOutcome>,
-) -> render::Page {
+) -> Result<render::Page, AppError> {
     let (heading, action, health) = match server {
         Some((id, health)) => (
             format!("Mail server {}", form.host),
@@ -258,7 +250,7 @@ fn form_page(
             None,
         ),
     };
-    render::page(
+    Ok(render::page(
         status,
         "mail_server_form.html",
         minijinja::context! {
@@ -271,9 +263,9 @@ fn form_page(
             errors => errors,
             live_refusal => live_refusal,
             check => check,
-            ..layout(signed_in, "Mail server")
+            ..account_layout(services, signed_in, account, "Mail server", "mail-servers")?
         },
-    )
+    ))
 }
 
 /// `GET /console/accounts/{id}/mail-servers/new`.
@@ -284,7 +276,8 @@ pub(super) async fn new_form(req: HttpRequest, path: web::Path<String>) -> HttpR
     };
     blocking(move || {
         member(&services, &signed_in, account, "POST", "")?;
-        Ok(form_page(
+        form_page(
+            &services,
             &signed_in,
             account,
             None,
@@ -292,7 +285,7 @@ pub(super) async fn new_form(req: HttpRequest, path: web::Path<String>) -> HttpR
             StatusCode::OK,
             (&[], false),
             None,
-        ))
+        )
     })
     .await
     .map_or_else(|error| error_page(&error), HttpResponse::from)
@@ -331,6 +324,7 @@ async fn save(
         // for what was never sent to it.
         let refused = |errors: &[FieldError], live: bool| {
             form_page(
+                &services,
                 &signed_in,
                 account,
                 server.map(|id| (id, None)),
@@ -342,17 +336,18 @@ async fn save(
         };
         let input = match form.input() {
             Ok(input) => input,
-            Err(error) => return Ok(refused(&[error], false)),
+            Err(error) => return refused(&[error], false),
         };
         if let Err(errors) = input.clone().parse() {
-            return Ok(refused(&errors.0, false));
+            return refused(&errors.0, false);
         }
         let saved = match server {
             Some(id) => update_mail_server(&services, &member, id, input),
             None => create_mail_server(&services, &member, input),
         };
         match saved {
-            Ok(saved) => Ok(form_page(
+            Ok(saved) => form_page(
+                &services,
                 &signed_in,
                 account,
                 Some((
@@ -367,13 +362,13 @@ async fn save(
                     warnings: saved.warnings,
                     in_clear: saved.credentials_sent_in_clear,
                 }),
-            )),
+            ),
             Err(AppError::Invalid(errors)) => {
                 let live = errors
                     .0
                     .iter()
                     .all(|error| error.field != "defaultFromEmail");
-                Ok(refused(&errors.0, live))
+                refused(&errors.0, live)
             }
             Err(other) => Err(other),
         }
@@ -413,7 +408,8 @@ pub(super) async fn edit_form(req: HttpRequest, path: web::Path<(String, String)
     blocking(move || {
         let member = member(&services, &signed_in, account, "GET", &format!("/{server}"))?;
         let found = get_mail_server(&services, &member, server)?;
-        Ok(form_page(
+        form_page(
+            &services,
             &signed_in,
             account,
             Some((server, Some(ServerItem::from(found.clone())))),
@@ -421,7 +417,7 @@ pub(super) async fn edit_form(req: HttpRequest, path: web::Path<(String, String)
             StatusCode::OK,
             (&[], false),
             None,
-        ))
+        )
     })
     .await
     .map_or_else(|error| error_page(&error), HttpResponse::from)

@@ -22,9 +22,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     blocking, error_page,
-    page_kit::{account_form, account_session, record_form, record_ids},
+    page_kit::{account_form, account_layout, account_session, record_form, record_ids},
     pages::{day_and_minute, require_session, CsrfForm},
-    render, Layout,
+    render,
 };
 use mailroom_app::console::SignedIn;
 
@@ -98,15 +98,6 @@ struct TemplateItem {
     updated_at: String,
 }
 
-fn layout<'a>(signed_in: &'a SignedIn, title: &'a str) -> minijinja::Value {
-    minijinja::Value::from_serialize(Layout {
-        title,
-        signed_in: true,
-        csrf: &signed_in.session.csrf_token,
-        section: "accounts",
-    })
-}
-
 /// `GET /console/accounts/{id}/templates`.
 pub(super) async fn list(req: HttpRequest, path: web::Path<String>) -> HttpResponse {
     let (services, signed_in, account) = match account_session(&req, &path).await {
@@ -141,7 +132,7 @@ pub(super) async fn list(req: HttpRequest, path: web::Path<String>) -> HttpRespo
                 current_account => account.to_string(),
                 templates => templates,
                 more => more,
-                ..layout(&signed_in, "Templates")
+                ..account_layout(&services, &signed_in, account, "Templates", "templates")?
             },
         ))
     })
@@ -150,6 +141,7 @@ pub(super) async fn list(req: HttpRequest, path: web::Path<String>) -> HttpRespo
 }
 
 fn form_page(
+    services: &Services,
     signed_in: &SignedIn,
     account: AccountId,
     template: Option<TemplateId>,
@@ -157,8 +149,9 @@ fn form_page(
     status: StatusCode,
     errors: &[FieldError],
     saved: bool,
-) -> render::Page {
+) -> Result<render::Page, AppError> {
     form_page_with(
+        services,
         signed_in,
         account,
         template,
@@ -187,6 +180,7 @@ struct SampleView {
 
 #[allow(clippy::too_many_arguments)]
 fn form_page_with(
+    services: &Services,
     signed_in: &SignedIn,
     account: AccountId,
     template: Option<TemplateId>,
@@ -195,7 +189,7 @@ fn form_page_with(
     errors: &[FieldError],
     saved: bool,
     sample: &SampleView,
-) -> render::Page {
+) -> Result<render::Page, AppError> {
     let (heading, action, preview_src) = match template {
         Some(id) => (
             format!("Template “{}”", form.name),
@@ -211,7 +205,7 @@ fn form_page_with(
             None,
         ),
     };
-    render::page(
+    Ok(render::page(
         status,
         "template_form.html",
         minijinja::context! {
@@ -223,9 +217,9 @@ fn form_page_with(
             errors => errors,
             saved => saved,
             sample => sample,
-            ..layout(signed_in, "Template")
+            ..account_layout(services, signed_in, account, "Template", "templates")?
         },
-    )
+    ))
 }
 
 /// `GET /console/accounts/{id}/templates/new`.
@@ -237,7 +231,8 @@ pub(super) async fn new_form(req: HttpRequest, path: web::Path<String>) -> HttpR
     blocking(move || {
         member(&services, &signed_in, account, "POST", "")?;
         let form = TemplateForm::default();
-        Ok(form_page(
+        form_page(
+            &services,
             &signed_in,
             account,
             None,
@@ -245,7 +240,7 @@ pub(super) async fn new_form(req: HttpRequest, path: web::Path<String>) -> HttpR
             StatusCode::OK,
             &[],
             false,
-        ))
+        )
     })
     .await
     .map_or_else(|error| error_page(&error), HttpResponse::from)
@@ -267,6 +262,7 @@ pub(super) async fn create(
         match create_template(&services, &member, form.input()) {
             Ok(template) => Ok(Ok(template.id)),
             Err(AppError::Invalid(errors)) => Ok(Err(form_page(
+                &services,
                 &signed_in,
                 account,
                 None,
@@ -274,7 +270,7 @@ pub(super) async fn create(
                 StatusCode::BAD_REQUEST,
                 &errors.0,
                 false,
-            ))),
+            )?)),
             Err(other) => Err(other),
         }
     })
@@ -417,7 +413,8 @@ pub(super) async fn edit_form(
             content_type: stored.content_type.as_str().to_owned(),
         };
         let sample = sample_view(&services, &member, template, &query)?;
-        Ok(form_page_with(
+        form_page_with(
+            &services,
             &signed_in,
             account,
             Some(template),
@@ -426,7 +423,7 @@ pub(super) async fn edit_form(
             &[],
             saved,
             &sample,
-        ))
+        )
     })
     .await
     .map_or_else(|error| error_page(&error), HttpResponse::from)
@@ -456,6 +453,7 @@ pub(super) async fn update(
         match update_template(&services, &member, template, form.input()) {
             Ok(_) => Ok(None),
             Err(AppError::Invalid(errors)) => Ok(Some(form_page(
+                &services,
                 &signed_in,
                 account,
                 Some(template),
@@ -463,7 +461,7 @@ pub(super) async fn update(
                 StatusCode::BAD_REQUEST,
                 &errors.0,
                 false,
-            ))),
+            )?)),
             Err(other) => Err(other),
         }
     })
@@ -607,6 +605,7 @@ pub(super) async fn send_test(
                     content_type: stored.content_type.as_str().to_owned(),
                 };
                 return Ok(Err(form_page_with(
+                    &services,
                     &signed_in,
                     account,
                     Some(template),
@@ -615,7 +614,7 @@ pub(super) async fn send_test(
                     &[],
                     false,
                     &view,
-                )));
+                )?));
             }
         };
         let queued = test_send(&services, &member, template, &email, serde_json::Map::new())?;
