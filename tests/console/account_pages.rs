@@ -275,7 +275,10 @@ async fn import_segment_contacts_settings_and_logs() {
     // The number attribute's row offers number operators only; an operator that does
     // not fit it (a link or an older page can still ask for one) is kept on its row and
     // is a listed error, not a failure.
-    assert_eq!(browser.count("#c1-operator option[value=contains]").await, 0);
+    assert_eq!(
+        browser.count("#c1-operator option[value=contains]").await,
+        0
+    );
     browser
         .goto(&format!(
             "{base}/contacts/segment?rows=2&c0_slug=plan&c0_operator=s_equal&c0_value=pro\

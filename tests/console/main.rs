@@ -165,21 +165,83 @@ async fn sign_in_with_a_token_shows_only_the_members_accounts() {
     assert!(!text.contains("Eve's secret shop"), "{text}");
     assert_eq!(browser.count("[data-testid=switcher] a").await, 1);
 
+    // A new account: what to do first, and no empty chart.
+    browser
+        .goto(&format!("{}/console/accounts/{own}", app.address))
+        .await;
+    let checklist = browser
+        .find("[data-testid=checklist]")
+        .await
+        .text()
+        .await
+        .expect("checklist");
+    assert!(
+        checklist.contains("To do: Add the mail server that sends your mail"),
+        "{checklist}"
+    );
+    assert!(checklist.contains("To do: Add contacts"), "{checklist}");
+    assert!(checklist.contains("Done: Write a template"), "{checklist}");
+    assert_eq!(browser.count("[data-testid=chart-empty]").await, 1);
+    assert_eq!(browser.count("svg[role=img]").await, 0);
+    assert_eq!(browser.count("[data-testid=rates]").await, 0);
+    browser.check_screen("dashboard-first-run").await;
+
     fill_dashboard(&app, &token, &own).await;
+    // A hard bounce is among the last failures too.
+    app.database
+        .connection()
+        .batch_execute(&format!(
+            "UPDATE messages SET status = 'bounced', attempts = 1, next_attempt_at = NULL,
+                    last_reply = '550 5.1.1 <grace@example.org>: no such user'
+              WHERE account_id = '{own}' AND email = 'grace@example.org'"
+        ))
+        .expect("a bounce");
     browser
         .goto(&format!("{}/console/accounts/{own}", app.address))
         .await;
     let heading = browser.find("h1").await.text().await.expect("heading");
     assert!(heading.contains("Ada's shop"), "{heading}");
     let queued = browser.find("[data-testid=queue-depth]").await;
-    assert_eq!(queued.text().await.expect("queue depth"), "1");
+    assert_eq!(queued.text().await.expect("queue depth"), "0");
     let text = browser.text().await;
     assert!(
         text.contains("554 5.7.1 <linus@example.org>: Relay access denied"),
         "{text}"
     );
-    // 40 + 39 + … + 20 sent over the 21 days written.
+    assert!(
+        text.contains("550 5.1.1 <grace@example.org>: no such user"),
+        "{text}"
+    );
+    // 40 + 39 + … + 20 sent over the 21 days written, 2 × (0 + 1 + … + 20) opened.
     assert!(text.contains("Sent: 630"), "{text}");
+    let rates = browser
+        .find("[data-testid=rates]")
+        .await
+        .text()
+        .await
+        .expect("rates");
+    assert!(rates.contains("opened 66.7 %"), "{rates}");
+    assert_eq!(
+        browser
+            .find("[data-testid=contact-count]")
+            .await
+            .text()
+            .await
+            .expect("contacts"),
+        "2"
+    );
+    let checklist = browser
+        .find("[data-testid=checklist]")
+        .await
+        .text()
+        .await
+        .expect("checklist");
+    assert!(checklist.contains("Done: Add contacts"), "{checklist}");
+    assert!(checklist.contains("Done: Send"), "{checklist}");
+    assert!(
+        checklist.contains("To do: Add the mail server"),
+        "{checklist}"
+    );
     assert_eq!(browser.count("svg[role=img] polyline").await, 6);
     browser.check_screen("dashboard").await;
 

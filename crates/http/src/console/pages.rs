@@ -10,7 +10,10 @@ use mailroom_app::{
     },
     auth::{verify_membership, RouteCall},
     console::{self, SignedIn},
+    contacts::count_contacts,
+    mail_servers::count_mail_servers,
     messages::{count_messages, list_messages, message_stats},
+    templates::count_templates,
     tokens::{
         issue_token_as, list_tokens, revoke_token as revoke_token_use_case, IssueTokenRequest,
     },
@@ -18,7 +21,8 @@ use mailroom_app::{
 };
 use mailroom_domain::{
     console::{ConsoleSecret, SESSION_LIFETIME},
-    message::{MessageFilter, MessageOrder, MessageStatus},
+    contact::ContactQuery,
+    message::{DailyStats, MessageFilter, MessageOrder, MessageStatus, StatsCounter},
     paging::PageRequest,
     token::{RawToken, TokenHash},
     AccountId, ConsoleSessionId, Timestamp, TokenId,
@@ -594,6 +598,103 @@ struct FailureItem {
     reply: String,
 }
 
+/// One step of the dashboard's first-run checklist.
+#[derive(Debug, Serialize)]
+struct ChecklistStep {
+    label: &'static str,
+    href: String,
+    done: bool,
+    /// Where the account stands on it ("2 contacts", "no mail server yet").
+    detail: String,
+}
+
+/// The steps from a new account to its first send: a mail server, a template, contacts,
+/// then mail. `sent` counts the last 30 days (the stats the dashboard has read).
+fn checklist(
+    account: AccountId,
+    (servers, templates, contacts): (u64, u64, u64),
+    sent: u64,
+    queued: u64,
+) -> Vec<ChecklistStep> {
+    let base = format!("/console/accounts/{account}");
+    let counted = |n: u64, one: &str, many: &str| {
+        if n == 1 {
+            format!("1 {one}")
+        } else {
+            format!("{n} {many}")
+        }
+    };
+    vec![
+        ChecklistStep {
+            label: "Add the mail server that sends your mail",
+            href: format!("{base}/mail-servers/new"),
+            done: servers > 0,
+            detail: if servers > 0 {
+                counted(servers, "mail server", "mail servers")
+            } else {
+                "no mail server yet: nothing can be sent".to_owned()
+            },
+        },
+        ChecklistStep {
+            label: "Write a template (the starter ones are there to edit)",
+            href: format!("{base}/templates"),
+            done: templates > 0,
+            detail: counted(templates, "template", "templates"),
+        },
+        ChecklistStep {
+            label: "Add contacts, or import them from a CSV file",
+            href: format!("{base}/contacts/import"),
+            done: contacts > 0,
+            detail: counted(contacts, "contact", "contacts"),
+        },
+        ChecklistStep {
+            label: "Send an announcement, or your product's first transactional email",
+            href: format!("{base}/announcements/new"),
+            done: sent > 0 || queued > 0,
+            detail: if sent > 0 {
+                format!(
+                    "{} in the last 30 days",
+                    counted(sent, "message sent", "messages sent")
+                )
+            } else if queued > 0 {
+                counted(
+                    queued,
+                    "message waiting to be sent",
+                    "messages waiting to be sent",
+                )
+            } else {
+                "nothing sent in the last 30 days".to_owned()
+            },
+        },
+    ]
+}
+
+/// The last 30 days' rates, each a share of the messages sent; `None` with none sent.
+#[derive(Debug, Serialize)]
+struct Rates {
+    opened: String,
+    clicked: String,
+    bounced: String,
+    complained: String,
+}
+
+fn rates(stats: &[DailyStats]) -> Option<Rates> {
+    let total = |counter: StatsCounter| stats.iter().map(|day| day.get(counter)).sum::<u64>();
+    let sent = total(StatsCounter::Sent);
+    if sent == 0 {
+        return None;
+    }
+    #[allow(clippy::cast_precision_loss)] // Counts far below 2^52.
+    let share =
+        |counter: StatsCounter| format!("{:.1} %", total(counter) as f64 * 100.0 / sent as f64);
+    Some(Rates {
+        opened: share(StatsCounter::Opened),
+        clicked: share(StatsCounter::Clicked),
+        bounced: share(StatsCounter::Bounced),
+        complained: share(StatsCounter::Complained),
+    })
+}
+
 /// `GET /console/accounts/{id}`: the dashboard of one account the user is a member of.
 pub(super) async fn dashboard(req: HttpRequest, account_id: web::Path<String>) -> HttpResponse {
     unwrap(
@@ -641,6 +742,19 @@ pub(super) async fn dashboard(req: HttpRequest, account_id: web::Path<String>) -
                 }
                 failures.sort_by_key(|message| std::cmp::Reverse(message.updated_at));
                 failures.truncate(LAST_FAILURES as usize);
+                let sent: u64 = stats.iter().map(|day| day.get(StatsCounter::Sent)).sum();
+                let contacts = count_contacts(&services, &member, &ContactQuery::default())?;
+                let steps = checklist(
+                    account,
+                    (
+                        count_mail_servers(&services, &member)?,
+                        count_templates(&services, &member)?,
+                        contacts,
+                    ),
+                    sent,
+                    queued,
+                );
+                let first_run = steps.iter().any(|step| !step.done).then_some(steps);
                 let switcher = account_items(&services, &signed_in)?;
                 let failures: Vec<FailureItem> = failures
                     .into_iter()
@@ -671,6 +785,9 @@ pub(super) async fn dashboard(req: HttpRequest, account_id: web::Path<String>) -
                             chart => minijinja::Value::from_serialize(render::Chart::new(&stats)),
                             queued => queued,
                             failures => failures,
+                            checklist => first_run,
+                            contacts => contacts,
+                            rates => rates(&stats),
                         }
                     },
                 ))
