@@ -215,7 +215,26 @@ async fn a_mail_server_is_checked_live_and_an_announcement_is_watched_until_comp
     browser.check_screen("announcement-new").await;
     browser.click("form[action$='/announcements'] button").await;
     let text = browser.text().await;
-    assert!(text.contains("The announcement was not sent"), "{text}");
+    assert!(
+        text.contains("The announcement cannot be sent yet"),
+        "{text}"
+    );
+    // Each error is on its field, in the form's words, never the API's field names.
+    assert_eq!(
+        attribute(&browser, "#announcement-name", "aria-invalid")
+            .await
+            .as_deref(),
+        Some("true")
+    );
+    assert_eq!(
+        attribute(&browser, "#announcement-template", "aria-invalid")
+            .await
+            .as_deref(),
+        Some("true")
+    );
+    assert!(text.contains("Template: "), "{text}");
+    assert!(!text.contains("templateId"), "{text}");
+    browser.check_screen("announcement-errors").await;
     browser.fill("#announcement-name", "Launch day").await;
     let option = browser
         .client
@@ -244,6 +263,58 @@ async fn a_mail_server_is_checked_live_and_an_announcement_is_watched_until_comp
         .expect("choose");
     browser.fill("#c0-value", "PRO").await;
     browser.click("form[action$='/announcements'] button").await;
+
+    // The review: how many, the mail as the first of them receives it, what it lacks.
+    assert_eq!(text_of(&browser, "[data-testid='review-count']").await, "3");
+    assert_eq!(
+        text_of(&browser, "[data-testid='review-subject']").await,
+        "We launched"
+    );
+    assert!(text_of(&browser, "[data-testid='review-audience']")
+        .await
+        .contains("plan is “PRO”"));
+    let warnings = text_of(&browser, "[data-testid='review-warnings']").await;
+    assert!(warnings.contains("no unsubscribe link"), "{warnings}");
+    assert!(warnings.contains("no text part"), "{warnings}");
+    assert_eq!(smtp.messages().len(), 0, "nothing is sent by a review");
+    browser.check_screen("announcement-review").await;
+    // A test to an address that is not one is refused on its field; then one to Ada.
+    browser.fill("#review-test-email", "not an address").await;
+    browser.click("button[formaction$='action=test']").await;
+    assert_eq!(
+        text_of(&browser, "#review-test-email-error").await,
+        "Is not an email address."
+    );
+    browser
+        .find("#review-test-email")
+        .await
+        .clear()
+        .await
+        .expect("clear");
+    browser.fill("#review-test-email", "ada@example.com").await;
+    browser.click("button[formaction$='action=test']").await;
+    assert!(text_of(&browser, "[data-testid='review-notice']")
+        .await
+        .contains("A test was queued to ada@example.com"));
+    let tests = expect_json(
+        app.get(&format!("/v2/accounts/{account}/messages"), &token)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(tests["items"].as_array().expect("items").len(), 1);
+    assert_eq!(tests["items"][0]["test"], true);
+    assert_eq!(tests["items"][0]["email"], "ada@example.com");
+    // The text part, written from the HTML: the warning goes, the text shows.
+    browser.click("button[formaction$='action=text']").await;
+    assert!(text_of(&browser, "[data-testid='review-text']")
+        .await
+        .contains("Hello reader"));
+    let warnings = text_of(&browser, "[data-testid='review-warnings']").await;
+    assert!(!warnings.contains("no text part"), "{warnings}");
+    assert_eq!(browser.count("button[formaction$='action=text']").await, 0);
+    // The draft went through every step unchanged: send it.
+    browser.click("[data-testid='review-send']").await;
     assert!(browser
         .path()
         .await
@@ -294,23 +365,20 @@ async fn a_mail_server_is_checked_live_and_an_announcement_is_watched_until_comp
             .expect("sent"),
         "3"
     );
-    assert_eq!(smtp.messages().len(), 3);
+    // The three of the announcement, and the test.
+    assert_eq!(smtp.messages().len(), 4);
     browser.check_screen("announcement-completed").await;
     // Its page names what it sends and to whom, in words.
-    let text_of = |css: &'static str| {
-        let browser = &browser;
-        async move { browser.find(css).await.text().await.expect("text") }
-    };
     assert_eq!(
-        text_of("[data-testid='announcement-template']").await,
+        text_of(&browser, "[data-testid='announcement-template']").await,
         "Launch (launch)"
     );
     assert_eq!(
-        text_of("[data-testid='announcement-topic']").await,
+        text_of(&browser, "[data-testid='announcement-topic']").await,
         "Product news"
     );
     assert_eq!(
-        text_of("[data-testid='announcement-conditions']").await,
+        text_of(&browser, "[data-testid='announcement-conditions']").await,
         "plan is “PRO”"
     );
 
@@ -345,7 +413,16 @@ async fn a_mail_server_is_checked_live_and_an_announcement_is_watched_until_comp
     };
     let log = expect_json(
         app.get(
-            &format!("/v2/accounts/{account}/messages?order=newest"),
+            &format!(
+                "/v2/accounts/{account}/messages?order=newest&announcementId={}",
+                browser
+                    .find("#messages-announcement option:checked")
+                    .await
+                    .attr("value")
+                    .await
+                    .expect("value")
+                    .expect("the announcement's id")
+            ),
             &token,
         )
         .await,
@@ -363,16 +440,19 @@ async fn a_mail_server_is_checked_live_and_an_announcement_is_watched_until_comp
 
     // One message: its names, its content as it renders and its timeline.
     browser.click("[data-testid='message-row'] td a").await;
-    assert_eq!(text_of("[data-testid='message-template']").await, "Launch");
     assert_eq!(
-        text_of("[data-testid='message-announcement']").await,
+        text_of(&browser, "[data-testid='message-template']").await,
+        "Launch"
+    );
+    assert_eq!(
+        text_of(&browser, "[data-testid='message-announcement']").await,
         "Launch day"
     );
     assert_eq!(
-        text_of("[data-testid='message-subject']").await,
+        text_of(&browser, "[data-testid='message-subject']").await,
         "We launched"
     );
-    let timeline = text_of("[data-testid='message-timeline']").await;
+    let timeline = text_of(&browser, "[data-testid='message-timeline']").await;
     assert!(timeline.contains("Queued"), "{timeline}");
     assert!(
         timeline.contains("Sent after 1 attempt(s): 250"),
@@ -414,7 +494,7 @@ async fn a_mail_server_is_checked_live_and_an_announcement_is_watched_until_comp
         Some("true")
     );
     assert_eq!(
-        text_of("#messages-email-error").await,
+        text_of(&browser, "#messages-email-error").await,
         "Is not an email address."
     );
     assert!(browser
@@ -831,4 +911,8 @@ async fn consoleapi_page_times() {
             times.len()
         );
     }
+}
+
+async fn text_of(browser: &Browser, css: &str) -> String {
+    browser.find(css).await.text().await.expect("text")
 }

@@ -1,12 +1,17 @@
 use mailroom_domain::{
-    announcement::{Announcement, AnnouncementAudience, AnnouncementInput, AnnouncementStatus},
-    AnnouncementId,
+    announcement::{
+        Announcement, AnnouncementAudience, AnnouncementInput, AnnouncementStatus, NewAnnouncement,
+    },
+    condition::{AudienceDefinition, Segment},
+    saved_segment::SavedSegment,
+    template::Template,
+    AccountId, AnnouncementId, Timestamp,
 };
 
 use crate::{
     auth::Member,
     contacts::{audience_segment, SearchRequest},
-    ports::in_transaction,
+    ports::{in_transaction, UnitOfWork},
     AppError, Services,
 };
 
@@ -30,20 +35,13 @@ pub fn create_announcement(
     let now = services.clock.now();
     let id = AnnouncementId::from_uuid(services.ids.next_uuid());
     in_transaction(services.db.as_ref(), |tx| {
-        let template = tx.find_template(account, new.template_id)?.ok_or_else(|| {
-            AppError::invalid("templateId", "must be the id of a template of this account")
-        })?;
-        let (definition, segment_id) = match &new.audience {
-            AnnouncementAudience::Given(definition) => (definition.clone(), None),
-            AnnouncementAudience::Segment(segment) => {
-                let saved = tx.find_saved_segment(account, *segment)?.ok_or_else(|| {
-                    AppError::invalid("segmentId", "must be the id of a segment of this account")
-                })?;
-                (saved.definition, Some(saved.id))
-            }
-        };
-        // The same check as a search's: the topic is the account's, the conditions fit.
-        audience_segment(tx, account, &SearchRequest::of(&definition), now)?;
+        let Resolved {
+            template,
+            definition,
+            segment,
+            ..
+        } = resolve(tx, account, &new, now)?;
+        let segment_id = segment.map(|saved| saved.id);
         let announcement = Announcement {
             id,
             name: new.name.clone(),
@@ -63,5 +61,48 @@ pub fn create_announcement(
         };
         tx.insert_announcement(account, &announcement)?;
         Ok(announcement)
+    })
+}
+
+/// What an announcement's fields name, checked: its template, its audience (a segment's
+/// definition copied, or the one given) and the segment, and the audience as the search
+/// that selects it.
+pub(super) struct Resolved {
+    pub(super) template: Template,
+    pub(super) definition: AudienceDefinition,
+    pub(super) segment: Option<SavedSegment>,
+    pub(super) search: Segment,
+}
+
+/// The checks a create makes of `new`, shared with the review of a draft.
+///
+/// # Errors
+/// [`AppError::Invalid`] naming a `templateId`, `topicId` or `segmentId` the account does
+/// not have, or a condition that does not fit the account's attributes.
+pub(super) fn resolve(
+    tx: &mut dyn UnitOfWork,
+    account: AccountId,
+    new: &NewAnnouncement,
+    now: Timestamp,
+) -> Result<Resolved, AppError> {
+    let template = tx.find_template(account, new.template_id)?.ok_or_else(|| {
+        AppError::invalid("templateId", "must be the id of a template of this account")
+    })?;
+    let (definition, segment) = match &new.audience {
+        AnnouncementAudience::Given(definition) => (definition.clone(), None),
+        AnnouncementAudience::Segment(segment) => {
+            let saved = tx.find_saved_segment(account, *segment)?.ok_or_else(|| {
+                AppError::invalid("segmentId", "must be the id of a segment of this account")
+            })?;
+            (saved.definition.clone(), Some(saved))
+        }
+    };
+    // The same check as a search's: the topic is the account's, the conditions fit.
+    let search = audience_segment(tx, account, &SearchRequest::of(&definition), now)?;
+    Ok(Resolved {
+        template,
+        definition,
+        segment,
+        search,
     })
 }

@@ -7,8 +7,10 @@ mod create_announcement;
 mod expand;
 mod get_announcement;
 mod list_announcements;
+mod review_announcement;
 
 pub use create_announcement::create_announcement;
 pub use expand::{complete_finished, expand_next_batch, ExpansionBatch};
 pub use get_announcement::{get_announcement, get_announcement_progress};
 pub use list_announcements::{count_announcements, list_announcements};
+pub use review_announcement::{review_announcement, AnnouncementReview};

@@ -8,6 +8,7 @@ mod list_templates;
 mod preview_slots;
 mod preview_template;
 mod test_send;
+mod text_part;
 mod update_template;
 
 pub use count_templates::count_templates;
@@ -20,6 +21,7 @@ pub use preview_slots::{
 };
 pub use preview_template::{preview_draft, preview_template, PreviewRequest, PREVIEW_ADDRESS};
 pub use test_send::test_send;
+pub use text_part::{fill_text_part, text_from_html};
 pub use update_template::update_template;
 
 use mailroom_domain::{template::Template, AccountId, ValidationErrors};

@@ -22,11 +22,13 @@ use mailroom_domain::{
 use serde::{Deserialize, Serialize};
 
 use super::{
+    announcement_review::{review_page, Step},
     blocking,
     contact_pages::{condition_words, operator_offer, suggested_attributes, ConditionRow},
     error_page,
     page_kit::{
-        account_id, account_layout, record_ids, template_choices, topic_choices, unless_gone,
+        account_id, account_layout, record_ids, segment_choices, template_choices, topic_choices,
+        unless_gone, FormErrors, FormField,
     },
     pages::{day_and_minute, require_session, see_other, signed_in_form, CsrfForm},
     render,
@@ -121,8 +123,11 @@ pub(super) struct AnnouncementForm {
     template_id: String,
     #[serde(default)]
     topic_id: String,
-    /// A checkbox: present (any value) when ticked.
+    /// A saved segment, which stands for the topic, the checkbox and the rows.
     #[serde(default)]
+    segment_id: String,
+    /// A checkbox: present (any value) when ticked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     include_unsubscribed: Option<String>,
     /// The audience conditions, as the segment builder names them: [`CONDITION_ROWS`]
     /// rows of attribute, operator and value; a row without an attribute is left out.
@@ -144,7 +149,42 @@ pub(super) struct AnnouncementForm {
     c2_operator: String,
     #[serde(default)]
     c2_value: String,
+    /// The review step's address for a test send (not carried between steps).
+    #[serde(default, skip_serializing)]
+    pub(super) test_email: String,
+    /// `yes` from the review step's send button: the only post that creates and starts.
+    #[serde(default, skip_serializing)]
+    confirmed: Option<String>,
 }
+
+/// The announcement form's fields, by the API's names for them.
+const ANNOUNCEMENT_FIELDS: &[FormField] = &[
+    FormField {
+        api: "name",
+        name: "name",
+        label: "Name",
+    },
+    FormField {
+        api: "templateId",
+        name: "template_id",
+        label: "Template",
+    },
+    FormField {
+        api: "topicId",
+        name: "topic_id",
+        label: "Topic",
+    },
+    FormField {
+        api: "segmentId",
+        name: "segment_id",
+        label: "Saved segment",
+    },
+    FormField {
+        api: "attributes",
+        name: "attributes",
+        label: "Audience conditions",
+    },
+];
 
 /// How many audience condition rows the form offers (the API takes more: docs/console.md).
 const CONDITION_ROWS: usize = 3;
@@ -156,16 +196,35 @@ impl CsrfForm for AnnouncementForm {
 }
 
 impl AnnouncementForm {
-    fn input(&self) -> AnnouncementInput {
+    /// The draft as the create use case reads it.
+    pub(super) fn input(&self) -> AnnouncementInput {
         let chosen = |value: &str| Some(value.trim().to_owned()).filter(|value| !value.is_empty());
-        AnnouncementInput {
-            name: Some(self.name.clone()),
-            template_id: chosen(&self.template_id),
-            topic_id: chosen(&self.topic_id),
-            include_unsubscribed: Some(self.include_unsubscribed.is_some()),
-            attributes: Some(self.rows().iter().filter_map(ConditionRow::input).collect()),
-            segment_id: None,
+        match chosen(&self.segment_id) {
+            // The segment stands for the audience fields; the form's are left out.
+            Some(segment) => AnnouncementInput {
+                name: Some(self.name.clone()),
+                template_id: chosen(&self.template_id),
+                segment_id: Some(segment),
+                ..AnnouncementInput::default()
+            },
+            None => AnnouncementInput {
+                name: Some(self.name.clone()),
+                template_id: chosen(&self.template_id),
+                topic_id: chosen(&self.topic_id),
+                include_unsubscribed: Some(self.include_unsubscribed.is_some()),
+                attributes: Some(self.rows().iter().filter_map(ConditionRow::input).collect()),
+                segment_id: None,
+            },
         }
+    }
+
+    /// Every field the review step carries, as hidden inputs, so its buttons post the
+    /// same draft again.
+    pub(super) fn carried(&self) -> Vec<(String, String)> {
+        serde_urlencoded::to_string(self)
+            .ok()
+            .and_then(|query| serde_urlencoded::from_str(&query).ok())
+            .unwrap_or_default()
     }
 
     fn rows(&self) -> [ConditionRow; CONDITION_ROWS] {
@@ -178,7 +237,7 @@ impl AnnouncementForm {
     }
 }
 
-fn form_page(
+pub(super) fn form_page(
     services: &Services,
     member: &Member,
     signed_in: &SignedIn,
@@ -189,6 +248,7 @@ fn form_page(
 ) -> Result<render::Page, AppError> {
     let templates = template_choices(services, member)?;
     let topics = topic_choices(services, member)?;
+    let segments = segment_choices(services, member)?;
     let attributes = suggested_attributes(services, member)?;
     Ok(render::page(
         status,
@@ -201,7 +261,8 @@ fn form_page(
             operators => operator_offer(&attributes),
             templates => templates,
             topics => topics,
-            errors => errors,
+            segments => segments,
+            errors => FormErrors::new(errors, ANNOUNCEMENT_FIELDS),
             ..account_layout(services, signed_in, account, "New announcement", "announcements")?
         },
     ))
@@ -233,10 +294,22 @@ pub(super) async fn new_form(req: HttpRequest, path: web::Path<String>) -> HttpR
     .map_or_else(|error| error_page(&error), HttpResponse::from)
 }
 
-/// `POST /console/accounts/{id}/announcements`: creates and starts it, then shows it.
+/// Which button of the draft's review posted it.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct DraftAction {
+    #[serde(default)]
+    action: Option<String>,
+}
+
+/// `POST /console/accounts/{id}/announcements`: the announcement flow. The form posts the
+/// draft here and gets its review (`announcement_review`); the review's buttons post it
+/// again to send a test (`?action=test`), write the template's text part
+/// (`?action=text`) or go back to the form (`?action=edit`); only its send button
+/// (`confirmed=yes`) creates and starts the announcement, then shows it.
 pub(super) async fn create(
     req: HttpRequest,
     path: web::Path<String>,
+    query: web::Query<DraftAction>,
     body: web::Bytes,
 ) -> HttpResponse {
     let (services, signed_in, form) = match signed_in_form::<AnnouncementForm>(&req, &body).await {
@@ -247,20 +320,39 @@ pub(super) async fn create(
         Ok(account) => account,
         Err(response) => return response,
     };
+    let action = query.into_inner().action;
     let outcome = blocking(move || {
         let member = member(&services, &signed_in, account, "POST", "")?;
-        match create_announcement(&services, &member, form.input()) {
-            Ok(created) => Ok(Ok(created.id)),
-            Err(AppError::Invalid(errors)) => Ok(Err(form_page(
+        let step = Step {
+            services: &services,
+            member: &member,
+            signed_in: &signed_in,
+            account,
+        };
+        match (action.as_deref(), form.confirmed.as_deref()) {
+            (Some("edit"), _) => Ok(Err(form_page(
                 &services,
                 &member,
                 &signed_in,
                 account,
                 &form,
-                StatusCode::BAD_REQUEST,
-                &errors.0,
+                StatusCode::OK,
+                &[],
             )?)),
-            Err(other) => Err(other),
+            (None, Some("yes")) => match create_announcement(&services, &member, form.input()) {
+                Ok(created) => Ok(Ok(created.id)),
+                Err(AppError::Invalid(errors)) => Ok(Err(form_page(
+                    &services,
+                    &member,
+                    &signed_in,
+                    account,
+                    &form,
+                    StatusCode::BAD_REQUEST,
+                    &errors.0,
+                )?)),
+                Err(other) => Err(other),
+            },
+            (action, _) => Ok(Err(review_page(&step, &form, action)?)),
         }
     })
     .await;

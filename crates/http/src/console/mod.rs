@@ -14,6 +14,7 @@
 #![allow(clippy::result_large_err)]
 
 mod announcement_pages;
+mod announcement_review;
 mod mail_server_pages;
 mod pages;
 mod render;

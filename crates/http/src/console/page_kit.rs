@@ -7,6 +7,7 @@ use mailroom_app::{
     announcements::list_announcements,
     auth::{verify_membership, Member, RouteCall},
     console::SignedIn,
+    segments::list_segments,
     templates::list_templates,
     topics::list_topics,
     AppError, Services,
@@ -67,6 +68,20 @@ pub(super) fn topic_choices(services: &Services, member: &Member) -> Result<Vec<
         .collect())
 }
 
+/// The account's first [`CHOICES`] saved segments, by name.
+pub(super) fn segment_choices(
+    services: &Services,
+    member: &Member,
+) -> Result<Vec<Choice>, AppError> {
+    Ok(list_segments(services, member, CHOICES)?
+        .into_iter()
+        .map(|segment| Choice {
+            id: segment.id.to_string(),
+            label: segment.name,
+        })
+        .collect())
+}
+
 /// The account's first [`CHOICES`] announcements, by name.
 pub(super) fn announcement_choices(
     services: &Services,
@@ -102,17 +117,33 @@ pub(super) struct FormErrors {
 }
 
 impl FormErrors {
-    /// `errors` (as the use cases name their fields) on the fields of `form`. An error of
-    /// a field the form does not have (or of the whole request) is in the summary only,
-    /// without the API's name for it.
+    /// `errors` (as the use cases name their fields) on the fields of `form`. A field of a
+    /// list (`attributes[1].value`) is its list's, and says its row ("Audience conditions,
+    /// row 2: …"). An error of a field the form does not have (or of the whole request)
+    /// is in the summary only, without the API's name for it.
     pub(super) fn new(errors: &[FieldError], form: &[FormField]) -> Self {
         let mut said = Self::default();
         for error in errors {
             let message = sentence(&error.message);
-            match form.iter().find(|field| field.api == error.field) {
-                Some(field) => {
+            let found = form.iter().find_map(|field| {
+                let rest = error.field.strip_prefix(field.api)?;
+                if rest.is_empty() {
+                    return Some((field, None));
+                }
+                let index: usize = rest.strip_prefix('[')?.split(']').next()?.parse().ok()?;
+                Some((field, Some(index + 1)))
+            });
+            match found {
+                Some((field, None)) => {
                     said.summary.push(format!("{}: {message}", field.label));
                     said.on.entry(field.name).or_insert(message);
+                }
+                Some((field, Some(row))) => {
+                    said.summary
+                        .push(format!("{}, row {row}: {message}", field.label));
+                    said.on
+                        .entry(field.name)
+                        .or_insert(format!("Row {row}: {message}"));
                 }
                 None => said.summary.push(message),
             }
@@ -410,5 +441,51 @@ impl Pairs {
 impl CsrfForm for Pairs {
     fn csrf(&self) -> &str {
         self.get("csrf").unwrap_or("")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mailroom_domain::FieldError;
+
+    use super::{FormErrors, FormField};
+
+    const FORM: &[FormField] = &[
+        FormField {
+            api: "templateId",
+            name: "template_id",
+            label: "Template",
+        },
+        FormField {
+            api: "attributes",
+            name: "attributes",
+            label: "Audience conditions",
+        },
+    ];
+
+    #[test]
+    fn errors_are_said_in_the_forms_labels_on_their_fields() {
+        let said = FormErrors::new(
+            &[
+                FieldError::new("templateId", "must be the id of a template of this account"),
+                FieldError::new("attributes[1].value", "must be a number"),
+                FieldError::new("body", "is incomplete"),
+            ],
+            FORM,
+        );
+        assert_eq!(
+            said.summary,
+            [
+                "Template: Must be the id of a template of this account.",
+                "Audience conditions, row 2: Must be a number.",
+                "Is incomplete.",
+            ]
+        );
+        assert_eq!(
+            said.on["template_id"],
+            "Must be the id of a template of this account."
+        );
+        assert_eq!(said.on["attributes"], "Row 2: Must be a number.");
+        assert!(!said.summary.iter().any(|line| line.contains("templateId")));
     }
 }

@@ -22,7 +22,7 @@ pub const EDITOR: &str = include_str!("templates/editor.js");
 
 /// Every template, by name.
 /// (The sign-in form is a public page the operator may override: `crate::pages`.)
-const TEMPLATES: [(&str, &str); 16] = [
+const TEMPLATES: [(&str, &str); 17] = [
     ("base.html", include_str!("templates/base.html")),
     (
         "condition_rows.html",
@@ -51,6 +51,10 @@ const TEMPLATES: [(&str, &str); 16] = [
     (
         "announcement.html",
         include_str!("templates/announcement.html"),
+    ),
+    (
+        "announcement_review.html",
+        include_str!("templates/announcement_review.html"),
     ),
     (
         "announcement_progress.html",

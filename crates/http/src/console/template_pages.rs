@@ -140,6 +140,7 @@ pub(super) async fn list(req: HttpRequest, path: web::Path<String>) -> HttpRespo
     .map_or_else(|error| error_page(&error), HttpResponse::from)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn form_page(
     services: &Services,
     signed_in: &SignedIn,
