@@ -599,3 +599,36 @@ async fn the_consoles_preview_frame_loads_no_remote_image() {
         "the frame shows the template: {html}"
     );
 }
+
+#[tokio::test]
+async fn a_visual_editor_templates_html_is_stored_valid_and_inert() {
+    let f = fixture().await;
+    let messy = "<p>Hi {{ first_name }}<p>News<ul><li>one</ul></p></p>\
+                 <script>alert(1)</script><p onclick=\"steal()\">{% if seats > 3 %}big{% endif %}</p>";
+    let visual = f
+        .create(json!({
+            "name": "Visual", "slug": "visual", "subject": "S", "contentType": "wysiwyg",
+            "content": messy
+        }))
+        .await;
+    assert_eq!(
+        visual["content"],
+        "<p>Hi {{ first_name }}</p><p>News</p><ul><li>one</li></ul><p></p><p></p>\
+         <p>{% if seats > 3 %}big{% endif %}</p>"
+    );
+    let id = visual["_id"].as_str().expect("id");
+    let read = expect_json(f.app.get(&f.path(&format!("/{id}")), &f.token).await, 200).await;
+    assert_eq!(read["content"], visual["content"]);
+    let patched = expect_json(
+        f.patch(id, json!({"content": "<b>bold<i>both</b>italic</i>"}))
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(patched["content"], "<b>bold<i>both</i></b><i>italic</i>");
+    // An HTML template is stored as written, whatever it holds.
+    let html = f
+        .create(json!({"name": "Raw", "slug": "raw", "subject": "S", "content": messy}))
+        .await;
+    assert_eq!(html["content"], messy);
+}

@@ -649,6 +649,24 @@ async fn a_template_is_written_in_the_visual_editor_and_previewed() {
         .click()
         .await
         .expect("choose");
+    // The editor opens as soon as it is chosen, and the preview follows the draft
+    // before anything is saved.
+    assert_eq!(browser.count(".editable").await, 1);
+    wait_for_frame_text(&browser, "iframe[name='template-preview']", "draft").await;
+    let templates = expect_json(
+        app.get(
+            &format!("/v2/accounts/{account}/templates?limit=100"),
+            &token,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert!(!templates["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .any(|t| t["slug"] == "visual"));
     browser.click("form.card button[type='submit']").await;
     assert!(browser.text().await.contains("Saved."));
 
@@ -915,4 +933,30 @@ async fn consoleapi_page_times() {
 
 async fn text_of(browser: &Browser, css: &str) -> String {
     browser.find(css).await.text().await.expect("text")
+}
+
+/// Waits (up to 15 s) until the frame `css` shows `expected` in its body.
+async fn wait_for_frame_text(browser: &Browser, css: &str, expected: &str) {
+    let started = Instant::now();
+    loop {
+        browser
+            .find(css)
+            .await
+            .enter_frame()
+            .await
+            .expect("into the frame");
+        let text = match browser.client.find(fantoccini::Locator::Css("body")).await {
+            Ok(body) => body.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        browser.client.enter_parent_frame().await.expect("back out");
+        if text.contains(expected) {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "the frame {css} shows {text:?}, not {expected:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }

@@ -3,6 +3,7 @@
 mod count_templates;
 mod create_template;
 mod delete_template;
+mod editor_html;
 mod get_template;
 mod list_templates;
 mod preview_slots;
@@ -14,6 +15,7 @@ mod update_template;
 pub use count_templates::count_templates;
 pub use create_template::create_template;
 pub use delete_template::delete_template;
+pub use editor_html::normalise_editor_html;
 pub use get_template::get_template;
 pub use list_templates::list_templates;
 pub use preview_slots::{
@@ -24,9 +26,20 @@ pub use test_send::test_send;
 pub use text_part::{fill_text_part, text_from_html};
 pub use update_template::update_template;
 
-use mailroom_domain::{template::Template, AccountId, ValidationErrors};
+use mailroom_domain::{
+    template::{ContentType, Template},
+    AccountId, ValidationErrors,
+};
 
 use crate::{ports::UnitOfWork, rendering::check_syntax, AppError, StoreError};
+
+/// A visual-editor template's HTML is stored normalised ([`normalise_editor_html`]);
+/// other templates' HTML is stored as written.
+fn normalise_content(template: &mut Template) {
+    if template.content_type == ContentType::Wysiwyg {
+        template.content = normalise_editor_html(&template.content);
+    }
+}
 
 /// Every field that is rendered at send time must compile now, so a broken template is
 /// refused when it is saved rather than failing every send.

@@ -1,9 +1,13 @@
 use mailroom_domain::{
-    contact::ContactQuery, email::EmailAddress, paging::PageRequest, template::Template, TemplateId,
+    contact::ContactQuery,
+    email::EmailAddress,
+    paging::PageRequest,
+    template::{Template, TemplateInput},
+    TemplateId,
 };
 use serde_json::{Map, Value};
 
-use super::{check_template_syntax, MAX_PREVIEWS_PER_ACCOUNT};
+use super::{check_template_syntax, normalise_content, MAX_PREVIEWS_PER_ACCOUNT};
 use crate::{
     auth::Member,
     messages::claim_batch::choose_server,
@@ -61,20 +65,37 @@ pub fn preview_template(
     render_preview(services, member, &render)
 }
 
-/// As [`preview_template`], for a draft of a template that is not saved (the console's
-/// editor previews what is being typed): `draft` carries the account's template id only
-/// to choose the server as the saved template would.
+/// As [`preview_template`], for a draft that is not saved (the console previews what is
+/// being typed): the stored template `base` with `changes` applied, or without a base a
+/// new template made of `changes`. It renders as the save would store it (a visual-editor
+/// template's HTML normalised); nothing is stored.
 ///
 /// # Errors
-/// As [`preview_template`], without `NotFound`.
+/// As [`preview_template`]; [`AppError::Invalid`] as well for changes a save would refuse
+/// (a missing field of a new template, a bad content type).
 pub fn preview_draft(
     services: &Services,
     member: &Member,
-    draft: &Template,
+    base: Option<TemplateId>,
+    changes: TemplateInput,
     request: &PreviewRequest,
 ) -> Result<RenderedMessage, AppError> {
+    let account = member.account();
+    let now = services.clock.now();
     let render = in_transaction(services.db.as_ref(), |tx| {
-        render_request(tx, services, member, draft, request)
+        let mut draft = match base {
+            Some(id) => {
+                let mut stored = tx.find_template(account, id)?.ok_or(AppError::NotFound)?;
+                changes.clone().parse_patch()?.apply(&mut stored, now);
+                stored
+            }
+            None => changes
+                .clone()
+                .parse_new()?
+                .into_template(TemplateId::from_uuid(services.ids.next_uuid()), now),
+        };
+        normalise_content(&mut draft);
+        render_request(tx, services, member, &draft, request)
     })?;
     render_preview(services, member, &render)
 }

@@ -3,7 +3,7 @@ use mailroom_domain::{
     TemplateId,
 };
 
-use super::{check_preferred_server, check_template_syntax, slug_taken};
+use super::{check_preferred_server, check_template_syntax, normalise_content, slug_taken};
 use crate::{auth::Member, domains::check_sender, ports::in_transaction, AppError, Services};
 
 /// Applies a partial update (the specification's eight PATCH rules live in
@@ -26,6 +26,7 @@ pub fn update_template(
         let mut template = tx.find_template(account, id)?.ok_or(AppError::NotFound)?;
         let stored_from_email = template.from_email.clone();
         patch.apply(&mut template, now);
+        normalise_content(&mut template);
         check_template_syntax(&template)?;
         check_preferred_server(tx, account, &template)?;
         // Only a new sender is held to the sender rule: a template saved before its

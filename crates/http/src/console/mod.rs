@@ -81,9 +81,17 @@ pub fn configure(config: &mut web::ServiceConfig) {
                     .route(web::get().to(template_pages::edit_form))
                     .route(web::post().to(template_pages::update)),
             )
-            .route(
-                "/accounts/{account_id}/templates/{template_id}/preview",
-                web::get().to(template_pages::preview),
+            // Drafts previewed without saving: a new template's, then a stored one's.
+            .service(
+                web::resource("/accounts/{account_id}/templates/new/preview")
+                    .app_data(web::PayloadConfig::new(crate::MAX_BODY_BYTES))
+                    .route(web::post().to(template_pages::preview_new_draft)),
+            )
+            .service(
+                web::resource("/accounts/{account_id}/templates/{template_id}/preview")
+                    .app_data(web::PayloadConfig::new(crate::MAX_BODY_BYTES))
+                    .route(web::get().to(template_pages::preview))
+                    .route(web::post().to(template_pages::preview_draft_of)),
             )
             // Settings, audience and logs: one block, kept together.
             .route("/static/import.js", web::get().to(import_script))

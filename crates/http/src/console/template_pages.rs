@@ -9,8 +9,8 @@ use mailroom_app::{
     auth::{verify_membership, Member, RouteCall},
     rendering::RenderedMessage,
     templates::{
-        count_templates, create_template, get_template, list_templates, preview_template,
-        test_send, update_template, PreviewRequest,
+        count_templates, create_template, get_template, list_templates, preview_draft,
+        preview_template, test_send, update_template, PreviewRequest,
     },
     AppError, Services,
 };
@@ -55,6 +55,24 @@ impl CsrfForm for TemplateForm {
 }
 
 impl TemplateForm {
+    /// A new template's draft for its preview: the fields a save requires stand in when
+    /// they are still empty, since the preview renders only the content and subject.
+    fn draft_input(&self) -> TemplateInput {
+        let or = |value: &str, stand_in: &str| {
+            if value.trim().is_empty() {
+                stand_in.to_owned()
+            } else {
+                value.to_owned()
+            }
+        };
+        TemplateInput {
+            name: Field::Value(or(&self.name, "Draft")),
+            slug: Field::Value(or(&self.slug, "draft")),
+            subject: Field::Value(or(&self.subject, "(no subject yet)")),
+            ..self.input()
+        }
+    }
+
     fn input(&self) -> TemplateInput {
         TemplateInput {
             name: Field::Value(self.name.clone()),
@@ -206,6 +224,10 @@ fn form_page_with(
             None,
         ),
     };
+    let draft_preview = match template {
+        Some(id) => format!("/console/accounts/{account}/templates/{id}/preview"),
+        None => format!("/console/accounts/{account}/templates/new/preview"),
+    };
     Ok(render::page(
         status,
         "template_form.html",
@@ -213,6 +235,7 @@ fn form_page_with(
             heading => heading,
             action => action,
             preview_src => preview_src,
+            draft_preview => draft_preview,
             current_account => account.to_string(),
             form => form,
             errors => errors,
@@ -509,6 +532,68 @@ pub(super) async fn preview(
     })
     .await;
     sandboxed_html(content)
+}
+
+/// `POST …/templates/new/preview`: a new template's draft, rendered without saving, for
+/// the form's preview frame (its target).
+pub(super) async fn preview_new_draft(
+    req: HttpRequest,
+    path: web::Path<String>,
+    body: web::Bytes,
+) -> HttpResponse {
+    let (services, signed_in, form, account) =
+        match account_form::<TemplateForm>(&req, &body, &path).await {
+            Ok(found) => found,
+            Err(response) => return response,
+        };
+    sandboxed_html(
+        blocking(move || {
+            let member = member(&services, &signed_in, account, "POST", "")?;
+            preview_html(preview_draft(
+                &services,
+                &member,
+                None,
+                form.draft_input(),
+                &PreviewRequest::default(),
+            ))
+        })
+        .await,
+    )
+}
+
+/// `POST …/templates/{templateId}/preview`: the stored template with the form's changes,
+/// rendered without saving, for the edit page's preview frame (its target).
+pub(super) async fn preview_draft_of(
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    body: web::Bytes,
+) -> HttpResponse {
+    let (services, signed_in, form, (account, template)) =
+        match record_form::<TemplateForm, _, _>(&req, &body, &path.0, &path.1, TemplateId::parse)
+            .await
+        {
+            Ok(found) => found,
+            Err(response) => return response,
+        };
+    sandboxed_html(
+        blocking(move || {
+            let member = member(
+                &services,
+                &signed_in,
+                account,
+                "GET",
+                &format!("/{template}"),
+            )?;
+            preview_html(preview_draft(
+                &services,
+                &member,
+                Some(template),
+                form.input(),
+                &PreviewRequest::default(),
+            ))
+        })
+        .await,
+    )
 }
 
 /// The HTML of a preview, or a page that says why the template does not render.

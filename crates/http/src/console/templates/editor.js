@@ -74,8 +74,14 @@
     url.className = "tool-url";
     url.placeholder = "https://";
 
-    function sync() {
+    function copy() {
       textarea.value = area.innerHTML;
+    }
+    function sync() {
+      copy();
+      // A toolbar command changes the text without typing: say that the form changed
+      // (for the live preview). Not on submit, which would post again and again.
+      document.dispatchEvent(new CustomEvent("mailroom:edited"));
     }
     // The toolbar's fields take the focus (and the selection) from the text: the last
     // selection inside the text is kept and put back before a command runs.
@@ -140,7 +146,7 @@
 
     area.addEventListener("input", sync);
     if (textarea.form) {
-      textarea.form.addEventListener("submit", sync);
+      textarea.form.addEventListener("submit", copy);
     }
     wrap.appendChild(toolbar);
     wrap.appendChild(area);
@@ -167,6 +173,36 @@
     for (var i = 0; i < fields.length; i++) {
       attach(fields[i]);
     }
+    // Choosing the visual editor opens it at once, on a new template too.
+    var type = document.getElementById("template-type");
+    var content = document.getElementById("template-content");
+    if (type && content) {
+      type.addEventListener("change", function () {
+        if (type.value === "wysiwyg" && !content.hasAttribute("data-wysiwyg")) {
+          content.setAttribute("data-wysiwyg", "");
+          attach(content);
+        }
+      });
+    }
+    livePreview();
+  }
+
+  // The preview follows the form: a change, then a pause, and the form is posted to the
+  // preview frame by its "Preview without saving" button (which names the frame).
+  function livePreview() {
+    var trigger = document.querySelector("button[data-live-preview]");
+    if (!trigger || !trigger.form || !trigger.form.requestSubmit) {
+      return;
+    }
+    var form = trigger.form;
+    var timer = null;
+    function later() {
+      clearTimeout(timer);
+      timer = setTimeout(function () { form.requestSubmit(trigger); }, 700);
+    }
+    form.addEventListener("input", later);
+    form.addEventListener("change", later);
+    document.addEventListener("mailroom:edited", later);
   }
 
   if (document.readyState === "loading") {
