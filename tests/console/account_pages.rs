@@ -40,16 +40,21 @@ pub(crate) async fn attribute(browser: &Browser, css: &str, name: &str) -> Optio
 /// A CSV of `rows` good contacts (`plan` pro for even numbers, free for odd ones, and an
 /// `age`), with two bad rows among them: a bad email on line 3 and a short row on line 6.
 fn csv_file(rows: usize) -> String {
-    let mut csv = String::from("email,plan,age\n");
+    let mut csv = String::from("email,plan,age,joined\n");
     for n in 0..rows {
         if n == 1 {
-            csv.push_str("not-an-email,pro,1\n");
+            csv.push_str("not-an-email,pro,1,2026-01-01\n");
         }
         if n == 3 {
             csv.push_str("short@example.org\n");
         }
         let plan = if n % 2 == 0 { "pro" } else { "free" };
-        csv.push_str(&format!("reader{n}@example.org,{plan},{}\n", 20 + n % 50));
+        // `joined` as a spreadsheet writes a day.
+        csv.push_str(&format!(
+            "reader{n}@example.org,{plan},{},2026-01-{:02}\n",
+            20 + n % 50,
+            1 + n % 28
+        ));
     }
     csv
 }
@@ -217,6 +222,26 @@ async fn import_segment_contacts_settings_and_logs() {
     assert!(text.contains("free"), "{text}");
     assert!(text.contains("age"), "{text}");
     assert!(text.contains("opened_app"), "{text}");
+    // Numbers as entered, and the day column imported as a date.
+    assert!(text.contains("21"), "{text}");
+    assert!(!text.contains("21.0"), "{text}");
+    let attributes: serde_json::Value = app
+        .get(
+            &format!("/v2/accounts/{account}/attributes?limit=100"),
+            &token,
+        )
+        .await
+        .json()
+        .await
+        .expect("json");
+    let joined = attributes["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|attribute| attribute["slug"] == "joined")
+        .cloned()
+        .expect("joined");
+    assert_eq!(joined["type"], "date", "{joined}");
     browser.check_screen("contact").await;
 
     // The segment builder: the live count as a condition is typed, then the plain form.

@@ -48,6 +48,20 @@ impl Timestamp {
         Ok(Self::from_datetime(utc))
     }
 
+    /// An RFC 3339 timestamp, or a calendar day written `YYYY-MM-DD` (the start of that
+    /// UTC day), the way spreadsheets write dates.
+    ///
+    /// # Errors
+    /// [`InvalidTimestamp`] for anything else.
+    pub fn parse_timestamp_or_day(text: &str) -> Result<Self, InvalidTimestamp> {
+        Self::parse(text).or_else(|_| {
+            let format = time::macros::format_description!("[year]-[month]-[day]");
+            time::Date::parse(text, &format)
+                .map(|day| Self::from_datetime(day.midnight().assume_utc()))
+                .map_err(|_| InvalidTimestamp)
+        })
+    }
+
     /// This instant moved by `duration`.
     pub fn plus(&self, duration: Duration) -> Self {
         Self::from_datetime(self.0 + duration)
@@ -98,6 +112,21 @@ impl<'de> Deserialize<'de> for Timestamp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_calendar_day_reads_as_the_start_of_that_utc_day() {
+        let day = Timestamp::parse_timestamp_or_day("2026-03-01").expect("a day");
+        assert_eq!(
+            day,
+            Timestamp::parse("2026-03-01T00:00:00Z").expect("rfc 3339")
+        );
+        assert!(Timestamp::parse_timestamp_or_day("2026-13-01").is_err());
+        assert!(Timestamp::parse_timestamp_or_day("01/03/2026").is_err());
+        assert!(
+            Timestamp::parse("2026-03-01").is_err(),
+            "the API's dates stay RFC 3339"
+        );
+    }
 
     #[test]
     fn formats_utc_with_milliseconds() {

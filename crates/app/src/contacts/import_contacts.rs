@@ -492,7 +492,8 @@ fn read_cell(text: &str, fixed: Option<AttributeType>) -> Result<AttributeValue,
         _ => None,
     };
     let number = || text.parse::<f64>().ok().filter(|number| number.is_finite());
-    let date = || Timestamp::parse(text).ok();
+    // A spreadsheet's `2026-03-01` is a date too, not text the date operators refuse.
+    let date = || Timestamp::parse_timestamp_or_day(text).ok();
     let mismatch = |kind: AttributeType, expected: &str| {
         format!(
             "is a {} attribute; '{}' is not {expected}",
@@ -510,7 +511,7 @@ fn read_cell(text: &str, fixed: Option<AttributeType>) -> Result<AttributeValue,
             .ok_or_else(|| mismatch(kind, "true or false")),
         Some(kind @ AttributeType::Date) => date()
             .map(AttributeValue::Date)
-            .ok_or_else(|| mismatch(kind, "an RFC 3339 date")),
+            .ok_or_else(|| mismatch(kind, "an RFC 3339 date or a YYYY-MM-DD day")),
         None => Ok(boolean()
             .map(AttributeValue::Boolean)
             .or_else(|| number().map(AttributeValue::Number))
@@ -617,7 +618,13 @@ mod tests {
         );
         assert!(read_cell("abc", Some(AttributeType::Number)).is_err());
         assert!(read_cell("yes", Some(AttributeType::Boolean)).is_err());
-        assert!(read_cell("2026-01-02", Some(AttributeType::Date)).is_err());
+        // A spreadsheet's day is a date, detected or fixed; another spelling is not.
+        assert_eq!(
+            read_cell("2026-01-02", None).map(|v| v.attribute_type()),
+            Ok(AttributeType::Date)
+        );
+        assert!(read_cell("2026-01-02", Some(AttributeType::Date)).is_ok());
+        assert!(read_cell("02/01/2026", Some(AttributeType::Date)).is_err());
         assert!(read_cell(&"x".repeat(1001), Some(AttributeType::String)).is_err());
     }
 

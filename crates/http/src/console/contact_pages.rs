@@ -205,6 +205,10 @@ struct MessageRow {
 }
 
 fn attribute_text(value: &AttributeValue) -> String {
+    if let AttributeValue::Number(number) = value {
+        // As entered: 21, not the 21.0 of its JSON.
+        return number.to_string();
+    }
     match value.to_json() {
         serde_json::Value::String(text) => text,
         other => other.to_string(),
@@ -573,6 +577,10 @@ fn condition_value(operator: &str, value: &str) -> Option<serde_json::Value> {
         }
     }
     if numeric {
+        // An integer stays one, so it reads back as typed (21, not 21.0).
+        if let Ok(number) = value.parse::<i64>() {
+            return Some(serde_json::Value::Number(number.into()));
+        }
         if let Ok(number) = value.parse::<f64>() {
             if let Some(number) = serde_json::Number::from_f64(number) {
                 return Some(serde_json::Value::Number(number));
