@@ -1073,3 +1073,94 @@ async fn deleting_a_contact_skips_its_queued_message_and_keeps_it() {
     .await;
     assert_eq!(count["count"], 1);
 }
+
+#[tokio::test]
+async fn an_account_that_refuses_clear_text_auth_never_sends_a_password_without_tls() {
+    let setup = Setup::new().await;
+    let server = TestSmtpServer::start(TestSmtpOptions {
+        tls: TlsMode::None,
+        auth: Some(("mailer".to_owned(), "s3cret-pass".to_owned())),
+        ..TestSmtpOptions::default()
+    });
+    let body = json!({
+        "serviceType": "smtp", "host": "127.0.0.1", "port": server.port(),
+        "secure": false, "requireTLS": false, "user": "mailer", "password": "s3cret-pass",
+        "defaultFromEmail": "hello@acme.example", "defaultFromName": ""
+    });
+    // Saved while the account allows it: the check went in clear, and says so.
+    let saved = expect_json(
+        setup
+            .app
+            .send_json(
+                Method::POST,
+                &setup.path("/mail-servers"),
+                &setup.token,
+                &body,
+            )
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(saved["credentialsSentInClear"], true);
+    let account = expect_json(
+        setup
+            .app
+            .send_json(
+                Method::PATCH,
+                &setup.path(""),
+                &setup.token,
+                &json!({"refuseClearTextAuth": true}),
+            )
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(account["refuseClearTextAuth"], true);
+    let read = expect_json(setup.app.get(&setup.path(""), &setup.token).await, 200).await;
+    assert_eq!(read["refuseClearTextAuth"], true);
+
+    // Now a send through that server waits rather than sending the password in clear.
+    setup.add_template().await;
+    let queued = setup.queue("grace@example.org").await;
+    setup.run_once().await;
+    let message = setup.message(&queued["_id"]).await;
+    assert_eq!(message["status"], "queued", "{message}");
+    assert!(server.messages().is_empty());
+
+    // And saving it again is refused: its check needs STARTTLS, which it does not offer.
+    let id = saved["_id"].as_str().expect("id");
+    let refused = expect_problem(
+        setup
+            .app
+            .send_json(
+                Method::PATCH,
+                &setup.path(&format!("/mail-servers/{id}")),
+                &setup.token,
+                &body,
+            )
+            .await,
+        400,
+    )
+    .await;
+    assert!(
+        refused["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("TLS"),
+        "{refused}"
+    );
+    // `null` is not a setting.
+    expect_problem(
+        setup
+            .app
+            .send_json(
+                Method::PATCH,
+                &setup.path(""),
+                &setup.token,
+                &json!({"refuseClearTextAuth": null}),
+            )
+            .await,
+        400,
+    )
+    .await;
+}

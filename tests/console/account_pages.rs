@@ -342,7 +342,17 @@ async fn import_segment_contacts_settings_and_logs() {
         .click("form[action$='/settings'] button[type=submit]")
         .await;
     let text = browser.text().await;
-    assert!(text.contains("branding.accentColor"), "{text}");
+    // Said in the form's words, on its field.
+    assert!(text.contains("Accent colour: "), "{text}");
+    assert!(!text.contains("branding.accentColor"), "{text}");
+    assert_eq!(
+        attribute(&browser, "#branding-accent", "aria-invalid")
+            .await
+            .as_deref(),
+        Some("true")
+    );
+    assert_eq!(browser.count("#branding-accent-error").await, 1);
+    browser.check_screen("settings-error").await;
     let details: serde_json::Value = app
         .get(&format!("/v2/accounts/{account}"), &token)
         .await
@@ -372,6 +382,12 @@ async fn import_segment_contacts_settings_and_logs() {
         .expect("clear");
     browser.fill("#branding-accent", "#2A9D8F").await;
     browser
+        .find("#refuse-clear-text-auth")
+        .await
+        .click()
+        .await
+        .expect("tick");
+    browser
         .click("form[action$='/settings'] button[type=submit]")
         .await;
     assert!(browser.text().await.contains("The settings were saved."));
@@ -385,6 +401,7 @@ async fn import_segment_contacts_settings_and_logs() {
     assert_eq!(details["branding"]["displayName"], "Ada's Bakery");
     assert_eq!(details["branding"]["accentColor"], "#2a9d8f");
     assert!(details["branding"]["logoUrl"].is_null(), "{details}");
+    assert_eq!(details["refuseClearTextAuth"], true, "{details}");
     assert_eq!(
         browser
             .find("#branding-accent")

@@ -160,6 +160,8 @@ pub struct Account {
     pub click_tracking: bool,
     /// Default for open tracking of templates that do not set their own.
     pub open_tracking: bool,
+    /// Its mail servers never send a password without TLS.
+    pub refuse_clear_text_auth: bool,
     /// The webhook configuration, once one was set.
     pub webhooks: Option<WebhookConfig>,
     /// The branding of its public pages.
@@ -179,6 +181,8 @@ pub struct AccountPatch {
     pub open_tracking: Option<bool>,
     /// Changes to the branding.
     pub branding: Option<BrandingPatch>,
+    /// Whether its mail servers may send a password without TLS (`Some(true)` refuses).
+    pub refuse_clear_text_auth: Option<bool>,
 }
 
 impl AccountPatch {
@@ -188,6 +192,7 @@ impl AccountPatch {
             && self.click_tracking.is_none()
             && self.open_tracking.is_none()
             && self.branding.is_none()
+            && self.refuse_clear_text_auth.is_none()
     }
 }
 

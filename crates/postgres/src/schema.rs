@@ -34,6 +34,7 @@ diesel::table! {
         brand_display_name -> Nullable<Text>,
         brand_logo_url -> Nullable<Text>,
         brand_accent_color -> Nullable<Text>,
+        refuse_clear_text_auth -> Bool,
     }
 }
 

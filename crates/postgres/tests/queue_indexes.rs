@@ -24,7 +24,8 @@ const ANNOUNCEMENT: &str = "'0190a000-0000-7000-8000-000000000004'";
 const OTHER_ACCOUNT: &str = "'0190a000-0000-7000-8000-000000000009'";
 
 /// 20,000 messages of one account: transactional history (sent, failed, a few queued,
-/// some with an idempotency key) and one announcement's messages (a tenth still queued).
+/// some with an idempotency key) and one announcement's messages of another template (a
+/// tenth still queued).
 const FILL: &str = "
 INSERT INTO accounts (id, name, created_at) VALUES ('0190a000-0000-7000-8000-000000000001', 'a', now());
 INSERT INTO contacts (account_id, id, email, created_at)
@@ -50,7 +51,7 @@ SELECT c.account_id, c.mid, c.id, c.email, '0190a000-0000-7000-8000-000000000003
 FROM (SELECT c.*, g, gen_random_uuid() AS mid FROM contacts c, generate_series(1, 9) AS g) AS c;
 INSERT INTO messages (account_id, id, contact_id, email, template_id, kind, status,
                       next_attempt_at, message_id_header, created_at, updated_at, announcement_id)
-SELECT c.account_id, c.mid, c.id, c.email, '0190a000-0000-7000-8000-000000000003',
+SELECT c.account_id, c.mid, c.id, c.email, '0190a000-0000-7000-8000-000000000005',
        'announcement', CASE WHEN c.email LIKE '%1@example.com' THEN 'queued' ELSE 'sent' END,
        CASE WHEN c.email LIKE '%1@example.com' THEN now() END,
        '<' || c.mid || '@example.com>', now(), now(), '0190a000-0000-7000-8000-000000000004'
@@ -112,6 +113,7 @@ fn messages_keeps_only_the_indexes_its_queries_use() {
             "messages_pkey",
             "messages_recipient_idx",
             "messages_status_idx",
+            "messages_template_list_idx",
         ],
         "a new index on `messages` costs every claim and record an entry: name the query \
          it serves here and in docs/operations.md"
@@ -150,6 +152,17 @@ fn messages_keeps_only_the_indexes_its_queries_use() {
             "the log by announcement",
             format!("SELECT * FROM messages WHERE account_id = {ACCOUNT} AND announcement_id = {ANNOUNCEMENT} ORDER BY created_at, id LIMIT 50"),
             "messages_announcement_list_idx",
+        ),
+        (
+            // The announcement's template: a tenth of the log.
+            "the log by template, newest first",
+            format!("SELECT * FROM messages WHERE account_id = {ACCOUNT} AND template_id = '0190a000-0000-7000-8000-000000000005' ORDER BY created_at DESC, id DESC LIMIT 50"),
+            "messages_template_list_idx",
+        ),
+        (
+            "the log by address, newest first",
+            format!("SELECT * FROM messages WHERE account_id = {ACCOUNT} AND lower(email) = 'c1@example.com' ORDER BY created_at DESC, id DESC LIMIT 50"),
+            "messages_recipient_idx",
         ),
         (
             "an idempotency key",

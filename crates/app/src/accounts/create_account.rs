@@ -52,6 +52,7 @@ pub fn create_account(
         name,
         click_tracking: request.click_tracking.unwrap_or(false),
         open_tracking: request.open_tracking.unwrap_or(false),
+        refuse_clear_text_auth: false,
         created_at: now,
         branding: Branding::default(),
     };
@@ -98,6 +99,7 @@ pub fn create_account(
         name: record.name,
         click_tracking: record.click_tracking,
         open_tracking: record.open_tracking,
+        refuse_clear_text_auth: record.refuse_clear_text_auth,
         webhooks: None,
         branding: record.branding,
         created_at: record.created_at,

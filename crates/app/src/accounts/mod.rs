@@ -109,6 +109,7 @@ fn load_account(
         name: record.name,
         click_tracking: record.click_tracking,
         open_tracking: record.open_tracking,
+        refuse_clear_text_auth: record.refuse_clear_text_auth,
         webhooks,
         branding: record.branding,
         created_at: record.created_at,

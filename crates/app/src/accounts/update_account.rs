@@ -19,6 +19,8 @@ pub struct UpdateAccountRequest {
     pub open_tracking: Option<bool>,
     /// `branding`: absent keeps it, `null` clears every part.
     pub branding: Field<BrandingRequest>,
+    /// `refuseClearTextAuth`.
+    pub refuse_clear_text_auth: Option<bool>,
 }
 
 /// The raw fields of `branding` in an account PATCH: each absent (kept), `null`
@@ -92,10 +94,12 @@ pub fn update_account(
         click_tracking: request.click_tracking,
         open_tracking: request.open_tracking,
         branding,
+        refuse_clear_text_auth: request.refuse_clear_text_auth,
     };
     if patch.is_empty() {
         return Err(AppError::BadRequest(
-            "the body must change at least one of name, clickTracking, openTracking, branding"
+            "the body must change at least one of name, clickTracking, openTracking, branding, \
+             refuseClearTextAuth"
                 .into(),
         ));
     }
@@ -106,6 +110,9 @@ pub fn update_account(
         }
         record.click_tracking = patch.click_tracking.unwrap_or(record.click_tracking);
         record.open_tracking = patch.open_tracking.unwrap_or(record.open_tracking);
+        record.refuse_clear_text_auth = patch
+            .refuse_clear_text_auth
+            .unwrap_or(record.refuse_clear_text_auth);
         if let Some(branding) = patch.branding {
             record.branding = branding.apply(record.branding);
         }

@@ -11,6 +11,7 @@ pub use count_mail_servers::count_mail_servers;
 pub use delete_mail_server::delete_mail_server;
 pub use get_mail_server::get_mail_server;
 pub use list_mail_servers::list_mail_servers;
+pub(crate) use save_mail_server::connection_security;
 pub use save_mail_server::{create_mail_server, update_mail_server, SavedMailServer};
 
 use mailroom_domain::{AccountId, MailServerId};

@@ -78,7 +78,7 @@ fn save(
     let settings = input.parse()?;
     // Refuse unknown servers (non-members never get a `Member`) before touching the network, so the check
     // cannot be used to probe hosts.
-    in_transaction(services.db.as_ref(), |tx| {
+    let refuses_clear_text_auth = in_transaction(services.db.as_ref(), |tx| {
         if mode == Mode::Update && tx.find_mail_server(account, id)?.is_none() {
             return Err(AppError::NotFound);
         }
@@ -87,11 +87,14 @@ fn save(
             account,
             "defaultFromEmail",
             settings.default_from_email.as_str(),
-        )
+        )?;
+        Ok(tx
+            .find_account(account)?
+            .is_some_and(|record| record.refuse_clear_text_auth))
     })?;
     let check = services
         .mail_server_probe
-        .verify(&endpoint(&settings))
+        .verify(&endpoint(&settings, refuses_clear_text_auth))
         .map_err(probe_error)?;
     let now = services.clock.now();
     let sealed = services
@@ -148,16 +151,37 @@ fn save(
     })
 }
 
-/// The connection the settings describe. `secure` wins over `requireTLS`: implicit TLS is
-/// already encrypted, so there is nothing to upgrade.
-pub(crate) fn endpoint(settings: &MailServerSettings) -> SmtpEndpoint {
-    let security = if settings.secure {
+/// How a connection to a mail server is secured; the one place this rule lives, for the
+/// check on save and for delivery. `secure` wins over `requireTLS`: implicit TLS is
+/// already encrypted, so there is nothing to upgrade. A server with a user of an account
+/// that refuses clear-text authentication needs STARTTLS as if `requireTLS` were on, so
+/// its password never crosses a plain connection.
+pub(crate) fn connection_security(
+    secure: bool,
+    require_tls: bool,
+    has_user: bool,
+    refuses_clear_text_auth: bool,
+) -> SmtpSecurity {
+    if secure {
         SmtpSecurity::ImplicitTls
-    } else if settings.require_tls {
+    } else if require_tls || (has_user && refuses_clear_text_auth) {
         SmtpSecurity::StartTlsRequired
     } else {
         SmtpSecurity::StartTlsOpportunistic
-    };
+    }
+}
+
+/// The connection the settings describe, for the check on save.
+pub(crate) fn endpoint(
+    settings: &MailServerSettings,
+    refuses_clear_text_auth: bool,
+) -> SmtpEndpoint {
+    let security = connection_security(
+        settings.secure,
+        settings.require_tls,
+        !settings.user.is_empty(),
+        refuses_clear_text_auth,
+    );
     SmtpEndpoint {
         host: settings.host.as_str().to_owned(),
         port: settings.port,

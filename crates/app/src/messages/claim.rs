@@ -270,7 +270,7 @@ fn check(
     };
     let account_record = batch.account(tx, account)?.ok_or(AppError::NotFound)?;
     let attributes = batch.attributes(tx, account, contact.id)?;
-    let endpoint = match batch.endpoint(services, account, &server) {
+    let endpoint = match batch.endpoint(services, &account_record, &server) {
         Ok(endpoint) => endpoint,
         // The server's fault, not the message's (docs/api-decisions.md, "Who a refusal
         // blames"): the message waits for the server to be saved again.

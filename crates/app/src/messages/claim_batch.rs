@@ -23,11 +23,8 @@ use mailroom_domain::{
 use crate::{
     contacts::{resolve_attributes, resolve_contact_attributes},
     domains::dkim_key_slot,
-    mail_servers::password_slot,
-    ports::{
-        AccountRecord, DkimSigning, MailServerRecord, SavedServer, SmtpEndpoint, SmtpSecurity,
-        UnitOfWork,
-    },
+    mail_servers::{connection_security, password_slot},
+    ports::{AccountRecord, DkimSigning, MailServerRecord, SavedServer, SmtpEndpoint, UnitOfWork},
     rendering::TemplateFields,
     suppressions::apply_list,
     AppError, Services,
@@ -247,11 +244,11 @@ impl ClaimBatch {
     pub(super) fn endpoint(
         &mut self,
         services: &Services,
-        account: AccountId,
+        account: &AccountRecord,
         record: &MailServerRecord,
     ) -> Result<SmtpEndpoint, String> {
         self.endpoints
-            .entry((account, record.server.id))
+            .entry((account.id, record.server.id))
             .or_insert_with(|| endpoint(services, account, record))
             .clone()
     }
@@ -308,21 +305,21 @@ pub(crate) fn choose_server(
 
 fn endpoint(
     services: &Services,
-    account: AccountId,
+    account_record: &AccountRecord,
     record: &MailServerRecord,
 ) -> Result<SmtpEndpoint, String> {
+    let account = account_record.id;
     let server = &record.server;
     let password = services
         .secrets
         .open(&record.password, &password_slot(account, server.id))
         .map_err(|_| "the mail server's stored password cannot be opened".to_owned())?;
-    let security = if server.secure {
-        SmtpSecurity::ImplicitTls
-    } else if server.require_tls {
-        SmtpSecurity::StartTlsRequired
-    } else {
-        SmtpSecurity::StartTlsOpportunistic
-    };
+    let security = connection_security(
+        server.secure,
+        server.require_tls,
+        !server.user.is_empty(),
+        account_record.refuse_clear_text_auth,
+    );
     Ok(SmtpEndpoint {
         host: server.host.as_str().to_owned(),
         port: server.port,

@@ -65,6 +65,9 @@ pub struct AccountRecord {
     pub click_tracking: bool,
     /// Open-tracking default.
     pub open_tracking: bool,
+    /// Its mail servers never send a password over a connection without TLS: a server
+    /// with a user needs STARTTLS, whatever its `requireTLS`.
+    pub refuse_clear_text_auth: bool,
     /// Creation time.
     pub created_at: Timestamp,
     /// The branding of its public pages.

@@ -26,6 +26,9 @@ pub struct Account {
     /// The branding of its public pages (the unsubscribe page).
     #[serde(default)]
     pub branding: Branding,
+    /// Its mail servers never send a password without TLS.
+    #[serde(default)]
+    pub refuse_clear_text_auth: bool,
 }
 
 /// The branding of an account's public pages; unset parts are `None`.
@@ -88,6 +91,9 @@ pub struct AccountUpdate {
     /// Changes to the branding of the public pages.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub branding: Option<BrandingUpdate>,
+    /// Refuse (`true`) or allow sending a mail server's password without TLS.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refuse_clear_text_auth: Option<bool>,
 }
 
 /// A member of an account.

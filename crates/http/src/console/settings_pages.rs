@@ -17,7 +17,9 @@ use mailroom_domain::{
 use serde::Serialize;
 
 use super::{
-    page_kit::{account_form, account_page, account_session, member, respond, Pairs},
+    page_kit::{
+        account_form, account_page, account_session, member, respond, FormErrors, FormField, Pairs,
+    },
     pages::see_other,
     render,
 };
@@ -107,6 +109,7 @@ fn settings_page(
                 name => stored.name.as_str(),
                 click_tracking => stored.click_tracking,
                 open_tracking => stored.open_tracking,
+                refuse_clear_text_auth => stored.refuse_clear_text_auth,
                 configured => stored.webhooks.is_some(),
                 display_name => stored.branding.display_name.as_ref().map(|name| name.as_str()),
                 logo_url => stored.branding.logo_url.as_ref().map(|url| url.as_str()),
@@ -116,8 +119,8 @@ fn settings_page(
             events => choices,
             saved => outcome.saved,
             revealed_secret => outcome.revealed_secret,
-            account_errors => outcome.account_errors,
-            webhook_errors => outcome.webhook_errors,
+            account_errors => FormErrors::new(&outcome.account_errors, ACCOUNT_FIELDS),
+            webhook_errors => FormErrors::new(&outcome.webhook_errors, WEBHOOK_FIELDS),
         },
     )
 }
@@ -163,6 +166,64 @@ pub(super) async fn show(
     )
 }
 
+/// The account form's fields, by the API's names for them.
+const ACCOUNT_FIELDS: &[FormField] = &[
+    FormField {
+        api: "name",
+        name: "name",
+        label: "Name",
+    },
+    FormField {
+        api: "branding.displayName",
+        name: "display_name",
+        label: "Display name",
+    },
+    FormField {
+        api: "branding.logoUrl",
+        name: "logo_url",
+        label: "Logo URL",
+    },
+    FormField {
+        api: "branding.accentColor",
+        name: "accent_color",
+        label: "Accent colour",
+    },
+];
+
+/// The webhook form's fields, by the API's names for them.
+const WEBHOOK_FIELDS: &[FormField] = &[
+    FormField {
+        api: "url",
+        name: "url",
+        label: "Endpoint URL",
+    },
+    FormField {
+        api: "events",
+        name: "events",
+        label: "Events delivered",
+    },
+    FormField {
+        api: "authType",
+        name: "auth_type",
+        label: "Authentication",
+    },
+    FormField {
+        api: "username",
+        name: "username",
+        label: "Username",
+    },
+    FormField {
+        api: "passwordOrToken",
+        name: "password_or_token",
+        label: "Password or token",
+    },
+    FormField {
+        api: "signingSecret",
+        name: "signing_secret",
+        label: "New signing secret",
+    },
+];
+
 /// `POST /console/accounts/{id}/settings`: name, tracking flags and the public pages'
 /// branding. An unchecked box is absent from the form, so the form carries `tracking=1`
 /// to say the boxes were shown; an emptied branding field clears that part.
@@ -188,6 +249,7 @@ pub(super) async fn update(
             } else {
                 Field::Absent
             },
+            refuse_clear_text_auth: shown.then(|| form.get("refuse_clear_text_auth").is_some()),
         };
         match update_account(&services, &member, request) {
             Ok(_) => Ok(None),

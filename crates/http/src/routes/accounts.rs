@@ -95,6 +95,9 @@ pub(crate) async fn update_account(
             logo_url: branding.logo_url,
             accent_color: branding.accent_color,
         }),
+        refuse_clear_text_auth: body
+            .refuse_clear_text_auth
+            .not_null("refuseClearTextAuth", &mut errors),
     };
     errors.into_result().map_err(AppError::Invalid)?;
     let updated =

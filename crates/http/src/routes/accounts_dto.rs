@@ -44,6 +44,11 @@ pub struct UpdateAccountBody {
     #[serde(default)]
     #[schema(value_type = Option<BrandingBody>, nullable)]
     pub branding: Field<BrandingBody>,
+    /// `true`: the account's mail servers never send a password without TLS (a server
+    /// with a user needs STARTTLS, whatever its `requireTLS`).
+    #[serde(default)]
+    #[schema(value_type = Option<bool>)]
+    pub refuse_clear_text_auth: Field<bool>,
 }
 
 /// `branding` in `PATCH /v2/accounts/{accountId}`: each part absent (kept), `null`
@@ -107,6 +112,8 @@ pub struct AccountDto {
     pub click_tracking: bool,
     /// Default open tracking.
     pub open_tracking: bool,
+    /// Whether the account's mail servers refuse to send a password without TLS.
+    pub refuse_clear_text_auth: bool,
     /// Webhook configuration, null until one is set.
     pub webhooks: Option<WebhookDto>,
     /// The branding of the account's public pages.
@@ -123,6 +130,7 @@ impl From<Account> for AccountDto {
             name: account.name.as_str().to_owned(),
             click_tracking: account.click_tracking,
             open_tracking: account.open_tracking,
+            refuse_clear_text_auth: account.refuse_clear_text_auth,
             webhooks: account
                 .webhooks
                 .map(|config| WebhookDto::from_config(config, SecretView::Masked)),

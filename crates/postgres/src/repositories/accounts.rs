@@ -29,6 +29,7 @@ struct AccountRow {
     brand_display_name: Option<String>,
     brand_logo_url: Option<String>,
     brand_accent_color: Option<String>,
+    refuse_clear_text_auth: bool,
 }
 
 impl TryFrom<AccountRow> for AccountRecord {
@@ -40,6 +41,7 @@ impl TryFrom<AccountRow> for AccountRecord {
             name: AccountName::parse(&row.name).map_err(|e| corrupt("accounts.name", e))?,
             click_tracking: row.click_tracking,
             open_tracking: row.open_tracking,
+            refuse_clear_text_auth: row.refuse_clear_text_auth,
             created_at: timestamp(row.created_at),
             branding: Branding {
                 display_name: row
@@ -72,6 +74,7 @@ fn account_row(account: &AccountRecord) -> AccountRow {
         brand_display_name: brand_display_name(account),
         brand_logo_url: brand_logo_url(account),
         brand_accent_color: brand_accent_color(account),
+        refuse_clear_text_auth: account.refuse_clear_text_auth,
     }
 }
 
@@ -209,6 +212,7 @@ impl AccountRepository for PgUnitOfWork<'_> {
                 accounts::brand_display_name.eq(brand_display_name(account)),
                 accounts::brand_logo_url.eq(brand_logo_url(account)),
                 accounts::brand_accent_color.eq(brand_accent_color(account)),
+                accounts::refuse_clear_text_auth.eq(account.refuse_clear_text_auth),
             ))
             .execute(self.conn)
             .map(drop)
