@@ -353,6 +353,22 @@ async fn import_segment_contacts_settings_and_logs() {
     );
     assert_eq!(browser.count("#branding-accent-error").await, 1);
     browser.check_screen("settings-error").await;
+    // What was typed stays in the fields.
+    for (field, typed) in [
+        ("#branding-accent", "teal"),
+        ("#branding-name", "Ada's Bakery"),
+    ] {
+        assert_eq!(
+            browser
+                .find(field)
+                .await
+                .prop("value")
+                .await
+                .expect("value")
+                .as_deref(),
+            Some(typed)
+        );
+    }
     let details: serde_json::Value = app
         .get(&format!("/v2/accounts/{account}"), &token)
         .await

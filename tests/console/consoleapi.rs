@@ -92,7 +92,13 @@ async fn a_mail_server_is_checked_live_and_an_announcement_is_watched_until_comp
     let text = browser.text().await;
     assert!(text.contains("The server was not saved"), "{text}");
     assert!(text.contains("the live server, which answered"), "{text}");
-    assert!(text.contains("host:"), "{text}");
+    assert!(text.contains("Host: Could not connect"), "{text}");
+    assert_eq!(
+        attribute(&browser, "#server-host", "aria-invalid")
+            .await
+            .as_deref(),
+        Some("true")
+    );
     browser.check_screen("mail-server-refused").await;
 
     // A host that is no host name is Mailroom's own refusal: nothing reached a server.

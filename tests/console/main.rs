@@ -605,7 +605,17 @@ async fn templates_are_listed_created_edited_and_previewed_in_a_sandbox() {
     browser.click("form[action$='/templates'] button").await;
     let text = browser.text().await;
     assert!(text.contains("The template was not saved"), "{text}");
-    assert!(text.contains("slug"), "{text}");
+    // On its field, in the form's words; what was typed is kept.
+    assert!(text.contains("Slug: May contain only"), "{text}");
+    let slug = browser.find("#template-slug").await;
+    assert_eq!(
+        slug.attr("aria-invalid").await.expect("attr").as_deref(),
+        Some("true")
+    );
+    assert_eq!(
+        slug.prop("value").await.expect("value").as_deref(),
+        Some("Not A Slug!")
+    );
     browser.check_screen("template-error").await;
 
     browser

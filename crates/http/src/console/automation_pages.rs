@@ -24,7 +24,8 @@ use super::{
     blocking, error_page,
     page_kit::{
         account_form, account_page, account_session, confirmation_page, done_page, is_confirmed,
-        member, record_form, record_ids, respond, template_choices, Confirmation, Pairs,
+        member, record_form, record_ids, respond, template_choices, Confirmation, FormErrors,
+        FormField, Pairs,
     },
     pages::{day_and_minute, require_session, see_other, signed_in_form},
     render,
@@ -37,6 +38,59 @@ const FIRST: PageRequest = PageRequest {
     start: 0,
     limit: LISTED,
 };
+
+/// The topic forms' fields, by the API's names for them.
+const TOPIC_FIELDS: &[FormField] = &[
+    FormField {
+        api: "name",
+        name: "name",
+        label: "Name",
+    },
+    FormField {
+        api: "description",
+        name: "description",
+        label: "Description",
+    },
+];
+
+/// The automation form's fields, by the API's names for them.
+const AUTOMATION_FIELDS: &[FormField] = &[
+    FormField {
+        api: "name",
+        name: "name",
+        label: "Name",
+    },
+    FormField {
+        api: "templateId",
+        name: "template_id",
+        label: "Template",
+    },
+    FormField {
+        api: "triggerEventSlug",
+        name: "trigger_event_slug",
+        label: "Trigger event",
+    },
+    FormField {
+        api: "triggerEventCondition",
+        name: "trigger_event_condition",
+        label: "Fires",
+    },
+    FormField {
+        api: "timingCondition",
+        name: "timing_condition",
+        label: "When",
+    },
+    FormField {
+        api: "timingValue",
+        name: "timing_value",
+        label: "Days later",
+    },
+    FormField {
+        api: "isEnabled",
+        name: "is_enabled",
+        label: "Enabled",
+    },
+];
 
 #[derive(Debug, Deserialize)]
 pub(super) struct SavedQuery {
@@ -107,7 +161,8 @@ fn topics_page(
         "topics.html",
         ("Topics", "topics"),
         minijinja::context! {
-            topics => topics, form => form, errors => errors, saved => saved,
+            topics => topics, form => form, errors => FormErrors::new(errors, TOPIC_FIELDS),
+            saved => saved,
             listed => LISTED,
         },
     )
@@ -191,7 +246,10 @@ fn topic_page(
         status,
         "topic.html",
         ("Topic", "topics"),
-        minijinja::context! { topic_id => topic.to_string(), form => form, errors => errors },
+        minijinja::context! {
+            topic_id => topic.to_string(), form => form,
+            errors => FormErrors::new(errors, TOPIC_FIELDS),
+        },
     )
 }
 
@@ -452,7 +510,8 @@ fn automation_form_page(
         "automation.html",
         ("Automation", "automations"),
         minijinja::context! {
-            heading => heading, action => action, form => form, errors => errors,
+            heading => heading, action => action, form => form,
+            errors => FormErrors::new(errors, AUTOMATION_FIELDS),
             templates => templates,
             automation_id => automation.map(|id| id.to_string()),
         },

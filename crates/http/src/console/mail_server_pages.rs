@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     blocking, error_page,
-    page_kit::{account_id, account_layout, account_session, record_ids},
+    page_kit::{account_id, account_layout, account_session, record_ids, FormErrors, FormField},
     pages::{day_and_minute, require_session, signed_in_form, CsrfForm},
     render,
 };
@@ -227,6 +227,56 @@ struct CheckOutcome {
     in_clear: bool,
 }
 
+/// The mail server form's fields, by the API's names for them (`secure` and `requireTLS`
+/// are both its Security choice).
+const SERVER_FIELDS: &[FormField] = &[
+    FormField {
+        api: "host",
+        name: "host",
+        label: "Host",
+    },
+    FormField {
+        api: "port",
+        name: "port",
+        label: "Port",
+    },
+    FormField {
+        api: "secure",
+        name: "security",
+        label: "Security",
+    },
+    FormField {
+        api: "requireTLS",
+        name: "security",
+        label: "Security",
+    },
+    FormField {
+        api: "allowInsecureTLS",
+        name: "allow_insecure_tls",
+        label: "Accept certificates that do not verify",
+    },
+    FormField {
+        api: "user",
+        name: "user",
+        label: "User",
+    },
+    FormField {
+        api: "password",
+        name: "password",
+        label: "Password",
+    },
+    FormField {
+        api: "defaultFromEmail",
+        name: "default_from_email",
+        label: "Default sender address",
+    },
+    FormField {
+        api: "defaultFromName",
+        name: "default_from_name",
+        label: "Default sender name",
+    },
+];
+
 #[allow(clippy::too_many_arguments)]
 fn form_page(
     services: &Services,
@@ -260,7 +310,7 @@ fn form_page(
             current_account => account.to_string(),
             form => form,
             insecure => form.allow_insecure_tls.is_some(),
-            errors => errors,
+            errors => FormErrors::new(errors, SERVER_FIELDS),
             live_refusal => live_refusal,
             check => check,
             ..account_layout(services, signed_in, account, "Mail server", "mail-servers")?

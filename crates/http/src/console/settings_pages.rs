@@ -48,6 +48,9 @@ struct Outcome<'a> {
     webhook_errors: Vec<FieldError>,
     /// The webhook form as submitted, when it is shown again with errors.
     webhook_form: Option<(WebhookView, Vec<String>)>,
+    /// The account form as submitted, when it is shown again with errors: what was
+    /// typed stays in the fields.
+    account_form: Option<&'a Pairs>,
 }
 
 fn settings_page(
@@ -105,15 +108,27 @@ fn settings_page(
         "settings.html",
         ("Settings", "settings"),
         minijinja::context! {
-            account => minijinja::context! {
-                name => stored.name.as_str(),
-                click_tracking => stored.click_tracking,
-                open_tracking => stored.open_tracking,
-                refuse_clear_text_auth => stored.refuse_clear_text_auth,
-                configured => stored.webhooks.is_some(),
-                display_name => stored.branding.display_name.as_ref().map(|name| name.as_str()),
-                logo_url => stored.branding.logo_url.as_ref().map(|url| url.as_str()),
-                accent_color => stored.branding.accent_color.as_ref().map(|color| color.to_hex()),
+            account => match outcome.account_form {
+                Some(typed) => minijinja::context! {
+                    name => typed.get("name"),
+                    click_tracking => typed.get("click_tracking").is_some(),
+                    open_tracking => typed.get("open_tracking").is_some(),
+                    refuse_clear_text_auth => typed.get("refuse_clear_text_auth").is_some(),
+                    configured => stored.webhooks.is_some(),
+                    display_name => typed.get("display_name"),
+                    logo_url => typed.get("logo_url"),
+                    accent_color => typed.get("accent_color"),
+                },
+                None => minijinja::context! {
+                    name => stored.name.as_str(),
+                    click_tracking => stored.click_tracking,
+                    open_tracking => stored.open_tracking,
+                    refuse_clear_text_auth => stored.refuse_clear_text_auth,
+                    configured => stored.webhooks.is_some(),
+                    display_name => stored.branding.display_name.as_ref().map(|name| name.as_str()),
+                    logo_url => stored.branding.logo_url.as_ref().map(|url| url.as_str()),
+                    accent_color => stored.branding.accent_color.as_ref().map(|color| color.to_hex()),
+                },
             },
             webhook => webhook,
             events => choices,
@@ -263,6 +278,7 @@ pub(super) async fn update(
                     StatusCode::BAD_REQUEST,
                     Outcome {
                         account_errors: errors.0,
+                        account_form: Some(&form),
                         ..Outcome::default()
                     },
                 )?))

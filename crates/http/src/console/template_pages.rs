@@ -22,7 +22,10 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     blocking, error_page,
-    page_kit::{account_form, account_layout, account_session, record_form, record_ids},
+    page_kit::{
+        account_form, account_layout, account_session, record_form, record_ids, FormErrors,
+        FormField,
+    },
     pages::{day_and_minute, require_session, CsrfForm},
     render,
 };
@@ -197,6 +200,35 @@ struct SampleView {
     test_error: Option<String>,
 }
 
+/// The template form's fields, by the API's names for them.
+const TEMPLATE_FIELDS: &[FormField] = &[
+    FormField {
+        api: "name",
+        name: "name",
+        label: "Name",
+    },
+    FormField {
+        api: "slug",
+        name: "slug",
+        label: "Slug",
+    },
+    FormField {
+        api: "subject",
+        name: "subject",
+        label: "Subject",
+    },
+    FormField {
+        api: "contentType",
+        name: "content_type",
+        label: "Editor",
+    },
+    FormField {
+        api: "content",
+        name: "content",
+        label: "HTML content",
+    },
+];
+
 #[allow(clippy::too_many_arguments)]
 fn form_page_with(
     services: &Services,
@@ -238,7 +270,7 @@ fn form_page_with(
             draft_preview => draft_preview,
             current_account => account.to_string(),
             form => form,
-            errors => errors,
+            errors => FormErrors::new(errors, TEMPLATE_FIELDS),
             saved => saved,
             sample => sample,
             ..account_layout(services, signed_in, account, "Template", "templates")?
