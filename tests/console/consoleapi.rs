@@ -279,6 +279,16 @@ async fn a_mail_server_is_checked_live_and_an_announcement_is_watched_until_comp
     assert!(text_of(&browser, "[data-testid='review-audience']")
         .await
         .contains("plan is “PRO”"));
+    // The audience can be saved as a segment: the builder opens with it filled in.
+    let save = attribute(&browser, "[data-testid='review-save-segment']", "href")
+        .await
+        .expect("a link to save the audience");
+    assert!(save.contains("/contacts/segment?"), "{save}");
+    assert!(
+        save.contains("c0_slug=plan") && save.contains("c0_value=PRO"),
+        "{save}"
+    );
+    assert!(save.contains(&format!("topic={topic}")), "{save}");
     let warnings = text_of(&browser, "[data-testid='review-warnings']").await;
     assert!(warnings.contains("no unsubscribe link"), "{warnings}");
     assert!(warnings.contains("no text part"), "{warnings}");

@@ -21,6 +21,7 @@ use super::{
     contact_pages::condition_words,
     page_kit::{account_page, unless_gone},
     render,
+    segment_pages::audience_link,
 };
 
 /// What a step of the flow works for: the account's member, in the session.
@@ -135,6 +136,10 @@ pub(super) fn review_page(
                 slug => template.slug.as_str(),
             },
             segment => review.segment.as_ref().map(|segment| &segment.name),
+            save_as_segment => review
+                .segment
+                .is_none()
+                .then(|| audience_link(account, &review.definition)),
             topic => topic,
             include_unsubscribed => review.definition.include_unsubscribed,
             conditions => conditions,

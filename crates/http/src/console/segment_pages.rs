@@ -9,7 +9,10 @@ use mailroom_app::{
     },
     AppError, Services,
 };
-use mailroom_domain::{paging::PageRequest, saved_segment::SavedSegment, AccountId, SegmentId};
+use mailroom_domain::{
+    condition::AudienceDefinition, paging::PageRequest, saved_segment::SavedSegment, AccountId,
+    SegmentId,
+};
 use serde::{Deserialize, Serialize};
 
 use super::{
@@ -74,7 +77,12 @@ fn summary(segment: &SavedSegment) -> String {
 
 /// The builder's address with the segment's definition filled in and counted.
 fn builder_link(account: AccountId, segment: &SavedSegment) -> String {
-    let definition = &segment.definition;
+    audience_link(account, &segment.definition)
+}
+
+/// The builder's address with `definition` filled in and counted (where it can be saved
+/// as a segment).
+pub(super) fn audience_link(account: AccountId, definition: &AudienceDefinition) -> String {
     let mut query: Vec<(String, String)> = vec![(
         "rows".to_owned(),
         definition.attributes.len().max(1).to_string(),
@@ -250,10 +258,7 @@ pub(super) async fn delete(
 
 #[cfg(test)]
 mod tests {
-    use mailroom_domain::{
-        condition::{AudienceDefinition, ConditionInput},
-        Timestamp, TopicId,
-    };
+    use mailroom_domain::{condition::ConditionInput, Timestamp, TopicId};
     use serde_json::json;
 
     use super::*;
