@@ -63,18 +63,58 @@ impl AppError {
     }
 }
 
+/// A value the store keeps unique that a write repeated, named by what it means: the use
+/// case turns it into the caller's mistake (or, for an idempotency key, into a second
+/// look). The adapter knows which of its rules is which; no use case names one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Duplicate {
+    /// A template slug another template of the account has.
+    #[error("template slug")]
+    TemplateSlug,
+    /// A topic name another topic of the account has (in any letters' case).
+    #[error("topic name")]
+    TopicName,
+    /// A saved segment's name another segment of the account has (in any letters' case).
+    #[error("segment name")]
+    SegmentName,
+    /// A sending domain the account has already.
+    #[error("sending domain")]
+    SendingDomainName,
+    /// An `Idempotency-Key` another message of the account carries: a concurrent first
+    /// use committed first.
+    #[error("idempotency key")]
+    IdempotencyKey,
+    /// A user's email another user has (in any letters' case).
+    #[error("user email")]
+    UserEmail,
+    /// Another unique rule, as the store names it (for the logs).
+    #[error("{0}")]
+    Other(String),
+}
+
+/// A reference the store keeps whole that a write or delete would break.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BrokenReference {
+    /// A saved segment names the topic (deleting it), or the topic is gone (naming it).
+    #[error("a saved segment's topic")]
+    SegmentTopic,
+    /// Another reference, as the store names it (for the logs).
+    #[error("{0}")]
+    Other(String),
+}
+
 /// Why a repository call failed. Adapters translate their driver's errors into these.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The store cannot be reached (pool timeout, connection refused, server restarting).
     #[error("store unavailable: {0}")]
     Unavailable(String),
-    /// A unique constraint refused the write; carries the constraint name.
-    #[error("unique constraint {0} violated")]
-    UniqueViolation(String),
-    /// A foreign key refused the write or delete; carries the constraint name.
-    #[error("foreign key {0} violated")]
-    ForeignKeyViolation(String),
+    /// The write repeats a value the store keeps unique.
+    #[error("duplicate {0}")]
+    Duplicate(Duplicate),
+    /// The write or delete would break a reference the store keeps whole.
+    #[error("broken reference: {0}")]
+    BrokenReference(BrokenReference),
     /// The database cancelled a statement that ran past the statement timeout.
     #[error("statement timed out: {0}")]
     TimedOut(String),

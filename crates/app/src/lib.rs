@@ -35,5 +35,5 @@ pub mod users;
 pub mod webhook_events;
 
 pub use auth::Actor;
-pub use error::{AppError, StoreError};
+pub use error::{AppError, BrokenReference, Duplicate, StoreError};
 pub use services::Services;

@@ -1,5 +1,5 @@
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
-use mailroom_app::StoreError;
+use mailroom_app::{BrokenReference, Duplicate, StoreError};
 
 /// How PostgreSQL words the error of a statement cancelled by `statement_timeout`
 /// (server messages are English unless `lc_messages` says otherwise).
@@ -22,9 +22,9 @@ pub fn store_error(error: DieselError) -> StoreError {
         DieselError::DatabaseError(kind, info) => {
             let constraint = constraint_name(info.constraint_name(), info.message());
             match kind {
-                DatabaseErrorKind::UniqueViolation => StoreError::UniqueViolation(constraint),
+                DatabaseErrorKind::UniqueViolation => StoreError::Duplicate(duplicate(constraint)),
                 DatabaseErrorKind::ForeignKeyViolation => {
-                    StoreError::ForeignKeyViolation(constraint)
+                    StoreError::BrokenReference(broken_reference(constraint))
                 }
                 DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand => {
                     StoreError::Unavailable(info.message().to_owned())
@@ -47,6 +47,27 @@ pub fn store_error(error: DieselError) -> StoreError {
             StoreError::Unavailable("connection lost mid-transaction".into())
         }
         other => StoreError::Other(other.to_string()),
+    }
+}
+
+/// What the unique rule `constraint` (the schema's name) keeps unique.
+fn duplicate(constraint: String) -> Duplicate {
+    match constraint.as_str() {
+        "templates_account_id_slug_key" => Duplicate::TemplateSlug,
+        "topics_account_id_name_key" => Duplicate::TopicName,
+        "segments_account_id_name_key" => Duplicate::SegmentName,
+        "sending_domains_account_id_name_key" => Duplicate::SendingDomainName,
+        "messages_account_id_idempotency_key_key" => Duplicate::IdempotencyKey,
+        "users_email_lower_key" => Duplicate::UserEmail,
+        _ => Duplicate::Other(constraint),
+    }
+}
+
+/// What the foreign key `constraint` (the schema's name) keeps whole.
+fn broken_reference(constraint: String) -> BrokenReference {
+    match constraint.as_str() {
+        "segments_topic_fkey" => BrokenReference::SegmentTopic,
+        _ => BrokenReference::Other(constraint),
     }
 }
 
@@ -74,7 +95,7 @@ fn constraint_name(field: Option<&str>, message: &str) -> String {
 mod tests {
     use super::{constraint_name, store_error};
     use diesel::result::{DatabaseErrorKind, Error as DieselError};
-    use mailroom_app::StoreError;
+    use mailroom_app::{BrokenReference, Duplicate, StoreError};
 
     fn database_error(message: &str) -> DieselError {
         DieselError::DatabaseError(DatabaseErrorKind::Unknown, Box::new(message.to_owned()))
@@ -117,5 +138,43 @@ mod tests {
         );
         assert_eq!(constraint_name(None, "something else"), "unknown");
         assert_eq!(constraint_name(Some("tokens_key_v2"), ""), "tokens_key_v2");
+    }
+
+    #[test]
+    fn a_broken_rule_is_named_by_what_it_keeps_and_never_by_its_constraint() {
+        let refused = |kind, message: &str| {
+            store_error(DieselError::DatabaseError(
+                kind,
+                Box::new(message.to_owned()),
+            ))
+        };
+        assert!(matches!(
+            refused(
+                DatabaseErrorKind::UniqueViolation,
+                "duplicate key value violates unique constraint \"topics_account_id_name_key_102008\""
+            ),
+            StoreError::Duplicate(Duplicate::TopicName)
+        ));
+        assert!(matches!(
+            refused(
+                DatabaseErrorKind::UniqueViolation,
+                "duplicate key value violates unique constraint \"messages_account_id_idempotency_key_key\""
+            ),
+            StoreError::Duplicate(Duplicate::IdempotencyKey)
+        ));
+        assert!(matches!(
+            refused(
+                DatabaseErrorKind::ForeignKeyViolation,
+                "update or delete on table \"topics\" violates foreign key constraint \"segments_topic_fkey\""
+            ),
+            StoreError::BrokenReference(BrokenReference::SegmentTopic)
+        ));
+        assert!(matches!(
+            refused(
+                DatabaseErrorKind::UniqueViolation,
+                "duplicate key value violates unique constraint \"contacts_pkey\""
+            ),
+            StoreError::Duplicate(Duplicate::Other(name)) if name == "contacts_pkey"
+        ));
     }
 }

@@ -1,8 +1,9 @@
 //! PostgreSQL adapter: implements the app crate's `Database` port and every repository with
 //! diesel over an r2d2 pool, and embeds the migrations from `migrations/` at the repo root.
 //!
-//! SQL lives only in this crate. Driver errors are translated here: a unique violation
-//! becomes `StoreError::UniqueViolation`, an unreachable server `StoreError::Unavailable`.
+//! SQL lives only in this crate, constraint names too. Driver errors are translated here
+//! (`error.rs`): a unique violation becomes `StoreError::Duplicate` naming what the rule
+//! keeps unique, an unreachable server `StoreError::Unavailable`.
 
 pub mod citus;
 mod database;

@@ -87,7 +87,7 @@ fn add(
             Some(user) => user.id,
             None => match tx.insert_user(&candidate) {
                 Ok(()) => candidate.id,
-                Err(StoreError::UniqueViolation(_)) => {
+                Err(StoreError::Duplicate(crate::Duplicate::UserEmail)) => {
                     return Err(AppError::BadRequest(
                         "a user with this email was created concurrently; retry".into(),
                     ))

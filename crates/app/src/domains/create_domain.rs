@@ -61,9 +61,7 @@ pub fn create_domain(
 
 fn name_taken(error: StoreError) -> AppError {
     match error {
-        StoreError::UniqueViolation(constraint)
-            if constraint == "sending_domains_account_id_name_key" =>
-        {
+        StoreError::Duplicate(crate::Duplicate::SendingDomainName) => {
             AppError::invalid("name", "is already a sending domain of this account")
         }
         other => other.into(),

@@ -10,15 +10,11 @@ use super::outbox::{queued_message, sender_domain, Addressee, Origin};
 use crate::{
     auth::Member,
     ports::{in_transaction, UnitOfWork},
-    AppError, Services,
+    AppError, Duplicate, Services, StoreError,
 };
 
 /// How long an `Idempotency-Key` keeps answering with the message it produced.
 pub const IDEMPOTENCY_WINDOW: Duration = Duration::hours(24);
-
-/// The unique constraint that makes two concurrent requests with one key produce one
-/// message.
-const KEY_CONSTRAINT: &str = "messages_account_id_idempotency_key_key";
 
 /// A transactional send: `POST /v2/accounts/{accountId}/messages`.
 #[derive(Debug, Clone)]
@@ -54,16 +50,27 @@ pub fn send_transactional(
         .idempotency_key
         .as_ref()
         .map(|_| request_hash(&request.slug, request.email.as_str(), &request.data));
+    // The store keeps keys unique, so of two concurrent first uses of one key one insert
+    // is refused as a duplicate key; its transaction rolls back.
     let attempt = || {
-        in_transaction(services.db.as_ref(), |tx| {
-            queue(tx, services, account, request, hash.as_deref())
-        })
+        let mut key_taken = false;
+        let result = in_transaction(services.db.as_ref(), |tx| {
+            queue(
+                tx,
+                services,
+                account,
+                request,
+                hash.as_deref(),
+                &mut key_taken,
+            )
+        });
+        (result, key_taken)
     };
     let message = match attempt() {
         // A concurrent request with the same key committed first; its row is now
         // visible, so a second run answers it (or refuses a different body).
-        Err(AppError::Internal(reason)) if reason.contains(KEY_CONSTRAINT) => attempt(),
-        other => other,
+        (Err(_), true) => attempt().0,
+        (result, _) => result,
     }?;
     // Committed: a worker may claim it now (an idempotent repeat wakes the workers for
     // nothing, which costs one empty claim).
@@ -77,6 +84,7 @@ fn queue(
     account: AccountId,
     request: &TransactionalSend,
     hash: Option<&str>,
+    key_taken: &mut bool,
 ) -> Result<Message, AppError> {
     let now = services.clock.now();
     let idempotency = request.idempotency_key.as_deref().zip(hash);
@@ -118,6 +126,9 @@ fn queue(
         now,
         now,
     );
-    tx.insert_message(&message, idempotency)?;
+    tx.insert_message(&message, idempotency).map_err(|error| {
+        *key_taken = matches!(error, StoreError::Duplicate(Duplicate::IdempotencyKey));
+        AppError::from(error)
+    })?;
     Ok(message)
 }

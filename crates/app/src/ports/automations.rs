@@ -42,7 +42,7 @@ pub trait AutomationRepository {
     /// automation.
     ///
     /// # Errors
-    /// [`StoreError::ForeignKeyViolation`] when the template is not in the account.
+    /// [`StoreError::BrokenReference`] when the template is not in the account.
     fn update_automation(
         &mut self,
         account: AccountId,

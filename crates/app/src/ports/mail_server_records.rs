@@ -92,7 +92,7 @@ pub trait MailServerRepository {
     /// Deletes the mail server; `false` when there was none.
     ///
     /// # Errors
-    /// [`StoreError::ForeignKeyViolation`] while a template prefers it.
+    /// [`StoreError::BrokenReference`] while a template prefers it.
     fn delete_mail_server(
         &mut self,
         account: AccountId,

@@ -55,7 +55,7 @@ pub trait MessageRepository {
     /// Stores a new message, with the request's idempotency key and body hash when given.
     ///
     /// # Errors
-    /// [`StoreError::UniqueViolation`] (`messages_account_id_idempotency_key_key`) when
+    /// [`StoreError::Duplicate`] ([`Duplicate::IdempotencyKey`](crate::Duplicate)) when
     /// the account already holds the key (a concurrent request won the race).
     fn insert_message(
         &mut self,

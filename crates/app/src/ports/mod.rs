@@ -1,8 +1,9 @@
 //! Port traits: what the use cases need from the outside world, as documented contracts.
 //!
 //! Repositories are synchronous and live on one [`UnitOfWork`] (one database transaction);
-//! adapters translate driver errors into [`StoreError`](crate::StoreError) variants,
-//! a unique violation into `UniqueViolation`, never a bare failure.
+//! adapters translate driver errors into [`StoreError`](crate::StoreError) variants: a
+//! unique rule a write broke into `Duplicate` naming what it keeps unique, a broken
+//! reference into `BrokenReference`, never a bare failure or a constraint's name.
 
 mod announcements;
 mod automations;

@@ -19,7 +19,8 @@ pub trait UserRepository {
     /// Stores a new user.
     ///
     /// # Errors
-    /// [`StoreError::UniqueViolation`] when the email is taken (case-insensitively).
+    /// [`StoreError::Duplicate`] ([`Duplicate::UserEmail`](crate::Duplicate)) when the email is
+    /// taken (case-insensitively).
     fn insert_user(&mut self, user: &UserRecord) -> Result<(), StoreError>;
 }
 
@@ -130,7 +131,7 @@ pub trait AccountRepository {
     /// changes then).
     ///
     /// # Errors
-    /// [`StoreError::ForeignKeyViolation`] for an unknown account or user.
+    /// [`StoreError::BrokenReference`] for an unknown account or user.
     fn insert_membership(
         &mut self,
         account: AccountId,
@@ -185,7 +186,7 @@ pub trait StarterDataRepository {
     /// Stores an automation that sends `template`.
     ///
     /// # Errors
-    /// [`StoreError::ForeignKeyViolation`] when the template is not in the account.
+    /// [`StoreError::BrokenReference`] when the template is not in the account.
     fn insert_automation(
         &mut self,
         account: AccountId,

@@ -43,9 +43,10 @@ pub trait SavedSegmentRepository {
     /// Stores a new segment.
     ///
     /// # Errors
-    /// [`StoreError::UniqueViolation`] (`segments_account_id_name_key`) when another
+    /// [`StoreError::Duplicate`] ([`Duplicate::SegmentName`](crate::Duplicate)) when another
     /// segment of the account has the name, case-insensitively;
-    /// [`StoreError::ForeignKeyViolation`] (`segments_topic_fkey`) when the topic is not
+    /// [`StoreError::BrokenReference`] ([`BrokenReference::SegmentTopic`](crate::BrokenReference))
+    /// when the topic is not
     /// the account's (deleted meanwhile); [`StoreError`] on store failure.
     fn insert_saved_segment(
         &mut self,

@@ -59,7 +59,7 @@ pub trait SendingDomainRepository {
     /// Stores a new domain (without keys: see [`SendingDomainRepository::insert_dkim_key`]).
     ///
     /// # Errors
-    /// [`StoreError::UniqueViolation`] (`sending_domains_account_id_name_key`) when the
+    /// [`StoreError::Duplicate`] ([`Duplicate::SendingDomainName`](crate::Duplicate)) when the
     /// account already holds the name.
     fn insert_sending_domain(
         &mut self,

@@ -43,8 +43,8 @@ pub trait TemplateRepository {
     /// Stores a new template.
     ///
     /// # Errors
-    /// [`StoreError::UniqueViolation`] (`templates_account_id_slug_key`) when the slug is
-    /// taken in the account; [`StoreError::ForeignKeyViolation`] when the preferred mail
+    /// [`StoreError::Duplicate`] ([`Duplicate::TemplateSlug`](crate::Duplicate)) when the slug is
+    /// taken in the account; [`StoreError::BrokenReference`] when the preferred mail
     /// server is not the account's.
     fn insert_template(
         &mut self,
@@ -65,7 +65,7 @@ pub trait TemplateRepository {
     /// Deletes the template; `false` when there was none.
     ///
     /// # Errors
-    /// [`StoreError::ForeignKeyViolation`] while an automation sends it.
+    /// [`StoreError::BrokenReference`] while an automation sends it.
     fn delete_template(&mut self, account: AccountId, id: TemplateId) -> Result<bool, StoreError>;
 
     /// Names of the automations that send this template.

@@ -22,7 +22,7 @@ pub trait WebhookEventRepository {
     /// Stores a new event.
     ///
     /// # Errors
-    /// [`StoreError::UniqueViolation`] when the id is taken.
+    /// [`StoreError::Duplicate`] when the id is taken.
     fn insert_webhook_event(&mut self, event: &WebhookEvent) -> Result<(), StoreError>;
 
     /// The event, if it is the account's.

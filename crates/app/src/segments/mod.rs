@@ -23,14 +23,12 @@ use crate::{AppError, StoreError};
 /// name another segment has, or a topic deleted since the definition was checked.
 fn refused_write(error: StoreError) -> AppError {
     match error {
-        StoreError::UniqueViolation(constraint) if constraint == "segments_account_id_name_key" => {
-            AppError::invalid(
-                "name",
-                "is already the name of another segment of this account (names are compared \
+        StoreError::Duplicate(crate::Duplicate::SegmentName) => AppError::invalid(
+            "name",
+            "is already the name of another segment of this account (names are compared \
                  case-insensitively)",
-            )
-        }
-        StoreError::ForeignKeyViolation(constraint) if constraint == "segments_topic_fkey" => {
+        ),
+        StoreError::BrokenReference(crate::BrokenReference::SegmentTopic) => {
             AppError::invalid("topicId", "must be the id of a topic of this account")
         }
         other => other.into(),

@@ -83,14 +83,10 @@ fn check_preferred_server(
 /// Translates the slug's unique violation into the client's mistake it is.
 fn slug_taken(error: StoreError) -> AppError {
     match error {
-        StoreError::UniqueViolation(constraint)
-            if constraint == "templates_account_id_slug_key" =>
-        {
-            AppError::invalid(
-                "slug",
-                "is already used by another template of this account",
-            )
-        }
+        StoreError::Duplicate(crate::Duplicate::TemplateSlug) => AppError::invalid(
+            "slug",
+            "is already used by another template of this account",
+        ),
         other => other.into(),
     }
 }

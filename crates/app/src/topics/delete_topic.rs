@@ -26,7 +26,7 @@ pub fn delete_topic(services: &Services, member: &Member, id: TopicId) -> Result
         }
         // The foreign key refuses a segment that named the topic since the look-up.
         tx.delete_topic(account, id).map_err(|error| match error {
-            StoreError::ForeignKeyViolation(constraint) if constraint == "segments_topic_fkey" => {
+            StoreError::BrokenReference(crate::BrokenReference::SegmentTopic) => {
                 in_use("a saved segment")
             }
             other => other.into(),

@@ -14,20 +14,18 @@ pub use get_topic::get_topic;
 pub use list_topics::list_topics;
 pub use update_topic::update_topic;
 
-use crate::{AppError, StoreError};
+use crate::{AppError, Duplicate, StoreError};
 
 /// Translates the name's unique violation into the client's mistake it is: topics are
 /// told apart by name on the unsubscribe page and in the console, so two may not share
 /// one (in any letters' case).
 fn name_taken(error: StoreError) -> AppError {
     match error {
-        StoreError::UniqueViolation(constraint) if constraint == "topics_account_id_name_key" => {
-            AppError::invalid(
-                "name",
-                "is already the name of another topic of this account (names are compared \
+        StoreError::Duplicate(Duplicate::TopicName) => AppError::invalid(
+            "name",
+            "is already the name of another topic of this account (names are compared \
                  case-insensitively)",
-            )
-        }
+        ),
         other => other.into(),
     }
 }
