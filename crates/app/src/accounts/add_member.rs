@@ -8,7 +8,7 @@ use super::members::{authority, member_of, refusal};
 use crate::{
     auth,
     ports::{in_transaction, UserRecord},
-    AppError, Services, StoreError,
+    AppError, Duplicate, Services, StoreError,
 };
 
 /// The raw body of `POST …/members`.
@@ -87,7 +87,7 @@ fn add(
             Some(user) => user.id,
             None => match tx.insert_user(&candidate) {
                 Ok(()) => candidate.id,
-                Err(StoreError::Duplicate(crate::Duplicate::UserEmail)) => {
+                Err(StoreError::Duplicate(Duplicate::UserEmail)) => {
                     return Err(AppError::BadRequest(
                         "a user with this email was created concurrently; retry".into(),
                     ))

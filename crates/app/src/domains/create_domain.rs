@@ -5,7 +5,7 @@ use mailroom_domain::{
 };
 
 use super::{new_key, DomainView};
-use crate::{auth::Member, ports::in_transaction, AppError, Services, StoreError};
+use crate::{auth::Member, ports::in_transaction, AppError, Duplicate, Services, StoreError};
 
 /// Adds a sending domain with a fresh 2048-bit DKIM key, `pending` until verified. The
 /// key is made between two transactions: the first refuses a name the account holds and
@@ -61,7 +61,7 @@ pub fn create_domain(
 
 fn name_taken(error: StoreError) -> AppError {
     match error {
-        StoreError::Duplicate(crate::Duplicate::SendingDomainName) => {
+        StoreError::Duplicate(Duplicate::SendingDomainName) => {
             AppError::invalid("name", "is already a sending domain of this account")
         }
         other => other.into(),

@@ -17,18 +17,18 @@ pub use get_segment::get_segment;
 pub use list_segments::{count_segments, list_segments};
 pub use update_segment::update_segment;
 
-use crate::{AppError, StoreError};
+use crate::{AppError, BrokenReference, Duplicate, StoreError};
 
 /// Translates the writes' constraint violations into the client's mistakes they are: a
 /// name another segment has, or a topic deleted since the definition was checked.
 fn refused_write(error: StoreError) -> AppError {
     match error {
-        StoreError::Duplicate(crate::Duplicate::SegmentName) => AppError::invalid(
+        StoreError::Duplicate(Duplicate::SegmentName) => AppError::invalid(
             "name",
             "is already the name of another segment of this account (names are compared \
                  case-insensitively)",
         ),
-        StoreError::BrokenReference(crate::BrokenReference::SegmentTopic) => {
+        StoreError::BrokenReference(BrokenReference::SegmentTopic) => {
             AppError::invalid("topicId", "must be the id of a topic of this account")
         }
         other => other.into(),

@@ -31,7 +31,7 @@ use mailroom_domain::{
     AccountId, ValidationErrors,
 };
 
-use crate::{ports::UnitOfWork, rendering::check_syntax, AppError, StoreError};
+use crate::{ports::UnitOfWork, rendering::check_syntax, AppError, Duplicate, StoreError};
 
 /// A visual-editor template's HTML is stored normalised ([`normalise_editor_html`]);
 /// other templates' HTML is stored as written.
@@ -83,7 +83,7 @@ fn check_preferred_server(
 /// Translates the slug's unique violation into the client's mistake it is.
 fn slug_taken(error: StoreError) -> AppError {
     match error {
-        StoreError::Duplicate(crate::Duplicate::TemplateSlug) => AppError::invalid(
+        StoreError::Duplicate(Duplicate::TemplateSlug) => AppError::invalid(
             "slug",
             "is already used by another template of this account",
         ),

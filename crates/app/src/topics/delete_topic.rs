@@ -1,6 +1,6 @@
 use mailroom_domain::{topic::Topic, TopicId};
 
-use crate::{auth::Member, ports::in_transaction, AppError, Services, StoreError};
+use crate::{auth::Member, ports::in_transaction, AppError, BrokenReference, Services, StoreError};
 
 /// Segment names a refusal lists; past them it says there are more.
 const NAMED_SEGMENTS: u32 = 10;
@@ -26,9 +26,7 @@ pub fn delete_topic(services: &Services, member: &Member, id: TopicId) -> Result
         }
         // The foreign key refuses a segment that named the topic since the look-up.
         tx.delete_topic(account, id).map_err(|error| match error {
-            StoreError::BrokenReference(crate::BrokenReference::SegmentTopic) => {
-                in_use("a saved segment")
-            }
+            StoreError::BrokenReference(BrokenReference::SegmentTopic) => in_use("a saved segment"),
             other => other.into(),
         })?;
         Ok(topic)

@@ -7,7 +7,7 @@ use mailroom_domain::{
 use crate::{
     ports::{in_transaction, UserRecord},
     tokens::{issue_token, IssueTokenRequest, IssuedToken},
-    AppError, Services, StoreError,
+    AppError, Duplicate, Services, StoreError,
 };
 
 /// What `mailroom user create` asks for.
@@ -60,7 +60,7 @@ pub fn bootstrap_user(
         match tx.insert_user(&candidate) {
             Ok(()) => Ok((candidate.id, true)),
             // A concurrent bootstrap of the same email won; the caller retries and finds it.
-            Err(StoreError::Duplicate(crate::Duplicate::UserEmail)) => Err(AppError::BadRequest(
+            Err(StoreError::Duplicate(Duplicate::UserEmail)) => Err(AppError::BadRequest(
                 "a user with this email was created concurrently; run the command again".into(),
             )),
             Err(other) => Err(other.into()),
