@@ -632,3 +632,30 @@ async fn a_visual_editor_templates_html_is_stored_valid_and_inert() {
         .await;
     assert_eq!(html["content"], messy);
 }
+
+#[tokio::test]
+async fn a_visual_template_nested_past_the_bound_is_a_400_answered_at_once() {
+    let f = fixture().await;
+    let started = std::time::Instant::now();
+    let problem = expect_problem(
+        f.app
+            .send_json(
+                Method::POST,
+                &f.path(""),
+                &f.token,
+                &json!({
+                    "name": "Deep", "slug": "deep", "subject": "S", "contentType": "wysiwyg",
+                    "content": "<div>".repeat(30_000)
+                }),
+            )
+            .await,
+        400,
+    )
+    .await;
+    assert_eq!(problem["errors"][0]["field"], "content", "{problem}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "answered in {:?}",
+        started.elapsed()
+    );
+}

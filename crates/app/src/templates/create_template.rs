@@ -22,7 +22,7 @@ pub fn create_template(
         TemplateId::from_uuid(services.ids.next_uuid()),
         services.clock.now(),
     );
-    normalise_content(&mut template);
+    normalise_content(&mut template)?;
     check_template_syntax(&template)?;
     in_transaction(services.db.as_ref(), |tx| {
         check_preferred_server(tx, account, &template)?;

@@ -15,7 +15,7 @@ mod update_template;
 pub use count_templates::count_templates;
 pub use create_template::create_template;
 pub use delete_template::delete_template;
-pub use editor_html::normalise_editor_html;
+pub use editor_html::{check_nesting, normalise_editor_html, MAX_NESTING};
 pub use get_template::get_template;
 pub use list_templates::list_templates;
 pub use preview_slots::{
@@ -35,10 +35,12 @@ use crate::{ports::UnitOfWork, rendering::check_syntax, AppError, Duplicate, Sto
 
 /// A visual-editor template's HTML is stored normalised ([`normalise_editor_html`]);
 /// other templates' HTML is stored as written.
-fn normalise_content(template: &mut Template) {
+fn normalise_content(template: &mut Template) -> Result<(), AppError> {
     if template.content_type == ContentType::Wysiwyg {
-        template.content = normalise_editor_html(&template.content);
+        template.content = normalise_editor_html(&template.content)
+            .map_err(|refusal| AppError::invalid("content", refusal))?;
     }
+    Ok(())
 }
 
 /// Every field that is rendered at send time must compile now, so a broken template is

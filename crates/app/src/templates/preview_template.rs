@@ -94,7 +94,7 @@ pub fn preview_draft(
                 .parse_new()?
                 .into_template(TemplateId::from_uuid(services.ids.next_uuid()), now),
         };
-        normalise_content(&mut draft);
+        normalise_content(&mut draft)?;
         render_request(tx, services, member, &draft, request)
     })?;
     render_preview(services, member, &render)

@@ -1,6 +1,6 @@
 use mailroom_domain::{patch::Field, template::Template, template::TemplateInput, TemplateId};
 
-use super::update_template;
+use super::{check_nesting, update_template};
 use crate::{auth::Member, AppError, Services};
 
 /// The width the text part is wrapped to: under the 78 characters a line of mail should
@@ -13,13 +13,18 @@ const TEXT_WIDTH: usize = 76;
 ///
 /// html2text (over html5ever, the browsers' parsing algorithm) does this; hand-written
 /// tag stripping gets entities, nesting and whitespace wrong.
-pub fn text_from_html(content: &str) -> String {
+///
+/// # Errors
+/// As [`check_nesting`]: an HTML template is stored as written, so its nesting is
+/// bounded here before html5ever builds its tree.
+pub fn text_from_html(content: &str) -> Result<String, String> {
+    check_nesting(content)?;
     // The input is a saved template's content, bounded by its size limit; a document
     // html2text cannot lay out (none is known) falls back to no text rather than a 500.
-    html2text::config::plain_no_decorate()
+    Ok(html2text::config::plain_no_decorate()
         .link_footnotes(true)
         .string_from_read(content.as_bytes(), TEXT_WIDTH)
-        .unwrap_or_default()
+        .unwrap_or_default())
 }
 
 /// Writes the template's text part from its HTML ([`text_from_html`]), replacing any
@@ -27,14 +32,16 @@ pub fn text_from_html(content: &str) -> String {
 ///
 /// # Errors
 /// As [`update_template`]: [`AppError::NotFound`] for an unknown template,
-/// [`AppError::Invalid`] when the text does not compile as a template.
+/// [`AppError::Invalid`] when the text does not compile as a template, or on `content`
+/// when the HTML nests too deep to be read.
 pub fn fill_text_part(
     services: &Services,
     member: &Member,
     id: TemplateId,
 ) -> Result<Template, AppError> {
     let template = super::get_template(services, member, id)?;
-    let text = text_from_html(&template.content);
+    let text = text_from_html(&template.content)
+        .map_err(|refusal| AppError::invalid("content", refusal))?;
     update_template(
         services,
         member,
@@ -56,7 +63,8 @@ mod tests {
             "<h1>Hello {{ first_name }}</h1><p>Our <b>news</b> &amp; more.</p>\
              <ul><li>One</li><li>Two</li></ul>\
              <p><a href=\"{{ unsubscribe_url }}\">Unsubscribe</a></p>",
-        );
+        )
+        .expect("readable");
         assert!(text.contains("Hello {{ first_name }}"), "{text}");
         assert!(text.contains("news & more."), "{text}");
         assert!(text.contains("* One"), "{text}");

@@ -26,7 +26,7 @@ pub fn update_template(
         let mut template = tx.find_template(account, id)?.ok_or(AppError::NotFound)?;
         let stored_from_email = template.from_email.clone();
         patch.apply(&mut template, now);
-        normalise_content(&mut template);
+        normalise_content(&mut template)?;
         check_template_syntax(&template)?;
         check_preferred_server(tx, account, &template)?;
         // Only a new sender is held to the sender rule: a template saved before its
