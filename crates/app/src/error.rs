@@ -106,7 +106,10 @@ pub enum BrokenReference {
 /// Why a repository call failed. Adapters translate their driver's errors into these.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The store cannot be reached (pool timeout, connection refused, server restarting).
+    /// The store cannot answer now, and the same work may succeed when run again: it
+    /// cannot be reached (pool timeout, connection refused, server restarting), or the
+    /// transaction met a concurrent change (a serialization failure; on Citus, a shard
+    /// split or moved under it).
     #[error("store unavailable: {0}")]
     Unavailable(String),
     /// The write repeats a value the store keeps unique.
@@ -144,8 +147,29 @@ impl From<StoreError> for AppError {
     fn from(error: StoreError) -> Self {
         match error {
             StoreError::Unavailable(reason) => Self::Unavailable(reason),
+            // A use case checks what it refers to before it writes, so a reference it did
+            // not expect broken was removed by a concurrent change between the check and
+            // the write (a delete; on Citus, a shard split between two statements of the
+            // transaction): run again, the check sees the change and answers for it.
+            StoreError::BrokenReference(BrokenReference::Other(reference)) => Self::Unavailable(
+                format!("a concurrent change broke the reference {reference}; try again"),
+            ),
             StoreError::TimedOut(reason) => Self::TimedOut(reason),
             other => Self::Internal(other.to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{AppError, BrokenReference, StoreError};
+
+    #[test]
+    fn an_unexpected_broken_reference_asks_for_another_try_and_an_expected_one_stays_itself() {
+        let raced: AppError =
+            StoreError::BrokenReference(BrokenReference::Other("events_contact".into())).into();
+        assert!(matches!(raced, AppError::Unavailable(_)), "{raced:?}");
+        let expected: AppError = StoreError::BrokenReference(BrokenReference::SegmentTopic).into();
+        assert!(matches!(expected, AppError::Internal(_)), "{expected:?}");
     }
 }

@@ -29,6 +29,12 @@ pub fn store_error(error: DieselError) -> StoreError {
                 DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand => {
                     StoreError::Unavailable(info.message().to_owned())
                 }
+                // SQLSTATE 40001: the transaction met a concurrent change and must be run
+                // again. Citus answers it for a statement whose shard a split moved while
+                // it waited ("shard for the given value does not exist").
+                DatabaseErrorKind::SerializationFailure => {
+                    StoreError::Unavailable(info.message().to_owned())
+                }
                 _ if SERVER_AWAY_MESSAGES
                     .iter()
                     .any(|start| info.message().starts_with(start)) =>
@@ -121,6 +127,15 @@ mod tests {
             store_error(database_error("relation \"nowhere\" does not exist")),
             StoreError::Other(_)
         ));
+    }
+
+    #[test]
+    fn a_transaction_that_met_a_concurrent_change_is_worth_another_try() {
+        let moved = DieselError::DatabaseError(
+            DatabaseErrorKind::SerializationFailure,
+            Box::new("shard for the given value does not exist".to_owned()),
+        );
+        assert!(matches!(store_error(moved), StoreError::Unavailable(_)));
     }
 
     #[test]
