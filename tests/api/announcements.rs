@@ -334,3 +334,216 @@ async fn an_empty_audience_completes_at_once() {
     assert_eq!(round.completed, 1);
     assert_eq!(announcement(&setup, &created).await["status"], "completed");
 }
+
+/// The application clock's time `by` from now, as the API writes times.
+fn clock_in(setup: &Setup, by: time::Duration) -> String {
+    use mailroom_app::ports::Clock;
+    setup
+        .app
+        .clock
+        .now()
+        .plus(by)
+        .as_datetime()
+        .format(&time::format_description::well_known::Rfc3339)
+        .expect("an RFC 3339 time")
+}
+
+async fn control(setup: &Setup, created: &Value, action: &str) -> reqwest::Response {
+    let id = created["_id"].as_str().expect("id");
+    setup
+        .call(
+            Method::POST,
+            &format!("/announcements/{id}/{action}"),
+            &json!({}),
+        )
+        .await
+}
+
+async fn controlled(setup: &Setup, created: &Value, action: &str) -> Value {
+    let response = control(setup, created, action).await;
+    assert_eq!(response.status(), 200, "{action}");
+    response.json().await.expect("the announcement")
+}
+
+#[tokio::test]
+async fn a_scheduled_announcement_sends_nothing_before_its_send_at_and_reaches_who_joined_until_then(
+) {
+    let setup = Setup::new().await;
+    setup.contact("early@example.org", json!({})).await;
+    for (send_at, field) in [
+        (clock_in(&setup, time::Duration::hours(-2)), "sendAt"),
+        (clock_in(&setup, time::Duration::days(400)), "sendAt"),
+        ("next tuesday".to_owned(), "sendAt"),
+    ] {
+        let mut refused = body(&setup.template);
+        refused["sendAt"] = json!(send_at);
+        let response = setup.call(Method::POST, "/announcements", &refused).await;
+        let problem = expect_problem(response, 400).await;
+        assert_eq!(problem["errors"][0]["field"], field, "{send_at}: {problem}");
+    }
+
+    let send_at = clock_in(&setup, time::Duration::hours(2));
+    let mut scheduled = body(&setup.template);
+    scheduled["sendAt"] = json!(send_at);
+    let created = announce(&setup, &scheduled).await;
+    assert_eq!(created["status"], "scheduled");
+    assert!(created["sendAt"].is_string(), "{created}");
+    setup.contact("meanwhile@example.org", json!({})).await;
+
+    let round = setup.announcement_round(100).await;
+    assert!(round.expanded.is_none(), "nothing is due before sendAt");
+    assert_eq!(setup.drain_messages().await, 0);
+    assert_eq!(announcement(&setup, &created).await["status"], "scheduled");
+
+    setup.app.clock.advance(time::Duration::hours(2));
+    expand(&setup, 100).await;
+    let started = announcement(&setup, &created).await;
+    assert_eq!(started["status"], "running");
+    assert_eq!(
+        started["audienceSize"], 2,
+        "contacts made until sendAt are in"
+    );
+    setup.drain_messages().await;
+    setup.announcement_round(100).await;
+    assert_eq!(announcement(&setup, &created).await["status"], "completed");
+    assert_eq!(setup.smtp.messages().len(), 2);
+}
+
+#[tokio::test]
+async fn pause_holds_every_waiting_message_and_resume_sends_each_contact_exactly_once() {
+    let setup = Setup::new().await;
+    for n in 0..25 {
+        setup
+            .contact(&format!("c{n:02}@example.org"), json!({}))
+            .await;
+    }
+    let created = announce(&setup, &body(&setup.template)).await;
+    // The expansion is part way: 10 of 25 queued.
+    setup
+        .announcement_round(10)
+        .await
+        .expanded
+        .expect("a batch");
+
+    let paused = controlled(&setup, &created, "pause").await;
+    assert_eq!(paused["status"], "paused");
+    assert_eq!(paused["counters"]["queued"], 10, "{paused}");
+    assert!(paused["processDate"].is_null());
+    assert_eq!(
+        setup.drain_messages().await,
+        0,
+        "no claim takes a held message"
+    );
+    let round = setup.announcement_round(10).await;
+    assert!(round.expanded.is_none(), "the expansion stops while paused");
+    let queued = recipients(&setup, &created).await;
+    assert_eq!(queued.len(), 10);
+    assert!(
+        queued.iter().all(|(_, status, _)| status == "queued"),
+        "{queued:?}"
+    );
+    let filtered = setup.get("/messages?status=queued&limit=100").await;
+    assert_eq!(filtered["items"].as_array().expect("items").len(), 10);
+
+    // A message a worker held across the pause (its lease ran out) waits when claimed.
+    setup.sql(
+        "UPDATE messages SET status = 'queued', lease_token = gen_random_uuid(), \
+         locked_until = '2000-01-01' \
+         WHERE id = (SELECT id FROM messages WHERE status = 'held' ORDER BY id LIMIT 1); \
+         UPDATE delivery_lanes SET next_due_at = '2000-01-01'",
+    );
+    assert_eq!(setup.drain_messages().await, 1);
+    assert!(
+        setup.smtp.messages().is_empty(),
+        "nothing is sent while paused"
+    );
+
+    for (action, from) in [("pause", "paused"), ("resume", "running")] {
+        if action == "resume" {
+            controlled(&setup, &created, "resume").await;
+        }
+        let problem = expect_problem(control(&setup, &created, action).await, 400).await;
+        assert!(
+            problem["detail"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(from),
+            "{action} of a {from} one: {problem}"
+        );
+    }
+    expand(&setup, 10).await;
+    setup.app.clock.advance(time::Duration::minutes(2));
+    setup.drain_messages().await;
+    setup.announcement_round(10).await;
+    let done = announcement(&setup, &created).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["counters"]["sent"], 25);
+    let mut delivered: Vec<String> = setup
+        .smtp
+        .messages()
+        .iter()
+        .flat_map(|message| message.recipients.clone())
+        .collect();
+    delivered.sort();
+    delivered.dedup();
+    assert_eq!(delivered.len(), 25, "each contact once");
+    assert_eq!(setup.smtp.messages().len(), 25, "no duplicates");
+}
+
+#[tokio::test]
+async fn cancel_skips_every_unsent_message_and_ends_the_announcement() {
+    let setup = Setup::new().await;
+    for n in 0..12 {
+        setup
+            .contact(&format!("c{n:02}@example.org"), json!({}))
+            .await;
+    }
+    let created = announce(&setup, &body(&setup.template)).await;
+    setup.announcement_round(5).await.expanded.expect("a batch");
+    // Two go out before the cancel.
+    setup.sql(
+        "UPDATE messages SET next_attempt_at = next_attempt_at + interval '1 day' \
+         WHERE id NOT IN (SELECT id FROM messages ORDER BY id LIMIT 2)",
+    );
+    setup.drain_messages().await;
+    assert_eq!(setup.smtp.messages().len(), 2);
+    controlled(&setup, &created, "pause").await;
+
+    let cancelled = controlled(&setup, &created, "cancel").await;
+    assert_eq!(cancelled["status"], "cancelled");
+    assert!(cancelled["processDate"].is_string());
+    assert_eq!(cancelled["counters"]["skipped"], 3, "{cancelled}");
+    assert_eq!(cancelled["counters"]["queued"], 0, "{cancelled}");
+    assert_eq!(cancelled["counters"]["sent"], 2, "{cancelled}");
+    let messages = recipients(&setup, &created).await;
+    let skipped: Vec<_> = messages
+        .iter()
+        .filter(|(_, status, _)| status == "skipped")
+        .collect();
+    assert_eq!(skipped.len(), 3);
+    assert!(skipped
+        .iter()
+        .all(|(_, _, reason)| reason.as_deref() == Some("cancelled")));
+
+    setup.app.clock.advance(time::Duration::days(2));
+    assert!(setup.announcement_round(5).await.expanded.is_none());
+    assert_eq!(setup.drain_messages().await, 0);
+    assert_eq!(setup.smtp.messages().len(), 2, "nothing more is sent");
+    for action in ["pause", "resume", "cancel"] {
+        expect_problem(control(&setup, &created, action).await, 400).await;
+    }
+    let unknown = json!({"_id": "01936c5e-7b2a-7cde-8f00-0123456789ab"});
+    expect_problem(control(&setup, &unknown, "cancel").await, 404).await;
+
+    // A scheduled one is cancelled before it starts and never expands.
+    let mut scheduled = body(&setup.template);
+    scheduled["sendAt"] = json!(clock_in(&setup, time::Duration::hours(1)));
+    let later = announce(&setup, &scheduled).await;
+    expect_problem(control(&setup, &later, "pause").await, 400).await;
+    assert_eq!(
+        controlled(&setup, &later, "cancel").await["status"],
+        "cancelled"
+    );
+    setup.app.clock.advance(time::Duration::hours(2));
+    assert!(setup.announcement_round(5).await.expanded.is_none());
+}

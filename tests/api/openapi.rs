@@ -1,7 +1,7 @@
 use mailroom_tests::{expect_json, spawn_app};
 
 /// Every route of the API, as docs/api.md and the specification name them for this stage.
-pub const ROUTES: [(&str, &str); 111] = [
+pub const ROUTES: [(&str, &str); 114] = [
     ("post", "/v2/users/me/tokens"),
     ("get", "/v2/users/me/tokens"),
     ("delete", "/v2/users/me/tokens/{tokenId}"),
@@ -80,6 +80,18 @@ pub const ROUTES: [(&str, &str); 111] = [
         "/v2/accounts/{accountId}/announcements/{announcementId}",
     ),
     ("post", "/v2/accounts/{accountId}/announcements"),
+    (
+        "post",
+        "/v2/accounts/{accountId}/announcements/{announcementId}/pause",
+    ),
+    (
+        "post",
+        "/v2/accounts/{accountId}/announcements/{announcementId}/resume",
+    ),
+    (
+        "post",
+        "/v2/accounts/{accountId}/announcements/{announcementId}/cancel",
+    ),
     ("get", "/v2/accounts/{accountId}/topics"),
     ("get", "/v2/accounts/{accountId}/topics/count"),
     ("get", "/v2/accounts/{accountId}/topics/{topicId}"),

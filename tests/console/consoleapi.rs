@@ -976,3 +976,110 @@ async fn wait_for_frame_text(browser: &Browser, css: &str, expected: &str) {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+#[tokio::test]
+async fn an_announcement_is_scheduled_cancelled_paused_and_resumed_from_its_page() {
+    let app = spawn_app_with(|_| {}).await;
+    let token = app.user_token("ada@example.com").await;
+    let account = app.create_account(&token, "Ada's shop").await;
+    api_ok(
+        &app,
+        &token,
+        Method::POST,
+        &format!("/v2/accounts/{account}/contacts"),
+        json!({"email": "grace@example.org"}),
+    )
+    .await;
+    let browser = Browser::start().await;
+    sign_in_with_token(&browser, &app, &token).await;
+    let base = format!("{}/console/accounts/{account}", app.address);
+
+    // Scheduled from the form, a day ahead (UTC, as the field says).
+    browser.goto(&format!("{base}/announcements/new")).await;
+    browser.fill("#announcement-name", "Next week").await;
+    browser
+        .client
+        .find(fantoccini::Locator::XPath(
+            "//select[@id='announcement-template']/option[contains(., '(welcome)')]",
+        ))
+        .await
+        .expect("the starter template")
+        .click()
+        .await
+        .expect("choose");
+    let tomorrow = time::OffsetDateTime::now_utc() + time::Duration::days(1);
+    let local = format!(
+        "{}T{:02}:{:02}",
+        tomorrow.date(),
+        tomorrow.hour(),
+        tomorrow.minute()
+    );
+    browser
+        .client
+        .execute(
+            "document.querySelector('#announcement-send-at').value = arguments[0];",
+            vec![json!(local)],
+        )
+        .await
+        .expect("the start time");
+    browser.click("form[action$='/announcements'] button").await;
+    assert!(text_of(&browser, "[data-testid='review-send-at']")
+        .await
+        .contains(&tomorrow.date().to_string()));
+    assert!(text_of(&browser, "[data-testid='review-send']")
+        .await
+        .starts_with("Schedule for 1 contact"));
+    browser.click("[data-testid='review-send']").await;
+    assert_eq!(
+        text_of(&browser, "[data-testid='announcement-status']").await,
+        "scheduled"
+    );
+    assert!(text_of(&browser, "[data-testid='announcement-send-at']")
+        .await
+        .contains(&tomorrow.date().to_string()));
+    assert_eq!(browser.count("[data-testid='announcement-pause']").await, 0);
+    browser.check_screen("announcement-scheduled").await;
+    // Cancelling asks first.
+    browser.click("[data-testid='announcement-cancel']").await;
+    assert!(browser.text().await.contains("Cancel this announcement?"));
+    browser.confirm("Next week").await;
+    assert_eq!(
+        text_of(&browser, "[data-testid='announcement-status']").await,
+        "cancelled"
+    );
+    assert_eq!(
+        browser.count("[data-testid='announcement-cancel']").await,
+        0
+    );
+
+    // A running one is paused and resumed.
+    let templates = expect_json(
+        app.get(&format!("/v2/accounts/{account}/templates"), &token)
+            .await,
+        200,
+    )
+    .await;
+    let template = templates["items"][0]["_id"].as_str().expect("a template");
+    let running = api_ok(
+        &app,
+        &token,
+        Method::POST,
+        &format!("/v2/accounts/{account}/announcements"),
+        json!({"name": "Now", "templateId": template, "includeUnsubscribed": false}),
+    )
+    .await;
+    let id = running["_id"].as_str().expect("id");
+    browser.goto(&format!("{base}/announcements/{id}")).await;
+    browser.click("[data-testid='announcement-pause']").await;
+    assert_eq!(
+        text_of(&browser, "[data-testid='announcement-status']").await,
+        "paused"
+    );
+    browser.check_screen("announcement-paused").await;
+    browser.click("[data-testid='announcement-resume']").await;
+    assert_eq!(
+        text_of(&browser, "[data-testid='announcement-status']").await,
+        "running"
+    );
+    browser.close().await;
+}

@@ -392,6 +392,24 @@ operations! {
         self.execute(OP, Request::new([account.to_string()]).json(announcement)?).await?.json()
     }
 
+    /// Pauses a running announcement: nothing more is expanded or claimed until resumed.
+    POST "/v2/accounts/{accountId}/announcements/{announcementId}/pause" WithIdempotencyKey;
+    pub async fn pause_announcement(&self, account: AccountId, announcement: AnnouncementId) -> Result<Announcement> {
+        self.execute(OP, Request::new([account.to_string(), announcement.to_string()])).await?.json()
+    }
+
+    /// Resumes a paused announcement.
+    POST "/v2/accounts/{accountId}/announcements/{announcementId}/resume" WithIdempotencyKey;
+    pub async fn resume_announcement(&self, account: AccountId, announcement: AnnouncementId) -> Result<Announcement> {
+        self.execute(OP, Request::new([account.to_string(), announcement.to_string()])).await?.json()
+    }
+
+    /// Cancels an announcement: what is not sent by now is skipped (`cancelled`).
+    POST "/v2/accounts/{accountId}/announcements/{announcementId}/cancel" WithIdempotencyKey;
+    pub async fn cancel_announcement(&self, account: AccountId, announcement: AnnouncementId) -> Result<Announcement> {
+        self.execute(OP, Request::new([account.to_string(), announcement.to_string()])).await?.json()
+    }
+
     // Topics.
 
     /// One page of topics.

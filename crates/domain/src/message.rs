@@ -89,11 +89,13 @@ pub enum SkipReason {
     /// The contact waits for a double opt-in confirmation: it receives nothing but the
     /// confirmation mail until it follows the link.
     PendingConfirmation,
+    /// Its announcement was cancelled before the message was handed to a worker.
+    Cancelled,
 }
 
 impl SkipReason {
     /// Every reason.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::BounceBlocked,
         Self::ComplaintBlocked,
         Self::Unsubscribed,
@@ -103,6 +105,7 @@ impl SkipReason {
         Self::ContactDeleted,
         Self::Suppressed,
         Self::PendingConfirmation,
+        Self::Cancelled,
     ];
 
     /// The wire and storage name.
@@ -117,6 +120,7 @@ impl SkipReason {
             Self::ContactDeleted => "contact_deleted",
             Self::Suppressed => "suppressed",
             Self::PendingConfirmation => "pending_confirmation",
+            Self::Cancelled => "cancelled",
         }
     }
 
@@ -136,7 +140,8 @@ impl SkipReason {
             | Self::AutomationDisabled
             | Self::ContactDeleted
             | Self::Suppressed
-            | Self::PendingConfirmation => None,
+            | Self::PendingConfirmation
+            | Self::Cancelled => None,
         }
     }
 }

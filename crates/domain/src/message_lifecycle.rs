@@ -241,6 +241,15 @@ impl Message {
         self.updated_at = now;
     }
 
+    /// Puts a claimed message back to `queued`, due at `due`, without spending an attempt:
+    /// its announcement is paused (a message claimed before the pause held the rest, or
+    /// one whose retry fell due during it). Its `lastReply` stays.
+    pub fn wait_for_resume(&mut self, due: Timestamp, now: Timestamp) {
+        self.status = MessageStatus::Queued;
+        self.next_attempt_at = Some(due);
+        self.updated_at = now;
+    }
+
     /// Whether a claim that is the `claims_without_outcome`-th since the message's last
     /// outcome must quarantine it instead of sending it.
     pub fn must_quarantine(claims_without_outcome: u32) -> bool {
@@ -477,6 +486,17 @@ mod tests {
         assert_eq!(sending.attempts, 0);
         assert_eq!(sending.next_attempt_at, Some(at(60)));
         assert_eq!(sending.last_reply.as_deref(), Some("cannot open"));
+    }
+
+    #[test]
+    fn waiting_for_a_resume_requeues_without_an_attempt_and_keeps_the_reply() {
+        let mut sending = message(MessageStatus::Sending);
+        sending.last_reply = Some("451 later".into());
+        sending.wait_for_resume(at(60), at(5));
+        assert_eq!(sending.status, MessageStatus::Queued);
+        assert_eq!(sending.attempts, 0);
+        assert_eq!(sending.next_attempt_at, Some(at(60)));
+        assert_eq!(sending.last_reply.as_deref(), Some("451 later"));
     }
 
     #[test]

@@ -347,6 +347,7 @@ diesel::table! {
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
         segment_id -> Nullable<Uuid>,
+        send_at -> Nullable<Timestamptz>,
     }
 }
 

@@ -106,6 +106,7 @@ fn messages_keeps_only_the_indexes_its_queries_use() {
             "messages_account_due_idx",
             "messages_account_id_announcement_id_contact_id_key",
             "messages_account_id_idempotency_key_key",
+            "messages_announcement_held_idx",
             "messages_announcement_list_idx",
             "messages_announcement_pending_idx",
             "messages_contact_idx",
@@ -139,8 +140,8 @@ fn messages_keeps_only_the_indexes_its_queries_use() {
             "messages_list_idx",
         ),
         (
-            "the log by status `queued` (pending, not leased)",
-            format!("SELECT * FROM messages WHERE account_id = {ACCOUNT} AND status = 'queued' AND lease_token IS NULL ORDER BY created_at, id LIMIT 50"),
+            "the log by status `queued` (pending or held, not leased)",
+            format!("SELECT * FROM messages WHERE account_id = {ACCOUNT} AND status IN ('queued', 'held') AND lease_token IS NULL ORDER BY created_at, id LIMIT 50"),
             "messages_status_idx",
         ),
         (
@@ -188,6 +189,11 @@ fn messages_keeps_only_the_indexes_its_queries_use() {
             "an announcement's completion",
             format!("SELECT 1 FROM messages WHERE account_id = {ACCOUNT} AND announcement_id = {ANNOUNCEMENT} AND announcement_id IS NOT NULL AND status = 'queued' LIMIT 1"),
             "messages_announcement_pending_idx",
+        ),
+        (
+            "a paused announcement's held messages (resume, cancel)",
+            format!("SELECT id FROM messages WHERE account_id = {ACCOUNT} AND announcement_id = {ANNOUNCEMENT} AND status = 'held'"),
+            "messages_announcement_held_idx",
         ),
         (
             "the queue depth",
@@ -317,6 +323,11 @@ fn webhook_events_are_claimed_per_account_on_their_own_indexes() {
             "the log by status",
             format!("SELECT * FROM webhook_events WHERE account_id = {ACCOUNT} AND status = 'retrying' ORDER BY created_at, id LIMIT 50"),
             "webhook_events_status_idx",
+        ),
+        (
+            "a paused announcement's held messages (resume, cancel)",
+            format!("SELECT id FROM messages WHERE account_id = {ACCOUNT} AND announcement_id = {ANNOUNCEMENT} AND status = 'held'"),
+            "messages_announcement_held_idx",
         ),
         (
             "the queue depth",

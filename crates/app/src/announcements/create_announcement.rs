@@ -1,7 +1,5 @@
 use mailroom_domain::{
-    announcement::{
-        Announcement, AnnouncementAudience, AnnouncementInput, AnnouncementStatus, NewAnnouncement,
-    },
+    announcement::{Announcement, AnnouncementAudience, AnnouncementInput, NewAnnouncement},
     condition::{AudienceDefinition, Segment},
     saved_segment::SavedSegment,
     template::Template,
@@ -16,7 +14,9 @@ use crate::{
 };
 
 /// Creates an announcement and starts it: it is `running` at once, and the workers expand
-/// its audience (contacts created until now) and send. The answer does not wait for any
+/// its audience (contacts created until now) and send; with a `sendAt` in the future it is
+/// `scheduled`, and the workers start it then (its audience: contacts created until the
+/// start). The answer does not wait for any
 /// of that, whatever the audience's size. An announcement made from a saved segment
 /// (`segmentId`) copies the segment's definition now: a later change of the segment does
 /// not change it.
@@ -33,6 +33,7 @@ pub fn create_announcement(
     let account = member.account();
     let new = input.parse()?;
     let now = services.clock.now();
+    let status = new.starting_status(now)?;
     let id = AnnouncementId::from_uuid(services.ids.next_uuid());
     in_transaction(services.db.as_ref(), |tx| {
         let Resolved {
@@ -51,7 +52,8 @@ pub fn create_announcement(
             include_unsubscribed: definition.include_unsubscribed,
             attributes: definition.attributes,
             segment_id,
-            status: AnnouncementStatus::Running,
+            status,
+            send_at: new.send_at,
             last_sampled_contact_id: None,
             audience_size: 0,
             expanded_at: None,

@@ -29,7 +29,8 @@ pub struct ExpansionBatch {
 }
 
 /// One batch of the oldest running announcement that still has audience to expand (any
-/// account), in one transaction: queues a message for each of up to `batch_size`
+/// account), or else of a scheduled one whose `sendAt` has come (it starts now), in one
+/// transaction: queues a message for each of up to `batch_size`
 /// contacts of its audience after `lastSampledContactId` in id order, in one
 /// `INSERT … SELECT` (the audience compiled to SQL as the search does; a unique key
 /// leaves out any contact that already has one), and moves `lastSampledContactId` to the
@@ -50,7 +51,7 @@ pub fn expand_next_batch(
 ) -> Result<Option<ExpansionBatch>, AppError> {
     let batch_size = batch_size.max(1);
     let batch = in_transaction(services.db.as_ref(), |tx| {
-        let Some((account, announcement)) = tx.lock_next_expansion()? else {
+        let Some((account, announcement)) = tx.lock_next_expansion(services.clock.now())? else {
             return Ok(None);
         };
         expand_batch(tx, services, account, &announcement, batch_size).map(Some)
@@ -80,13 +81,16 @@ fn expand_batch(
         })
     };
     let types = AccountAttributeTypes::load(tx, account)?;
-    // Engagement windows end at the announcement's creation, as its audience does: every
-    // batch, however late, reads the same window.
-    let conditions =
-        match parse_conditions(&announcement.attributes, &types, announcement.created_at) {
-            Ok(conditions) => conditions,
-            Err(errors) => return failed(tx, &format!("its conditions no longer apply: {errors}")),
-        };
+    // Engagement windows end where the audience does (the creation, or the scheduled
+    // start): every batch, however late, reads the same window.
+    let conditions = match parse_conditions(
+        &announcement.attributes,
+        &types,
+        announcement.audience_until(),
+    ) {
+        Ok(conditions) => conditions,
+        Err(errors) => return failed(tx, &format!("its conditions no longer apply: {errors}")),
+    };
     let Some(template) = tx.find_template(account, announcement.template_id)? else {
         return failed(tx, "its template was deleted");
     };
@@ -105,7 +109,7 @@ fn expand_batch(
         account,
         announcement: announcement.id,
         segment: &segment,
-        created_until: announcement.created_at,
+        created_until: announcement.audience_until(),
         after: announcement.last_sampled_contact_id,
         message_ids: &message_ids,
         template: template.id,

@@ -1,6 +1,11 @@
 use mailroom_domain::{
-    announcement::AnnouncementInput, condition::AudienceDefinition, contact::Contact,
-    paging::PageRequest, saved_segment::SavedSegment, template::Template,
+    announcement::{AnnouncementInput, AnnouncementStatus},
+    condition::AudienceDefinition,
+    contact::Contact,
+    paging::PageRequest,
+    saved_segment::SavedSegment,
+    template::Template,
+    Timestamp,
 };
 
 use super::create_announcement::{resolve, Resolved};
@@ -22,6 +27,8 @@ pub struct AnnouncementReview {
     /// The first contact of the audience, to preview the mail for: `None` for an empty
     /// audience.
     pub sample: Option<Contact>,
+    /// When it would start, when that is not at once.
+    pub send_at: Option<Timestamp>,
 }
 
 /// Checks `input` exactly as [`super::create_announcement`] would, and says what it would
@@ -37,6 +44,10 @@ pub fn review_announcement(
     let account = member.account();
     let new = input.parse()?;
     let now = services.clock.now();
+    let send_at = match new.starting_status(now)? {
+        AnnouncementStatus::Scheduled => new.send_at,
+        _ => None,
+    };
     in_transaction(services.db.as_ref(), |tx| {
         let Resolved {
             template,
@@ -54,6 +65,7 @@ pub fn review_announcement(
             segment,
             audience,
             sample,
+            send_at,
         })
     })
 }

@@ -13,6 +13,7 @@
 //! by every worker forever.
 
 use mailroom_domain::{
+    announcement::AnnouncementStatus,
     contact::Contact,
     message::{
         server_fault_delay, suppression_reason, Message, SkipReason, StatsCounter, Suppression,
@@ -192,6 +193,10 @@ pub fn claim_messages(
                     message.wait_for_server(reason, due, now);
                     tx.record_message_state(&message, lease.token)?;
                 }
+                Checked::WaitForResume => {
+                    message.wait_for_resume(now.plus(PAUSED_RECHECK), now);
+                    tx.record_message_state(&message, lease.token)?;
+                }
                 Checked::Fail(reason) => {
                     message.fail(reason, now);
                     if tx.record_message_state(&message, lease.token)? {
@@ -218,7 +223,15 @@ enum Checked {
     /// The server's stored password does not open: the server is unhealthy and the
     /// message waits for it without spending an attempt.
     WaitForServer(SavedServer, String),
+    /// Its announcement is paused: it waits, without spending an attempt, and is claimed
+    /// again after [`PAUSED_RECHECK`] (to wait again, or to go if resumed since).
+    WaitForResume,
 }
+
+/// How long a claimed message of a paused announcement waits before it is claimed again.
+/// The pause holds the announcement's waiting messages out of every claim; only a
+/// message that was in flight then, or whose lease ran out, comes back this way.
+const PAUSED_RECHECK: time::Duration = time::Duration::minutes(1);
 
 /// Applies suppression and the origin's rules and gathers what rendering reads (in the
 /// claim's transaction); what the claim's messages share comes from `batch`.
@@ -245,6 +258,7 @@ fn check(
     }
     let include_unsubscribed = match origin_rules(tx, batch, message, &contact, suppression)? {
         OriginRules::Skip(reason) => return Ok(Checked::Skip(reason)),
+        OriginRules::WaitForResume => return Ok(Checked::WaitForResume),
         OriginRules::Send {
             include_unsubscribed,
         } => include_unsubscribed,
@@ -322,14 +336,19 @@ fn check(
 
 enum OriginRules {
     Skip(SkipReason),
-    Send { include_unsubscribed: bool },
+    /// The announcement is paused: the message waits for the resume.
+    WaitForResume,
+    Send {
+        include_unsubscribed: bool,
+    },
 }
 
 /// What the automation or announcement behind a message says when it is due: an
 /// automation's message goes out only while the automation exists and is enabled (a
 /// delayed message may fall due long after it was queued); an announcement's message
 /// honours `includeUnsubscribed` and its topic's unsubscriptions, also those made after
-/// the audience was expanded.
+/// the audience was expanded, and it waits while the announcement is paused and is
+/// skipped once it is cancelled (a retry that fell due after the pause or the cancel).
 fn origin_rules(
     tx: &mut dyn UnitOfWork,
     batch: &mut ClaimBatch,
@@ -348,6 +367,13 @@ fn origin_rules(
     }
     if let Some(id) = message.announcement_id {
         if let Some(announcement) = batch.announcement(tx, account, id)? {
+            match announcement.status {
+                AnnouncementStatus::Paused => return Ok(OriginRules::WaitForResume),
+                AnnouncementStatus::Cancelled => {
+                    return Ok(OriginRules::Skip(SkipReason::Cancelled))
+                }
+                _ => {}
+            }
             let left_topic = announcement
                 .topic_id
                 .is_some_and(|topic| contact.topic_unsubscriptions.contains(&topic));

@@ -1,5 +1,5 @@
 use mailroom_domain::{
-    announcement::{Announcement, AnnouncementCounters},
+    announcement::{Announcement, AnnouncementCounters, AnnouncementStatus},
     condition::Segment,
     paging::PageRequest,
     AccountId, AnnouncementId, ContactId, MessageId, TemplateId, Timestamp,
@@ -92,13 +92,68 @@ pub trait AnnouncementRepository {
     fn count_announcements(&mut self, account: AccountId) -> Result<u64, StoreError>;
 
     /// Locks the oldest `running` announcement of any account whose audience is not fully
-    /// expanded, skipping those another transaction holds (so two workers expand two
-    /// announcements, or one waits for nothing). The lock lasts until the transaction
+    /// expanded, or else a `scheduled` one whose `send_at` is at or before `now`, which it
+    /// makes `running`; it skips those another transaction holds (so two workers expand
+    /// two announcements, or one waits for nothing). The lock lasts until the transaction
     /// ends.
     ///
     /// # Errors
     /// [`StoreError`] on store failure.
-    fn lock_next_expansion(&mut self) -> Result<Option<(AccountId, Announcement)>, StoreError>;
+    fn lock_next_expansion(
+        &mut self,
+        now: Timestamp,
+    ) -> Result<Option<(AccountId, Announcement)>, StoreError>;
+
+    /// Moves the announcement from `from` to `to` (with `process_date = now` when `to` is
+    /// final); `false` when it is not in `from` any more (or not the account's).
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn change_announcement_status(
+        &mut self,
+        account: AccountId,
+        id: AnnouncementId,
+        from: AnnouncementStatus,
+        to: AnnouncementStatus,
+        now: Timestamp,
+    ) -> Result<bool, StoreError>;
+
+    /// Holds the announcement's messages that wait for a worker (no lease): no claim takes
+    /// them until [`AnnouncementRepository::release_announcement_messages`]; their due
+    /// times stay. Returns how many.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn hold_announcement_messages(
+        &mut self,
+        account: AccountId,
+        id: AnnouncementId,
+    ) -> Result<u64, StoreError>;
+
+    /// Gives the announcement's held messages back to the claims, each due when it was
+    /// (a time passed means now), and brings the account's lane forward. Returns how many.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn release_announcement_messages(
+        &mut self,
+        account: AccountId,
+        id: AnnouncementId,
+        now: Timestamp,
+    ) -> Result<u64, StoreError>;
+
+    /// Settles as `skipped` with reason `cancelled` every message of the announcement that
+    /// waits for a worker or is held (none in flight: a worker holds those), counters
+    /// moved. Returns how many.
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn skip_announcement_messages(
+        &mut self,
+        account: AccountId,
+        id: AnnouncementId,
+        now: Timestamp,
+    ) -> Result<u64, StoreError>;
 
     /// Queues one batch of an announcement's audience in one statement: the contacts of
     /// `batch.segment` (suppression included) created at or before

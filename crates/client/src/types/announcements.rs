@@ -36,8 +36,11 @@ pub struct Announcement {
     pub include_unsubscribed: bool,
     /// The audience's conditions.
     pub attributes: Vec<serde_json::Value>,
-    /// `running`, `completed` or `failed`.
+    /// `scheduled`, `running`, `paused`, `completed`, `cancelled` or `failed`.
     pub status: String,
+    /// When it was scheduled to start, if it was.
+    #[serde(default)]
+    pub send_at: Option<Timestamp>,
     /// The contacts it reaches.
     pub audience_size: u64,
     /// When it was created.
@@ -87,6 +90,9 @@ pub struct NewAnnouncement {
     /// Who it reaches.
     #[serde(flatten)]
     pub audience: AnnouncementAudience,
+    /// When to start (at most 366 days ahead); `None` starts it now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub send_at: Option<Timestamp>,
 }
 
 /// Who an announcement reaches: an audience given in the body, or a saved segment.

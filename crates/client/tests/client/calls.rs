@@ -813,6 +813,7 @@ async fn a_tour_of_the_other_operations_reads_every_answer() {
                 audience: AnnouncementAudience::Segment {
                     segment_id: segment.id,
                 },
+                send_at: None,
             },
         )
         .await
@@ -833,6 +834,7 @@ async fn a_tour_of_the_other_operations_reads_every_answer() {
                     topic_id: Some(topic.id),
                     ..pros.clone()
                 }),
+                send_at: None,
             },
         )
         .await
@@ -847,6 +849,22 @@ async fn a_tour_of_the_other_operations_reads_every_answer() {
         "Launch"
     );
     assert_eq!(client.count_announcements(account).await.expect("count"), 2);
+    let paused = client
+        .pause_announcement(account, announcement.id)
+        .await
+        .expect("pause");
+    assert_eq!(paused.status, "paused");
+    let resumed = client
+        .resume_announcement(account, announcement.id)
+        .await
+        .expect("resume");
+    assert_eq!(resumed.status, "running");
+    let cancelled = client
+        .cancel_announcement(account, announcement.id)
+        .await
+        .expect("cancel");
+    assert_eq!(cancelled.status, "cancelled");
+    assert!(cancelled.process_date.is_some());
     assert_eq!(
         client
             .list_announcements(account, PageRequest::default())

@@ -6,7 +6,8 @@
 use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse};
 use mailroom_app::{
     announcements::{
-        count_announcements, create_announcement, get_announcement_progress, list_announcements,
+        control_announcement, count_announcements, create_announcement, get_announcement,
+        get_announcement_progress, list_announcements,
     },
     auth::{verify_membership, Member, RouteCall},
     console::SignedIn,
@@ -15,7 +16,10 @@ use mailroom_app::{
     AppError, Services,
 };
 use mailroom_domain::{
-    announcement::{Announcement, AnnouncementCounters, AnnouncementInput, AnnouncementStatus},
+    announcement::{
+        Announcement, AnnouncementControl, AnnouncementCounters, AnnouncementInput,
+        AnnouncementStatus,
+    },
     paging::PageRequest,
     AccountId, AnnouncementId, FieldError,
 };
@@ -27,8 +31,8 @@ use super::{
     contact_pages::{condition_words, operator_offer, suggested_attributes, ConditionRow},
     error_page,
     page_kit::{
-        account_id, account_layout, record_ids, segment_choices, template_choices, topic_choices,
-        unless_gone, FormErrors, FormField,
+        account_id, account_layout, confirmation_page, is_confirmed, record_ids, segment_choices,
+        template_choices, topic_choices, unless_gone, Confirmation, FormErrors, FormField, Pairs,
     },
     pages::{day_and_minute, require_session, see_other, signed_in_form, CsrfForm},
     render,
@@ -129,6 +133,10 @@ pub(super) struct AnnouncementForm {
     /// A checkbox: present (any value) when ticked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     include_unsubscribed: Option<String>,
+    /// When to start, in UTC, as a `datetime-local` input sends it (`2026-12-24T09:00`);
+    /// empty starts it at the confirmation.
+    #[serde(default)]
+    send_at: String,
     /// The audience conditions, as the segment builder names them: [`CONDITION_ROWS`]
     /// rows of attribute, operator and value; a row without an attribute is left out.
     #[serde(default)]
@@ -184,6 +192,11 @@ const ANNOUNCEMENT_FIELDS: &[FormField] = &[
         name: "attributes",
         label: "Audience conditions",
     },
+    FormField {
+        api: "sendAt",
+        name: "send_at",
+        label: "Start at",
+    },
 ];
 
 /// How many audience condition rows the form offers (the API takes more: docs/console.md).
@@ -199,7 +212,8 @@ impl AnnouncementForm {
     /// The draft as the create use case reads it.
     pub(super) fn input(&self) -> AnnouncementInput {
         let chosen = |value: &str| Some(value.trim().to_owned()).filter(|value| !value.is_empty());
-        match chosen(&self.segment_id) {
+        let send_at = chosen(&self.send_at).map(|local| utc_time(&local));
+        let input = match chosen(&self.segment_id) {
             // The segment stands for the audience fields; the form's are left out.
             Some(segment) => AnnouncementInput {
                 name: Some(self.name.clone()),
@@ -214,8 +228,10 @@ impl AnnouncementForm {
                 include_unsubscribed: Some(self.include_unsubscribed.is_some()),
                 attributes: Some(self.rows().iter().filter_map(ConditionRow::input).collect()),
                 segment_id: None,
+                send_at: None,
             },
-        }
+        };
+        AnnouncementInput { send_at, ..input }
     }
 
     /// Every field the review step carries, as hidden inputs, so its buttons post the
@@ -386,7 +402,7 @@ fn progress(announcement: &Announcement, counters: AnnouncementCounters) -> Prog
     Progress {
         id: announcement.id.to_string(),
         status: announcement.status.as_str(),
-        running: announcement.status == AnnouncementStatus::Running,
+        running: !announcement.status.is_final(),
         failure_reason: announcement.failure_reason.clone(),
         process_date: announcement.process_date.map(day_and_minute),
         audience_size: announcement.audience_size,
@@ -442,6 +458,8 @@ pub(super) async fn show(req: HttpRequest, path: web::Path<(String, String)>) ->
                 topic => topic,
                 include_unsubscribed => announcement.include_unsubscribed,
                 conditions => conditions,
+                send_at => announcement.send_at.map(day_and_minute),
+                controls => controls(announcement.status),
                 progress_html => render::partial(
                     "announcement_progress.html",
                     minijinja::context! {
@@ -488,9 +506,132 @@ pub(super) async fn progress_fragment(
     .map_or_else(|error| error_page(&error), HttpResponse::from)
 }
 
+/// A `datetime-local` value (`2026-12-24T09:00`, seconds optional) read as UTC, in RFC
+/// 3339; anything else is passed on as typed, for the create's check to name.
+fn utc_time(local: &str) -> String {
+    let has_offset = local.ends_with('Z')
+        || local
+            .get(19..)
+            .is_some_and(|tail| tail.contains(['+', '-']));
+    match local.len() {
+        16 if !has_offset => format!("{local}:00Z"),
+        19 if !has_offset => format!("{local}Z"),
+        _ => local.to_owned(),
+    }
+}
+
+/// The controls an announcement in `status` offers, as (path segment, button label).
+fn controls(status: AnnouncementStatus) -> Vec<(&'static str, &'static str)> {
+    [
+        (AnnouncementControl::Pause, "Pause"),
+        (AnnouncementControl::Resume, "Resume"),
+        (AnnouncementControl::Cancel, "Cancel the announcement"),
+    ]
+    .into_iter()
+    .filter(|(control, _)| control.apply(status).is_ok())
+    .map(|(control, label)| (control.as_str(), label))
+    .collect()
+}
+
+/// `POST /console/accounts/{id}/announcements/{announcementId}/{pause|resume|cancel}`:
+/// the control, then the announcement's page. A cancel asks first.
+async fn control_form(
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    body: web::Bytes,
+    control: AnnouncementControl,
+) -> HttpResponse {
+    let (services, signed_in, form) = match signed_in_form::<Pairs>(&req, &body).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let (account, id) = match record_ids(&path.0, &path.1, AnnouncementId::parse) {
+        Ok(ids) => ids,
+        Err(response) => return response,
+    };
+    let confirmed = control != AnnouncementControl::Cancel || is_confirmed(&form);
+    let outcome = blocking(move || {
+        let member = member(
+            &services,
+            &signed_in,
+            account,
+            "POST",
+            &format!("/{id}/{}", control.as_str()),
+        )?;
+        if !confirmed {
+            let found = get_announcement(&services, &member, id)?;
+            return confirmation_page(
+                &services,
+                &signed_in,
+                account,
+                "announcements",
+                &Confirmation {
+                    title: "Cancel this announcement?".into(),
+                    what: found.name,
+                    consequence: "Nothing more is sent: every message not yet handed to a \
+                                  worker is skipped (reason “cancelled”). Messages already \
+                                  sent stay sent. This cannot be undone."
+                        .into(),
+                    button: "Cancel the announcement".into(),
+                    cancel: format!("/console/accounts/{account}/announcements/{id}"),
+                },
+            )
+            .map(Some);
+        }
+        control_announcement(&services, &member, id, control).map(|_| None)
+    })
+    .await;
+    match outcome {
+        Ok(None) => see_other(&format!("/console/accounts/{account}/announcements/{id}")),
+        Ok(Some(page)) => page.into(),
+        Err(error) => error_page(&error),
+    }
+}
+
+/// `POST …/announcements/{announcementId}/pause`.
+pub(super) async fn pause_form(
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    body: web::Bytes,
+) -> HttpResponse {
+    control_form(req, path, body, AnnouncementControl::Pause).await
+}
+
+/// `POST …/announcements/{announcementId}/resume`.
+pub(super) async fn resume_form(
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    body: web::Bytes,
+) -> HttpResponse {
+    control_form(req, path, body, AnnouncementControl::Resume).await
+}
+
+/// `POST …/announcements/{announcementId}/cancel`, confirmed first.
+pub(super) async fn cancel_form(
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    body: web::Bytes,
+) -> HttpResponse {
+    control_form(req, path, body, AnnouncementControl::Cancel).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_start_time_from_the_form_is_read_as_utc() {
+        assert_eq!(super::utc_time("2026-12-24T09:00"), "2026-12-24T09:00:00Z");
+        assert_eq!(
+            super::utc_time("2026-12-24T09:00:30"),
+            "2026-12-24T09:00:30Z"
+        );
+        assert_eq!(
+            super::utc_time("2026-12-24T09:00:00+01:00"),
+            "2026-12-24T09:00:00+01:00"
+        );
+        assert_eq!(super::utc_time("tomorrow"), "tomorrow");
+    }
 
     #[test]
     fn the_progress_renders_and_stops_asking_once_final() {
@@ -506,6 +647,7 @@ mod tests {
             attributes: Vec::new(),
             segment_id: None,
             status: AnnouncementStatus::Running,
+            send_at: None,
             last_sampled_contact_id: None,
             audience_size: 4,
             expanded_at: None,

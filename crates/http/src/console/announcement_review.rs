@@ -144,6 +144,7 @@ pub(super) fn review_page(
             include_unsubscribed => review.definition.include_unsubscribed,
             conditions => conditions,
             audience => review.audience,
+            send_at => review.send_at.map(super::pages::day_and_minute),
             sample => sample,
             warnings => warnings,
             no_text => no_text,

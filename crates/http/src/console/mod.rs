@@ -241,6 +241,18 @@ pub fn configure(config: &mut web::ServiceConfig) {
                 web::get().to(announcement_pages::progress_fragment),
             )
             .route(
+                "/accounts/{account_id}/announcements/{announcement_id}/pause",
+                web::post().to(announcement_pages::pause_form),
+            )
+            .route(
+                "/accounts/{account_id}/announcements/{announcement_id}/resume",
+                web::post().to(announcement_pages::resume_form),
+            )
+            .route(
+                "/accounts/{account_id}/announcements/{announcement_id}/cancel",
+                web::post().to(announcement_pages::cancel_form),
+            )
+            .route(
                 "/accounts/{account_id}/mail-servers",
                 web::get().to(mail_server_pages::list),
             )

@@ -29,6 +29,11 @@ pub struct AnnouncementBody {
     /// and `topicId` (none of which may then be given): its definition is copied into
     /// the announcement now, so a later change of the segment does not change it.
     pub segment_id: Option<String>,
+    /// When to start (RFC 3339, at most 366 days ahead): the announcement is `scheduled`
+    /// until then, and its audience is the contacts created until then. Omitted, or a
+    /// time up to a minute past, starts it now.
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub send_at: Option<String>,
 }
 
 impl From<AnnouncementBody> for AnnouncementInput {
@@ -40,6 +45,7 @@ impl From<AnnouncementBody> for AnnouncementInput {
             include_unsubscribed: body.include_unsubscribed,
             attributes: body.attributes.map(super::contacts::condition_inputs),
             segment_id: body.segment_id,
+            send_at: body.send_at,
         }
     }
 }
@@ -69,9 +75,13 @@ pub struct AnnouncementDto {
     /// gave the audience itself. The segment may have changed or gone since.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub segment_id: Option<String>,
-    /// `running`, `completed` or `failed`.
+    /// `scheduled`, `running`, `paused`, `completed`, `cancelled` or `failed`.
     pub status: &'static str,
-    /// When it became `completed` or `failed`; `null` while running.
+    /// When it was scheduled to start; omitted when it started at its creation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub send_at: Option<Timestamp>,
+    /// When it became `completed`, `cancelled` or `failed`; `null` before.
     #[schema(value_type = Option<String>, format = DateTime)]
     pub process_date: Option<Timestamp>,
     /// The last contact the audience expansion reached; omitted before the first batch.
@@ -106,7 +116,8 @@ pub struct AnnouncementCountersDto {
     pub failed: u64,
     /// Hard-bounced (at send time or reported later).
     pub bounced: u64,
-    /// Not sent by rule (suppression, unsubscription, send limit, no mail server).
+    /// Not sent by rule (suppression, unsubscription, send limit, no mail server) or
+    /// because the announcement was cancelled.
     pub skipped: u64,
     /// Opened at least once (open tracking).
     pub opened: u64,
@@ -145,6 +156,7 @@ impl From<Announcement> for AnnouncementDto {
                 .collect(),
             segment_id: announcement.segment_id.map(|id| id.to_string()),
             status: announcement.status.as_str(),
+            send_at: announcement.send_at,
             process_date: announcement.process_date,
             last_sampled_contact_id: announcement
                 .last_sampled_contact_id

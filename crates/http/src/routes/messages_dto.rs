@@ -39,7 +39,7 @@ pub struct MessageDto {
     pub status: String,
     /// Why it was skipped: `bounce_blocked`, `complaint_blocked`, `unsubscribed`,
     /// `free_limit_capped`, `no_mail_server`, `automation_disabled`, `contact_deleted`,
-    /// `suppressed` or `pending_confirmation`.
+    /// `suppressed`, `pending_confirmation` or `cancelled` (its announcement was cancelled).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skip_reason: Option<String>,
     /// The automation that queued it (automation messages only).

@@ -6,6 +6,7 @@ use mailroom_app::{
 use mailroom_domain::{
     announcement::{Announcement, AnnouncementCounters, AnnouncementStatus},
     condition::ConditionInput,
+    message::{MessageStatus, SkipReason},
     paging::PageRequest,
     AccountId, AnnouncementId, ContactId, SegmentId, TemplateId, Timestamp, TopicId,
 };
@@ -16,7 +17,12 @@ use uuid::Uuid;
 use super::{
     corrupt, segments::queue_audience_batch, templates::page_bounds, timestamp, PgUnitOfWork,
 };
-use crate::{error::store_error, prepared_sql::prepared_sql, schema::announcements};
+use crate::{
+    error::store_error,
+    prepared_sql::prepared_sql,
+    schema::announcements,
+    upkeep::{add_to_counters, bring_lanes_forward, AccountCounters, Lanes},
+};
 
 /// The summed slots of one announcement's counters.
 #[derive(QueryableByName)]
@@ -59,6 +65,7 @@ struct AnnouncementRow {
     created_at: OffsetDateTime,
     updated_at: OffsetDateTime,
     segment_id: Option<Uuid>,
+    send_at: Option<OffsetDateTime>,
 }
 
 /// Conditions as the `attributes` columns keep them (of announcements and segments): the
@@ -97,6 +104,7 @@ impl AnnouncementRow {
                 segment_id: self.segment_id.map(SegmentId::from_uuid),
                 status: AnnouncementStatus::parse(&self.status)
                     .ok_or_else(|| corrupt("announcements.status", &self.status))?,
+                send_at: self.send_at.map(timestamp),
                 last_sampled_contact_id: self.last_sampled_contact_id.map(ContactId::from_uuid),
                 audience_size: u64::try_from(self.audience_size)
                     .map_err(|e| corrupt("announcements.audience_size", e))?,
@@ -155,6 +163,7 @@ impl AnnouncementRepository for PgUnitOfWork<'_> {
             created_at: announcement.created_at.as_datetime(),
             updated_at: announcement.created_at.as_datetime(),
             segment_id: announcement.segment_id.map(|id| id.as_uuid()),
+            send_at: announcement.send_at.map(|t| t.as_datetime()),
         };
         diesel::insert_into(announcements::table)
             .values(&row)
@@ -238,37 +247,164 @@ impl AnnouncementRepository for PgUnitOfWork<'_> {
         u64::try_from(count).map_err(|e| corrupt("announcement count", e))
     }
 
-    fn lock_next_expansion(&mut self) -> Result<Option<(AccountId, Announcement)>, StoreError> {
+    fn lock_next_expansion(
+        &mut self,
+        now: Timestamp,
+    ) -> Result<Option<(AccountId, Announcement)>, StoreError> {
         // The oldest few candidates of any account, read without a lock (on Citus a read
         // of every shard, the one statement of the expansion that is not one account's),
         // then each locked by its own key (one shard), skipping one another worker holds.
+        // Running ones come first; a scheduled one whose start has come is started by the
+        // lock (announcements_scheduled_idx finds those).
         let candidates: Vec<(Uuid, Uuid)> = crate::citus::fan_out(self.conn, |conn| {
-            announcements::table
+            let mut candidates: Vec<(Uuid, Uuid)> = announcements::table
                 .filter(announcements::status.eq(AnnouncementStatus::Running.as_str()))
                 .filter(announcements::expanded_at.is_null())
                 .order(announcements::created_at.asc())
                 .select((announcements::account_id, announcements::id))
                 .limit(EXPANSION_CANDIDATES)
                 .load(conn)
-                .map_err(store_error)
+                .map_err(store_error)?;
+            candidates.extend(
+                announcements::table
+                    .filter(announcements::status.eq(AnnouncementStatus::Scheduled.as_str()))
+                    .filter(announcements::send_at.le(now.as_datetime()))
+                    .order(announcements::send_at.asc())
+                    .select((announcements::account_id, announcements::id))
+                    .limit(EXPANSION_CANDIDATES)
+                    .load::<(Uuid, Uuid)>(conn)
+                    .map_err(store_error)?,
+            );
+            Ok(candidates)
         })?;
         for (account, id) in candidates {
             let locked = announcements::table
                 .filter(announcements::account_id.eq(account))
                 .filter(announcements::id.eq(id))
-                .filter(announcements::status.eq(AnnouncementStatus::Running.as_str()))
                 .filter(announcements::expanded_at.is_null())
+                .filter(
+                    announcements::status
+                        .eq(AnnouncementStatus::Running.as_str())
+                        .or(announcements::status
+                            .eq(AnnouncementStatus::Scheduled.as_str())
+                            .and(announcements::send_at.le(now.as_datetime()))),
+                )
                 .select(AnnouncementRow::as_select())
                 .for_update()
                 .skip_locked()
                 .first(self.conn)
                 .optional()
                 .map_err(store_error)?;
-            if let Some(row) = locked {
-                return row.into_announcement().map(Some);
+            let Some(row) = locked else { continue };
+            let (account, mut announcement) = row.into_announcement()?;
+            if announcement.status == AnnouncementStatus::Scheduled {
+                self.change_announcement_status(
+                    account,
+                    announcement.id,
+                    AnnouncementStatus::Scheduled,
+                    AnnouncementStatus::Running,
+                    now,
+                )?;
+                announcement.status = AnnouncementStatus::Running;
             }
+            return Ok(Some((account, announcement)));
         }
         Ok(None)
+    }
+
+    fn change_announcement_status(
+        &mut self,
+        account: AccountId,
+        id: AnnouncementId,
+        from: AnnouncementStatus,
+        to: AnnouncementStatus,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let process_date = to.is_final().then(|| now.as_datetime());
+        diesel::update(
+            announcements::table
+                .filter(announcements::account_id.eq(account.as_uuid()))
+                .filter(announcements::id.eq(id.as_uuid()))
+                .filter(announcements::status.eq(from.as_str())),
+        )
+        .set((
+            announcements::status.eq(to.as_str()),
+            announcements::process_date.eq(process_date),
+            announcements::updated_at.eq(now.as_datetime()),
+        ))
+        .execute(self.conn)
+        .map(|changed| changed > 0)
+        .map_err(store_error)
+    }
+
+    fn hold_announcement_messages(
+        &mut self,
+        account: AccountId,
+        id: AnnouncementId,
+    ) -> Result<u64, StoreError> {
+        // Out of the due index, due times kept; the counters see no change (a held message
+        // is `queued` to them, `message_state`), and the lane finds nothing due in them.
+        prepared_sql(
+            "UPDATE messages SET status = 'held' \
+             WHERE account_id = $1 AND announcement_id = $2 \
+               AND status = 'queued' AND lease_token IS NULL",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
+        .bind::<diesel::sql_types::Uuid, _>(id.as_uuid())
+        .execute(self.conn)
+        .map(|n| n as u64)
+        .map_err(store_error)
+    }
+
+    fn release_announcement_messages(
+        &mut self,
+        account: AccountId,
+        id: AnnouncementId,
+        now: Timestamp,
+    ) -> Result<u64, StoreError> {
+        let released = prepared_sql(
+            "UPDATE messages SET status = 'queued' \
+             WHERE account_id = $1 AND announcement_id = $2 AND status = 'held'",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
+        .bind::<diesel::sql_types::Uuid, _>(id.as_uuid())
+        .execute(self.conn)
+        .map_err(store_error)?;
+        // The lane is brought forward to now rather than to the earliest released due
+        // time: a claim that finds nothing due yet reschedules the lane to it.
+        if released > 0 {
+            bring_lanes_forward(
+                self.conn,
+                Lanes::Delivery,
+                [(account.as_uuid(), now.as_datetime())],
+            )?;
+        }
+        Ok(released as u64)
+    }
+
+    fn skip_announcement_messages(
+        &mut self,
+        account: AccountId,
+        id: AnnouncementId,
+        now: Timestamp,
+    ) -> Result<u64, StoreError> {
+        let skipped = prepared_sql(format!(
+            "UPDATE messages SET status = 'skipped', skip_reason = '{reason}', \
+                 next_attempt_at = NULL, updated_at = $3 \
+             WHERE account_id = $1 AND announcement_id = $2 \
+               AND (status = 'held' OR (status = 'queued' AND lease_token IS NULL))",
+            reason = SkipReason::Cancelled.as_str()
+        ))
+        .bind::<diesel::sql_types::Uuid, _>(account.as_uuid())
+        .bind::<diesel::sql_types::Uuid, _>(id.as_uuid())
+        .bind::<Timestamptz, _>(now.as_datetime())
+        .execute(self.conn)
+        .map_err(store_error)?;
+        let mut counters = AccountCounters::default();
+        counters.added(id.as_uuid(), MessageStatus::Queued, -(skipped as i64));
+        counters.added(id.as_uuid(), MessageStatus::Skipped, skipped as i64);
+        add_to_counters(self.conn, account.as_uuid(), &counters)?;
+        Ok(skipped as u64)
     }
 
     fn queue_audience_batch(

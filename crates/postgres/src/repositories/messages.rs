@@ -109,6 +109,10 @@ impl TryFrom<MessageRow> for Message {
 /// index names (migration 35; docs/operations.md, "Delivery engine"). SQL that counts by
 /// state uses the same rule, `message_state(status, lease_token)`.
 fn message_state(status: &str, lease_token: Option<Uuid>) -> Option<MessageStatus> {
+    // A paused announcement's waiting message is stored `held` and is `queued` to all.
+    if status == HELD {
+        return Some(MessageStatus::Queued);
+    }
     match MessageStatus::parse(status)? {
         MessageStatus::Queued if lease_token.is_some() => Some(MessageStatus::Sending),
         // `sending` is not a stored status: the table's CHECK refuses it.
@@ -127,6 +131,10 @@ fn stored_status(status: MessageStatus) -> &'static str {
 
 /// The stored status of every message waiting for a worker or in flight.
 const QUEUED: &str = "queued";
+
+/// The stored status of a paused announcement's message that waits for the resume: out of
+/// the due index, so no claim reads it (migration `announcement_control`).
+const HELD: &str = "held";
 
 pub(super) fn message_row(message: &Message, idempotency: Option<(&str, &str)>) -> MessageRow {
     MessageRow {
@@ -167,10 +175,10 @@ fn filtered(account: AccountId, filter: &MessageFilter) -> messages::BoxedQuery<
         // `messages_status_idx` (`status <> 'sent'`, migration 36) only for a constant it
         // can prove is not `sent`; a generic plan of `status = $2` would read the log.
         // `stored_status` gives one of the table's own status names, never caller text.
-        query = query.filter(diesel::dsl::sql::<Bool>(&format!(
-            "messages.status = '{}'",
-            stored_status(status)
-        )));
+        query = query.filter(diesel::dsl::sql::<Bool>(&match status {
+            MessageStatus::Queued => format!("messages.status IN ('{QUEUED}', '{HELD}')"),
+            other => format!("messages.status = '{}'", stored_status(other)),
+        }));
         match status {
             MessageStatus::Queued => query = query.filter(messages::lease_token.is_null()),
             MessageStatus::Sending => query = query.filter(messages::lease_token.is_not_null()),
