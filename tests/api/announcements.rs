@@ -446,12 +446,18 @@ async fn pause_holds_every_waiting_message_and_resume_sends_each_contact_exactly
     assert_eq!(filtered["items"].as_array().expect("items").len(), 10);
 
     // A message a worker held across the pause (its lease ran out) waits when claimed.
-    setup.sql(
+    // (Each statement names the account: on Citus the tests refuse any that is not one
+    // shard's.)
+    let held = setup.messages().await[0]["_id"]
+        .as_str()
+        .expect("a message")
+        .to_owned();
+    let account = &setup.account;
+    setup.sql(&format!(
         "UPDATE messages SET status = 'queued', lease_token = gen_random_uuid(), \
-         locked_until = '2000-01-01' \
-         WHERE id = (SELECT id FROM messages WHERE status = 'held' ORDER BY id LIMIT 1); \
-         UPDATE delivery_lanes SET next_due_at = '2000-01-01'",
-    );
+         locked_until = '2000-01-01' WHERE account_id = '{account}' AND id = '{held}'; \
+         UPDATE delivery_lanes SET next_due_at = '2000-01-01' WHERE account_id = '{account}'"
+    ));
     assert_eq!(setup.drain_messages().await, 1);
     assert!(
         setup.smtp.messages().is_empty(),
@@ -501,10 +507,16 @@ async fn cancel_skips_every_unsent_message_and_ends_the_announcement() {
     let created = announce(&setup, &body(&setup.template)).await;
     setup.announcement_round(5).await.expanded.expect("a batch");
     // Two go out before the cancel.
-    setup.sql(
+    let first: Vec<String> = setup.messages().await[..2]
+        .iter()
+        .map(|message| format!("'{}'", message["_id"].as_str().expect("id")))
+        .collect();
+    setup.sql(&format!(
         "UPDATE messages SET next_attempt_at = next_attempt_at + interval '1 day' \
-         WHERE id NOT IN (SELECT id FROM messages ORDER BY id LIMIT 2)",
-    );
+         WHERE account_id = '{}' AND id NOT IN ({})",
+        setup.account,
+        first.join(", ")
+    ));
     setup.drain_messages().await;
     assert_eq!(setup.smtp.messages().len(), 2);
     controlled(&setup, &created, "pause").await;

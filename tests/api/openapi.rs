@@ -1,7 +1,7 @@
 use mailroom_tests::{expect_json, spawn_app};
 
 /// Every route of the API, as docs/api.md and the specification name them for this stage.
-pub const ROUTES: [(&str, &str); 114] = [
+pub const ROUTES: [(&str, &str); 116] = [
     ("post", "/v2/users/me/tokens"),
     ("get", "/v2/users/me/tokens"),
     ("delete", "/v2/users/me/tokens/{tokenId}"),
@@ -142,6 +142,11 @@ pub const ROUTES: [(&str, &str); 114] = [
     ("get", "/healthz"),
     ("get", "/readyz"),
     ("get", "/metrics"),
+    ("post", "/v2/accounts/{accountId}/messages/cancel"),
+    (
+        "post",
+        "/v2/accounts/{accountId}/messages/{messageId}/cancel",
+    ),
     ("post", "/v2/accounts/{accountId}/messages"),
     ("get", "/v2/accounts/{accountId}/messages"),
     ("get", "/v2/accounts/{accountId}/messages/count"),

@@ -748,6 +748,20 @@ operations! {
         self.execute(OP, Request::new([account.to_string(), message.to_string()])).await?.json()
     }
 
+    /// Cancels a message that still waits for a worker (a `send_at` send, a retry): it
+    /// becomes `skipped` with reason `cancelled`.
+    POST "/v2/accounts/{accountId}/messages/{messageId}/cancel" WithIdempotencyKey;
+    pub async fn cancel_message(&self, account: AccountId, message: MessageId) -> Result<Message> {
+        self.execute(OP, Request::new([account.to_string(), message.to_string()])).await?.json()
+    }
+
+    /// Cancels the message the send with `idempotency_key` queued, as `cancel_message`.
+    POST "/v2/accounts/{accountId}/messages/cancel" WithIdempotencyKey;
+    pub async fn cancel_message_by_key(&self, account: AccountId, idempotency_key: &str) -> Result<Message> {
+        let body = serde_json::json!({ "idempotencyKey": idempotency_key });
+        self.execute(OP, Request::new([account.to_string()]).json(&body)?).await?.json()
+    }
+
     /// Hands in a bounce (DSN) or complaint (ARF) report, the raw `message/rfc822` text.
     POST "/v2/accounts/{accountId}/feedback" WithIdempotencyKey;
     pub async fn record_feedback(&self, account: AccountId, report: impl Into<Vec<u8>>) -> Result<Feedback> {

@@ -12,7 +12,7 @@ use time::{Date, Duration};
 
 use crate::{
     email::EmailAddress, AccountId, AnnouncementId, AutomationId, ContactId, FormId, MessageId,
-    TemplateId, Timestamp,
+    TemplateId, Timestamp, ValidationErrors,
 };
 
 /// Where a message is in its life.
@@ -677,16 +677,53 @@ pub fn message_id_domain(domain: &str) -> &str {
 
 /// A fingerprint of a transactional send request, to tell a replay (same key, same body)
 /// from a reuse of the key for another request: SHA-256 over the canonical JSON of the
-/// template slug, the address (lower-cased) and the data (keys sorted).
-pub fn request_hash(slug: &str, email: &str, data: &Map<String, Value>) -> String {
+/// template slug, the address (lower-cased), the data (keys sorted) and `sendAt` when
+/// given (left out otherwise, so a request without it hashes as it always did).
+pub fn request_hash(
+    slug: &str,
+    email: &str,
+    data: &Map<String, Value>,
+    send_at: Option<Timestamp>,
+) -> String {
     use sha2::{Digest, Sha256};
     // serde_json's map is ordered by key, so equal objects serialise equally.
-    let canonical = serde_json::json!({
+    let mut canonical = serde_json::json!({
         "slug": slug,
         "email": email.to_lowercase(),
         "data": data,
     });
+    if let (Some(at), Some(object)) = (send_at, canonical.as_object_mut()) {
+        object.insert("sendAt".into(), Value::from(at.unix_millis().to_string()));
+    }
     hex::encode(Sha256::digest(canonical.to_string().as_bytes()))
+}
+
+/// How far ahead a transactional send's `sendAt` may lie.
+pub const MAX_SEND_AHEAD: Duration = Duration::days(30);
+
+/// When a transactional send given `send_at` at `now` falls due: `send_at`, or `now` for
+/// none or a time up to a minute past (a client's clock a little behind is no error).
+///
+/// # Errors
+/// `sendAt` further in the past, or more than [`MAX_SEND_AHEAD`] ahead.
+pub fn send_due(send_at: Option<Timestamp>, now: Timestamp) -> Result<Timestamp, ValidationErrors> {
+    let Some(at) = send_at else {
+        return Ok(now);
+    };
+    let ahead = at.as_datetime() - now.as_datetime();
+    if ahead < -Duration::minutes(1) {
+        return Err(ValidationErrors::single(
+            "sendAt",
+            "must not lie in the past",
+        ));
+    }
+    if ahead > MAX_SEND_AHEAD {
+        return Err(ValidationErrors::single(
+            "sendAt",
+            "must lie at most 30 days ahead",
+        ));
+    }
+    Ok(if ahead > Duration::ZERO { at } else { now })
 }
 
 /// The filters of the message log.
@@ -738,6 +775,42 @@ impl MessageOrder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn send_at_is_due_then_or_now_and_refuses_the_past_and_beyond_30_days() {
+        let now = Timestamp::parse("2026-06-01T12:00:00Z").expect("now");
+        let at = |text: &str| Some(Timestamp::parse(text).expect("time"));
+        assert_eq!(send_due(None, now), Ok(now));
+        assert_eq!(
+            send_due(at("2026-06-03T08:00:00Z"), now),
+            Ok(at("2026-06-03T08:00:00Z").expect("time"))
+        );
+        assert_eq!(send_due(at("2026-06-01T11:59:30Z"), now), Ok(now));
+        for refused in ["2026-06-01T11:00:00Z", "2026-07-02T12:00:01Z"] {
+            assert_eq!(
+                send_due(at(refused), now).expect_err(refused).0[0].field,
+                "sendAt"
+            );
+        }
+    }
+
+    #[test]
+    fn a_request_without_send_at_hashes_as_before_and_send_at_changes_the_hash() {
+        let data = Map::new();
+        let plain = request_hash("welcome", "A@example.com", &data, None);
+        // The hash of `{"data":{},"email":"a@example.com","slug":"welcome"}`, as stored
+        // by every release before `sendAt`.
+        use sha2::{Digest, Sha256};
+        let before = hex::encode(Sha256::digest(
+            br#"{"data":{},"email":"a@example.com","slug":"welcome"}"#,
+        ));
+        assert_eq!(plain, before);
+        let later = Timestamp::parse("2026-06-03T08:00:00Z").ok();
+        assert_ne!(
+            request_hash("welcome", "a@example.com", &data, later),
+            plain
+        );
+    }
 
     fn class(line: &str) -> ReplyClass {
         SmtpReply::parse(line).expect(line).classify()

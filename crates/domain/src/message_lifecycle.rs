@@ -256,6 +256,20 @@ impl Message {
         claims_without_outcome > QUARANTINE_AFTER_CLAIMS
     }
 
+    /// Whether the message may still be cancelled: only while it waits for a worker.
+    ///
+    /// # Errors
+    /// A sentence for the 400 naming its state.
+    pub fn check_cancellable(&self) -> Result<(), String> {
+        match self.status {
+            MessageStatus::Queued => Ok(()),
+            MessageStatus::Sending => {
+                Err("the message is being sent now and can no longer be cancelled".into())
+            }
+            done => Err(format!("a {} message cannot be cancelled", done.as_str())),
+        }
+    }
+
     /// Settles the message as `skipped` for `reason`, without a session.
     pub fn skip(&mut self, reason: SkipReason, now: Timestamp) {
         self.status = MessageStatus::Skipped;
@@ -497,6 +511,19 @@ mod tests {
         assert_eq!(sending.attempts, 0);
         assert_eq!(sending.next_attempt_at, Some(at(60)));
         assert_eq!(sending.last_reply.as_deref(), Some("451 later"));
+    }
+
+    #[test]
+    fn only_a_waiting_message_may_be_cancelled() {
+        assert_eq!(message(MessageStatus::Queued).check_cancellable(), Ok(()));
+        assert!(message(MessageStatus::Sending)
+            .check_cancellable()
+            .unwrap_err()
+            .contains("being sent now"));
+        assert_eq!(
+            message(MessageStatus::Sent).check_cancellable(),
+            Err("a sent message cannot be cancelled".into())
+        );
     }
 
     #[test]

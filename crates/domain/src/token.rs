@@ -237,10 +237,10 @@ pub struct ScopedRoute {
 }
 
 /// The one table of what a `sending` token may call. Beyond the four account routes of
-/// the sending scope, a sending token may mint its own successor (within its scope, pins
+/// the sending scope and the cancels of what it sent, a sending token may mint its own successor (within its scope, pins
 /// and lifetime) and revoke itself, so a product backend can rotate its credential
 /// without holding a full token.
-pub const SENDING_ROUTES: [ScopedRoute; 6] = [
+pub const SENDING_ROUTES: [ScopedRoute; 8] = [
     ScopedRoute {
         method: "POST",
         pattern: "/v2/accounts/{accountId}/events",
@@ -254,6 +254,16 @@ pub const SENDING_ROUTES: [ScopedRoute; 6] = [
     ScopedRoute {
         method: "GET",
         pattern: "/v2/accounts/{accountId}/messages/{messageId}",
+        required_query: None,
+    },
+    ScopedRoute {
+        method: "POST",
+        pattern: "/v2/accounts/{accountId}/messages/{messageId}/cancel",
+        required_query: None,
+    },
+    ScopedRoute {
+        method: "POST",
+        pattern: "/v2/accounts/{accountId}/messages/cancel",
         required_query: None,
     },
     ScopedRoute {

@@ -5,6 +5,7 @@
 //! the worker claims due rows under a lease, renders and sends them with no transaction
 //! open, and records each outcome in a short transaction of its own (see [`claim`], [`prepare`] and [`deliver`]).
 
+mod cancel_message;
 pub mod claim;
 pub(crate) mod claim_batch;
 pub mod deliver;
@@ -18,6 +19,7 @@ mod send_limit;
 mod send_message;
 mod settings;
 
+pub use cancel_message::{cancel_message, MessageToCancel};
 pub use claim::{claim_messages, renew_message_leases, ClaimRequest, ClaimedMessages, RenderJob};
 pub use deliver::{
     record_message_outcome, record_message_outcomes, send_claimed_message, MessageJob, SendOutcome,

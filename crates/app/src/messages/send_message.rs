@@ -1,7 +1,7 @@
 use mailroom_domain::{
     email::EmailAddress,
-    message::{request_hash, Message},
-    AccountId, ContactId,
+    message::{request_hash, send_due, Message},
+    AccountId, ContactId, Timestamp,
 };
 use serde_json::{Map, Value};
 use time::Duration;
@@ -27,17 +27,22 @@ pub struct TransactionalSend {
     pub data: Map<String, Value>,
     /// The `Idempotency-Key` header, if sent.
     pub idempotency_key: Option<String>,
+    /// `sendAt`: not before then (at most 30 days ahead); `None` sends now.
+    pub send_at: Option<Timestamp>,
 }
 
 /// Queues one transactional email and returns it (`queued`), creating the contact when
-/// the address is unknown so bounces and complaints attach to it. The worker sends it.
+/// the address is unknown so bounces and complaints attach to it. The worker sends it,
+/// at once or at its `sendAt` (then `nextAttemptAt`); until then it can be cancelled
+/// ([`super::cancel_message`]).
 ///
 /// With an `Idempotency-Key`: the same key with the same body within
 /// [`IDEMPOTENCY_WINDOW`] answers the message the first request queued (never a second
 /// email, also for concurrent requests); the same key with another body is refused.
 ///
 /// # Errors
-/// [`AppError::Invalid`] on `slug` when the account has no such template;
+/// [`AppError::Invalid`] on `slug` when the account has no such template, on `sendAt`
+/// more than a minute past or more than 30 days ahead;
 /// [`AppError::BadRequest`] when the key was used for another request;
 /// [`AppError`] when the store fails.
 pub fn send_transactional(
@@ -46,10 +51,17 @@ pub fn send_transactional(
     request: &TransactionalSend,
 ) -> Result<Message, AppError> {
     let account = member.account();
-    let hash = request
-        .idempotency_key
-        .as_ref()
-        .map(|_| request_hash(&request.slug, request.email.as_str(), &request.data));
+    // Checked once, against the clock of the request: a replay of the request answers
+    // the message it queued however late it comes.
+    let due = send_due(request.send_at, services.clock.now())?;
+    let hash = request.idempotency_key.as_ref().map(|_| {
+        request_hash(
+            &request.slug,
+            request.email.as_str(),
+            &request.data,
+            request.send_at,
+        )
+    });
     // The store keeps keys unique, so of two concurrent first uses of one key one insert
     // is refused as a duplicate key; its transaction rolls back.
     let attempt = || {
@@ -58,8 +70,7 @@ pub fn send_transactional(
             queue(
                 tx,
                 services,
-                account,
-                request,
+                (account, request, due),
                 hash.as_deref(),
                 &mut key_taken,
             )
@@ -81,8 +92,7 @@ pub fn send_transactional(
 fn queue(
     tx: &mut dyn UnitOfWork,
     services: &Services,
-    account: AccountId,
-    request: &TransactionalSend,
+    (account, request, due): (AccountId, &TransactionalSend, Timestamp),
     hash: Option<&str>,
     key_taken: &mut bool,
 ) -> Result<Message, AppError> {
@@ -124,7 +134,7 @@ fn queue(
         Origin::Transactional,
         request.data.clone(),
         now,
-        now,
+        due,
     );
     tx.insert_message(&message, idempotency).map_err(|error| {
         *key_taken = matches!(error, StoreError::Duplicate(Duplicate::IdempotencyKey));

@@ -2,7 +2,8 @@ use std::{future::Future, pin::Pin};
 
 use mailroom_domain::{
     message::{
-        AttemptFault, DailyStats, Message, MessageFilter, MessageOrder, SmtpReply, StatsCounter,
+        AttemptFault, DailyStats, Message, MessageFilter, MessageOrder, SkipReason, SmtpReply,
+        StatsCounter,
     },
     paging::PageRequest,
     secret::SecretString,
@@ -62,6 +63,20 @@ pub trait MessageRepository {
         message: &Message,
         idempotency: Option<(&str, &str)>,
     ) -> Result<(), StoreError>;
+
+    /// Settles the message as `skipped` for `reason` if it still waits for a worker
+    /// (queued or held, no lease), counters moved; `false` when it does not (a worker
+    /// claimed it meanwhile, or it is final).
+    ///
+    /// # Errors
+    /// [`StoreError`] on store failure.
+    fn skip_waiting_message(
+        &mut self,
+        account: AccountId,
+        id: MessageId,
+        reason: SkipReason,
+        now: Timestamp,
+    ) -> Result<bool, StoreError>;
 
     /// The message holding `key` in the account, with its request hash.
     ///

@@ -17,6 +17,9 @@ pub struct SendMessage {
     /// Values for the template.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub data: Option<Attributes>,
+    /// Not before this time (at most 30 days ahead); `None` sends now.
+    #[serde(rename = "sendAt", skip_serializing_if = "Option::is_none")]
+    pub send_at: Option<Timestamp>,
 }
 
 impl SendMessage {
@@ -26,7 +29,15 @@ impl SendMessage {
             slug: slug.into(),
             email: email.into(),
             data: None,
+            send_at: None,
         }
+    }
+
+    /// Sends it not before `at`.
+    #[must_use]
+    pub fn send_at(mut self, at: Timestamp) -> Self {
+        self.send_at = Some(at);
+        self
     }
 
     /// Adds one value for the template.

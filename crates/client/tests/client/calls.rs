@@ -206,6 +206,58 @@ async fn an_event_and_a_send_reach_the_smtp_server_and_read_back() {
     let stats = client.message_stats(account).await.expect("stats");
     assert_eq!(stats.last().expect("today").sent, 2);
 
+    // A send a day ahead waits until then; one is cancelled by its key, one by its id.
+    let tomorrow = mailroom_domain::Timestamp::parse("2099-01-01T00:00:00Z").expect("time");
+    let too_far = client
+        .send_message(
+            account,
+            &SendMessage::new("order-receipt", "grace@example.com").send_at(tomorrow),
+            Some("order-far"),
+        )
+        .await
+        .expect_err("2099 is more than 30 days ahead");
+    assert!(
+        too_far
+            .problem()
+            .and_then(|problem| problem.field("sendAt"))
+            .is_some_and(|message| message.contains("30 days")),
+        "{too_far:?}"
+    );
+    let later = mailroom_domain::Timestamp::from_datetime(
+        time::OffsetDateTime::now_utc() + time::Duration::days(1),
+    );
+    let scheduled = SendMessage::new("order-receipt", "grace@example.com").send_at(later);
+    let by_key = client
+        .send_message(account, &scheduled, Some("order-later"))
+        .await
+        .expect("scheduled");
+    assert_eq!(by_key.status, "queued");
+    let cancelled = client
+        .cancel_message_by_key(account, "order-later")
+        .await
+        .expect("cancel by key");
+    assert_eq!(
+        (
+            cancelled.id,
+            cancelled.status.as_str(),
+            cancelled.skip_reason.as_deref()
+        ),
+        (by_key.id, "skipped", Some("cancelled"))
+    );
+    let by_id = client
+        .send_message(account, &scheduled, None)
+        .await
+        .expect("scheduled");
+    let cancelled = client
+        .cancel_message(account, by_id.id)
+        .await
+        .expect("cancel by id");
+    assert_eq!(cancelled.skip_reason.as_deref(), Some("cancelled"));
+    let again = client
+        .cancel_message(account, by_id.id)
+        .await
+        .expect_err("skipped already");
+    assert_eq!(again.status(), Some(400), "{again:?}");
     // A report that is neither a DSN nor an ARF complaint is refused as a problem.
     let error = client
         .record_feedback(account, "Subject: hello\r\n\r\nnot a report\r\n")
@@ -343,6 +395,7 @@ async fn a_refused_body_is_a_typed_problem_naming_the_fields() {
         slug: "order-receipt".into(),
         email: "grace@example.com".into(),
         data: None,
+        send_at: None,
     };
     let error = setup
         .client

@@ -145,6 +145,7 @@ async fn a_send_is_retried_with_the_same_key_and_an_event_is_not_retried() {
         slug: "order-receipt".into(),
         email: "grace@example.com".into(),
         data: None,
+        send_at: None,
     };
     let sent = client
         .send_message(account, &send, None)

@@ -6,7 +6,7 @@ use mailroom_app::{messages, tracking, AppError, Services};
 use mailroom_domain::{
     email::EmailAddress,
     message::{MessageFilter, MessageOrder, MessageStatus},
-    AnnouncementId, ContactId, MessageId, TemplateId, ValidationErrors,
+    AnnouncementId, ContactId, MessageId, TemplateId, Timestamp, ValidationErrors,
 };
 
 use crate::{
@@ -15,7 +15,8 @@ use crate::{
     extract::{record_id, JsonBody, Paging},
     problem::{ApiError, Problem},
     routes::messages_dto::{
-        DailyStatsDto, MessageDto, MessageListParams, MessageOrderParam, SendMessageBody,
+        CancelByKeyBody, DailyStatsDto, MessageDto, MessageListParams, MessageOrderParam,
+        SendMessageBody,
     },
     tenancy::Membership,
 };
@@ -70,6 +71,13 @@ fn send_request(
             None
         }
     };
+    let send_at = body.send_at.as_deref().and_then(|text| {
+        let parsed = Timestamp::parse(text).ok();
+        if parsed.is_none() {
+            errors.push("sendAt", "must be an RFC 3339 timestamp");
+        }
+        parsed
+    });
     errors.into_result().map_err(AppError::Invalid)?;
     match (slug, email) {
         (Some(slug), Some(email)) => Ok(messages::TransactionalSend {
@@ -77,6 +85,7 @@ fn send_request(
             email,
             data: body.data.unwrap_or_default(),
             idempotency_key,
+            send_at,
         }),
         _ => Err(AppError::Internal("validation let an empty field through".into()).into()),
     }
@@ -135,7 +144,8 @@ fn message_order(param: MessageOrderParam) -> Result<MessageOrder, ApiError> {
 
 /// Queue a transactional email; answers the message (`queued`). With an
 /// `Idempotency-Key` header, the same key and body within 24 hours answers the same
-/// message and sends nothing more; the same key with another body is a 400.
+/// message and sends nothing more; the same key with another body is a 400. With `sendAt`
+/// it waits until then.
 #[utoipa::path(
     tag = "messages", request_body = SendMessageBody, security(("bearer" = [])),
     params(
@@ -248,4 +258,58 @@ pub(crate) async fn get_message(
     dto.opened_at = engagement.opened_at;
     dto.clicked_at = engagement.clicked_at;
     Ok(web::Json(dto))
+}
+
+/// Runs the cancel of `target` and answers the message.
+async fn cancel(
+    services: web::Data<Services>,
+    member: Membership,
+    target: messages::MessageToCancel,
+) -> Result<web::Json<MessageDto>, ApiError> {
+    let cancelled =
+        run_blocking(move || messages::cancel_message(&services, &member.0, &target)).await?;
+    Ok(web::Json(MessageDto::from(cancelled)))
+}
+
+/// Cancel a message that waits for a worker (a scheduled send, a retry): it becomes
+/// `skipped` with reason `cancelled`. 400 once a worker holds it or it is final.
+#[utoipa::path(
+    tag = "messages", security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id"), ("messageId" = String, Path, description = "Message id")),
+    responses((status = 200, body = MessageDto), (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem))
+)]
+#[post("/accounts/{accountId}/messages/{messageId}/cancel")]
+pub(crate) async fn cancel_message(
+    services: web::Data<Services>,
+    member: Membership,
+    path: web::Path<(String, String)>,
+) -> Result<web::Json<MessageDto>, ApiError> {
+    let id: MessageId = record_id(&path.1)?;
+    cancel(services, member, messages::MessageToCancel::Id(id)).await
+}
+
+/// Cancel the message a send with this `Idempotency-Key` queued, as
+/// `POST …/messages/{messageId}/cancel` does; 404 when the key names none.
+#[utoipa::path(
+    tag = "messages", request_body = CancelByKeyBody, security(("bearer" = [])),
+    params(("accountId" = String, Path, description = "Account id")),
+    responses((status = 200, body = MessageDto), (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem))
+)]
+#[post("/accounts/{accountId}/messages/cancel")]
+pub(crate) async fn cancel_message_by_key(
+    services: web::Data<Services>,
+    member: Membership,
+    body: JsonBody<CancelByKeyBody>,
+) -> Result<web::Json<MessageDto>, ApiError> {
+    let key = body
+        .0
+        .idempotency_key
+        .filter(|key| !key.trim().is_empty())
+        .ok_or_else(|| AppError::invalid("idempotencyKey", "is required"))?;
+    cancel(
+        services,
+        member,
+        messages::MessageToCancel::IdempotencyKey(key),
+    )
+    .await
 }

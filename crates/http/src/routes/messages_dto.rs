@@ -16,6 +16,19 @@ pub struct SendMessageBody {
     /// Template variables, winning over the contact's attributes.
     #[schema(value_type = Option<Object>)]
     pub data: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Not before this time (RFC 3339, at most 30 days ahead): the message waits,
+    /// `queued` with this `nextAttemptAt`, and can be cancelled until then. Omitted, or a
+    /// time up to a minute past, sends now.
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub send_at: Option<String>,
+}
+
+/// Body of `POST …/messages/cancel`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CancelByKeyBody {
+    /// The `Idempotency-Key` the send carried.
+    pub idempotency_key: Option<String>,
 }
 
 /// One message of the outbox. Optional fields are omitted while unset.

@@ -146,6 +146,8 @@ pub fn v2(cfg: &mut ServiceConfig) {
         .service(messages::count_messages)
         .service(messages::message_stats)
         .service(messages::get_message)
+        .service(messages::cancel_message_by_key)
+        .service(messages::cancel_message)
         .service(feedback::record_feedback)
         .service(feedback_sources::list_feedback_sources)
         .service(feedback_sources::get_feedback_source)

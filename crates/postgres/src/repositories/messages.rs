@@ -317,6 +317,48 @@ impl MessageRepository for PgUnitOfWork<'_> {
         Ok(())
     }
 
+    fn skip_waiting_message(
+        &mut self,
+        account: AccountId,
+        id: MessageId,
+        reason: SkipReason,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        #[derive(QueryableByName)]
+        struct Skipped {
+            #[diesel(sql_type = Nullable<SqlUuid>)]
+            announcement_id: Option<Uuid>,
+        }
+        // `reason` is one of the domain's names, never caller text.
+        let skipped: Option<Skipped> = prepared_sql(format!(
+            "UPDATE messages SET status = 'skipped', skip_reason = '{reason}', \
+                 next_attempt_at = NULL, updated_at = $3 \
+             WHERE account_id = $1 AND id = $2 \
+               AND status IN ('{QUEUED}', '{HELD}') AND lease_token IS NULL \
+             RETURNING announcement_id",
+            reason = reason.as_str()
+        ))
+        .bind::<SqlUuid, _>(account.as_uuid())
+        .bind::<SqlUuid, _>(id.as_uuid())
+        .bind::<Timestamptz, _>(now.as_datetime())
+        .get_result(self.conn)
+        .optional()
+        .map_err(store_error)?;
+        let Some(skipped) = skipped else {
+            return Ok(false);
+        };
+        if let Some(announcement) = skipped.announcement_id {
+            let mut counters = AccountCounters::default();
+            counters.moved(
+                announcement,
+                Some(MessageStatus::Queued),
+                Some(MessageStatus::Skipped),
+            );
+            add_to_counters(self.conn, account.as_uuid(), &counters)?;
+        }
+        Ok(true)
+    }
+
     fn find_message_by_idempotency_key(
         &mut self,
         account: AccountId,
