@@ -621,16 +621,13 @@ mod tests {
 
     #[test]
     fn a_start_time_from_the_form_is_read_as_utc() {
-        assert_eq!(super::utc_time("2026-12-24T09:00"), "2026-12-24T09:00:00Z");
+        assert_eq!(utc_time("2026-12-24T09:00"), "2026-12-24T09:00:00Z");
+        assert_eq!(utc_time("2026-12-24T09:00:30"), "2026-12-24T09:00:30Z");
         assert_eq!(
-            super::utc_time("2026-12-24T09:00:30"),
-            "2026-12-24T09:00:30Z"
-        );
-        assert_eq!(
-            super::utc_time("2026-12-24T09:00:00+01:00"),
+            utc_time("2026-12-24T09:00:00+01:00"),
             "2026-12-24T09:00:00+01:00"
         );
-        assert_eq!(super::utc_time("tomorrow"), "tomorrow");
+        assert_eq!(utc_time("tomorrow"), "tomorrow");
     }
 
     #[test]
