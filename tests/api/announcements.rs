@@ -454,7 +454,7 @@ async fn pause_holds_every_waiting_message_and_resume_sends_each_contact_exactly
         .to_owned();
     let account = &setup.account;
     setup.sql(&format!(
-        "UPDATE messages SET status = 'queued', lease_token = gen_random_uuid(), \
+        "UPDATE messages SET status = 'queued', lease_token = '01936c5e-7b2a-7cde-8f00-00000000cafe', \
          locked_until = '2000-01-01' WHERE account_id = '{account}' AND id = '{held}'; \
          UPDATE delivery_lanes SET next_due_at = '2000-01-01' WHERE account_id = '{account}'"
     ));
@@ -512,7 +512,7 @@ async fn cancel_skips_every_unsent_message_and_ends_the_announcement() {
         .map(|message| format!("'{}'", message["_id"].as_str().expect("id")))
         .collect();
     setup.sql(&format!(
-        "UPDATE messages SET next_attempt_at = next_attempt_at + interval '1 day' \
+        "UPDATE messages SET next_attempt_at = '2100-01-01' \
          WHERE account_id = '{}' AND id NOT IN ({})",
         setup.account,
         first.join(", ")
