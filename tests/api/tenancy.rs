@@ -304,6 +304,11 @@ fn sending_may_call(method: &str, path: &str) -> bool {
         ("post", "/v2/accounts/{accountId}/events")
             | ("post", "/v2/accounts/{accountId}/messages")
             | ("get", "/v2/accounts/{accountId}/messages/{messageId}")
+            | (
+                "post",
+                "/v2/accounts/{accountId}/messages/{messageId}/cancel"
+            )
+            | ("post", "/v2/accounts/{accountId}/messages/cancel")
             | ("post", "/v2/users/me/tokens")
             | ("delete", "/v2/users/me/tokens/{tokenId}")
     )
